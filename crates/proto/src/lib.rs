@@ -1,0 +1,1 @@
+//! Generated protocol types (see crates/xdrgen).

@@ -1,0 +1,1 @@
+//! nfsx server transport.

@@ -1,0 +1,81 @@
+//! The protocol-neutral backend every NFS version is served from.
+//!
+//! Names and types here are neutral on purpose: NFSv3 and NFSv4 each map
+//! [`VfsError`] to their own status codes with one exhaustive match, and
+//! file handles are built by the server from a [`FileId`] plus the
+//! [`Attrs::generation`] that tells a reused id from the original object.
+//!
+//! The trait is synchronous: a local file system blocks anyway, and the
+//! server calls it from worker threads, keeping the protocol cores free of
+//! any async runtime.
+
+mod types;
+pub use types::*;
+
+mod access;
+pub use access::{check_access, Access};
+
+pub mod memfs;
+pub mod localfs;
+pub use localfs::LocalFs;
+pub use memfs::MemFs;
+
+use bytes::Bytes;
+
+/// One exported file-system tree.
+///
+/// Every method that takes a name takes exactly one path component: the
+/// server rejects `/` and NUL before calling, and backends reject them
+/// again (`Invalid`) so that no name can walk out of the tree. `.` and `..`
+/// are only meaningful to [`Vfs::lookup`]; `..` of the root is the root.
+pub trait Vfs: Send + Sync + 'static {
+    /// The id of the exported root directory.
+    fn root(&self) -> FileId;
+
+    /// A number that identifies this file system (NFSv3 `fsid`).
+    fn fsid(&self) -> u64;
+
+    fn getattr(&self, id: FileId) -> VfsResult<Attrs>;
+
+    /// Applies `set` in one step as far as the platform allows; with
+    /// `guard_ctime` the change is refused (`NotSync`) unless the object's
+    /// ctime still equals it (NFSv3 SETATTR guard).
+    fn setattr(&self, id: FileId, set: &SetAttrs, guard_ctime: Option<Timespec>) -> VfsResult<Attrs>;
+
+    fn lookup(&self, dir: FileId, name: &[u8]) -> VfsResult<(FileId, Attrs)>;
+
+    fn readlink(&self, id: FileId) -> VfsResult<Bytes>;
+
+    /// Reads up to `count` bytes; `eof` is true when the read reached the end
+    /// of the file.
+    fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult>;
+
+    /// Writes `data` at `offset` with at least the requested stability and
+    /// reports the stability actually reached.
+    fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult>;
+
+    /// Makes everything written to `id` in `[offset, offset+count)` stable
+    /// (`count == 0`: to the end of the file). Returns any error deferred
+    /// from earlier unstable writes.
+    fn commit(&self, id: FileId, offset: u64, count: u32) -> VfsResult<()>;
+
+    fn create(&self, dir: FileId, name: &[u8], how: &CreateHow, owner: Owner) -> VfsResult<(FileId, Attrs)>;
+    fn mkdir(&self, dir: FileId, name: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)>;
+    fn symlink(&self, dir: FileId, name: &[u8], target: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)>;
+    fn mknod(&self, dir: FileId, name: &[u8], kind: NodeKind, attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)>;
+
+    /// Removes a non-directory.
+    fn remove(&self, dir: FileId, name: &[u8]) -> VfsResult<()>;
+    /// Removes an empty directory.
+    fn rmdir(&self, dir: FileId, name: &[u8]) -> VfsResult<()>;
+    fn rename(&self, from_dir: FileId, from: &[u8], to_dir: FileId, to: &[u8]) -> VfsResult<()>;
+    fn link(&self, id: FileId, dir: FileId, name: &[u8]) -> VfsResult<()>;
+
+    /// Entries after `cookie` (0 = from the start), at most `max_entries`.
+    /// Cookies are stable across calls and not reused while the directory
+    /// lives, so a client paging through a changing directory sees no
+    /// entry twice and misses none that stayed. `.` and `..` are not listed.
+    fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir>;
+
+    fn fsstat(&self, id: FileId) -> VfsResult<FsStat>;
+}

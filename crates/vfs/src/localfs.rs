@@ -1,0 +1,2 @@
+//! Host-directory backend (placeholder until implemented).
+pub struct LocalFs;

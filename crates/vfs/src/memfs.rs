@@ -1,0 +1,2 @@
+//! In-memory backend (placeholder until implemented).
+pub struct MemFs;

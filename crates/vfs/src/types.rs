@@ -1,0 +1,248 @@
+use bytes::Bytes;
+
+/// Identifies an object within one exported tree for as long as it exists.
+/// (LocalFs: the inode number; MemFs: an allocation counter.)
+pub type FileId = u64;
+
+pub type VfsResult<T> = Result<T, VfsError>;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VfsError {
+    #[error("operation not permitted")]
+    Perm,
+    #[error("no such file or directory")]
+    NotFound,
+    #[error("I/O error: {0}")]
+    Io(String),
+    #[error("no such device or address")]
+    NxIo,
+    #[error("permission denied")]
+    Access,
+    #[error("file exists")]
+    Exists,
+    #[error("cross-device link")]
+    XDev,
+    #[error("not a directory")]
+    NotDir,
+    #[error("is a directory")]
+    IsDir,
+    #[error("invalid argument")]
+    Invalid,
+    #[error("file too large")]
+    FBig,
+    #[error("no space left on device")]
+    NoSpace,
+    #[error("read-only file system")]
+    ReadOnly,
+    #[error("too many links")]
+    MLink,
+    #[error("name too long")]
+    NameTooLong,
+    #[error("directory not empty")]
+    NotEmpty,
+    #[error("disk quota exceeded")]
+    Quota,
+    /// The object behind a still-valid id no longer exists.
+    #[error("stale file handle")]
+    Stale,
+    /// A readdir cookie that was never handed out for this directory.
+    #[error("bad readdir cookie")]
+    BadCookie,
+    /// The SETATTR guard did not match.
+    #[error("object changed since the guard was taken")]
+    NotSync,
+    #[error("operation not supported by this backend")]
+    NotSupported,
+    /// Try again later (resource busy, e.g. a delegation being recalled).
+    #[error("resource temporarily unavailable")]
+    Delay,
+    /// A type mismatch the protocol reports specially (e.g. readlink on a file).
+    #[error("wrong object type")]
+    BadType,
+}
+
+impl VfsError {
+    /// Maps an OS error to the neutral error.
+    pub fn from_errno(errno: i32) -> VfsError {
+        match errno {
+            libc::EPERM => VfsError::Perm,
+            libc::ENOENT => VfsError::NotFound,
+            libc::ENXIO | libc::ENODEV => VfsError::NxIo,
+            libc::EACCES => VfsError::Access,
+            libc::EEXIST => VfsError::Exists,
+            libc::EXDEV => VfsError::XDev,
+            libc::ENOTDIR => VfsError::NotDir,
+            libc::EISDIR => VfsError::IsDir,
+            libc::EINVAL => VfsError::Invalid,
+            libc::EFBIG => VfsError::FBig,
+            libc::ENOSPC => VfsError::NoSpace,
+            libc::EROFS => VfsError::ReadOnly,
+            libc::EMLINK => VfsError::MLink,
+            libc::ENAMETOOLONG => VfsError::NameTooLong,
+            libc::ENOTEMPTY => VfsError::NotEmpty,
+            libc::EDQUOT => VfsError::Quota,
+            libc::ESTALE => VfsError::Stale,
+            libc::ELOOP => VfsError::Invalid,
+            libc::EOPNOTSUPP => VfsError::NotSupported,
+            libc::EAGAIN | libc::EBUSY => VfsError::Delay,
+            e => VfsError::Io(std::io::Error::from_raw_os_error(e).to_string()),
+        }
+    }
+}
+
+impl From<std::io::Error> for VfsError {
+    fn from(e: std::io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(n) => VfsError::from_errno(n),
+            None => VfsError::Io(e.to_string()),
+        }
+    }
+}
+
+impl From<rustix::io::Errno> for VfsError {
+    fn from(e: rustix::io::Errno) -> Self {
+        VfsError::from_errno(e.raw_os_error())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileType {
+    Regular,
+    Directory,
+    BlockDevice,
+    CharDevice,
+    Symlink,
+    Socket,
+    Fifo,
+}
+
+/// Seconds and nanoseconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timespec {
+    pub seconds: i64,
+    pub nanos: u32,
+}
+
+impl Timespec {
+    pub fn now() -> Timespec {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timespec { seconds: d.as_secs() as i64, nanos: d.subsec_nanos() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attrs {
+    pub ftype: FileType,
+    /// Permission bits including setuid/setgid/sticky (no file-type bits).
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    /// Bytes of storage actually used.
+    pub used: u64,
+    /// Major and minor device numbers for device files.
+    pub rdev: (u32, u32),
+    pub fsid: u64,
+    pub fileid: FileId,
+    pub atime: Timespec,
+    pub mtime: Timespec,
+    pub ctime: Timespec,
+    /// Distinguishes this object from a later one that reuses its
+    /// [`FileId`]; part of every file handle, so an old handle to a reused
+    /// id is stale rather than pointing at the wrong file.
+    pub generation: u64,
+    /// Moves forward on every change of data or metadata (NFSv4 `change`).
+    pub change: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SetTime {
+    #[default]
+    DontChange,
+    ServerNow,
+    Client(Timespec),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SetAttrs {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: SetTime,
+    pub mtime: SetTime,
+}
+
+/// Who a newly created object belongs to (the caller after squashing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateHow {
+    /// Create or truncate per `attrs.size`; an existing file is kept.
+    Unchecked(SetAttrs),
+    /// Fail with `Exists` if the name exists.
+    Guarded(SetAttrs),
+    /// Exclusive create: a retransmission carrying the same verifier
+    /// succeeds on the file it created; another verifier gets `Exists`.
+    /// The backend stores the verifier with the file (e.g. in its times)
+    /// until the client's follow-up SETATTR replaces it.
+    Exclusive([u8; 8]),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    BlockDevice(u32, u32),
+    CharDevice(u32, u32),
+    Socket,
+    Fifo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stability {
+    Unstable,
+    DataSync,
+    FileSync,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReadResult {
+    pub data: Bytes,
+    pub eof: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteResult {
+    pub count: u32,
+    pub committed: Stability,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub fileid: FileId,
+    pub name: Bytes,
+    /// Pass back to `readdir` to continue after this entry. Never 0.
+    pub cookie: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadDir {
+    pub entries: Vec<DirEntry>,
+    pub eof: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FsStat {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    pub avail_bytes: u64,
+    pub total_files: u64,
+    pub free_files: u64,
+    pub avail_files: u64,
+}
