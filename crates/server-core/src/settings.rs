@@ -1,0 +1,86 @@
+//! Every limit the protocol core applies, with its default.
+//!
+//! The transport reads these from the configuration file (`[core]` table);
+//! anything left out takes the default below.
+
+use serde::Deserialize;
+
+const MIB: u32 = 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CoreSettings {
+    /// Largest READ the server performs (FSINFO `rtmax`); longer requests are
+    /// shortened, which RFC 1813 allows (the reply's count says how much).
+    pub rtmax: u32,
+    /// Preferred READ size (FSINFO `rtpref`); capped at `rtmax`.
+    pub rtpref: u32,
+    /// Largest WRITE the server performs (FSINFO `wtmax`); longer requests
+    /// become short writes (see `ops/v3/write.rs`).
+    pub wtmax: u32,
+    /// Preferred WRITE size (FSINFO `wtpref`); capped at `wtmax`.
+    pub wtpref: u32,
+    /// Preferred READDIR request size (FSINFO `dtpref`).
+    pub dtpref: u32,
+    /// Largest READDIR / READDIRPLUS reply body the server builds, whatever
+    /// `count`/`maxcount` the client asked for; bounds memory per request.
+    pub max_readdir_reply: u32,
+    /// Entries asked of the backend per `Vfs::readdir` call while a reply
+    /// is being filled.
+    pub readdir_batch: u32,
+    /// FSINFO `maxfilesize`.
+    pub max_file_size: u64,
+    /// PATHCONF `linkmax`.
+    pub link_max: u32,
+    /// Longest file name accepted (PATHCONF `name_max`); longer names get
+    /// NFS3ERR_NAMETOOLONG before the backend is asked.
+    pub name_max: u32,
+    /// FSSTAT `invarsec`: seconds the file system is not expected to change.
+    pub fsstat_invarsec: u32,
+    /// Entries kept in the MOUNT list reported by DUMP; the oldest entry
+    /// is dropped when a new mount would exceed it.
+    pub max_mount_entries: usize,
+    /// Warnings about one kind of client misbehaviour that are logged in
+    /// full before the rest are sampled (a flood must not flood the log).
+    pub warn_burst: u64,
+    /// After `warn_burst`, one warning in this many is logged.
+    pub warn_sample_every: u64,
+}
+
+impl Default for CoreSettings {
+    fn default() -> Self {
+        CoreSettings {
+            rtmax: MIB,
+            rtpref: MIB,
+            wtmax: MIB,
+            wtpref: MIB,
+            dtpref: 64 * 1024,
+            max_readdir_reply: MIB,
+            readdir_batch: 512,
+            max_file_size: i64::MAX as u64,
+            link_max: 32000,
+            name_max: 255,
+            fsstat_invarsec: 0,
+            max_mount_entries: 4096,
+            warn_burst: 100,
+            warn_sample_every: 1000,
+        }
+    }
+}
+
+impl CoreSettings {
+    /// Settings with every value forced into the range the code relies on
+    /// (non-zero sizes, preferences not above maxima).
+    pub(crate) fn sanitized(mut self) -> Self {
+        self.rtmax = self.rtmax.max(4096);
+        self.wtmax = self.wtmax.max(4096);
+        self.rtpref = self.rtpref.clamp(512, self.rtmax);
+        self.wtpref = self.wtpref.clamp(512, self.wtmax);
+        self.dtpref = self.dtpref.max(512);
+        self.max_readdir_reply = self.max_readdir_reply.max(1024);
+        self.readdir_batch = self.readdir_batch.max(1);
+        self.name_max = self.name_max.clamp(1, 255);
+        self.warn_sample_every = self.warn_sample_every.max(1);
+        self
+    }
+}
