@@ -1,0 +1,15 @@
+#!/bin/sh
+# Regenerates the committed protocol modules in src/gen from spec/xdr/*.x.
+# tests/generated_up_to_date.rs fails until this has been run after a
+# change to a .x file or to xdrgen.
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+cargo build --quiet -p xdrgen
+gen() {
+    ./target/debug/xdrgen "spec/xdr/$1.x" -o "crates/proto/src/gen/$2.rs"
+}
+gen rpc_prot rpc
+gen portmap portmap
+gen mount3 mount3
+gen nfs3_prot nfs3

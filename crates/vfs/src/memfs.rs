@@ -1,2 +1,0 @@
-//! In-memory backend (placeholder until implemented).
-pub struct MemFs;
