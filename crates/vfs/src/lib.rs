@@ -15,10 +15,13 @@ pub use types::*;
 mod access;
 pub use access::{check_access, Access};
 
+mod names;
+pub use names::DEFAULT_MAX_NAME_LEN;
+
 pub mod memfs;
 pub mod localfs;
 pub use localfs::LocalFs;
-pub use memfs::MemFs;
+pub use memfs::{MemFs, MemFsSettings};
 
 use bytes::Bytes;
 
