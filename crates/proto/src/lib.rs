@@ -24,3 +24,5 @@ pub mod mount3;
 #[rustfmt::skip]
 #[path = "gen/nfs3.rs"]
 pub mod nfs3;
+
+pub mod framer;

@@ -1,0 +1,166 @@
+//! RFC 5531 section 11 record marking, without I/O.
+//!
+//! On a stream transport every RPC message is a record sent as one or more
+//! fragments, each preceded by a 4-byte header: the high bit marks the last
+//! fragment, the low 31 bits give the fragment's length.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// The largest fragment a header can describe.
+pub const MAX_FRAGMENT: usize = 0x7fff_ffff;
+
+const LAST: u32 = 0x8000_0000;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The fragments of one record add up to more than the limit; the
+    /// connection cannot be resynchronised and should be closed.
+    #[error("record of at least {size} bytes exceeds the limit of {max}")]
+    RecordTooLarge { size: usize, max: usize },
+}
+
+/// Reassembles records from stream data.
+///
+/// Data is appended with [`push`](Self::push), or read straight into
+/// [`buffer_mut`](Self::buffer_mut) to avoid even that copy. A record made
+/// of one fragment is returned as a slice of the receive buffer (no copy);
+/// a record of several fragments is copied once, when complete.
+#[derive(Debug)]
+pub struct RecordDecoder {
+    max_record: usize,
+    /// Received bytes not yet consumed.
+    buf: BytesMut,
+    /// Header of the fragment being received: (length, last).
+    current: Option<(usize, bool)>,
+    /// Earlier fragments of the record being assembled (never empty ones).
+    parts: Vec<Bytes>,
+    /// Sum of `parts` lengths.
+    assembled: usize,
+}
+
+impl RecordDecoder {
+    pub fn new(max_record: usize) -> Self {
+        RecordDecoder { max_record, buf: BytesMut::new(), current: None, parts: Vec::new(), assembled: 0 }
+    }
+
+    pub fn max_record(&self) -> usize {
+        self.max_record
+    }
+
+    /// Appends received bytes.
+    pub fn push(&mut self, data: &[u8]) {
+        self.buf.extend_from_slice(data);
+    }
+
+    /// The receive buffer, for reading into directly (e.g. tokio's
+    /// `read_buf`); only append to it.
+    pub fn buffer_mut(&mut self) -> &mut BytesMut {
+        &mut self.buf
+    }
+
+    /// Bytes received but not yet returned as part of a record.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() + self.assembled
+    }
+
+    /// True when no partial record is pending (a clean point to close).
+    pub fn is_idle(&self) -> bool {
+        self.buf.is_empty() && self.current.is_none() && self.parts.is_empty()
+    }
+
+    /// The next complete record, `Ok(None)` if more data is needed.
+    pub fn next_record(&mut self) -> Result<Option<Bytes>, FrameError> {
+        loop {
+            let (len, last) = match self.current {
+                Some(h) => h,
+                None => {
+                    if self.buf.len() < 4 {
+                        return Ok(None);
+                    }
+                    let h = self.buf.get_u32();
+                    let len = (h & !LAST) as usize;
+                    let last = h & LAST != 0;
+                    let size = self.assembled.saturating_add(len);
+                    if size > self.max_record {
+                        return Err(FrameError::RecordTooLarge { size, max: self.max_record });
+                    }
+                    self.current = Some((len, last));
+                    (len, last)
+                }
+            };
+            if self.buf.len() < len {
+                // Make room for the whole fragment at once rather than
+                // growing step by step; `len` is within max_record.
+                self.buf.reserve(len - self.buf.len());
+                return Ok(None);
+            }
+            let frag = self.buf.split_to(len).freeze();
+            self.current = None;
+            if !last {
+                // Empty fragments cost 4 bytes of input each and are not
+                // kept, so they can neither loop nor grow memory.
+                if !frag.is_empty() {
+                    self.assembled += frag.len();
+                    self.parts.push(frag);
+                }
+                continue;
+            }
+            if self.parts.is_empty() {
+                return Ok(Some(frag));
+            }
+            let mut out = BytesMut::with_capacity(self.assembled + frag.len());
+            for p in self.parts.drain(..) {
+                out.put_slice(&p);
+            }
+            out.put_slice(&frag);
+            self.assembled = 0;
+            return Ok(Some(out.freeze()));
+        }
+    }
+}
+
+/// The header of a fragment of `len` bytes (at most [`MAX_FRAGMENT`]; larger
+/// values are truncated to 31 bits, so split first, as
+/// [`frame_segments`] does).
+pub fn record_header(len: usize, last: bool) -> [u8; 4] {
+    let len = (len.min(MAX_FRAGMENT)) as u32;
+    let h = if last { len | LAST } else { len };
+    h.to_be_bytes()
+}
+
+/// Frames one message given as segments (e.g. from
+/// `xdr::Encoder::into_segments`) for a vectored write: headers are
+/// inserted, payload segments are not copied.
+pub fn frame_segments(segments: Vec<Bytes>) -> Vec<Bytes> {
+    frame_segments_max(segments, MAX_FRAGMENT)
+}
+
+fn frame_segments_max(segments: Vec<Bytes>, max_frag: usize) -> Vec<Bytes> {
+    let max_frag = max_frag.clamp(1, MAX_FRAGMENT);
+    let total: usize = segments.iter().map(Bytes::len).sum();
+    if total <= max_frag {
+        let mut out = Vec::with_capacity(segments.len() + 1);
+        out.push(Bytes::copy_from_slice(&record_header(total, true)));
+        out.extend(segments.into_iter().filter(|s| !s.is_empty()));
+        return out;
+    }
+    let mut out = Vec::with_capacity(segments.len() + total / max_frag + 2);
+    let mut remaining = total;
+    let mut room = 0; // bytes left in the current fragment
+    for mut seg in segments {
+        while !seg.is_empty() {
+            if room == 0 {
+                room = remaining.min(max_frag);
+                out.push(Bytes::copy_from_slice(&record_header(room, room == remaining)));
+            }
+            let take = room.min(seg.len());
+            out.push(seg.split_to(take));
+            room -= take;
+            remaining -= take;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
