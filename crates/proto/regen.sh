@@ -13,3 +13,7 @@ gen rpc_prot rpc
 gen portmap portmap
 gen mount3 mount3
 gen nfs3_prot nfs3
+gen nlm_prot nlm
+gen sm_inter nsm
+# generator feature fixture used by tests/features.rs
+./target/debug/xdrgen crates/proto/tests/fixtures/features.x -o crates/proto/tests/fixtures/features.rs

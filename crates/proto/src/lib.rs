@@ -25,4 +25,14 @@ pub mod mount3;
 #[path = "gen/nfs3.rs"]
 pub mod nfs3;
 
+/// Network Lock Manager v1-v4, from `nlm_prot.x`.
+#[rustfmt::skip]
+#[path = "gen/nlm.rs"]
+pub mod nlm;
+
+/// Network Status Monitor, from `sm_inter.x`.
+#[rustfmt::skip]
+#[path = "gen/nsm.rs"]
+pub mod nsm;
+
 pub mod framer;

@@ -54,9 +54,10 @@ pub fn generate(src: &str, source: &str) -> Result<String, Error> {
     emit::emit(&model, source)
 }
 
-/// The name the header of a module generated from `path` uses: the file
-/// name under `spec/xdr/`, independent of the directory it was run from.
+/// The name the header of a module generated from `path` uses: the path as
+/// given (run from the workspace root, as `crates/proto/regen.sh` does, so
+/// it reads `spec/xdr/NAME.x`), with `/` separators.
 pub fn source_name(path: &std::path::Path) -> String {
-    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    format!("spec/xdr/{file}")
+    let s = path.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").unwrap_or(&s).to_string()
 }

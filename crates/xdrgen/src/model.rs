@@ -130,12 +130,15 @@ impl Model {
             }
         }
         let names: Vec<String> = m.structs.keys().cloned().collect();
+        // A list element has exactly one pointer to its own type, and it is
+        // the last field (so the wire form is element, then "more?").
         for n in names {
-            let last = m.structs[&n].last().cloned();
-            if let Some(last) = last {
-                if m.pointer_target(&last.kind).is_some_and(|t| t == n) {
-                    m.list_elems.insert(n);
-                }
+            let fields = &m.structs[&n];
+            let selfs: Vec<usize> = (0..fields.len())
+                .filter(|&i| m.pointer_target(&fields[i].kind).is_some_and(|t| t == n))
+                .collect();
+            if selfs.len() == 1 && selfs[0] + 1 == fields.len() {
+                m.list_elems.insert(n);
             }
         }
         for (n, u) in &m.unions {
