@@ -1,1 +1,143 @@
-fn main() {}
+//! `nfsx`: the user-space NFS server (and, later, client and benchmark).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "nfsx", version, about = "User-space NFS server, client and benchmark", long_about = None)]
+struct Cli {
+    /// Log filter, e.g. `info`, `debug`, `server_core=debug` (also RUST_LOG).
+    #[arg(long, global = true, default_value = "info", env = "NFSX_LOG")]
+    log: String,
+    /// Log line format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Copy, Clone, ValueEnum, Debug)]
+enum BackendArg {
+    /// The directory on the host file system.
+    Local,
+    /// An empty in-memory tree (nothing reaches the disk; for tests and for
+    /// measuring the protocol path alone).
+    Memory,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Export a directory over NFSv3 (with MOUNT v3 and a portmapper).
+    ///
+    /// With no --exports file, DIR is exported read-write to localhost
+    /// (127.0.0.0/8 and ::1) without root squashing. Clients mount DIR's
+    /// absolute path, as with /etc/exports:
+    ///
+    ///   nfsx serve /srv/data
+    ///   nfs-ls 'nfs://127.0.0.1/srv/data?version=3'
+    ///
+    /// NFS, MOUNT and the portmapper all answer on the listen port; the
+    /// portmapper also answers on port 111 when that port is free, so plain
+    /// `nfs://HOST/PATH` URLs work. On another port, pass it to the client
+    /// (libnfs: `?nfsport=P&mountport=P`).
+    Serve {
+        /// Directory to export (optional when --exports names the exports).
+        dir: Option<PathBuf>,
+        /// Address and port for NFS, MOUNT and portmap [default: 0.0.0.0:2049].
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// Storage backend for DIR.
+        #[arg(long, value_enum, default_value_t = BackendArg::Local)]
+        backend: BackendArg,
+        /// Exports file in /etc/exports(5) syntax (paths, client patterns,
+        /// rw/ro, sync/async, root_squash/no_root_squash/all_squash,
+        /// anonuid/anongid, secure/insecure).
+        #[arg(long)]
+        exports: Option<PathBuf>,
+        /// TOML settings file; every key is optional (see docs/CONFIGURATION.md).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Where the file-handle key and backend state are kept
+        /// [default: /var/lib/nfsx for root, else ~/.local/state/nfsx].
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// Serve Prometheus metrics at http://ADDR:PORT/metrics.
+        #[arg(long)]
+        metrics: Option<SocketAddr>,
+    },
+}
+
+fn init_logging(filter: &str, format: LogFormat) {
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| filter.to_string());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_logging(&cli.log, cli.log_format);
+    match cli.command {
+        Command::Serve { dir, listen, backend, exports, config, state_dir, metrics } => {
+            let mut settings = match &config {
+                Some(p) => server::Settings::load(p)?,
+                None => server::Settings::default(),
+            };
+            if let Some(l) = listen {
+                settings.listen = l;
+            }
+            if let Some(s) = state_dir {
+                settings.state_dir = Some(s);
+            }
+            if let Some(m) = metrics {
+                settings.metrics = Some(m);
+            }
+            if dir.is_none() && exports.is_none() {
+                anyhow::bail!("nothing to export: give a directory (nfsx serve DIR) or --exports FILE");
+            }
+            let backend = match backend {
+                BackendArg::Local => server::Backend::Local,
+                BackendArg::Memory => server::Backend::Memory,
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .max_blocking_threads(settings.worker_threads)
+                .build()
+                .context("starting the async runtime")?;
+            let cfg = server::ServeConfig { dir, backend, exports_file: exports, settings };
+            runtime.block_on(serve(cfg))
+        }
+    }
+}
+
+async fn serve(cfg: server::ServeConfig) -> anyhow::Result<()> {
+    let server = server::Server::start(cfg).await?;
+    wait_for_signal().await?;
+    tracing::info!("shutting down: finishing requests in flight");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}

@@ -1,1 +1,182 @@
-//! nfsx server transport.
+//! The nfsx server: tokio transport around the sans-IO `server_core::Core`.
+//!
+//! One listener answers NFS, MOUNT and the portmapper on the same port; a
+//! second portmapper listener on port 111 is added when it can be bound.
+//! Each record is handed to a worker thread as soon as it is complete and
+//! replies go out in completion order, so one slow request (an fsync) does
+//! not hold up the others on the connection.
+
+pub mod conn;
+pub mod exports;
+pub mod metrics;
+pub mod settings;
+pub mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify, Semaphore};
+
+use server_core::{Core, PeerInfo, ServicePorts};
+
+pub use exports::Backend;
+pub use metrics::Metrics;
+pub use settings::Settings;
+
+/// What `nfsx serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The directory to export when no exports file is given.
+    pub dir: Option<PathBuf>,
+    pub backend: Backend,
+    pub exports_file: Option<PathBuf>,
+    pub settings: Settings,
+}
+
+/// State every connection shares.
+pub struct Shared {
+    pub core: Arc<Core>,
+    pub settings: Settings,
+    pub metrics: Arc<Metrics>,
+    pub shutdown: watch::Sender<bool>,
+    /// Notified whenever a request finishes (shutdown waits on it).
+    pub idle: Notify,
+    resolve_hostnames: bool,
+}
+
+/// A started server; dropping it does not stop it, [`Server::shutdown`] does.
+pub struct Server {
+    pub shared: Arc<Shared>,
+    pub local_addr: SocketAddr,
+    pub portmap_addr: Option<SocketAddr>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds the listeners and starts accepting.
+    pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
+        let settings = cfg.settings.clone();
+        settings.validate()?;
+        let state_dir = settings.state_dir.clone().unwrap_or_else(state::default_state_dir);
+        let key = state::handle_key(&state_dir)?;
+        let exports = exports::build(&cfg, &state_dir)?;
+        let resolve_hostnames = exports.iter().any(|e| e.rules.iter().any(|r| exports::needs_hostname(r)));
+
+        let listener = TcpListener::bind(settings.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        let local_addr = listener.local_addr()?;
+        let portmap = bind_portmap(&settings, local_addr).await;
+        let portmap_addr = portmap.as_ref().and_then(|l| l.local_addr().ok());
+
+        let ports = ServicePorts { tcp: local_addr.port(), udp: None };
+        let core = Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports);
+        let (shutdown, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            core: Arc::new(core),
+            settings,
+            metrics: Arc::new(Metrics::default()),
+            shutdown,
+            idle: Notify::new(),
+            resolve_hostnames,
+        });
+        let mut tasks = vec![tokio::spawn(accept_loop(listener, shared.clone()))];
+        if let Some(l) = portmap {
+            tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
+        }
+        if let Some(addr) = shared.settings.metrics {
+            let m = shared.metrics.clone();
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = metrics::serve(addr, m).await {
+                    tracing::error!(%addr, "metrics endpoint failed: {e}");
+                }
+            }));
+        }
+        tracing::info!(
+            listen = %local_addr,
+            portmap = ?portmap_addr,
+            state_dir = %state_dir.display(),
+            "nfsx serving NFSv3, MOUNT v3 and portmap"
+        );
+        Ok(Server { shared, local_addr, portmap_addr, tasks })
+    }
+
+    /// Stops accepting, lets requests in flight finish (up to the grace
+    /// period), then returns.
+    pub async fn shutdown(self) {
+        let _ = self.shared.shutdown.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+        let grace = Duration::from_millis(self.shared.settings.shutdown_grace_ms);
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let n = self.shared.metrics.in_flight.load(Relaxed);
+            if n <= 0 {
+                break;
+            }
+            let notified = self.shared.idle.notified();
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                tracing::warn!(in_flight = n, "shutdown grace period over, exiting with requests in flight");
+                break;
+            }
+        }
+        tracing::info!("nfsx stopped");
+    }
+}
+
+/// The portmapper on its well-known port, when that is not the main port,
+/// is free, and we may bind it. Failing that, clients must be told the port.
+async fn bind_portmap(settings: &Settings, main: SocketAddr) -> Option<TcpListener> {
+    if settings.portmap_port == 0 || settings.portmap_port == main.port() {
+        return None;
+    }
+    let addr = SocketAddr::new(main.ip(), settings.portmap_port);
+    match TcpListener::bind(addr).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::info!(%addr, "portmapper not on its well-known port ({e}); clients must be given port {}", main.port());
+            None
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let slots = Arc::new(Semaphore::new(shared.settings.max_connections));
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        // At the connection limit, new clients wait in the listen backlog.
+        let slot = match slots.clone().acquire_owned().await {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        let (stream, addr) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let local = stream.local_addr().unwrap_or_else(|_| listener.local_addr().unwrap_or(addr));
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            shared.metrics.connections_total.fetch_add(1, Relaxed);
+            shared.metrics.connections_open.fetch_add(1, Relaxed);
+            let hostname = if shared.resolve_hostnames { exports::reverse_lookup(addr.ip()).await } else { None };
+            tracing::debug!(peer = %addr, ?hostname, "connection opened");
+            conn::serve(stream, PeerInfo { addr, local, hostname }, shared.clone()).await;
+            shared.metrics.connections_open.fetch_sub(1, Relaxed);
+            tracing::debug!(peer = %addr, "connection closed");
+            drop(slot);
+        });
+    }
+}

@@ -1,0 +1,170 @@
+//! Data acknowledged as stable survives `kill -9` of the server, and file
+//! handles issued before the kill still work after the restart.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::nfs3::*;
+use support::rpc::RpcClient;
+use support::*;
+
+const CHUNK: usize = 64 << 10;
+
+fn chunk(i: u64) -> Vec<u8> {
+    (0..CHUNK).map(|j| (i as usize * 31 + j * 7 + (j >> 9)) as u8).collect()
+}
+
+fn sattr_none() -> sattr3 {
+    sattr3 {
+        mode: Some(0o644),
+        uid: None,
+        gid: None,
+        size: None,
+        atime: set_atime::default(time_how::DONT_CHANGE),
+        mtime: set_mtime::default(time_how::DONT_CHANGE),
+    }
+}
+
+fn create(c: &mut RpcClient, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
+    let args = CREATE3args {
+        r#where: diropargs3 { dir: dir.clone(), name: Bytes::from(name.to_string()) },
+        how: createhow3::UNCHECKED(sattr_none()),
+    };
+    match c.nfs::<_, CREATE3res>(NFSPROC3_CREATE, &args) {
+        CREATE3res::NFS3_OK(ok) => ok.obj.expect("CREATE returned no handle"),
+        other => panic!("CREATE failed: {other:?}"),
+    }
+}
+
+fn write(c: &mut RpcClient, fh: &nfs_fh3, offset: u64, data: Vec<u8>, stable: stable_how) -> Result<WRITE3resok, String> {
+    let args = WRITE3args { file: fh.clone(), offset, count: data.len() as u32, stable, data: Bytes::from(data) };
+    match c.call::<_, WRITE3res>(NFS_PROGRAM, NFS_V3, NFSPROC3_WRITE, &args) {
+        Ok(WRITE3res::NFS3_OK(ok)) => Ok(ok),
+        Ok(other) => Err(format!("{other:?}")),
+        Err(e) => Err(format!("{e:?}")),
+    }
+}
+
+fn commit(c: &mut RpcClient, fh: &nfs_fh3) -> Result<COMMIT3resok, String> {
+    let args = COMMIT3args { file: fh.clone(), offset: 0, count: 0 };
+    match c.call::<_, COMMIT3res>(NFS_PROGRAM, NFS_V3, NFSPROC3_COMMIT, &args) {
+        Ok(COMMIT3res::NFS3_OK(ok)) => Ok(ok),
+        Ok(other) => Err(format!("{other:?}")),
+        Err(e) => Err(format!("{e:?}")),
+    }
+}
+
+#[test]
+fn stable_data_survives_kill_9_and_handles_stay_valid() {
+    let mut srv = TestServer::start(ServerOpts::default());
+    let export = srv.export.display().to_string();
+    let mut c = RpcClient::connect(srv.port).unwrap();
+    let root = c.mount(&export);
+    let fh = create(&mut c, &root, "stream.bin");
+
+    // Offsets whose data the server acknowledged as stable.
+    let acked: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let verf_before: Arc<Mutex<Option<[u8; 8]>>> = Arc::default();
+    let writer = {
+        let (acked, verf_before, fh) = (acked.clone(), verf_before.clone(), fh.clone());
+        std::thread::spawn(move || {
+            let mut unstable = Vec::new();
+            for i in 0u64.. {
+                let off = i * CHUNK as u64;
+                if i % 4 == 3 {
+                    // Unstable, then COMMIT: stable only once COMMIT answers.
+                    if write(&mut c, &fh, off, chunk(i), stable_how::UNSTABLE).is_err() {
+                        return;
+                    }
+                    unstable.push(off);
+                    match commit(&mut c, &fh) {
+                        Ok(ok) => {
+                            *verf_before.lock().unwrap() = Some(ok.verf);
+                            acked.lock().unwrap().append(&mut unstable);
+                        }
+                        Err(_) => return,
+                    }
+                } else {
+                    match write(&mut c, &fh, off, chunk(i), stable_how::FILE_SYNC) {
+                        Ok(ok) => {
+                            assert_eq!(ok.committed, stable_how::FILE_SYNC);
+                            assert_eq!(ok.count as usize, CHUNK);
+                            acked.lock().unwrap().push(off);
+                        }
+                        Err(_) => return,
+                    }
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    srv.kill9();
+    writer.join().unwrap();
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() > 8, "too few writes acknowledged before the kill: {}", acked.len());
+
+    srv.restart();
+    // Every acknowledged byte is in the file on the host.
+    let on_disk = std::fs::read(srv.export.join("stream.bin")).unwrap();
+    for &off in &acked {
+        let i = off / CHUNK as u64;
+        let end = off as usize + CHUNK;
+        assert!(on_disk.len() >= end, "acknowledged chunk {i} missing (file is {} bytes)", on_disk.len());
+        assert!(on_disk[off as usize..end] == chunk(i)[..], "acknowledged chunk {i} corrupted");
+    }
+
+    // The handles issued before the kill still work.
+    let mut c = RpcClient::connect(srv.port).unwrap();
+    match c.nfs::<_, GETATTR3res>(NFSPROC3_GETATTR, &GETATTR3args { object: fh.clone() }) {
+        GETATTR3res::NFS3_OK(ok) => assert!(ok.obj_attributes.size >= CHUNK as u64),
+        other => panic!("old handle rejected after restart: {other:?}"),
+    }
+    let off = acked[acked.len() / 2];
+    let res: READ3res = c.nfs(NFSPROC3_READ, &READ3args { file: fh.clone(), offset: off, count: CHUNK as u32 });
+    match res {
+        READ3res::NFS3_OK(ok) => assert!(ok.data[..] == chunk(off / CHUNK as u64)[..]),
+        other => panic!("READ with old handle failed: {other:?}"),
+    }
+    let res: LOOKUP3res = c.nfs(
+        NFSPROC3_LOOKUP,
+        &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: Bytes::from_static(b"stream.bin") } },
+    );
+    match res {
+        LOOKUP3res::NFS3_OK(ok) => assert_eq!(ok.object, fh, "handles are not deterministic across restarts"),
+        other => panic!("LOOKUP with old root handle failed: {other:?}"),
+    }
+
+    // A new server instance has a new write verifier, so clients resend
+    // unstable data it may have lost.
+    if let Some(before) = *verf_before.lock().unwrap() {
+        let after = write(&mut c, &fh, 0, chunk(0), stable_how::UNSTABLE).unwrap().verf;
+        assert_ne!(before, after, "write verifier did not change across a restart");
+    }
+}
+
+#[test]
+fn forged_and_foreign_handles_are_refused() {
+    let srv = TestServer::start(ServerOpts::default());
+    let mut c = RpcClient::connect(srv.port).unwrap();
+    let root = c.mount(&srv.export.display().to_string());
+    for i in 0..root.data.len() {
+        let mut forged = root.data.to_vec();
+        forged[i] ^= 0x01;
+        let res: GETATTR3res = c.nfs(NFSPROC3_GETATTR, &GETATTR3args { object: nfs_fh3 { data: Bytes::from(forged) } });
+        match res {
+            GETATTR3res::default(st) => assert!(
+                matches!(st, nfsstat3::NFS3ERR_BADHANDLE | nfsstat3::NFS3ERR_STALE),
+                "byte {i}: {st:?}"
+            ),
+            GETATTR3res::NFS3_OK(_) => panic!("forged handle (byte {i} flipped) accepted"),
+        }
+    }
+    // A handle signed by another server's key is refused too.
+    let other = TestServer::start(ServerOpts::default());
+    let mut c2 = RpcClient::connect(other.port).unwrap();
+    let res: GETATTR3res = c2.nfs(NFSPROC3_GETATTR, &GETATTR3args { object: root.clone() });
+    assert!(matches!(res, GETATTR3res::default(_)), "foreign handle accepted: {res:?}");
+}

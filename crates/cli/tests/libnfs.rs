@@ -1,0 +1,176 @@
+//! The server driven by a real NFS client: Debian's libnfs-utils
+//! (`nfs-cp`, `nfs-ls`, `nfs-cat`) and a small program on libnfs's API.
+
+mod support;
+
+use std::time::Duration;
+
+use support::*;
+
+const MIN: Duration = Duration::from_secs(60);
+
+#[test]
+fn one_gib_copied_in_and_out_through_portmap_discovery() {
+    let _pm = portmap_lock();
+    let srv = TestServer::start(ServerOpts { portmap_111: true, ..Default::default() });
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src.bin");
+    let back = tmp.path().join("back.bin");
+    random_file(&src, 1 << 30, 42);
+    let want = sha256_file(&src);
+
+    let out = run("nfs-cp", &[src.to_str().unwrap(), &srv.plain_url("/big.bin")], 5 * MIN);
+    ok(&out, "nfs-cp in");
+    assert_eq!(sha256_file(&srv.export.join("big.bin")), want, "file on the server differs");
+
+    let out = run("nfs-cp", &[&srv.plain_url("/big.bin"), back.to_str().unwrap()], 5 * MIN);
+    ok(&out, "nfs-cp out");
+    assert_eq!(sha256_file(&back), want, "file read back differs");
+}
+
+#[test]
+fn ten_thousand_files_listed_completely() {
+    let srv = TestServer::start(ServerOpts::default());
+    let dir = srv.export.join("many");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..10_000 {
+        std::fs::write(dir.join(format!("file-{i:05}")), b"").unwrap();
+    }
+    let out = run("nfs-ls", &[&srv.url("/many")], 2 * MIN);
+    let listing = ok(&out, "nfs-ls");
+    let mut names: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|n| n.starts_with("file-"))
+        .collect();
+    let total = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(total, 10_000, "listing had {total} entries (duplicates or losses)");
+    assert_eq!(names.len(), 10_000);
+}
+
+#[test]
+fn namespace_and_attribute_operations() {
+    let srv = TestServer::start(ServerOpts::default());
+    let out = run(
+        nfsops().to_str().unwrap(),
+        &[
+            &srv.url(""),
+            "mkdir /d",
+            "creat /d/f 644",
+            "write /d/f hello-nfsx",
+            "cat /d/f",
+            "rename /d/f /d/g",
+            "!stat /d/f",
+            "link /d/g /d/h",
+            "symlink ../target /d/s",
+            "readlink /d/s",
+            "chmod /d/g 600",
+            "truncate /d/g 5",
+            "utimes /d/g 1000000",
+            "stat /d/g",
+            "mkfifo /d/p",
+            "ls /d",
+            "!rmdir /d",
+            "unlink /d/h",
+            "unlink /d/s",
+            "unlink /d/p",
+            "unlink /d/g",
+            "!unlink /d/g",
+            "rmdir /d",
+            "!rmdir /d",
+        ],
+        MIN,
+    );
+    let text = ok(&out, "nfsops");
+    assert!(text.contains("cat /d/f -> hello-nfsx"), "{text}");
+    assert!(text.contains("readlink /d/s -> ../target"), "{text}");
+    assert!(text.contains("mode=100600 size=5 nlink=2"), "{text}");
+    assert!(text.contains("mtime=1000000"), "{text}");
+    assert!(text.contains("ls /d -> entries=4"), "{text}");
+    assert!(!srv.export.join("d").exists());
+}
+
+#[test]
+fn host_side_view_matches_client_operations() {
+    let srv = TestServer::start(ServerOpts::default());
+    let out = run(
+        nfsops().to_str().unwrap(),
+        &[&srv.url(""), "mkdir /x", "creat /x/a 640", "write /x/a abc", "symlink /etc/passwd /x/l", "chmod /x/a 604"],
+        MIN,
+    );
+    ok(&out, "nfsops");
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(srv.export.join("x/a")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o604);
+    assert_eq!(std::fs::read(srv.export.join("x/a")).unwrap(), b"abc");
+    assert_eq!(std::fs::read_link(srv.export.join("x/l")).unwrap().to_str(), Some("/etc/passwd"));
+}
+
+#[test]
+fn client_outside_the_exports_list_is_refused() {
+    let srv = TestServer::start(ServerOpts {
+        exports: Some("$EXPORT 10.99.0.0/16(rw,insecure)\n"),
+        ..Default::default()
+    });
+    std::fs::write(srv.export.join("secret"), b"x").unwrap();
+    let out = run("nfs-ls", &[&srv.url("")], MIN);
+    assert!(!out.status.success(), "listing should be refused: {}", String::from_utf8_lossy(&out.stdout));
+    let out = run("nfs-cat", &[&srv.url("/secret")], MIN);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn root_is_squashed_where_configured() {
+    let srv = TestServer::start(ServerOpts {
+        exports: Some("$EXPORT 127.0.0.1(rw,insecure,root_squash,anonuid=4242,anongid=4343)\n"),
+        ..Default::default()
+    });
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    std::fs::set_permissions(&srv.export, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("f");
+    std::fs::write(&src, b"squashed").unwrap();
+    let out = run("nfs-cp", &[src.to_str().unwrap(), &srv.url("/f")], MIN);
+    ok(&out, "nfs-cp");
+    let meta = std::fs::metadata(srv.export.join("f")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (4242, 4343), "root was not squashed");
+}
+
+#[test]
+fn read_only_export_refuses_writes() {
+    let srv = TestServer::start(ServerOpts {
+        exports: Some("$EXPORT 127.0.0.1(ro,insecure,no_root_squash)\n"),
+        ..Default::default()
+    });
+    std::fs::write(srv.export.join("r"), b"readable").unwrap();
+    let out = run("nfs-cat", &[&srv.url("/r")], MIN);
+    assert_eq!(ok(&out, "nfs-cat").trim(), "readable");
+    let out = run(nfsops().to_str().unwrap(), &[&srv.url(""), "!mkdir /nope", "!creat /n 644", "!unlink /r"], MIN);
+    ok(&out, "nfsops on ro export");
+    assert!(srv.export.join("r").exists());
+}
+
+#[test]
+fn symlink_out_of_the_export_is_not_followed() {
+    let srv = TestServer::start(ServerOpts::default());
+    std::os::unix::fs::symlink("/etc", srv.export.join("etc")).unwrap();
+    let out = run("nfs-cat", &[&srv.url("/etc/hostname")], MIN);
+    assert!(!out.status.success(), "read through a symlink escaped the export");
+    let out = run(nfsops().to_str().unwrap(), &[&srv.url(""), "!creat /etc/nfsx-escape 644"], MIN);
+    ok(&out, "nfsops");
+    assert!(!std::path::Path::new("/etc/nfsx-escape").exists());
+}
+
+#[test]
+fn memory_backend_round_trip() {
+    let srv = TestServer::start(ServerOpts { backend: "memory", ..Default::default() });
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("m");
+    random_file(&src, 8 << 20, 7);
+    ok(&run("nfs-cp", &[src.to_str().unwrap(), &srv.url("/m")], MIN), "nfs-cp in");
+    let back = tmp.path().join("back");
+    ok(&run("nfs-cp", &[&srv.url("/m"), back.to_str().unwrap()], MIN), "nfs-cp out");
+    assert_eq!(sha256_file(&src), sha256_file(&back));
+}

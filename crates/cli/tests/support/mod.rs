@@ -1,0 +1,238 @@
+//! Shared helpers for the integration tests: start `nfsx serve` as a child
+//! process on a free port, and run the real libnfs clients against it.
+#![allow(dead_code)]
+
+pub mod rpc;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Port 111 is one per machine: tests that use portmap discovery take it
+/// in turn.
+pub fn portmap_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub struct TestServer {
+    pub child: Child,
+    pub port: u16,
+    pub export: PathBuf,
+    pub state: PathBuf,
+    pub log: PathBuf,
+    args: Vec<String>,
+    _tmp: tempfile::TempDir,
+}
+
+pub struct ServerOpts<'a> {
+    /// Bind the portmapper on 111 as well (plain nfs:// URLs).
+    pub portmap_111: bool,
+    pub exports: Option<&'a str>,
+    pub backend: &'a str,
+    pub extra_config: &'a str,
+}
+
+impl Default for ServerOpts<'_> {
+    fn default() -> Self {
+        ServerOpts { portmap_111: false, exports: None, backend: "local", extra_config: "" }
+    }
+}
+
+impl TestServer {
+    pub fn start(opts: ServerOpts) -> TestServer {
+        let tmp = tempfile::tempdir().unwrap();
+        let export = tmp.path().join("export");
+        let state = tmp.path().join("state");
+        std::fs::create_dir_all(&export).unwrap();
+        let port = free_port();
+        let config = tmp.path().join("nfsx.toml");
+        let portmap = if opts.portmap_111 { 111 } else { 0 };
+        std::fs::write(&config, format!("portmap_port = {portmap}\n{}\n", opts.extra_config)).unwrap();
+        let mut args = vec![
+            "serve".to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--backend".into(),
+            opts.backend.into(),
+            "--config".into(),
+            config.display().to_string(),
+            "--state-dir".into(),
+            state.display().to_string(),
+        ];
+        if let Some(text) = opts.exports {
+            let f = tmp.path().join("exports");
+            std::fs::write(&f, text.replace("$EXPORT", &export.display().to_string())).unwrap();
+            args.push("--exports".into());
+            args.push(f.display().to_string());
+        } else {
+            args.push(export.display().to_string());
+        }
+        let log = tmp.path().join("server.log");
+        let mut s = TestServer { child: spawn(&args, &log), port, export, state, log, args, _tmp: tmp };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let addr: SocketAddr = format!("127.0.0.1:{}", self.port).parse().unwrap();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("nfsx exited early ({st}):\n{}", self.log_text());
+            }
+            assert!(Instant::now() < deadline, "nfsx did not listen in time:\n{}", self.log_text());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `nfs://127.0.0.1/EXPORT/rel?version=3` with explicit ports (no
+    /// portmapper needed).
+    pub fn url(&self, rel: &str) -> String {
+        format!(
+            "nfs://127.0.0.1{}{}?version=3&nfsport={p}&mountport={p}",
+            self.export.display(),
+            rel,
+            p = self.port
+        )
+    }
+
+    /// The plain URL a user types: found through the portmapper on 111.
+    pub fn plain_url(&self, rel: &str) -> String {
+        format!("nfs://127.0.0.1{}{}?version=3", self.export.display(), rel)
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn restart(&mut self) {
+        self.kill9();
+        let log = self.log.clone();
+        self.child = spawn(&self.args, &log);
+        self.wait_ready();
+    }
+
+    pub fn sigterm(&mut self) -> std::process::ExitStatus {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(args: &[String], log: &Path) -> Child {
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_nfsx"))
+        .args(args)
+        .env("NFSX_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .expect("start nfsx")
+}
+
+/// Runs a command with a time limit; the output is returned whatever the
+/// exit status.
+pub fn run(cmd: &str, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd}: {e} (is libnfs-utils installed?)"));
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{cmd} {args:?} timed out after {limit:?}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn ok(out: &Output, what: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The libnfs driver in tests/support/nfsops.c, compiled once per test run.
+pub fn nfsops() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/nfsops.c");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfsops");
+        let st = Command::new("cc")
+            .args(["-O2", "-Wall", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .arg("-lnfs")
+            .status()
+            .expect("cc (needs libnfs-dev)");
+        assert!(st.success(), "compiling nfsops.c failed (is libnfs-dev installed?)");
+        out
+    })
+}
+
+pub fn sha256_file(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).unwrap();
+    format!("{:x}", h.finalize())
+}
+
+/// A file of `len` pseudo-random bytes (fast: xorshift, not crypto).
+pub fn random_file(path: &Path, len: u64, seed: u64) {
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
+    let mut x = seed | 1;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        for chunk in buf.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let b = x.to_le_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+        let n = left.min(buf.len() as u64) as usize;
+        f.write_all(&buf[..n]).unwrap();
+        left -= n as u64;
+    }
+    f.flush().unwrap();
+}

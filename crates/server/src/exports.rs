@@ -1,0 +1,144 @@
+//! Turns `nfsx serve DIR` or an exports file into backends and rules.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use server_core::exports::{parse_exports, ClientMatcher, ClientRule, ExportEntry, ExportOptions};
+use server_core::Export;
+use vfs::{LocalFs, MemFs, Vfs};
+
+use crate::{state, ServeConfig};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Local,
+    Memory,
+}
+
+/// `nfsx serve DIR` without an exports file: read-write for this host only.
+/// Root is not squashed, so a local root client can write into a root-owned
+/// directory; nothing off the machine may connect.
+fn localhost_rules() -> Vec<ClientRule> {
+    let options = ExportOptions { read_only: false, root_squash: false, secure: false, ..ExportOptions::default() };
+    vec![
+        ClientRule::new(ClientMatcher::Net(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)), 8), options.clone()),
+        ClientRule::new(ClientMatcher::Addr(IpAddr::V6(Ipv6Addr::LOCALHOST)), options),
+    ]
+}
+
+pub fn needs_hostname(rule: &ClientRule) -> bool {
+    matches!(rule.matcher, ClientMatcher::Host(_) | ClientMatcher::Wildcard(_))
+}
+
+fn entries(cfg: &ServeConfig) -> anyhow::Result<Vec<ExportEntry>> {
+    if let Some(file) = &cfg.exports_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read exports file {}", file.display()))?;
+        let parsed = parse_exports(&text).map_err(|e| anyhow::anyhow!("{}:{}: {}", file.display(), e.line, e.message))?;
+        for w in &parsed.warnings {
+            tracing::warn!(file = %file.display(), "{w}");
+        }
+        if parsed.entries.is_empty() {
+            anyhow::bail!("exports file {} exports nothing", file.display());
+        }
+        return Ok(parsed.entries);
+    }
+    let dir = cfg.dir.as_ref().ok_or_else(|| anyhow::anyhow!("no directory to export"))?;
+    let abs = match cfg.backend {
+        Backend::Local => std::fs::canonicalize(dir)
+            .with_context(|| format!("cannot export {}: not an accessible directory", dir.display()))?,
+        Backend::Memory => std::path::absolute(dir)?,
+    };
+    let path = abs.to_str().ok_or_else(|| anyhow::anyhow!("export path {} is not UTF-8", abs.display()))?;
+    Ok(vec![ExportEntry { path: path.to_string(), rules: localhost_rules(), line: 0 }])
+}
+
+pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>> {
+    let mut out = Vec::new();
+    for entry in entries(cfg)? {
+        let id = state::export_id(&entry.path);
+        let fs: Arc<dyn Vfs> = match cfg.backend {
+            Backend::Local => {
+                let root = Path::new(&entry.path);
+                if !root.is_dir() {
+                    anyhow::bail!("cannot export {}: not a directory", entry.path);
+                }
+                let dir = state_dir.join("exports").join(format!("{id:08x}"));
+                std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+                let fs = LocalFs::open(root, &dir, cfg.settings.localfs.clone())
+                    .map_err(|e| anyhow::anyhow!("cannot export {}: {e}", entry.path))?;
+                Arc::new(fs)
+            }
+            Backend::Memory => Arc::new(MemFs::new()),
+        };
+        tracing::info!(path = %entry.path, id, clients = ?entry.rules.iter().map(|r| r.pattern.as_str()).collect::<Vec<_>>(), "export");
+        out.push(Export { id, path: entry.path, fs, rules: entry.rules });
+    }
+    Ok(out)
+}
+
+/// The client's host name for host-name rules (`getnameinfo`, name required).
+pub async fn reverse_lookup(ip: IpAddr) -> Option<String> {
+    tokio::task::spawn_blocking(move || {
+        let addr = std::net::SocketAddr::new(ip, 0);
+        let (storage, len) = sockaddr(&addr);
+        let mut host = [0 as libc::c_char; 1025];
+        // SAFETY: `storage` holds a valid sockaddr of `len` bytes and `host`
+        // is a writable buffer whose length is passed; getnameinfo writes a
+        // NUL-terminated string within it.
+        let rc = unsafe {
+            libc::getnameinfo(
+                &storage as *const libc::sockaddr_storage as *const libc::sockaddr,
+                len,
+                host.as_mut_ptr(),
+                host.len() as libc::socklen_t,
+                std::ptr::null_mut(),
+                0,
+                libc::NI_NAMEREQD,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        // SAFETY: getnameinfo succeeded, so `host` is NUL-terminated.
+        let name = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) };
+        Some(name.to_string_lossy().to_ascii_lowercase())
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+fn sockaddr(addr: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data for which all-zero is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        std::net::SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from(*a.ip()).to_be() },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        std::net::SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}

@@ -1,0 +1,91 @@
+//! Server settings: a TOML file (`--config`) whose every key has a default,
+//! so `nfsx serve DIR` runs with none.  `docs/CONFIGURATION.md` lists them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use server_core::CoreSettings;
+use vfs::localfs::LocalFsSettings;
+
+/// Everything the transport needs; protocol limits live in `core`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Address NFS, MOUNT and the portmapper answer on.
+    pub listen: SocketAddr,
+    /// Also answer the portmapper on this port (111 is what clients ask)
+    /// when it is free and the process may bind it; 0 disables.
+    pub portmap_port: u16,
+    /// Prometheus text metrics on `http://ADDR/metrics`; unset disables.
+    pub metrics: Option<SocketAddr>,
+    /// Where the handle key and backend state live.
+    pub state_dir: Option<PathBuf>,
+    /// Largest RPC record accepted; a larger one closes the connection.
+    /// Must exceed `core.wtmax` plus headers.
+    pub max_record_size: usize,
+    /// Requests decoded but not yet answered, per connection. When reached
+    /// the connection stops reading, so a client that floods waits on TCP
+    /// flow control instead of growing the server's memory.
+    pub max_in_flight_per_connection: usize,
+    /// Simultaneous client connections; further ones wait in the backlog.
+    pub max_connections: usize,
+    /// Threads that run backend (file system) calls.
+    pub worker_threads: usize,
+    /// Bytes read from a socket per read call.
+    pub read_buffer_size: usize,
+    /// How long SIGTERM waits for in-flight requests before exiting.
+    pub shutdown_grace_ms: u64,
+    /// A connection idle this long is closed (clients reconnect).
+    pub idle_timeout_secs: u64,
+    /// Protocol limits (rtmax, wtmax, readdir sizes, ...).
+    pub core: CoreSettings,
+    /// The host-directory backend.
+    pub localfs: LocalFsSettings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            listen: SocketAddr::from(([0, 0, 0, 0], 2049)),
+            portmap_port: 111,
+            metrics: None,
+            state_dir: None,
+            max_record_size: 4 << 20,
+            max_in_flight_per_connection: 128,
+            max_connections: 1024,
+            worker_threads: 16,
+            read_buffer_size: 256 << 10,
+            shutdown_grace_ms: 10_000,
+            idle_timeout_secs: 6 * 3600,
+            core: CoreSettings::default(),
+            localfs: LocalFsSettings::default(),
+        }
+    }
+}
+
+impl Settings {
+    pub fn load(path: &std::path::Path) -> anyhow::Result<Settings> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read settings file {}: {e}", path.display()))?;
+        let s: Settings = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("settings file {}: {e}", path.display()))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let need = self.core.wtmax as usize + 4096;
+        if self.max_record_size < need {
+            anyhow::bail!(
+                "max_record_size ({}) must be at least wtmax + 4096 ({need})",
+                self.max_record_size
+            );
+        }
+        if self.max_in_flight_per_connection == 0 || self.worker_threads == 0 {
+            anyhow::bail!("max_in_flight_per_connection and worker_threads must be at least 1");
+        }
+        Ok(())
+    }
+}

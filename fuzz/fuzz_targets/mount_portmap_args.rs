@@ -1,0 +1,30 @@
+//! MOUNT v3 and portmap/rpcbind decoders, arguments and results.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use proto::{mount3, portmap};
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+fn round_trip<T: Decode + Encode + PartialEq + std::fmt::Debug>(data: &[u8]) {
+    let mut d = Decoder::new(bytes::Bytes::copy_from_slice(data));
+    if let Ok(v) = T::decode(&mut d) {
+        let mut e = Encoder::new();
+        v.encode(&mut e);
+        let again = T::decode(&mut Decoder::new(e.into_bytes())).expect("re-decode of an encoding");
+        assert_eq!(v, again);
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, rest)) = data.split_first() else { return };
+    match sel % 9 {
+        0 => round_trip::<mount3::MOUNT3MNTargs>(rest),
+        1 => round_trip::<mount3::mountres3>(rest),
+        2 => round_trip::<mount3::exports>(rest),
+        3 => round_trip::<mount3::mountlist>(rest),
+        4 => round_trip::<portmap::pmap2_mapping>(rest),
+        5 => round_trip::<portmap::pmap3_mapping>(rest),
+        6 => round_trip::<portmap::pmap4_mapping>(rest),
+        7 => round_trip::<portmap::pmap2_dump_result>(rest),
+        _ => round_trip::<portmap::pmap3_dump_result>(rest),
+    }
+});

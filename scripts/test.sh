@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the whole nfsx test suite: unit tests, whole-request tests, the
+# integration tests that drive the server with real NFS clients (Debian
+# libnfs-utils), and a short run of every fuzz target.
+#
+# Installs what it needs on a Debian machine (as root): libnfs-utils for the
+# real-client tests, and cargo-fuzz for the fuzz targets.
+#   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v nfs-cp >/dev/null 2>&1 || need_apt+=(libnfs-utils)
+if ((${#need_apt[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "missing Debian packages: ${need_apt[*]} (run as root or install them)" >&2
+    exit 1
+  fi
+  echo "== installing ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+echo "== cargo test (release: the integration tests move a 1 GiB file)"
+cargo test --workspace --release
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+if [[ $FUZZ_SECONDS -gt 0 ]]; then
+  echo "== fuzz targets, ${FUZZ_SECONDS}s each"
+  scripts/fuzz.sh "$FUZZ_SECONDS"
+fi
