@@ -35,4 +35,10 @@ pub mod nlm;
 #[path = "gen/nsm.rs"]
 pub mod nsm;
 
+/// NFSv4.0 and v4.1 (RFC 5661/5662) with the callback program, from
+/// `nfs41_prot.x`.
+#[rustfmt::skip]
+#[path = "gen/nfs4.rs"]
+pub mod nfs4;
+
 pub mod framer;

@@ -220,3 +220,25 @@ fn program_numbers() {
     assert_eq!((NFS3_NULL, NFS3_COMMIT, NFSACL_PROGRAM), (0, 21, 100227));
     assert_eq!((proto::nlm::NLM_PROG, proto::nlm::NLM_VERS4, proto::nsm::SM_PROG), (100021, 4, 100024));
 }
+
+#[test]
+fn nfs4_compound() {
+    use proto::nfs4::*;
+    let args = COMPOUND4args {
+        tag: Bytes::new(),
+        minorversion: 1,
+        argarray: vec![
+            nfs_argop4::OP_PUTROOTFH,
+            nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: vec![0x10, 0] }),
+        ],
+    };
+    round(&args, &words(&[0, 1, 2, 24, 9, 2, 0x10, 0]));
+    assert_eq!(args.argarray[1].discriminant(), nfs_opnum4::OP_GETATTR);
+    assert_eq!((NFS4_PROGRAM, NFSPROC4_COMPOUND, NFS4_UINT64_MAX), (100003, 1, u64::MAX));
+    let res = COMPOUND4res {
+        status: nfsstat4::NFS4ERR_NOFILEHANDLE,
+        tag: Bytes::new(),
+        resarray: vec![nfs_resop4::OP_GETATTR(GETATTR4res::default(nfsstat4::NFS4ERR_NOFILEHANDLE))],
+    };
+    round(&res, &words(&[10020, 0, 1, 9, 10020]));
+}

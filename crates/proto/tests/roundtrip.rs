@@ -6,7 +6,7 @@ use std::fmt::Debug;
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use proto::{mount3, nfs3, nlm, nsm, portmap, rpc};
+use proto::{mount3, nfs3, nfs4, nlm, nsm, portmap, rpc};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 fn check_with<T: PartialEq + Debug>(
@@ -44,34 +44,52 @@ macro_rules! check_all {
 }
 
 fn all(input: &[u8]) -> Result<(), TestCaseError> {
-    use nfs3::*;
-    check_all!(input;
-        GETATTR3args, GETATTR3res, SETATTR3args, SETATTR3res, LOOKUP3args, LOOKUP3res,
-        ACCESS3args, ACCESS3res, READLINK3args, READLINK3res, READ3args, READ3res,
-        WRITE3args, WRITE3res, CREATE3args, CREATE3res, MKDIR3args, MKDIR3res,
-        SYMLINK3args, SYMLINK3res, MKNOD3args, MKNOD3res, REMOVE3args, REMOVE3res,
-        RMDIR3args, RMDIR3res, RENAME3args, RENAME3res, LINK3args, LINK3res,
-        READDIR3args, READDIR3res, READDIRPLUS3args, READDIRPLUS3res,
-        FSSTAT3args, FSSTAT3res, FSINFO3args, FSINFO3res, PATHCONF3args, PATHCONF3res,
-        COMMIT3args, COMMIT3res, post_op_attr, sattr3,
-        READDIR2res, GETACL3res, SETACL3args,
-    );
-    use mount3::*;
-    check_all!(input; mountres3, mountres1);
-    check_with(input, decode_dirpath, encode_dirpath)?;
-    check_with(input, decode_mountlist, encode_mountlist)?;
-    check_with(input, decode_exports, encode_exports)?;
-    use rpc::*;
-    check_all!(input; rpc_msg, authsys_parms, opaque_auth, reply_body);
-    use portmap::*;
-    check_all!(input; pmap2_mapping, pmap2_dump_result, pmap3_mapping, pmap4_dump_result,
-        pmap2_call_args, rpcb_stat);
-    check_with(input, decode_pmap4_stat_byvers, encode_pmap4_stat_byvers)?;
-    check_with(input, decode_PMAP4GETADDRLISTres, encode_PMAP4GETADDRLISTres)?;
-    use nlm::*;
-    check_all!(input; nlm4_lockargs, nlm4_testres, nlm4_shareargs, nlm_testres, nlm_notify);
-    use nsm::*;
-    check_all!(input; mon, sm_stat_res, stat_chge);
+    {
+        use nfs3::*;
+        check_all!(input;
+            GETATTR3args, GETATTR3res, SETATTR3args, SETATTR3res, LOOKUP3args, LOOKUP3res,
+            ACCESS3args, ACCESS3res, READLINK3args, READLINK3res, READ3args, READ3res,
+            WRITE3args, WRITE3res, CREATE3args, CREATE3res, MKDIR3args, MKDIR3res,
+            SYMLINK3args, SYMLINK3res, MKNOD3args, MKNOD3res, REMOVE3args, REMOVE3res,
+            RMDIR3args, RMDIR3res, RENAME3args, RENAME3res, LINK3args, LINK3res,
+            READDIR3args, READDIR3res, READDIRPLUS3args, READDIRPLUS3res,
+            FSSTAT3args, FSSTAT3res, FSINFO3args, FSINFO3res, PATHCONF3args, PATHCONF3res,
+            COMMIT3args, COMMIT3res, post_op_attr, sattr3,
+            READDIR2res, GETACL3res, SETACL3args,
+        );
+    }
+    {
+        use mount3::*;
+        check_all!(input; mountres3, mountres1);
+        check_with(input, decode_dirpath, encode_dirpath)?;
+        check_with(input, decode_mountlist, encode_mountlist)?;
+        check_with(input, decode_exports, encode_exports)?;
+    }
+    {
+        use rpc::*;
+        check_all!(input; rpc_msg, authsys_parms, opaque_auth, reply_body);
+    }
+    {
+        use portmap::*;
+        check_all!(input; pmap2_mapping, pmap2_dump_result, pmap3_mapping, pmap4_dump_result,
+            pmap2_call_args, rpcb_stat);
+        check_with(input, decode_pmap4_stat_byvers, encode_pmap4_stat_byvers)?;
+        check_with(input, decode_PMAP4GETADDRLISTres, encode_PMAP4GETADDRLISTres)?;
+    }
+    {
+        use nlm::*;
+        check_all!(input; nlm4_lockargs, nlm4_testres, nlm4_shareargs, nlm_testres, nlm_notify);
+    }
+    {
+        use nsm::*;
+        check_all!(input; mon, sm_stat_res, stat_chge);
+    }
+    {
+        use nfs4::*;
+        check_all!(input; COMPOUND4args, COMPOUND4res, CB_COMPOUND4args, CB_COMPOUND4res,
+            nfs_argop4, nfs_resop4, fattr4, open_claim4, OPEN4res, createhow4, EXCHANGE_ID4args,
+            CREATE_SESSION4res, READDIR4res, layoutreturn4, callback_sec_parms4);
+    }
     Ok(())
 }
 

@@ -452,8 +452,13 @@ fn dec(c: &Codec, depth: usize) -> String {
         Codec::VarArray(inner, max) if **inner == Codec::Default => format!("d.array_var({max})?"),
         Codec::VarArray(inner, max) => {
             let (n, v) = (format!("n{depth}"), format!("v{depth}"));
+            let check = if *max == u32::MAX {
+                String::new()
+            } else {
+                format!("if {n} > {max} {{\nreturn Err(::xdr::XdrError::TooLong {{ len: {n}.into(), max: {max} }});\n}}\n")
+            };
             format!(
-                "{{\nlet {n} = d.u32()?;\nif {n} > {max} {{\nreturn Err(::xdr::XdrError::TooLong {{ len: {n}.into(), max: {max} }});\n}}\nlet mut {v} = Vec::with_capacity(({n} as usize).min(d.remaining() / 4));\nfor _ in 0..{n} {{\n{v}.push({});\n}}\n{v}\n}}",
+                "{{\nlet {n} = d.u32()?;\n{check}let mut {v} = Vec::with_capacity(({n} as usize).min(d.remaining() / 4));\nfor _ in 0..{n} {{\n{v}.push({});\n}}\n{v}\n}}",
                 dec(inner, depth + 1)
             )
         }

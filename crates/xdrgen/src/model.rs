@@ -277,9 +277,17 @@ impl Model {
                 }
             }
             DeclKind::Plain(_) => Codec::Default,
-            DeclKind::OpaqueVar(max) | DeclKind::String(max) => Codec::Opaque(self.bound(max)?),
+            // Unbounded opaques and arrays of plain elements are exactly what
+            // the `Bytes` and `Vec<T>` impls do.
+            DeclKind::OpaqueVar(max) | DeclKind::String(max) => match self.bound(max)? {
+                u32::MAX => Codec::Default,
+                b => Codec::Opaque(b),
+            },
             DeclKind::VarArray(ts, max) => {
-                Codec::VarArray(Box::new(self.codec(&DeclKind::Plain(ts.clone()), container)?), self.bound(max)?)
+                match (self.codec(&DeclKind::Plain(ts.clone()), container)?, self.bound(max)?) {
+                    (Codec::Default, u32::MAX) => Codec::Default,
+                    (inner, b) => Codec::VarArray(Box::new(inner), b),
+                }
             }
             DeclKind::Array(ts, n) => Codec::FixedArray(
                 Box::new(self.codec(&DeclKind::Plain(ts.clone()), container)?),

@@ -210,7 +210,7 @@ pub struct mountres3_ok {
 impl ::xdr::Encode for mountres3_ok {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         e.opaque_bytes(&self.fhandle);
-        e.array_var(&self.auth_flavors);
+        ::xdr::Encode::encode(&self.auth_flavors, e);
     }
 }
 
@@ -218,7 +218,7 @@ impl ::xdr::Decode for mountres3_ok {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(mountres3_ok {
             fhandle: d.opaque_var(64)?,
-            auth_flavors: d.array_var(4294967295)?,
+            auth_flavors: ::xdr::Decode::decode(d)?,
         })
     }
 }

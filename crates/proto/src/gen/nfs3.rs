@@ -35,16 +35,6 @@ impl ::xdr::Decode for nfs_fh3 {
 
 pub type filename3 = ::xdr::Bytes;
 
-/// Encodes a `filename3` exactly as the .x file declares it (bounds, list form).
-pub fn encode_filename3(v: &filename3, e: &mut ::xdr::Encoder) {
-    e.opaque_bytes(v);
-}
-
-/// Decodes a `filename3` exactly as the .x file declares it (bounds, list form).
-pub fn decode_filename3(d: &mut ::xdr::Decoder) -> ::xdr::Result<filename3> {
-    Ok(d.opaque_var(4294967295)?)
-}
-
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct diropargs3 {
     pub dir: nfs_fh3,
@@ -54,7 +44,7 @@ pub struct diropargs3 {
 impl ::xdr::Encode for diropargs3 {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.dir, e);
-        e.opaque_bytes(&self.name);
+        ::xdr::Encode::encode(&self.name, e);
     }
 }
 
@@ -62,7 +52,7 @@ impl ::xdr::Decode for diropargs3 {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(diropargs3 {
             dir: ::xdr::Decode::decode(d)?,
-            name: d.opaque_var(4294967295)?,
+            name: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -420,7 +410,7 @@ impl ::xdr::Encode for WRITE3args {
         ::xdr::Encode::encode(&self.offset, e);
         ::xdr::Encode::encode(&self.count, e);
         ::xdr::Encode::encode(&self.stable, e);
-        e.opaque_bytes(&self.data);
+        ::xdr::Encode::encode(&self.data, e);
     }
 }
 
@@ -431,7 +421,7 @@ impl ::xdr::Decode for WRITE3args {
             offset: ::xdr::Decode::decode(d)?,
             count: ::xdr::Decode::decode(d)?,
             stable: ::xdr::Decode::decode(d)?,
-            data: d.opaque_var(4294967295)?,
+            data: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -1475,7 +1465,7 @@ impl ::xdr::Encode for READ3resok {
         ::xdr::Encode::encode(&self.file_attributes, e);
         ::xdr::Encode::encode(&self.count, e);
         ::xdr::Encode::encode(&self.eof, e);
-        e.opaque_bytes(&self.data);
+        ::xdr::Encode::encode(&self.data, e);
     }
 }
 
@@ -1485,7 +1475,7 @@ impl ::xdr::Decode for READ3resok {
             file_attributes: ::xdr::Decode::decode(d)?,
             count: ::xdr::Decode::decode(d)?,
             eof: ::xdr::Decode::decode(d)?,
-            data: d.opaque_var(4294967295)?,
+            data: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -1943,16 +1933,6 @@ impl ::xdr::Decode for PATHCONF3res {
 
 pub type nfspath3 = ::xdr::Bytes;
 
-/// Encodes a `nfspath3` exactly as the .x file declares it (bounds, list form).
-pub fn encode_nfspath3(v: &nfspath3, e: &mut ::xdr::Encoder) {
-    e.opaque_bytes(v);
-}
-
-/// Decodes a `nfspath3` exactly as the .x file declares it (bounds, list form).
-pub fn decode_nfspath3(d: &mut ::xdr::Decoder) -> ::xdr::Result<nfspath3> {
-    Ok(d.opaque_var(4294967295)?)
-}
-
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct symlinkdata3 {
     pub symlink_attributes: sattr3,
@@ -1962,7 +1942,7 @@ pub struct symlinkdata3 {
 impl ::xdr::Encode for symlinkdata3 {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.symlink_attributes, e);
-        e.opaque_bytes(&self.symlink_data);
+        ::xdr::Encode::encode(&self.symlink_data, e);
     }
 }
 
@@ -1970,7 +1950,7 @@ impl ::xdr::Decode for symlinkdata3 {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(symlinkdata3 {
             symlink_attributes: ::xdr::Decode::decode(d)?,
-            symlink_data: d.opaque_var(4294967295)?,
+            symlink_data: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -2115,7 +2095,7 @@ pub struct READLINK3resok {
 impl ::xdr::Encode for READLINK3resok {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.symlink_attributes, e);
-        e.opaque_bytes(&self.data);
+        ::xdr::Encode::encode(&self.data, e);
     }
 }
 
@@ -2123,7 +2103,7 @@ impl ::xdr::Decode for READLINK3resok {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(READLINK3resok {
             symlink_attributes: ::xdr::Decode::decode(d)?,
-            data: d.opaque_var(4294967295)?,
+            data: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -2765,7 +2745,7 @@ pub struct entryplus3 {
 impl ::xdr::Encode for entryplus3 {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.fileid, e);
-        e.opaque_bytes(&self.name);
+        ::xdr::Encode::encode(&self.name, e);
         ::xdr::Encode::encode(&self.cookie, e);
         ::xdr::Encode::encode(&self.name_attributes, e);
         ::xdr::Encode::encode(&self.name_handle, e);
@@ -2776,7 +2756,7 @@ impl ::xdr::Decode for entryplus3 {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(entryplus3 {
             fileid: ::xdr::Decode::decode(d)?,
-            name: d.opaque_var(4294967295)?,
+            name: ::xdr::Decode::decode(d)?,
             cookie: ::xdr::Decode::decode(d)?,
             name_attributes: ::xdr::Decode::decode(d)?,
             name_handle: ::xdr::Decode::decode(d)?,
@@ -2936,7 +2916,7 @@ pub struct entry3 {
 impl ::xdr::Encode for entry3 {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.fileid, e);
-        e.opaque_bytes(&self.name);
+        ::xdr::Encode::encode(&self.name, e);
         ::xdr::Encode::encode(&self.cookie, e);
     }
 }
@@ -2945,7 +2925,7 @@ impl ::xdr::Decode for entry3 {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(entry3 {
             fileid: ::xdr::Decode::decode(d)?,
-            name: d.opaque_var(4294967295)?,
+            name: ::xdr::Decode::decode(d)?,
             cookie: ::xdr::Decode::decode(d)?,
         })
     }
@@ -4792,9 +4772,9 @@ impl ::xdr::Encode for GETACL3resok {
         ::xdr::Encode::encode(&self.attr, e);
         ::xdr::Encode::encode(&self.mask, e);
         ::xdr::Encode::encode(&self.ace_count, e);
-        e.array_var(&self.ace);
+        ::xdr::Encode::encode(&self.ace, e);
         ::xdr::Encode::encode(&self.default_ace_count, e);
-        e.array_var(&self.default_ace);
+        ::xdr::Encode::encode(&self.default_ace, e);
     }
 }
 
@@ -4804,9 +4784,9 @@ impl ::xdr::Decode for GETACL3resok {
             attr: ::xdr::Decode::decode(d)?,
             mask: ::xdr::Decode::decode(d)?,
             ace_count: ::xdr::Decode::decode(d)?,
-            ace: d.array_var(4294967295)?,
+            ace: ::xdr::Decode::decode(d)?,
             default_ace_count: ::xdr::Decode::decode(d)?,
-            default_ace: d.array_var(4294967295)?,
+            default_ace: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -4871,9 +4851,9 @@ impl ::xdr::Encode for SETACL3args {
         ::xdr::Encode::encode(&self.dir, e);
         ::xdr::Encode::encode(&self.mask, e);
         ::xdr::Encode::encode(&self.ace_count, e);
-        e.array_var(&self.ace);
+        ::xdr::Encode::encode(&self.ace, e);
         ::xdr::Encode::encode(&self.default_ace_count, e);
-        e.array_var(&self.default_ace);
+        ::xdr::Encode::encode(&self.default_ace, e);
     }
 }
 
@@ -4883,9 +4863,9 @@ impl ::xdr::Decode for SETACL3args {
             dir: ::xdr::Decode::decode(d)?,
             mask: ::xdr::Decode::decode(d)?,
             ace_count: ::xdr::Decode::decode(d)?,
-            ace: d.array_var(4294967295)?,
+            ace: ::xdr::Decode::decode(d)?,
             default_ace_count: ::xdr::Decode::decode(d)?,
-            default_ace: d.array_var(4294967295)?,
+            default_ace: ::xdr::Decode::decode(d)?,
         })
     }
 }

@@ -45,7 +45,7 @@ impl ::xdr::Encode for pmap2_call_args {
         ::xdr::Encode::encode(&self.prog, e);
         ::xdr::Encode::encode(&self.vers, e);
         ::xdr::Encode::encode(&self.proc, e);
-        e.opaque_bytes(&self.args);
+        ::xdr::Encode::encode(&self.args, e);
     }
 }
 
@@ -55,7 +55,7 @@ impl ::xdr::Decode for pmap2_call_args {
             prog: ::xdr::Decode::decode(d)?,
             vers: ::xdr::Decode::decode(d)?,
             proc: ::xdr::Decode::decode(d)?,
-            args: d.opaque_var(4294967295)?,
+            args: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -69,7 +69,7 @@ pub struct pmap2_call_result {
 impl ::xdr::Encode for pmap2_call_result {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.port, e);
-        e.opaque_bytes(&self.res);
+        ::xdr::Encode::encode(&self.res, e);
     }
 }
 
@@ -77,7 +77,7 @@ impl ::xdr::Decode for pmap2_call_result {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(pmap2_call_result {
             port: ::xdr::Decode::decode(d)?,
-            res: d.opaque_var(4294967295)?,
+            res: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -129,14 +129,14 @@ pub struct pmap3_string_result {
 
 impl ::xdr::Encode for pmap3_string_result {
     fn encode(&self, e: &mut ::xdr::Encoder) {
-        e.opaque_bytes(&self.addr);
+        ::xdr::Encode::encode(&self.addr, e);
     }
 }
 
 impl ::xdr::Decode for pmap3_string_result {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(pmap3_string_result {
-            addr: d.opaque_var(4294967295)?,
+            addr: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -154,9 +154,9 @@ impl ::xdr::Encode for pmap3_mapping {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.prog, e);
         ::xdr::Encode::encode(&self.vers, e);
-        e.opaque_bytes(&self.netid);
-        e.opaque_bytes(&self.addr);
-        e.opaque_bytes(&self.owner);
+        ::xdr::Encode::encode(&self.netid, e);
+        ::xdr::Encode::encode(&self.addr, e);
+        ::xdr::Encode::encode(&self.owner, e);
     }
 }
 
@@ -165,9 +165,9 @@ impl ::xdr::Decode for pmap3_mapping {
         Ok(pmap3_mapping {
             prog: ::xdr::Decode::decode(d)?,
             vers: ::xdr::Decode::decode(d)?,
-            netid: d.opaque_var(4294967295)?,
-            addr: d.opaque_var(4294967295)?,
-            owner: d.opaque_var(4294967295)?,
+            netid: ::xdr::Decode::decode(d)?,
+            addr: ::xdr::Decode::decode(d)?,
+            owner: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -225,7 +225,7 @@ impl ::xdr::Encode for pmap3_call_args {
         ::xdr::Encode::encode(&self.prog, e);
         ::xdr::Encode::encode(&self.vers, e);
         ::xdr::Encode::encode(&self.proc, e);
-        e.opaque_bytes(&self.args);
+        ::xdr::Encode::encode(&self.args, e);
     }
 }
 
@@ -235,7 +235,7 @@ impl ::xdr::Decode for pmap3_call_args {
             prog: ::xdr::Decode::decode(d)?,
             vers: ::xdr::Decode::decode(d)?,
             proc: ::xdr::Decode::decode(d)?,
-            args: d.opaque_var(4294967295)?,
+            args: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -248,16 +248,16 @@ pub struct rpcb_rmtcallres {
 
 impl ::xdr::Encode for rpcb_rmtcallres {
     fn encode(&self, e: &mut ::xdr::Encoder) {
-        e.opaque_bytes(&self.addr);
-        e.opaque_bytes(&self.results);
+        ::xdr::Encode::encode(&self.addr, e);
+        ::xdr::Encode::encode(&self.results, e);
     }
 }
 
 impl ::xdr::Decode for rpcb_rmtcallres {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(rpcb_rmtcallres {
-            addr: d.opaque_var(4294967295)?,
-            results: d.opaque_var(4294967295)?,
+            addr: ::xdr::Decode::decode(d)?,
+            results: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -271,7 +271,7 @@ pub struct pmap3_netbuf {
 impl ::xdr::Encode for pmap3_netbuf {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.maxlen, e);
-        e.opaque_bytes(&self.buf);
+        ::xdr::Encode::encode(&self.buf, e);
     }
 }
 
@@ -279,7 +279,7 @@ impl ::xdr::Decode for pmap3_netbuf {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(pmap3_netbuf {
             maxlen: ::xdr::Decode::decode(d)?,
-            buf: d.opaque_var(4294967295)?,
+            buf: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -291,14 +291,14 @@ pub struct pmap4_string_result {
 
 impl ::xdr::Encode for pmap4_string_result {
     fn encode(&self, e: &mut ::xdr::Encoder) {
-        e.opaque_bytes(&self.addr);
+        ::xdr::Encode::encode(&self.addr, e);
     }
 }
 
 impl ::xdr::Decode for pmap4_string_result {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(pmap4_string_result {
-            addr: d.opaque_var(4294967295)?,
+            addr: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -316,9 +316,9 @@ impl ::xdr::Encode for pmap4_mapping {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.prog, e);
         ::xdr::Encode::encode(&self.vers, e);
-        e.opaque_bytes(&self.netid);
-        e.opaque_bytes(&self.addr);
-        e.opaque_bytes(&self.owner);
+        ::xdr::Encode::encode(&self.netid, e);
+        ::xdr::Encode::encode(&self.addr, e);
+        ::xdr::Encode::encode(&self.owner, e);
     }
 }
 
@@ -327,9 +327,9 @@ impl ::xdr::Decode for pmap4_mapping {
         Ok(pmap4_mapping {
             prog: ::xdr::Decode::decode(d)?,
             vers: ::xdr::Decode::decode(d)?,
-            netid: d.opaque_var(4294967295)?,
-            addr: d.opaque_var(4294967295)?,
-            owner: d.opaque_var(4294967295)?,
+            netid: ::xdr::Decode::decode(d)?,
+            addr: ::xdr::Decode::decode(d)?,
+            owner: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -387,7 +387,7 @@ impl ::xdr::Encode for pmap4_bcast_args {
         ::xdr::Encode::encode(&self.prog, e);
         ::xdr::Encode::encode(&self.vers, e);
         ::xdr::Encode::encode(&self.proc, e);
-        e.opaque_bytes(&self.args);
+        ::xdr::Encode::encode(&self.args, e);
     }
 }
 
@@ -397,7 +397,7 @@ impl ::xdr::Decode for pmap4_bcast_args {
             prog: ::xdr::Decode::decode(d)?,
             vers: ::xdr::Decode::decode(d)?,
             proc: ::xdr::Decode::decode(d)?,
-            args: d.opaque_var(4294967295)?,
+            args: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -411,7 +411,7 @@ pub struct pmap4_netbuf {
 impl ::xdr::Encode for pmap4_netbuf {
     fn encode(&self, e: &mut ::xdr::Encoder) {
         ::xdr::Encode::encode(&self.maxlen, e);
-        e.opaque_bytes(&self.buf);
+        ::xdr::Encode::encode(&self.buf, e);
     }
 }
 
@@ -419,7 +419,7 @@ impl ::xdr::Decode for pmap4_netbuf {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(pmap4_netbuf {
             maxlen: ::xdr::Decode::decode(d)?,
-            buf: d.opaque_var(4294967295)?,
+            buf: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -437,7 +437,7 @@ impl ::xdr::Encode for pmap4_indirect_args {
         ::xdr::Encode::encode(&self.prog, e);
         ::xdr::Encode::encode(&self.vers, e);
         ::xdr::Encode::encode(&self.proc, e);
-        e.opaque_bytes(&self.args);
+        ::xdr::Encode::encode(&self.args, e);
     }
 }
 
@@ -447,7 +447,7 @@ impl ::xdr::Decode for pmap4_indirect_args {
             prog: ::xdr::Decode::decode(d)?,
             vers: ::xdr::Decode::decode(d)?,
             proc: ::xdr::Decode::decode(d)?,
-            args: d.opaque_var(4294967295)?,
+            args: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -479,7 +479,7 @@ impl ::xdr::Encode for rpcbs_addrlist {
         ::xdr::Encode::encode(&self.vers, e);
         ::xdr::Encode::encode(&self.success, e);
         ::xdr::Encode::encode(&self.failure, e);
-        e.opaque_bytes(&self.netid);
+        ::xdr::Encode::encode(&self.netid, e);
     }
 }
 
@@ -490,7 +490,7 @@ impl ::xdr::Decode for rpcbs_addrlist {
             vers: ::xdr::Decode::decode(d)?,
             success: ::xdr::Decode::decode(d)?,
             failure: ::xdr::Decode::decode(d)?,
-            netid: d.opaque_var(4294967295)?,
+            netid: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -516,7 +516,7 @@ impl ::xdr::Encode for rpcbs_rmtcalllist {
         ::xdr::Encode::encode(&self.success, e);
         ::xdr::Encode::encode(&self.failure, e);
         ::xdr::Encode::encode(&self.indirect, e);
-        e.opaque_bytes(&self.netid);
+        ::xdr::Encode::encode(&self.netid, e);
     }
 }
 
@@ -529,7 +529,7 @@ impl ::xdr::Decode for rpcbs_rmtcalllist {
             success: ::xdr::Decode::decode(d)?,
             failure: ::xdr::Decode::decode(d)?,
             indirect: ::xdr::Decode::decode(d)?,
-            netid: d.opaque_var(4294967295)?,
+            netid: ::xdr::Decode::decode(d)?,
         })
     }
 }
@@ -632,22 +632,22 @@ pub struct rpcb_entry {
 
 impl ::xdr::Encode for rpcb_entry {
     fn encode(&self, e: &mut ::xdr::Encoder) {
-        e.opaque_bytes(&self.r_maddr);
-        e.opaque_bytes(&self.r_nc_netid);
+        ::xdr::Encode::encode(&self.r_maddr, e);
+        ::xdr::Encode::encode(&self.r_nc_netid, e);
         ::xdr::Encode::encode(&self.r_nc_semantics, e);
-        e.opaque_bytes(&self.r_nc_protofmly);
-        e.opaque_bytes(&self.r_nc_proto);
+        ::xdr::Encode::encode(&self.r_nc_protofmly, e);
+        ::xdr::Encode::encode(&self.r_nc_proto, e);
     }
 }
 
 impl ::xdr::Decode for rpcb_entry {
     fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
         Ok(rpcb_entry {
-            r_maddr: d.opaque_var(4294967295)?,
-            r_nc_netid: d.opaque_var(4294967295)?,
+            r_maddr: ::xdr::Decode::decode(d)?,
+            r_nc_netid: ::xdr::Decode::decode(d)?,
             r_nc_semantics: ::xdr::Decode::decode(d)?,
-            r_nc_protofmly: d.opaque_var(4294967295)?,
-            r_nc_proto: d.opaque_var(4294967295)?,
+            r_nc_protofmly: ::xdr::Decode::decode(d)?,
+            r_nc_proto: ::xdr::Decode::decode(d)?,
         })
     }
 }
