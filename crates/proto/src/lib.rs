@@ -1,6 +1,22 @@
 //! Protocol types and codecs generated from `spec/xdr/*.x` by xdrgen (the
 //! modules under `src/gen` are committed; `regen.sh` rebuilds them and a
 //! test checks they are current), plus the RFC 5531 record-marking framer.
+//!
+//! Names are those of the .x files; the mapping is described in the xdrgen
+//! crate. One thing to know when encoding or decoding a *typedef* directly
+//! (typically a procedure's argument or result type): an alias has no
+//! codec of its own, so where the wire form differs from what the Rust
+//! type's impls do, use the generated `encode_NAME` / `decode_NAME`
+//! functions. That matters for:
+//! - list typedefs such as `mount3::mountlist` / `MOUNT3DUMPres` and
+//!   `exports` / `MOUNT3EXPORTres`: they are `Vec<T>`, whose own impl
+//!   writes a counted array, not the XDR list;
+//! - bounded typedefs such as `mount3::dirpath` / `MOUNT3MNTargs`: the
+//!   `Bytes` impl accepts any length the record holds, the helper enforces
+//!   MNTPATHLEN.
+//!
+//! Fields of structs and unions always use the exact form; no helper is
+//! needed there.
 #![forbid(unsafe_code)]
 
 pub use xdr::{Bytes, Decode, Encode};

@@ -61,3 +61,6 @@ pub fn source_name(path: &std::path::Path) -> String {
     let s = path.to_string_lossy().replace('\\', "/");
     s.strip_prefix("./").unwrap_or(&s).to_string()
 }
+
+#[cfg(test)]
+mod tests;
