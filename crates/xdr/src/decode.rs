@@ -17,6 +17,17 @@ pub struct Decoder {
 /// a forged element count cannot reserve more than the record could hold.
 const MIN_ELEMENT_BYTES: usize = 4;
 
+/// At most this many bytes are reserved up front for an array whatever its
+/// declared count; a real array larger than this grows as it is decoded.
+/// (A forged count could otherwise reserve count * size_of::<T>() bytes,
+/// far more than the record it came in.)
+const MAX_PREALLOC_BYTES: usize = 64 << 10;
+
+fn prealloc<T>(count: usize, remaining: usize) -> usize {
+    let by_bytes = MAX_PREALLOC_BYTES / std::mem::size_of::<T>().max(1);
+    count.min(remaining / MIN_ELEMENT_BYTES).min(by_bytes)
+}
+
 impl Decoder {
     pub fn new(buf: Bytes) -> Self {
         Decoder { buf }
@@ -120,7 +131,7 @@ impl Decoder {
     /// `T x<max>`.
     pub fn array_var<T: Decode>(&mut self, max: u32) -> Result<Vec<T>> {
         let len = self.array_len(max)?;
-        let mut out = Vec::with_capacity(len.min(self.remaining() / MIN_ELEMENT_BYTES));
+        let mut out = Vec::with_capacity(prealloc::<T>(len, self.remaining()));
         for _ in 0..len {
             out.push(T::decode(self)?);
         }
@@ -129,7 +140,7 @@ impl Decoder {
 
     /// `T x[N]` for element types other than opaque.
     pub fn array_fixed<T: Decode, const N: usize>(&mut self) -> Result<[T; N]> {
-        let mut out = Vec::with_capacity(N.min(self.remaining() / MIN_ELEMENT_BYTES));
+        let mut out = Vec::with_capacity(prealloc::<T>(N, self.remaining()));
         for _ in 0..N {
             out.push(T::decode(self)?);
         }

@@ -1,2 +1,0 @@
-//! Host-directory backend (placeholder until implemented).
-pub struct LocalFs;
