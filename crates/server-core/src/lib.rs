@@ -10,12 +10,19 @@
 pub mod auth;
 pub mod exports;
 pub mod fh;
+mod mount;
+mod ops;
+mod portmap;
+mod rpc;
 mod settings;
 
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
+pub use portmap::uaddr;
+pub use rpc::Auth;
 pub use settings::CoreSettings;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Who sent a record, as the transport knows it.
@@ -69,4 +76,126 @@ pub struct Outcome {
     pub label: &'static str,
     /// The call was accepted and the procedure reported success.
     pub ok: bool,
+}
+
+/// The server's protocol state, shared by all connections.
+pub struct Core {
+    settings: CoreSettings,
+    exports: Vec<Export>,
+    fh: fh::FhCodec,
+    /// WRITE/COMMIT verifier; replaced when unstable data may have been lost.
+    write_verifier: AtomicU64,
+    ports: ServicePorts,
+    mounts: parking_lot::Mutex<mount::MountList>,
+    warn_counts: [AtomicU64; WarnKind::COUNT],
+}
+
+/// Kinds of client misbehaviour whose warnings are rate-limited separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WarnKind {
+    /// Undecodable records, unknown programs/procedures, bad arguments.
+    Garbage = 0,
+    /// Rejected credentials.
+    Auth = 1,
+    /// Clients not allowed by the export rules, insecure ports.
+    Access = 2,
+    /// Forged or malformed file handles.
+    Handle = 3,
+}
+
+impl WarnKind {
+    const COUNT: usize = 4;
+}
+
+/// Why a peer may not use an export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Denied {
+    NoRule,
+    InsecurePort,
+}
+
+impl Core {
+    pub fn new(
+        settings: CoreSettings,
+        exports: Vec<Export>,
+        handle_secret: [u8; 32],
+        write_verifier: [u8; 8],
+        ports: ServicePorts,
+    ) -> Core {
+        let mut kept: Vec<Export> = Vec::with_capacity(exports.len());
+        for mut x in exports {
+            match exports::normalize_path(&x.path) {
+                Some(p) => x.path = p,
+                None => tracing::error!(path = %x.path, "export path is not absolute and normalised; mount by path will not find it"),
+            }
+            if kept.iter().any(|k| k.id == x.id) {
+                tracing::error!(id = x.id, path = %x.path, "duplicate export id; export ignored");
+                continue;
+            }
+            kept.push(x);
+        }
+        Core {
+            settings: settings.sanitized(),
+            exports: kept,
+            fh: fh::FhCodec::new(handle_secret),
+            write_verifier: AtomicU64::new(u64::from_be_bytes(write_verifier)),
+            ports,
+            mounts: parking_lot::Mutex::new(mount::MountList::default()),
+            warn_counts: Default::default(),
+        }
+    }
+
+    pub fn settings(&self) -> &CoreSettings {
+        &self.settings
+    }
+
+    pub fn exports(&self) -> &[Export] {
+        &self.exports
+    }
+
+    /// The verifier WRITE and COMMIT currently return.
+    pub fn write_verifier(&self) -> [u8; 8] {
+        self.write_verifier.load(Ordering::Acquire).to_be_bytes()
+    }
+
+    /// Replaces the write verifier so that clients resend unstable writes
+    /// whose data may be lost (called on a failed COMMIT). `old` guards
+    /// against two concurrent failures advancing it twice for one loss.
+    pub(crate) fn change_write_verifier(&self, old: [u8; 8]) {
+        let old = u64::from_be_bytes(old);
+        let _ = self.write_verifier.compare_exchange(old, old.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    pub(crate) fn export_by_id(&self, id: u32) -> Option<&Export> {
+        self.exports.iter().find(|x| x.id == id)
+    }
+
+    /// Logs a client-misbehaviour warning unless this kind is flooding:
+    /// the first `warn_burst` are logged, then one in `warn_sample_every`.
+    pub(crate) fn warn(&self, kind: WarnKind, log: impl FnOnce()) {
+        let n = self.warn_counts[kind as usize].fetch_add(1, Ordering::Relaxed);
+        let s = &self.settings;
+        if n < s.warn_burst || (n - s.warn_burst) % s.warn_sample_every == 0 {
+            log();
+        }
+    }
+
+    /// The export rule that applies to `peer`, checking the `secure`
+    /// option against its source port.
+    pub(crate) fn rule_for<'a>(&self, export: &'a Export, peer: &PeerInfo, what: &str) -> Result<&'a ClientRule, Denied> {
+        let Some(rule) = exports::match_rule(&export.rules, peer) else {
+            self.warn(WarnKind::Access, || {
+                tracing::warn!(peer = %peer.addr, host = ?peer.hostname, export = %export.path, "{what} refused: client matches no export rule")
+            });
+            return Err(Denied::NoRule);
+        };
+        if rule.options.secure && peer.addr.port() >= 1024 {
+            self.warn(WarnKind::Access, || {
+                tracing::warn!(peer = %peer.addr, export = %export.path, rule = %rule.pattern,
+                    "{what} refused: source port is not below 1024 and the export is `secure` (add `insecure` to allow)")
+            });
+            return Err(Denied::InsecurePort);
+        }
+        Ok(rule)
+    }
 }

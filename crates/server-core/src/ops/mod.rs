@@ -1,0 +1,3 @@
+//! Protocol operations, per NFS version.
+
+pub mod v3;

@@ -1,0 +1,47 @@
+//! SETATTR (RFC 1813 section 3.3.2).
+//!
+//! Permission follows POSIX (see `auth::check_setattr`); the guard, when
+//! present, is checked here against the snapshot for a quick answer and
+//! again by the backend atomically with the change, so a concurrent
+//! change between the two still yields NFS3ERR_NOT_SYNC.
+
+use proto::nfs3::{nfsstat3, SETATTR3args, SETATTR3res, SETATTR3resfail, SETATTR3resok};
+
+use super::{check_writable, client_time, nfstime, no_wcc, set_attrs, stat, Ctx};
+use crate::auth::{check_setattr, filter_mode, SetattrDenied};
+
+pub(super) fn setattr(ctx: &Ctx, a: SETATTR3args) -> SETATTR3res {
+    let o = match ctx.resolve(&a.object) {
+        Ok(o) => o,
+        Err(s) => return SETATTR3res::default(s, SETATTR3resfail { obj_wcc: no_wcc() }),
+    };
+    let fail = |s| SETATTR3res::default(s, SETATTR3resfail { obj_wcc: o.wcc_unchanged() });
+    if let Err(s) = check_writable(&o) {
+        return fail(s);
+    }
+    let mut set = match set_attrs(&a.new_attributes) {
+        Ok(s) => s,
+        Err(s) => return fail(s),
+    };
+    let guard = match a.guard.as_ref().map(client_time).transpose() {
+        Ok(g) => g,
+        Err(s) => return fail(s),
+    };
+    if let Some(g) = &a.guard {
+        if *g != nfstime(o.attrs.ctime) {
+            return fail(nfsstat3::NFS3ERR_NOT_SYNC);
+        }
+    }
+    match check_setattr(&o.attrs, &o.creds, &set) {
+        Ok(()) => {}
+        Err(SetattrDenied::Perm) => return fail(nfsstat3::NFS3ERR_PERM),
+        Err(SetattrDenied::Access) => return fail(nfsstat3::NFS3ERR_ACCES),
+    }
+    if let Some(m) = set.mode {
+        set.mode = Some(filter_mode(set.gid.unwrap_or(o.attrs.gid), &o.creds, m));
+    }
+    match o.fs().setattr(o.id, &set, guard) {
+        Ok(_) => SETATTR3res::NFS3_OK(SETATTR3resok { obj_wcc: o.wcc() }),
+        Err(e) => SETATTR3res::default(stat(e), SETATTR3resfail { obj_wcc: o.wcc() }),
+    }
+}

@@ -1,0 +1,221 @@
+//! Portmapper v2 (RFC 1833 section 3) and rpcbind v3/v4 (section 2),
+//! answering for the services this server provides itself.
+//!
+//! There is no registration from other programs: SET and UNSET answer
+//! FALSE, and the forwarding procedures (CALLIT, BCAST, INDIRECT), which
+//! would make this server send traffic on a caller's behalf, are refused
+//! with PROC_UNAVAIL, as are GETTIME (the core reads no clock), the address
+//! translation calls and statistics. Lookups match program, version and
+//! transport exactly.
+
+use std::net::{IpAddr, SocketAddr};
+
+use bytes::Bytes;
+use proto::portmap::*;
+use xdr::{Decode, Decoder, Encoder};
+
+use crate::rpc::{run, Call, Dispatched};
+use crate::Core;
+
+pub const PROGRAM: u32 = PMAP_PROGRAM;
+const IPPROTO_TCP: u32 = 6;
+const IPPROTO_UDP: u32 = 17;
+const OWNER: &str = "nfsx";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Tcp,
+    Udp,
+}
+
+/// Every (program, version) registered, each on every transport served.
+const SERVICES: &[(u32, u32)] = &[
+    (PMAP_PROGRAM, 2),
+    (PMAP_PROGRAM, 3),
+    (PMAP_PROGRAM, 4),
+    (crate::mount::PROGRAM, crate::mount::VERSION),
+    (crate::ops::v3::PROGRAM, crate::ops::v3::VERSION),
+];
+
+impl Core {
+    fn port_for(&self, prog: u32, vers: u32, t: Transport) -> Option<u16> {
+        if !SERVICES.contains(&(prog, vers)) {
+            return None;
+        }
+        match t {
+            Transport::Tcp => Some(self.ports.tcp),
+            Transport::Udp => self.ports.udp,
+        }
+    }
+
+    fn transports(&self) -> Vec<Transport> {
+        let mut t = vec![Transport::Tcp];
+        if self.ports.udp.is_some() {
+            t.push(Transport::Udp);
+        }
+        t
+    }
+}
+
+/// RFC 5665 universal address: the IP's text form followed by the port's
+/// high and low byte ("127.0.0.1.8.1" for port 2049).
+pub fn uaddr(ip: IpAddr, port: u16) -> String {
+    format!("{ip}.{}.{}", port >> 8, port & 0xff)
+}
+
+/// The address a netid is reachable at, from the address the client
+/// reached us on; `None` when the netid's family is not the connection's
+/// (we cannot know our address in the other family).
+fn local_for_netid(local: SocketAddr, netid: &[u8]) -> Option<(Transport, IpAddr)> {
+    let ip = crate::exports::canonical_ip(local.ip());
+    let (t, want_v6) = match netid {
+        b"tcp" => (Transport::Tcp, Some(false)),
+        b"tcp6" => (Transport::Tcp, Some(true)),
+        b"udp" => (Transport::Udp, Some(false)),
+        b"udp6" => (Transport::Udp, Some(true)),
+        // An empty netid means the transport the request came on.
+        b"" => (Transport::Tcp, None),
+        _ => return None,
+    };
+    match want_v6 {
+        Some(v6) if v6 != ip.is_ipv6() => None,
+        _ => Some((t, ip)),
+    }
+}
+
+fn netid(t: Transport, ip: IpAddr) -> &'static str {
+    match (t, ip.is_ipv6()) {
+        (Transport::Tcp, false) => "tcp",
+        (Transport::Tcp, true) => "tcp6",
+        (Transport::Udp, false) => "udp",
+        (Transport::Udp, true) => "udp6",
+    }
+}
+
+fn getaddr(core: &Core, call: &Call, prog: u32, vers: u32, netid: &[u8]) -> Bytes {
+    let found = local_for_netid(call.peer.local, netid)
+        .and_then(|(t, ip)| core.port_for(prog, vers, t).map(|port| uaddr(ip, port)));
+    Bytes::from(found.unwrap_or_default())
+}
+
+/// (prog, vers, netid, uaddr) for every registration, for DUMP.
+fn registrations(core: &Core, call: &Call) -> Vec<(u32, u32, &'static str, String)> {
+    let ip = crate::exports::canonical_ip(call.peer.local.ip());
+    let mut out = Vec::new();
+    for &(prog, vers) in SERVICES {
+        for t in core.transports() {
+            if let Some(port) = core.port_for(prog, vers, t) {
+                out.push((prog, vers, netid(t, ip), uaddr(ip, port)));
+            }
+        }
+    }
+    out
+}
+
+fn void(_: &mut Decoder) -> xdr::Result<()> {
+    Ok(())
+}
+
+pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
+    match (call.vers, call.proc_) {
+        (_, 0) => run(call, d, e, "portmap.NULL", void, |()| ((), true)),
+        (2, PMAP2_SET) => run(call, d, e, "portmap.SET", pmap2_mapping::decode, |_| (0u32, false)),
+        (2, PMAP2_UNSET) => run(call, d, e, "portmap.UNSET", pmap2_mapping::decode, |_| (0u32, false)),
+        (2, PMAP2_GETPORT) => run(call, d, e, "portmap.GETPORT", pmap2_mapping::decode, |m| {
+            let t = match m.prot {
+                IPPROTO_TCP => Some(Transport::Tcp),
+                IPPROTO_UDP => Some(Transport::Udp),
+                _ => None,
+            };
+            let port = t.and_then(|t| core.port_for(m.prog, m.vers, t)).map_or(0, u32::from);
+            (port, port != 0)
+        }),
+        (2, PMAP2_DUMP) => run(call, d, e, "portmap.DUMP", void, |()| {
+            let mut list = Vec::new();
+            for &(prog, vers) in SERVICES {
+                for (t, prot) in [(Transport::Tcp, IPPROTO_TCP), (Transport::Udp, IPPROTO_UDP)] {
+                    if let Some(port) = core.port_for(prog, vers, t) {
+                        list.push(pmap2_mapping_list { map: pmap2_mapping { prog, vers, prot, port: port.into() } });
+                    }
+                }
+            }
+            (pmap2_dump_result { list }, true)
+        }),
+        (3 | 4, PMAP3_SET) => run(call, d, e, "portmap.SET", pmap3_mapping::decode, |_| (0u32, false)),
+        (3 | 4, PMAP3_UNSET) => run(call, d, e, "portmap.UNSET", pmap3_mapping::decode, |_| (0u32, false)),
+        (3, PMAP3_GETADDR) => run(call, d, e, "portmap.GETADDR", pmap3_mapping::decode, |m| {
+            let addr = getaddr(core, call, m.prog, m.vers, &m.netid);
+            let ok = !addr.is_empty();
+            (pmap3_string_result { addr }, ok)
+        }),
+        (4, PMAP4_GETADDR) => run(call, d, e, "portmap.GETADDR", pmap4_mapping::decode, |m| {
+            let addr = getaddr(core, call, m.prog, m.vers, &m.netid);
+            let ok = !addr.is_empty();
+            (pmap4_string_result { addr }, ok)
+        }),
+        (4, PMAP4_GETVERSADDR) => run(call, d, e, "portmap.GETVERSADDR", pmap4_mapping::decode, |m| {
+            let addr = getaddr(core, call, m.prog, m.vers, &m.netid);
+            let ok = !addr.is_empty();
+            (pmap4_string_result { addr }, ok)
+        }),
+        (3, PMAP3_DUMP) => run(call, d, e, "portmap.DUMP", void, |()| {
+            let list = registrations(core, call)
+                .into_iter()
+                .map(|(prog, vers, netid, addr)| pmap3_mapping_list {
+                    map: pmap3_mapping {
+                        prog,
+                        vers,
+                        netid: Bytes::from_static(netid.as_bytes()),
+                        addr: Bytes::from(addr),
+                        owner: Bytes::from_static(OWNER.as_bytes()),
+                    },
+                })
+                .collect();
+            (pmap3_dump_result { list }, true)
+        }),
+        (4, PMAP4_DUMP) => run(call, d, e, "portmap.DUMP", void, |()| {
+            let list = registrations(core, call)
+                .into_iter()
+                .map(|(prog, vers, netid, addr)| pmap4_mapping_list {
+                    map: pmap4_mapping {
+                        prog,
+                        vers,
+                        netid: Bytes::from_static(netid.as_bytes()),
+                        addr: Bytes::from(addr),
+                        owner: Bytes::from_static(OWNER.as_bytes()),
+                    },
+                })
+                .collect();
+            (pmap4_dump_result { list }, true)
+        }),
+        (2, PMAP2_CALLIT) => Dispatched::ProcUnavail { label: "portmap.CALLIT" },
+        (3 | 4, PMAP3_CALLIT) => Dispatched::ProcUnavail { label: "portmap.CALLIT" },
+        _ => Dispatched::ProcUnavail { label: "portmap.unknown" },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn universal_addresses() {
+        assert_eq!(uaddr("127.0.0.1".parse().unwrap(), 2049), "127.0.0.1.8.1");
+        assert_eq!(uaddr("::1".parse().unwrap(), 111), "::1.0.111");
+        assert_eq!(uaddr("10.1.2.3".parse().unwrap(), 65535), "10.1.2.3.255.255");
+    }
+
+    #[test]
+    fn netid_families() {
+        let v4: SocketAddr = "10.0.0.1:2049".parse().unwrap();
+        let mapped: SocketAddr = "[::ffff:10.0.0.1]:2049".parse().unwrap();
+        let v6: SocketAddr = "[fe80::1]:2049".parse().unwrap();
+        assert_eq!(local_for_netid(v4, b"tcp").map(|x| x.1), Some(v4.ip()));
+        assert_eq!(local_for_netid(mapped, b"tcp").map(|x| x.1), Some(v4.ip()));
+        assert_eq!(local_for_netid(v4, b"tcp6"), None);
+        assert_eq!(local_for_netid(v6, b"tcp6").map(|x| x.1), Some(v6.ip()));
+        assert_eq!(local_for_netid(v6, b"tcp"), None);
+        assert_eq!(local_for_netid(v4, b"rdma"), None);
+        assert_eq!(local_for_netid(v4, b"udp").map(|x| x.0), Some(Transport::Udp));
+    }
+}

@@ -1,0 +1,235 @@
+//! ONC RPC v2 (RFC 5531): the call header, authentication, program
+//! dispatch and the reply header.
+//!
+//! The call header is read field by field rather than with the generated
+//! `call_body` decoder, because that decoder refuses an unknown
+//! `auth_flavor` and the protocol wants an AUTH_ERROR reply for it, not
+//! silence; a version other than 2 is answered before the rest of the
+//! header (whose layout only version 2 defines) is read.
+
+use bytes::Bytes;
+use proto::rpc::{
+    accepted_reply, auth_flavor, auth_stat, authsys_parms, mismatch_info, opaque_auth, rejected_reply, reply_body,
+    reply_data, rpc_msg, rpc_msg_body,
+};
+use proto::rpc::accept_stat;
+use xdr::{Decoder, Encode, Encoder};
+
+use crate::{Core, Outcome, PeerInfo, WarnKind};
+
+pub const RPC_VERSION: u32 = 2;
+const FLAVOR_NONE: u32 = auth_flavor::AUTH_NONE as u32;
+const FLAVOR_SYS: u32 = auth_flavor::AUTH_SYS as u32;
+const FLAVOR_SHORT: u32 = auth_flavor::AUTH_SHORT as u32;
+/// RFC 5531 bounds every opaque_auth body at 400 bytes.
+const MAX_AUTH_BYTES: u32 = 400;
+
+/// The caller's credential as sent (before export squashing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    None,
+    Sys { uid: u32, gid: u32, gids: Vec<u32>, machinename: Bytes },
+}
+
+/// A decoded call: header fields plus its authentication.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub xid: u32,
+    pub prog: u32,
+    pub vers: u32,
+    pub proc_: u32,
+    pub auth: Auth,
+    pub peer: &'a PeerInfo,
+}
+
+/// What a program's dispatcher made of a call.
+pub enum Dispatched {
+    /// Arguments decoded and the procedure ran; the reply (header
+    /// included) is in the encoder.
+    Done { label: &'static str, ok: bool },
+    ProcUnavail { label: &'static str },
+    GarbageArgs { label: &'static str },
+    /// Rejected for its credential (e.g. AUTH_NONE on an NFS procedure).
+    AuthError { label: &'static str, stat: auth_stat },
+}
+
+fn verf_none() -> opaque_auth {
+    opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() }
+}
+
+fn encode_reply(xid: u32, body: reply_body, e: &mut Encoder) {
+    rpc_msg { xid, body: rpc_msg_body::REPLY(body) }.encode(e);
+}
+
+/// Writes an accepted reply header; with `SUCCESS` the procedure's results
+/// follow.
+pub fn accepted(xid: u32, data: reply_data, e: &mut Encoder) {
+    encode_reply(xid, reply_body::MSG_ACCEPTED(accepted_reply { verf: verf_none(), reply_data: data }), e);
+}
+
+pub fn success_header(xid: u32, e: &mut Encoder) {
+    accepted(xid, reply_data::SUCCESS, e);
+}
+
+fn rejected(xid: u32, r: rejected_reply) -> Vec<Bytes> {
+    let mut e = Encoder::with_capacity(32);
+    encode_reply(xid, reply_body::MSG_DENIED(r), &mut e);
+    e.into_segments()
+}
+
+fn accepted_only(xid: u32, data: reply_data) -> Vec<Bytes> {
+    let mut e = Encoder::with_capacity(32);
+    accepted(xid, data, &mut e);
+    e.into_segments()
+}
+
+fn outcome(reply: Vec<Bytes>, label: &'static str, ok: bool) -> Outcome {
+    Outcome { reply: Some(reply), label, ok }
+}
+
+/// Parses the credential; `Err` is the auth_stat to reject with.
+fn parse_auth(flavor: u32, body: Bytes) -> Result<Auth, auth_stat> {
+    match flavor {
+        FLAVOR_NONE => Ok(Auth::None),
+        FLAVOR_SYS => match xdr::from_bytes::<authsys_parms>(body) {
+            Ok(p) => Ok(Auth::Sys { uid: p.uid, gid: p.gid, gids: p.gids, machinename: p.machinename }),
+            Err(_) => Err(auth_stat::AUTH_BADCRED),
+        },
+        // We never hand out short-hand credentials; REJECTEDCRED tells the
+        // client to fall back to its full AUTH_SYS credential.
+        FLAVOR_SHORT => Err(auth_stat::AUTH_REJECTEDCRED),
+        _ => Err(auth_stat::AUTH_BADCRED),
+    }
+}
+
+impl Core {
+    /// One complete RPC record in, the reply record out (without record
+    /// marking).
+    pub fn handle(&self, record: Bytes, peer: &PeerInfo) -> Outcome {
+        let mut d = Decoder::new(record);
+        let (Ok(xid), Ok(mtype)) = (d.u32(), d.u32()) else {
+            self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"));
+            return Outcome { reply: None, label: "rpc.garbage", ok: false };
+        };
+        if mtype != 0 {
+            let label = if mtype == 1 { "rpc.reply" } else { "rpc.garbage" };
+            self.warn(WarnKind::Garbage, || {
+                tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored")
+            });
+            return Outcome { reply: None, label, ok: false };
+        }
+        let Ok(rpcvers) = d.u32() else {
+            return self.undecodable(peer, xid);
+        };
+        if rpcvers != RPC_VERSION {
+            self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, xid, rpcvers, "RPC version mismatch"));
+            let r = rejected(xid, rejected_reply::RPC_MISMATCH(mismatch_info { low: RPC_VERSION, high: RPC_VERSION }));
+            return outcome(r, "rpc.rpc_mismatch", false);
+        }
+        let header = (|| -> xdr::Result<_> {
+            let (prog, vers, proc_) = (d.u32()?, d.u32()?, d.u32()?);
+            let cred_flavor = d.u32()?;
+            let cred = d.opaque_var(MAX_AUTH_BYTES)?;
+            let _verf_flavor = d.u32()?;
+            let _verf = d.opaque_var(MAX_AUTH_BYTES)?;
+            Ok((prog, vers, proc_, cred_flavor, cred))
+        })();
+        let Ok((prog, vers, proc_, cred_flavor, cred)) = header else {
+            return self.undecodable(peer, xid);
+        };
+        let auth = match parse_auth(cred_flavor, cred) {
+            Ok(a) => a,
+            Err(stat) => {
+                self.warn(WarnKind::Auth, || {
+                    tracing::warn!(peer = %peer.addr, xid, cred_flavor, ?stat, "credential rejected")
+                });
+                return outcome(rejected(xid, rejected_reply::AUTH_ERROR(stat)), "rpc.auth_error", false);
+            }
+        };
+        let call = Call { xid, prog, vers, proc_, auth, peer };
+        let mut e = Encoder::with_capacity(256);
+        let dispatched = match prog {
+            crate::portmap::PROGRAM => match vers {
+                2..=4 => crate::portmap::dispatch(self, &call, &mut d, &mut e),
+                _ => return self.prog_mismatch(&call, 2, 4, "portmap.prog_mismatch"),
+            },
+            crate::mount::PROGRAM => match vers {
+                crate::mount::VERSION => crate::mount::dispatch(self, &call, &mut d, &mut e),
+                _ => return self.prog_mismatch(&call, 3, 3, "mount.prog_mismatch"),
+            },
+            crate::ops::v3::PROGRAM => match vers {
+                crate::ops::v3::VERSION => crate::ops::v3::dispatch(self, &call, &mut d, &mut e),
+                _ => return self.prog_mismatch(&call, 3, 3, "nfs.prog_mismatch"),
+            },
+            _ => {
+                self.warn(WarnKind::Garbage, || {
+                    tracing::warn!(peer = %peer.addr, xid, prog, vers, "call for an unknown program")
+                });
+                return outcome(accepted_only(xid, reply_data::default(accept_stat::PROG_UNAVAIL)), "rpc.prog_unavail", false);
+            }
+        };
+        match dispatched {
+            Dispatched::Done { label, ok } => outcome(e.into_segments(), label, ok),
+            Dispatched::ProcUnavail { label } => {
+                self.warn(WarnKind::Garbage, || {
+                    tracing::warn!(peer = %peer.addr, xid, prog, vers, proc_, "unknown procedure")
+                });
+                outcome(accepted_only(xid, reply_data::default(accept_stat::PROC_UNAVAIL)), label, false)
+            }
+            Dispatched::GarbageArgs { label } => {
+                self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, xid, label, "undecodable arguments"));
+                outcome(accepted_only(xid, reply_data::default(accept_stat::GARBAGE_ARGS)), label, false)
+            }
+            Dispatched::AuthError { label, stat } => {
+                self.warn(WarnKind::Auth, || tracing::warn!(peer = %peer.addr, xid, label, ?stat, "credential too weak"));
+                outcome(rejected(xid, rejected_reply::AUTH_ERROR(stat)), label, false)
+            }
+        }
+    }
+
+    fn undecodable(&self, peer: &PeerInfo, xid: u32) -> Outcome {
+        self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, xid, "undecodable RPC call header"));
+        Outcome { reply: None, label: "rpc.garbage", ok: false }
+    }
+
+    fn prog_mismatch(&self, call: &Call, low: u32, high: u32, label: &'static str) -> Outcome {
+        self.warn(WarnKind::Garbage, || {
+            tracing::warn!(peer = %call.peer.addr, xid = call.xid, prog = call.prog, vers = call.vers, "unsupported program version")
+        });
+        outcome(accepted_only(call.xid, reply_data::PROG_MISMATCH(mismatch_info { low, high })), label, false)
+    }
+}
+
+/// Decodes `A`, runs `f`, and writes the success header and the result:
+/// the common shape of every procedure. Trailing bytes after the arguments
+/// are tolerated (some clients pad).
+pub fn run<A, R>(
+    call: &Call,
+    args: &mut Decoder,
+    e: &mut Encoder,
+    label: &'static str,
+    decode: impl FnOnce(&mut Decoder) -> xdr::Result<A>,
+    f: impl FnOnce(A) -> (R, bool),
+) -> Dispatched
+where
+    R: Encode,
+{
+    let Ok(a) = decode(args) else {
+        return Dispatched::GarbageArgs { label };
+    };
+    let (res, ok) = f(a);
+    success_header(call.xid, e);
+    res.encode(e);
+    Dispatched::Done { label, ok }
+}
+
+/// A sequence in the XDR linked-list form (`struct T { ...; T *next; }`
+/// chains such as `mountlist` and `exports`), where a plain `Vec` would
+/// be encoded as a counted array.
+pub struct XdrList<T>(pub Vec<T>);
+
+impl<T: Encode> Encode for XdrList<T> {
+    fn encode(&self, e: &mut Encoder) {
+        e.list(&self.0)
+    }
+}
