@@ -33,7 +33,7 @@ fn create(c: &mut RpcClient, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
         r#where: diropargs3 { dir: dir.clone(), name: Bytes::from(name.to_string()) },
         how: createhow3::UNCHECKED(sattr_none()),
     };
-    match c.nfs::<_, CREATE3res>(NFSPROC3_CREATE, &args) {
+    match c.nfs::<_, CREATE3res>(NFS3_CREATE, &args) {
         CREATE3res::NFS3_OK(ok) => ok.obj.expect("CREATE returned no handle"),
         other => panic!("CREATE failed: {other:?}"),
     }
@@ -41,7 +41,7 @@ fn create(c: &mut RpcClient, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
 
 fn write(c: &mut RpcClient, fh: &nfs_fh3, offset: u64, data: Vec<u8>, stable: stable_how) -> Result<WRITE3resok, String> {
     let args = WRITE3args { file: fh.clone(), offset, count: data.len() as u32, stable, data: Bytes::from(data) };
-    match c.call::<_, WRITE3res>(NFS_PROGRAM, NFS_V3, NFSPROC3_WRITE, &args) {
+    match c.call::<_, WRITE3res>(NFS_PROGRAM, NFS_V3, NFS3_WRITE, &args) {
         Ok(WRITE3res::NFS3_OK(ok)) => Ok(ok),
         Ok(other) => Err(format!("{other:?}")),
         Err(e) => Err(format!("{e:?}")),
@@ -50,7 +50,7 @@ fn write(c: &mut RpcClient, fh: &nfs_fh3, offset: u64, data: Vec<u8>, stable: st
 
 fn commit(c: &mut RpcClient, fh: &nfs_fh3) -> Result<COMMIT3resok, String> {
     let args = COMMIT3args { file: fh.clone(), offset: 0, count: 0 };
-    match c.call::<_, COMMIT3res>(NFS_PROGRAM, NFS_V3, NFSPROC3_COMMIT, &args) {
+    match c.call::<_, COMMIT3res>(NFS_PROGRAM, NFS_V3, NFS3_COMMIT, &args) {
         Ok(COMMIT3res::NFS3_OK(ok)) => Ok(ok),
         Ok(other) => Err(format!("{other:?}")),
         Err(e) => Err(format!("{e:?}")),
@@ -118,18 +118,18 @@ fn stable_data_survives_kill_9_and_handles_stay_valid() {
 
     // The handles issued before the kill still work.
     let mut c = RpcClient::connect(srv.port).unwrap();
-    match c.nfs::<_, GETATTR3res>(NFSPROC3_GETATTR, &GETATTR3args { object: fh.clone() }) {
+    match c.nfs::<_, GETATTR3res>(NFS3_GETATTR, &GETATTR3args { object: fh.clone() }) {
         GETATTR3res::NFS3_OK(ok) => assert!(ok.obj_attributes.size >= CHUNK as u64),
         other => panic!("old handle rejected after restart: {other:?}"),
     }
     let off = acked[acked.len() / 2];
-    let res: READ3res = c.nfs(NFSPROC3_READ, &READ3args { file: fh.clone(), offset: off, count: CHUNK as u32 });
+    let res: READ3res = c.nfs(NFS3_READ, &READ3args { file: fh.clone(), offset: off, count: CHUNK as u32 });
     match res {
         READ3res::NFS3_OK(ok) => assert!(ok.data[..] == chunk(off / CHUNK as u64)[..]),
         other => panic!("READ with old handle failed: {other:?}"),
     }
     let res: LOOKUP3res = c.nfs(
-        NFSPROC3_LOOKUP,
+        NFS3_LOOKUP,
         &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: Bytes::from_static(b"stream.bin") } },
     );
     match res {
@@ -153,7 +153,7 @@ fn forged_and_foreign_handles_are_refused() {
     for i in 0..root.data.len() {
         let mut forged = root.data.to_vec();
         forged[i] ^= 0x01;
-        let res: GETATTR3res = c.nfs(NFSPROC3_GETATTR, &GETATTR3args { object: nfs_fh3 { data: Bytes::from(forged) } });
+        let res: GETATTR3res = c.nfs(NFS3_GETATTR, &GETATTR3args { object: nfs_fh3 { data: Bytes::from(forged) } });
         match res {
             GETATTR3res::default(st) => assert!(
                 matches!(st, nfsstat3::NFS3ERR_BADHANDLE | nfsstat3::NFS3ERR_STALE),
@@ -165,6 +165,6 @@ fn forged_and_foreign_handles_are_refused() {
     // A handle signed by another server's key is refused too.
     let other = TestServer::start(ServerOpts::default());
     let mut c2 = RpcClient::connect(other.port).unwrap();
-    let res: GETATTR3res = c2.nfs(NFSPROC3_GETATTR, &GETATTR3args { object: root.clone() });
+    let res: GETATTR3res = c2.nfs(NFS3_GETATTR, &GETATTR3args { object: root.clone() });
     assert!(matches!(res, GETATTR3res::default(_)), "foreign handle accepted: {res:?}");
 }

@@ -27,14 +27,14 @@ fn rss_kib(pid: u32) -> u64 {
 fn seeds(root: &nfs_fh3) -> Vec<Bytes> {
     let name = |n: &'static str| diropargs3 { dir: root.clone(), name: Bytes::from_static(n.as_bytes()) };
     vec![
-        call_bytes(1, NFS_PROGRAM, NFS_V3, NFSPROC3_NULL, auth_none(), &()),
-        call_bytes(2, NFS_PROGRAM, NFS_V3, NFSPROC3_GETATTR, auth_sys(0, 0), &GETATTR3args { object: root.clone() }),
-        call_bytes(3, NFS_PROGRAM, NFS_V3, NFSPROC3_LOOKUP, auth_sys(0, 0), &LOOKUP3args { what: name("f") }),
+        call_bytes(1, NFS_PROGRAM, NFS_V3, NFS3_NULL, auth_none(), &()),
+        call_bytes(2, NFS_PROGRAM, NFS_V3, NFS3_GETATTR, auth_sys(0, 0), &GETATTR3args { object: root.clone() }),
+        call_bytes(3, NFS_PROGRAM, NFS_V3, NFS3_LOOKUP, auth_sys(0, 0), &LOOKUP3args { what: name("f") }),
         call_bytes(
             4,
             NFS_PROGRAM,
             NFS_V3,
-            NFSPROC3_WRITE,
+            NFS3_WRITE,
             auth_sys(1000, 1000),
             &WRITE3args { file: root.clone(), offset: 0, count: 8, stable: stable_how::UNSTABLE, data: Bytes::from_static(b"12345678") },
         ),
@@ -42,7 +42,7 @@ fn seeds(root: &nfs_fh3) -> Vec<Bytes> {
             5,
             NFS_PROGRAM,
             NFS_V3,
-            NFSPROC3_READDIRPLUS,
+            NFS3_READDIRPLUS,
             auth_sys(0, 0),
             &READDIRPLUS3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], dircount: 4096, maxcount: 32768 },
         ),
@@ -160,8 +160,8 @@ fn ten_thousand_bad_messages_then_a_normal_client() {
 
     // Still serving a normal client.
     let mut c = RpcClient::connect(srv.port).unwrap();
-    let _: () = c.nfs(NFSPROC3_NULL, &());
-    let res: LOOKUP3res = c.nfs(NFSPROC3_LOOKUP, &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: Bytes::from_static(b"f") } });
+    let _: () = c.nfs(NFS3_NULL, &());
+    let res: LOOKUP3res = c.nfs(NFS3_LOOKUP, &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: Bytes::from_static(b"f") } });
     assert!(matches!(res, LOOKUP3res::NFS3_OK(_)), "{res:?}");
     let rss_end = rss_kib(srv.child.id());
     assert!(
@@ -201,7 +201,7 @@ fn oversized_record_closes_the_connection() {
         assert_eq!(n, 0, "connection should be closed after the record limit");
     }
     let mut c = RpcClient::connect(srv.port).unwrap();
-    let _: () = c.nfs(NFSPROC3_NULL, &());
+    let _: () = c.nfs(NFS3_NULL, &());
 }
 
 #[test]
@@ -217,5 +217,5 @@ fn client_vanishing_mid_request_is_harmless() {
         drop(s);
     }
     let mut c = RpcClient::connect(srv.port).unwrap();
-    let _: () = c.nfs(NFSPROC3_NULL, &());
+    let _: () = c.nfs(NFS3_NULL, &());
 }

@@ -95,6 +95,24 @@ static int run(char *line)
 		rc = nfs_unlink(nfs, argv[1]);
 	} else if (!strcmp(cmd, "mkfifo") && argc == 2) {
 		rc = nfs_mknod(nfs, argv[1], 0010644, 0);
+	} else if (!strcmp(cmd, "createmany") && argc == 3) {
+		/* N empty files DIR/f-0 ... one CREATE each, timed */
+		long n = atol(argv[2]);
+		struct timeval t0, t1;
+		char path[4096];
+		gettimeofday(&t0, NULL);
+		for (long i = 0; i < n; i++) {
+			snprintf(path, sizeof path, "%s/f-%ld", argv[1], i);
+			if (nfs_creat(nfs, path, 0644, &fh) != 0) {
+				printf("err: %s\n", nfs_get_error(nfs));
+				return -1;
+			}
+			nfs_close(nfs, fh);
+		}
+		gettimeofday(&t1, NULL);
+		double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_usec - t0.tv_usec) / 1e6;
+		printf("created=%ld seconds=%.6f per_second=%.1f\n", n, s, n / s);
+		return 0;
 	} else if (!strcmp(cmd, "ls") && argc == 2) {
 		struct nfsdir *dir;
 		rc = nfs_opendir(nfs, argv[1], &dir);
