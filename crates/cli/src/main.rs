@@ -49,6 +49,7 @@ enum Command {
     /// portmapper also answers on port 111 when that port is free, so plain
     /// `nfs://HOST/PATH` URLs work. On another port, pass it to the client
     /// (libnfs: `?nfsport=P&mountport=P`).
+    #[command(verbatim_doc_comment)]
     Serve {
         /// Directory to export (optional when --exports names the exports).
         dir: Option<PathBuf>,
@@ -80,7 +81,8 @@ fn init_logging(filter: &str, format: LogFormat) {
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| filter.to_string());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
