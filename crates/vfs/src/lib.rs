@@ -20,7 +20,7 @@ pub use names::DEFAULT_MAX_NAME_LEN;
 
 pub mod memfs;
 pub mod localfs;
-pub use localfs::LocalFs;
+pub use localfs::{LocalFs, LocalFsSettings};
 pub use memfs::{MemFs, MemFsSettings};
 
 use bytes::Bytes;

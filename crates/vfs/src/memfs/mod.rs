@@ -31,7 +31,8 @@ use self::node::{Body, Dir, Meta, Node, NodeCell, NodeRef};
 use crate::{Attrs, FileId, SetAttrs, SetTime, Timespec, VfsError, VfsResult};
 
 /// Limits and defaults of a [`MemFs`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct MemFsSettings {
     /// Largest logical file size; writes or truncates past it get `FBig`.
     /// Default 1 TiB (sparse: only written chunks use memory).
@@ -146,11 +147,18 @@ impl MemFs {
     }
 
     fn node(&self, id: FileId) -> VfsResult<NodeRef> {
-        self.shard(id).read().get(&id).cloned().ok_or(VfsError::Stale)
+        self.shard(id)
+            .read()
+            .get(&id)
+            .cloned()
+            .ok_or(VfsError::Stale)
     }
 
     fn insert_node(&self, id: FileId, node: Node) -> NodeRef {
-        let cell = Arc::new(NodeCell { id, state: RwLock::new(node) });
+        let cell = Arc::new(NodeCell {
+            id,
+            state: RwLock::new(node),
+        });
         self.shard(id).write().insert(id, cell.clone());
         cell
     }
@@ -158,7 +166,9 @@ impl MemFs {
     fn alloc_id(&self) -> VfsResult<FileId> {
         let max = self.settings.max_files;
         self.objects
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
             .map_err(|_| VfsError::NoSpace)?;
         Ok(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
@@ -245,7 +255,10 @@ impl MemFs {
             n.meta.gid = gid;
             changed = true;
         }
-        for (want, slot) in [(set.atime, &mut n.meta.atime), (set.mtime, &mut n.meta.mtime)] {
+        for (want, slot) in [
+            (set.atime, &mut n.meta.atime),
+            (set.mtime, &mut n.meta.mtime),
+        ] {
             match want {
                 SetTime::DontChange => {}
                 SetTime::ServerNow => {

@@ -1,0 +1,332 @@
+//! A host directory exported as-is.
+//!
+//! # Ids that survive restarts
+//!
+//! A [`FileId`] is the inode number and the generation is the inode's
+//! birth time in nanoseconds (statx `btime`), which differs between an
+//! object and a later one that reuses its inode number. The server puts
+//! (id, generation) in file handles and may present them after a restart
+//! without any LOOKUP, so LocalFs remembers, for every id it hands out
+//! (lookup, create, mkdir, symlink, mknod, link, rename, readdir), where the
+//! object lives: id → (parent id, name). The map is kept in memory
+//! ([`ids`]) and in an append-only journal in the state directory
+//! ([`journal`]), replayed and compacted on open. An id is resolved by
+//! walking its chain of names from the root and checking that the object
+//! found there has that inode number. If it does not (the object was
+//! renamed or deleted behind the server's back), the parent directory is
+//! rescanned for the inode (bounded by a setting), and failing that the id
+//! is Stale.
+//!
+//! Why names and not kernel file handles (`name_to_handle_at`, which works
+//! here as root on ext4): `open_by_handle_at` opens an inode anywhere on the
+//! file system, so a file moved out of the export behind our back would stay
+//! reachable, and for non-directories nothing can check whether the inode
+//! is still inside the export. Walking names from the root makes
+//! containment structural, and needs no privilege.
+//!
+//! # Never escaping the export
+//!
+//! Everything starts from an O_PATH fd of the root. Chains of names are
+//! opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//! RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`; the kernel checks those for
+//! the whole walk atomically, so `..`, symlinks planted in the tree and
+//! renames racing with the walk cannot lead outside, and a mount inside the
+//! export is not crossed. Operations then act on one checked name relative
+//! to a directory fd (`mkdirat`, `unlinkat`, `renameat`, ... which never
+//! follow a final symlink), or on the object's own O_PATH fd (`fchownat`,
+//! `utimensat`, `fchmodat2` with AT_EMPTY_PATH, or a reopen through
+//! `/proc/self/fd`), never on a path that could be swapped for a symlink
+//! between a check and its use.
+//!
+//! # Data path
+//!
+//! READ/WRITE go through a bounded LRU of open fds ([`cache`]). Stability is
+//! honoured per write with `pwritev2(RWF_SYNC / RWF_DSYNC)`; COMMIT is an
+//! fsync. A file evicted from the cache with unstable writes is fdatasync'd
+//! first and any error is kept as the id's pending error, which the next
+//! COMMIT reports, so write-back errors are never silently dropped.
+//!
+//! Known limits: a cached fd of a file deleted behind the server's back
+//! keeps serving the deleted inode until evicted; a file moved out of the
+//! export behind our back stays reachable through a cached fd, as with
+//! knfsd's `no_subtree_check`.
+
+mod cache;
+mod ids;
+mod journal;
+mod ops;
+mod resolve;
+mod sys;
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use parking_lot::{Mutex, RwLock};
+use rustix::fs::{Mode, OFlags};
+
+use self::cache::FileCache;
+use self::ids::{Change, IdMap};
+use self::journal::{Header, Journal};
+use crate::{FileId, VfsError, VfsResult};
+
+/// Tunables of a [`LocalFs`].
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocalFsSettings {
+    /// Open files kept for READ/WRITE/COMMIT. Default 1024.
+    pub open_file_cache: usize,
+    /// Make namespace changes (create, mkdir, remove, rename, link, ...)
+    /// durable before returning, by fsyncing the directories involved, the
+    /// new object and the id journal. NFSv3 requires it; turning it off
+    /// trades crash safety for speed. Default true.
+    pub sync_metadata: bool,
+    /// Id-journal records written between fsyncs of the journal when
+    /// nothing else forces one (lookups and readdir). A machine crash can
+    /// lose up to this many records; the handles they covered then go
+    /// stale until looked up again. 0 = fsync every write. Default 256.
+    pub journal_sync_every: u64,
+    /// The journal is rewritten once it holds at least this many records
+    /// and more than twice as many as there are live ids. Default 1 Mi.
+    pub journal_compact_min: u64,
+    /// Directory entries scanned to find an object renamed behind the
+    /// server's back within its directory; 0 disables. Default 100 000.
+    pub stale_rescan_limit: usize,
+    /// Names remembered per object with several hard links. Default 4.
+    pub max_names_per_id: usize,
+    /// Deepest path resolved; deeper chains (or cycles left by renames
+    /// behind our back) are Stale. Default 2048.
+    pub max_depth: usize,
+    /// Longest name accepted. Default 255.
+    pub max_name_len: usize,
+    /// Most bytes one `read` returns (a short read), bounding the buffer a
+    /// caller-chosen count can make us allocate. Default 1 MiB.
+    pub max_read: u32,
+    /// Buffer for one getdents64 call. Default 32 KiB.
+    pub readdir_buffer: usize,
+    /// Permission bits of new files without a mode (and of exclusive
+    /// creates, whose mode arrives in a later SETATTR). Default 0o644.
+    pub default_file_mode: u32,
+    /// Permission bits of new directories without a mode. Default 0o755.
+    pub default_dir_mode: u32,
+}
+
+impl Default for LocalFsSettings {
+    fn default() -> Self {
+        LocalFsSettings {
+            open_file_cache: 1024,
+            sync_metadata: true,
+            journal_sync_every: 256,
+            journal_compact_min: 1 << 20,
+            stale_rescan_limit: 100_000,
+            max_names_per_id: 4,
+            max_depth: 2048,
+            max_name_len: crate::names::DEFAULT_MAX_NAME_LEN,
+            max_read: 1 << 20,
+            readdir_buffer: 32 << 10,
+            default_file_mode: 0o644,
+            default_dir_mode: 0o755,
+        }
+    }
+}
+
+/// The host-directory backend. See the module documentation.
+pub struct LocalFs {
+    settings: LocalFsSettings,
+    root_fd: OwnedFd,
+    root_id: FileId,
+    fsid: u64,
+    /// Whether new objects can be given to their owner (needs CAP_CHOWN).
+    chown_new: bool,
+    ids: RwLock<IdMap>,
+    journal: Journal,
+    cache: FileCache,
+    /// Write-back errors met outside a COMMIT, reported by the next one.
+    pending: Mutex<HashMap<FileId, VfsError>>,
+    /// Held for our lifetime: one LocalFs per state directory.
+    _lock: File,
+}
+
+fn fnv64(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in data {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl LocalFs {
+    /// Exports `root`, keeping the id journal in `state_dir` (created if
+    /// missing; must not be inside `root`, where clients could edit it).
+    pub fn open(root: &Path, state_dir: &Path, settings: LocalFsSettings) -> VfsResult<LocalFs> {
+        let root_fd = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(sys::errno)?;
+        let stx = sys::statx_fd(root_fd.as_fd())?;
+        let root_id = stx.stx_ino as FileId;
+        let root_gen = sys::birth_generation(&stx);
+
+        std::fs::create_dir_all(state_dir)?;
+        let canon_root = std::fs::canonicalize(root)?;
+        let canon_state = std::fs::canonicalize(state_dir)?;
+        if canon_state.starts_with(&canon_root) {
+            return Err(VfsError::Invalid);
+        }
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(canon_state.join("lock"))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .map_err(|_| VfsError::Delay)?;
+
+        let max_locs = settings.max_names_per_id;
+        let (header, map) = match journal::load(&canon_state, root_id, root_gen, max_locs)? {
+            Some(found) => found,
+            None => {
+                // Stable as long as the export keeps its path and root
+                // directory; kept in the journal afterwards.
+                let fsid = fnv64(canon_root.as_os_str().as_bytes()) ^ root_id;
+                let h = Header {
+                    root: root_id,
+                    root_generation: root_gen,
+                    fsid,
+                };
+                (h, IdMap::new(root_id, max_locs))
+            }
+        };
+        let journal = Journal::create(
+            &canon_state,
+            header,
+            &map,
+            settings.journal_sync_every,
+            settings.journal_compact_min.max(1),
+        )?;
+        tracing::info!(root = %canon_root.display(), ids = map.len(), "LocalFs opened");
+        Ok(LocalFs {
+            cache: FileCache::new(settings.open_file_cache),
+            settings,
+            root_fd,
+            root_id,
+            fsid: header.fsid,
+            chown_new: rustix::process::geteuid().is_root(),
+            ids: RwLock::new(map),
+            journal,
+            pending: Mutex::new(HashMap::new()),
+            _lock: lock,
+        })
+    }
+
+    pub fn settings(&self) -> &LocalFsSettings {
+        &self.settings
+    }
+
+    /// Applies changes to the id map and journals them; with `sync` the
+    /// journal is fsync'd before returning.
+    fn record(&self, changes: &[Change], sync: bool) {
+        if !changes.is_empty() {
+            let mut m = self.ids.write();
+            for c in changes {
+                if m.apply(c) {
+                    self.journal.push(c);
+                }
+            }
+        }
+        if changes.is_empty() && !sync {
+            return;
+        }
+        if let Err(e) = self.journal.flush(sync, &self.ids) {
+            // The id still works until a restart; nothing better to do
+            // than to say so loudly.
+            tracing::error!(error = %e, "cannot write the id journal; handles may not survive a restart");
+        }
+    }
+
+    /// Remembers that `id` is `name` in `parent`, unless already known.
+    fn note(&self, id: FileId, generation: u64, parent: FileId, name: &[u8]) {
+        if !self.ids.read().knows(id, generation, parent, name) {
+            let c = Change::Add {
+                id,
+                generation,
+                parent,
+                name: bytes::Bytes::copy_from_slice(name),
+            };
+            self.record(&[c], false);
+        }
+    }
+
+    /// Forgets an object that no longer exists: its id, its open file and
+    /// any error still pending for it.
+    fn forget(&self, id: FileId) -> Change {
+        self.cache.remove(id);
+        self.pending.lock().remove(&id);
+        Change::Forget { id }
+    }
+}
+
+impl Drop for LocalFs {
+    fn drop(&mut self) {
+        if let Err(e) = self.journal.flush(true, &self.ids) {
+            tracing::error!(error = %e, "cannot sync the id journal on close");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CreateHow, Owner, SetAttrs, Stability, Vfs};
+
+    fn scratch(settings: LocalFsSettings) -> (std::path::PathBuf, LocalFs) {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let base = std::env::temp_dir().join(format!("nfsx-vfs-unit-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("export")).unwrap();
+        let fs = LocalFs::open(&base.join("export"), &base.join("state"), settings).unwrap();
+        (base, fs)
+    }
+
+    /// A write-back error met outside COMMIT (here: injected, as a failing
+    /// disk cannot be had in a test) is reported by the next COMMIT, once.
+    #[test]
+    fn deferred_write_error_is_reported_by_commit() {
+        let (base, fs) = scratch(LocalFsSettings::default());
+        let owner = Owner { uid: 0, gid: 0 };
+        let (id, _) = fs.create(fs.root(), b"f", &CreateHow::Guarded(SetAttrs::default()), owner).unwrap();
+        fs.write(id, 0, b"data", Stability::Unstable).unwrap();
+        fs.pending.lock().insert(id, VfsError::NoSpace);
+        assert_eq!(fs.commit(id, 0, 0), Err(VfsError::NoSpace));
+        assert_eq!(fs.commit(id, 0, 0), Ok(()));
+        drop(fs);
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    /// Evicting a file with unstable writes flushes it (so its errors land
+    /// in the pending slot) and leaves the cache bounded.
+    #[test]
+    fn eviction_flushes_dirty_files() {
+        let (base, fs) = scratch(LocalFsSettings { open_file_cache: 8, ..Default::default() });
+        let owner = Owner { uid: 0, gid: 0 };
+        let mut ids = Vec::new();
+        for i in 0..(fs.settings.open_file_cache + 10) {
+            let name = format!("f{i}");
+            let (id, _) = fs.create(fs.root(), name.as_bytes(), &CreateHow::Guarded(SetAttrs::default()), owner).unwrap();
+            fs.write(id, 0, b"x", Stability::Unstable).unwrap();
+            ids.push(id);
+        }
+        assert!(fs.cache.get(ids[0]).is_none());
+        assert!(fs.pending.lock().is_empty());
+        for id in ids {
+            fs.commit(id, 0, 0).unwrap();
+        }
+        drop(fs);
+        let _ = std::fs::remove_dir_all(base);
+    }
+}

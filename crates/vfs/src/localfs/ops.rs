@@ -1,0 +1,753 @@
+//! The [`Vfs`] operations of [`LocalFs`].
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
+use rustix::io::{Errno, ReadWriteFlags};
+
+use super::cache::OpenFile;
+use super::ids::Change;
+use super::resolve::Obj;
+use super::sys::{self, errno};
+use super::LocalFs;
+use crate::names::{check_entry_name, classify_lookup, LookupName};
+use crate::{
+    Attrs, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult,
+    SetAttrs, SetTime, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
+};
+
+/// Largest offset the kernel takes (off_t is signed).
+const MAX_OFFSET: u64 = i64::MAX as u64;
+/// Longest symlink target (PATH_MAX).
+const MAX_SYMLINK: usize = 4095;
+
+/// Exclusive-create verifier as the two time stamps it is stored in, like
+/// Linux knfsd: seconds of atime and mtime, nanoseconds zero.
+fn verifier_times(v: &[u8; 8]) -> (Timespec, Timespec) {
+    let a = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+    let m = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
+    (
+        Timespec {
+            seconds: i64::from(a),
+            nanos: 0,
+        },
+        Timespec {
+            seconds: i64::from(m),
+            nanos: 0,
+        },
+    )
+}
+
+/// Where a new object was made: its directory (resolved and by id) and name.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    dir: &'a Obj,
+    dir_id: FileId,
+    name: &'a [u8],
+}
+
+impl LocalFs {
+    /// An open file for I/O on `id`, from the cache or freshly opened.
+    fn file(&self, id: FileId, write: bool) -> VfsResult<Arc<OpenFile>> {
+        if let Some(f) = self.cache.get(id) {
+            if f.writable || !write {
+                return Ok(f);
+            }
+        }
+        let obj = self.resolve(id)?;
+        match obj.ftype() {
+            FileType::Regular => {}
+            FileType::Directory => return Err(VfsError::IsDir),
+            _ => return Err(VfsError::Invalid),
+        }
+        // Reopened through the O_PATH fd: the very inode just checked to
+        // be a regular file, so no device or FIFO is ever opened here.
+        let (fd, writable) = match sys::reopen(obj.fd.as_fd(), OFlags::RDWR) {
+            Ok(fd) => (fd, true),
+            Err(Errno::ACCESS | Errno::ROFS | Errno::PERM | Errno::TXTBSY) if !write => (
+                sys::reopen(obj.fd.as_fd(), OFlags::RDONLY).map_err(errno)?,
+                false,
+            ),
+            Err(e) => return Err(errno(e)),
+        };
+        let f = Arc::new(OpenFile::new(fd, writable));
+        self.evicted(self.cache.insert(id, f.clone()));
+        Ok(f)
+    }
+
+    /// Closes files pushed out of the cache, first making unstable data
+    /// durable so a write-back error is kept for the next COMMIT.
+    fn evicted(&self, files: Vec<(FileId, Arc<OpenFile>)>) {
+        for (id, f) in files {
+            if f.take_dirty() {
+                if let Err(e) = rustix::fs::fdatasync(&f.fd) {
+                    self.pending.lock().insert(id, errno(e));
+                }
+            }
+        }
+    }
+
+    fn sync_fd(&self, fd: BorrowedFd<'_>) -> VfsResult<()> {
+        rustix::fs::fsync(fd).map_err(errno)
+    }
+
+    /// Makes a namespace change in `dirs` durable (when configured).
+    fn sync_dirs(&self, dirs: &[&Obj]) -> VfsResult<()> {
+        if self.settings.sync_metadata {
+            for d in dirs {
+                let fd = sys::open_dir(d.fd.as_fd())?;
+                self.sync_fd(fd.as_fd())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks `set` against the object type before anything is changed.
+    fn validate(ftype: FileType, set: &SetAttrs) -> VfsResult<()> {
+        if let Some(size) = set.size {
+            match ftype {
+                FileType::Regular if size > MAX_OFFSET => return Err(VfsError::FBig),
+                FileType::Regular => {}
+                FileType::Directory => return Err(VfsError::IsDir),
+                _ => return Err(VfsError::Invalid),
+            }
+        }
+        for t in [set.atime, set.mtime] {
+            if matches!(t, SetTime::Client(ts) if ts.nanos >= 1_000_000_000) {
+                return Err(VfsError::Invalid);
+            }
+        }
+        if set.uid == Some(u32::MAX) || set.gid == Some(u32::MAX) {
+            return Err(VfsError::Invalid);
+        }
+        Ok(())
+    }
+
+    /// Applies validated attributes to the object behind `fd` (O_PATH or
+    /// open). Order matters: size before times (truncate sets mtime),
+    /// owner before mode (chown clears set-id bits).
+    fn apply(
+        &self,
+        id: FileId,
+        fd: BorrowedFd<'_>,
+        ftype: FileType,
+        set: &SetAttrs,
+        io: Option<BorrowedFd<'_>>,
+    ) -> VfsResult<()> {
+        if let Some(size) = set.size {
+            match io {
+                Some(io) => rustix::fs::ftruncate(io, size).map_err(errno)?,
+                None => rustix::fs::ftruncate(&self.file(id, true)?.fd, size).map_err(errno)?,
+            }
+        }
+        if set.uid.is_some() || set.gid.is_some() {
+            sys::chown_fd(fd, set.uid, set.gid)?;
+        }
+        if let Some(mode) = set.mode {
+            if ftype == FileType::Symlink {
+                return Err(VfsError::NotSupported);
+            }
+            sys::chmod_fd(fd, mode)?;
+        }
+        if set.atime != SetTime::DontChange || set.mtime != SetTime::DontChange {
+            sys::set_times(fd, set.atime, set.mtime)?;
+        }
+        Ok(())
+    }
+
+    /// Finishes a new object (`fd` is its O_PATH or open fd): owner, the
+    /// exact mode (the process umask may have masked it), other attributes;
+    /// then remembers its name and makes it durable.
+    fn finish_new(
+        &self,
+        at: Place<'_>,
+        fd: BorrowedFd<'_>,
+        mode: Option<u32>,
+        set: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        let Place { dir, dir_id, name } = at;
+        let stx = sys::statx_fd(fd)?;
+        let id = stx.stx_ino as FileId;
+        let ftype = sys::file_type(&stx);
+        if self.chown_new {
+            sys::chown_fd(fd, Some(owner.uid), Some(owner.gid))?;
+        }
+        if let Some(mode) = mode {
+            if ftype != FileType::Symlink {
+                sys::chmod_fd(fd, mode)?;
+            }
+        }
+        let rest = SetAttrs {
+            mode: None,
+            ..set.clone()
+        };
+        self.apply(
+            id,
+            fd,
+            ftype,
+            &rest,
+            Some(fd).filter(|_| ftype == FileType::Regular),
+        )?;
+        let stx = sys::statx_fd(fd)?;
+        self.record(
+            &[Change::Add {
+                id,
+                generation: sys::birth_generation(&stx),
+                parent: dir_id,
+                name: Bytes::copy_from_slice(name),
+            }],
+            self.settings.sync_metadata,
+        );
+        if self.settings.sync_metadata {
+            match ftype {
+                // CREATE passes the file's own read-write fd.
+                FileType::Regular => self.sync_fd(fd)?,
+                FileType::Directory => self.sync_fd(sys::open_dir(fd)?.as_fd())?,
+                // Nothing to open; the directory fsync covers the inode on
+                // journalling file systems.
+                _ => {}
+            }
+        }
+        self.sync_dirs(&[dir])?;
+        Ok((id, self.attrs_of(&stx)))
+    }
+
+    fn open_entry(&self, dir: &Obj, name: &[u8]) -> VfsResult<OwnedFd> {
+        sys::open_beneath(dir.fd.as_fd(), name, OFlags::PATH).map_err(|e| match e {
+            Errno::XDEV => VfsError::XDev,
+            e => errno(e),
+        })
+    }
+
+    /// CREATE when the name is taken: a retransmitted exclusive create, or
+    /// an unchecked create of an existing file (only its size is applied).
+    fn create_existing(
+        &self,
+        dir: &Obj,
+        dir_id: FileId,
+        name: &[u8],
+        how: &CreateHow,
+    ) -> VfsResult<(FileId, Attrs)> {
+        let fd = self.open_entry(dir, name)?;
+        let stx = sys::statx_fd(fd.as_fd())?;
+        if sys::file_type(&stx) != FileType::Regular {
+            return Err(VfsError::Exists);
+        }
+        let id = stx.stx_ino as FileId;
+        match how {
+            CreateHow::Guarded(_) => return Err(VfsError::Exists),
+            CreateHow::Exclusive(v) => {
+                let (a, m) = verifier_times(v);
+                let at = Timespec {
+                    seconds: stx.stx_atime.tv_sec,
+                    nanos: stx.stx_atime.tv_nsec,
+                };
+                let mt = Timespec {
+                    seconds: stx.stx_mtime.tv_sec,
+                    nanos: stx.stx_mtime.tv_nsec,
+                };
+                if (at, mt) != (a, m) {
+                    return Err(VfsError::Exists);
+                }
+            }
+            CreateHow::Unchecked(set) => {
+                if let Some(size) = set.size {
+                    Self::validate(FileType::Regular, set)?;
+                    let io = sys::reopen(fd.as_fd(), OFlags::RDWR).map_err(errno)?;
+                    rustix::fs::ftruncate(&io, size).map_err(errno)?;
+                }
+            }
+        }
+        let stx = sys::statx_fd(fd.as_fd())?;
+        self.note(id, sys::birth_generation(&stx), dir_id, name);
+        Ok((id, self.attrs_of(&stx)))
+    }
+
+    fn remove_entry(&self, dir_id: FileId, name: &[u8], want_dir: bool) -> VfsResult<()> {
+        check_entry_name(name, self.settings.max_name_len)?;
+        let dir = self.resolve_dir(dir_id)?;
+        let stx = sys::statx_at(dir.fd.as_fd(), name)?;
+        let is_dir = sys::file_type(&stx) == FileType::Directory;
+        match (is_dir, want_dir) {
+            (true, false) => return Err(VfsError::IsDir),
+            (false, true) => return Err(VfsError::NotDir),
+            _ => {}
+        }
+        let flags = if want_dir {
+            AtFlags::REMOVEDIR
+        } else {
+            AtFlags::empty()
+        };
+        rustix::fs::unlinkat(dir.fd.as_fd(), name, flags).map_err(|e| match e {
+            Errno::EXIST | Errno::NOTEMPTY => VfsError::NotEmpty,
+            e => errno(e),
+        })?;
+        let id = stx.stx_ino as FileId;
+        // (Another name may have been put in place between the statx and
+        // the unlink; the map heals on the next resolve of either id.)
+        let change = if is_dir || stx.stx_nlink <= 1 {
+            self.forget(id)
+        } else {
+            Change::Unlink {
+                id,
+                parent: dir_id,
+                name: Bytes::copy_from_slice(name),
+            }
+        };
+        self.record(&[change], self.settings.sync_metadata);
+        self.sync_dirs(&[&dir])
+    }
+}
+
+impl Vfs for LocalFs {
+    fn root(&self) -> FileId {
+        self.root_id
+    }
+
+    fn fsid(&self) -> u64 {
+        self.fsid
+    }
+
+    fn getattr(&self, id: FileId) -> VfsResult<Attrs> {
+        let o = self.resolve(id)?;
+        Ok(self.attrs_of(&o.stx))
+    }
+
+    /// The guard is compared against a fresh statx and then the changes
+    /// are applied: another writer can slip in between (a window of a few
+    /// system calls), which the NFSv3 guard cannot fully exclude without a
+    /// kernel-side compare-and-set.
+    fn setattr(
+        &self,
+        id: FileId,
+        set: &SetAttrs,
+        guard_ctime: Option<Timespec>,
+    ) -> VfsResult<Attrs> {
+        let o = self.resolve(id)?;
+        if guard_ctime.is_some_and(|g| g != sys::ctime(&o.stx)) {
+            return Err(VfsError::NotSync);
+        }
+        Self::validate(o.ftype(), set)?;
+        self.apply(id, o.fd.as_fd(), o.ftype(), set, None)?;
+        let stx = sys::statx_fd(o.fd.as_fd())?;
+        Ok(self.attrs_of(&stx))
+    }
+
+    fn lookup(&self, dir: FileId, name: &[u8]) -> VfsResult<(FileId, Attrs)> {
+        match classify_lookup(name, self.settings.max_name_len)? {
+            LookupName::Dot => {
+                let d = self.resolve_dir(dir)?;
+                Ok((dir, self.attrs_of(&d.stx)))
+            }
+            LookupName::DotDot if dir == self.root_id => {
+                let d = self.resolve_dir(dir)?;
+                Ok((dir, self.attrs_of(&d.stx)))
+            }
+            LookupName::DotDot => {
+                let d = self.resolve_dir(dir)?;
+                // `dir` lies beneath the root and is not the root, so its
+                // parent is the root or beneath it: statx of ".." is safe.
+                let p = sys::statx_at(d.fd.as_fd(), b"..")?;
+                let pid = p.stx_ino as FileId;
+                if pid != self.root_id && self.ids.read().get(pid).is_none() {
+                    // A parent we never named (moved behind our back).
+                    return Err(VfsError::Stale);
+                }
+                Ok((pid, self.attrs_of(&p)))
+            }
+            LookupName::Entry(n) => {
+                let d = self.resolve_dir(dir)?;
+                let fd = self.open_entry(&d, n)?;
+                let stx = sys::statx_fd(fd.as_fd())?;
+                let id = stx.stx_ino as FileId;
+                self.note(id, sys::birth_generation(&stx), dir, n);
+                Ok((id, self.attrs_of(&stx)))
+            }
+        }
+    }
+
+    fn readlink(&self, id: FileId) -> VfsResult<Bytes> {
+        let o = self.resolve(id)?;
+        if o.ftype() != FileType::Symlink {
+            return Err(VfsError::BadType);
+        }
+        let target = rustix::fs::readlinkat(o.fd.as_fd(), "", Vec::new()).map_err(errno)?;
+        Ok(Bytes::from(target.into_bytes()))
+    }
+
+    fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult> {
+        let f = self.file(id, false)?;
+        if offset > MAX_OFFSET {
+            return Ok(ReadResult {
+                data: Bytes::new(),
+                eof: true,
+            });
+        }
+        let count = count.min(self.settings.max_read) as usize;
+        let data = sys::pread_full(f.fd.as_fd(), offset, count)?;
+        let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
+        let eof = offset + data.len() as u64 >= size;
+        Ok(ReadResult {
+            data: Bytes::from(data),
+            eof,
+        })
+    }
+
+    fn write(
+        &self,
+        id: FileId,
+        offset: u64,
+        data: &[u8],
+        stable: Stability,
+    ) -> VfsResult<WriteResult> {
+        let count = u32::try_from(data.len()).map_err(|_| VfsError::Invalid)?;
+        match offset.checked_add(data.len() as u64) {
+            Some(end) if end <= MAX_OFFSET => {}
+            _ => return Err(VfsError::FBig),
+        }
+        let f = self.file(id, true)?;
+        let flags = match stable {
+            Stability::Unstable => ReadWriteFlags::empty(),
+            Stability::DataSync => ReadWriteFlags::DSYNC,
+            Stability::FileSync => ReadWriteFlags::SYNC,
+        };
+        if stable == Stability::Unstable {
+            // Marked before writing: an eviction racing with this write
+            // must not skip the flush that keeps its errors.
+            f.mark_dirty();
+        }
+        sys::pwrite_all(f.fd.as_fd(), offset, data, flags)?;
+        Ok(WriteResult {
+            count,
+            committed: stable,
+        })
+    }
+
+    fn commit(&self, id: FileId, _offset: u64, _count: u32) -> VfsResult<()> {
+        // The range is not used: fsync covers the whole file, and
+        // sync_file_range would not make metadata (e.g. size) durable.
+        let pending = self.pending.lock().remove(&id);
+        let f = match self.file(id, false) {
+            Ok(f) => f,
+            Err(e) => return Err(pending.unwrap_or(e)),
+        };
+        f.take_dirty();
+        if let Err(e) = rustix::fs::fsync(&f.fd) {
+            f.mark_dirty();
+            return Err(errno(e));
+        }
+        pending.map_or(Ok(()), Err)
+    }
+
+    fn create(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        how: &CreateHow,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        check_entry_name(name, self.settings.max_name_len)?;
+        let d = self.resolve_dir(dir)?;
+        let (mode, set) = match how {
+            CreateHow::Unchecked(set) | CreateHow::Guarded(set) => {
+                Self::validate(FileType::Regular, set)?;
+                (
+                    set.mode.unwrap_or(self.settings.default_file_mode) & 0o7777,
+                    set.clone(),
+                )
+            }
+            CreateHow::Exclusive(v) => {
+                let (a, m) = verifier_times(v);
+                let set = SetAttrs {
+                    atime: SetTime::Client(a),
+                    mtime: SetTime::Client(m),
+                    ..SetAttrs::default()
+                };
+                (self.settings.default_file_mode, set)
+            }
+        };
+        let flags =
+            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // Always O_EXCL: an existing name is examined through an O_PATH fd
+        // instead, so an unchecked create never opens a device or FIFO.
+        let fd = match rustix::fs::openat(d.fd.as_fd(), name, flags, Mode::from_raw_mode(mode)) {
+            Ok(fd) => fd,
+            Err(Errno::EXIST) => return self.create_existing(&d, dir, name, how),
+            Err(e) => return Err(errno(e)),
+        };
+        let (id, attrs) = self.finish_new(
+            Place {
+                dir: &d,
+                dir_id: dir,
+                name,
+            },
+            fd.as_fd(),
+            Some(mode),
+            &set,
+            owner,
+        )?;
+        self.evicted(self.cache.insert(id, Arc::new(OpenFile::new(fd, true))));
+        Ok((id, attrs))
+    }
+
+    fn mkdir(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        attrs: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        check_entry_name(name, self.settings.max_name_len)?;
+        if attrs.size.is_some() {
+            return Err(VfsError::Invalid);
+        }
+        Self::validate(FileType::Directory, attrs)?;
+        let d = self.resolve_dir(dir)?;
+        let mode = attrs.mode.unwrap_or(self.settings.default_dir_mode) & 0o7777;
+        rustix::fs::mkdirat(d.fd.as_fd(), name, Mode::from_raw_mode(mode)).map_err(errno)?;
+        let fd = self.open_entry(&d, name)?;
+        self.finish_new(
+            Place {
+                dir: &d,
+                dir_id: dir,
+                name,
+            },
+            fd.as_fd(),
+            Some(mode),
+            attrs,
+            owner,
+        )
+    }
+
+    fn symlink(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        target: &[u8],
+        attrs: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        check_entry_name(name, self.settings.max_name_len)?;
+        if target.is_empty() || target.contains(&0) || attrs.size.is_some() {
+            return Err(VfsError::Invalid);
+        }
+        if target.len() > MAX_SYMLINK {
+            return Err(VfsError::NameTooLong);
+        }
+        Self::validate(FileType::Symlink, attrs)?;
+        let d = self.resolve_dir(dir)?;
+        rustix::fs::symlinkat(target, d.fd.as_fd(), name).map_err(errno)?;
+        let fd = self.open_entry(&d, name)?;
+        // A symlink's mode is fixed on Linux; a requested one is ignored.
+        self.finish_new(
+            Place {
+                dir: &d,
+                dir_id: dir,
+                name,
+            },
+            fd.as_fd(),
+            None,
+            attrs,
+            owner,
+        )
+    }
+
+    fn mknod(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        kind: NodeKind,
+        attrs: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        check_entry_name(name, self.settings.max_name_len)?;
+        if attrs.size.is_some() {
+            return Err(VfsError::Invalid);
+        }
+        Self::validate(FileType::Fifo, attrs)?;
+        let d = self.resolve_dir(dir)?;
+        let (ft, dev) = match kind {
+            NodeKind::BlockDevice(ma, mi) => (
+                rustix::fs::FileType::BlockDevice,
+                rustix::fs::makedev(ma, mi),
+            ),
+            NodeKind::CharDevice(ma, mi) => (
+                rustix::fs::FileType::CharacterDevice,
+                rustix::fs::makedev(ma, mi),
+            ),
+            NodeKind::Socket => (rustix::fs::FileType::Socket, 0),
+            NodeKind::Fifo => (rustix::fs::FileType::Fifo, 0),
+        };
+        let mode = attrs.mode.unwrap_or(self.settings.default_file_mode) & 0o7777;
+        rustix::fs::mknodat(d.fd.as_fd(), name, ft, Mode::from_raw_mode(mode), dev)
+            .map_err(errno)?;
+        let fd = self.open_entry(&d, name)?;
+        self.finish_new(
+            Place {
+                dir: &d,
+                dir_id: dir,
+                name,
+            },
+            fd.as_fd(),
+            Some(mode),
+            attrs,
+            owner,
+        )
+    }
+
+    fn remove(&self, dir: FileId, name: &[u8]) -> VfsResult<()> {
+        self.remove_entry(dir, name, false)
+    }
+
+    fn rmdir(&self, dir: FileId, name: &[u8]) -> VfsResult<()> {
+        self.remove_entry(dir, name, true)
+    }
+
+    fn rename(&self, from_dir: FileId, from: &[u8], to_dir: FileId, to: &[u8]) -> VfsResult<()> {
+        check_entry_name(from, self.settings.max_name_len)?;
+        check_entry_name(to, self.settings.max_name_len)?;
+        let fd = self.resolve_dir(from_dir)?;
+        let td = self.resolve_dir(to_dir)?;
+        let src = sys::statx_at(fd.fd.as_fd(), from)?;
+        let tgt = match sys::statx_at(td.fd.as_fd(), to) {
+            Ok(t) => Some(t),
+            Err(VfsError::NotFound) => None,
+            Err(e) => return Err(e),
+        };
+        rustix::fs::renameat(fd.fd.as_fd(), from, td.fd.as_fd(), to).map_err(|e| match e {
+            Errno::EXIST | Errno::NOTEMPTY => VfsError::NotEmpty,
+            e => errno(e),
+        })?;
+        let id = src.stx_ino as FileId;
+        let mut changes = Vec::new();
+        match tgt {
+            // Two names of one object: the kernel did nothing.
+            Some(t) if t.stx_ino == src.stx_ino => return Ok(()),
+            Some(t) if sys::file_type(&t) == FileType::Directory || t.stx_nlink <= 1 => {
+                changes.push(self.forget(t.stx_ino as FileId));
+            }
+            Some(t) => changes.push(Change::Unlink {
+                id: t.stx_ino as FileId,
+                parent: to_dir,
+                name: Bytes::copy_from_slice(to),
+            }),
+            None => {}
+        }
+        changes.push(Change::Unlink {
+            id,
+            parent: from_dir,
+            name: Bytes::copy_from_slice(from),
+        });
+        changes.push(Change::Add {
+            id,
+            generation: sys::birth_generation(&src),
+            parent: to_dir,
+            name: Bytes::copy_from_slice(to),
+        });
+        self.record(&changes, self.settings.sync_metadata);
+        if from_dir == to_dir {
+            self.sync_dirs(&[&td])
+        } else {
+            self.sync_dirs(&[&fd, &td])
+        }
+    }
+
+    fn link(&self, id: FileId, dir: FileId, name: &[u8]) -> VfsResult<()> {
+        check_entry_name(name, self.settings.max_name_len)?;
+        let o = self.resolve(id)?;
+        if o.ftype() == FileType::Directory {
+            return Err(VfsError::IsDir);
+        }
+        let d = self.resolve_dir(dir)?;
+        if self.chown_new {
+            // AT_EMPTY_PATH links the fd's own inode (needs CAP_DAC_READ_SEARCH).
+            rustix::fs::linkat(o.fd.as_fd(), "", d.fd.as_fd(), name, AtFlags::EMPTY_PATH)
+                .map_err(errno)?;
+        } else {
+            let p = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&o.fd));
+            rustix::fs::linkat(
+                rustix::fs::CWD,
+                p.as_str(),
+                d.fd.as_fd(),
+                name,
+                AtFlags::SYMLINK_FOLLOW,
+            )
+            .map_err(errno)?;
+        }
+        let c = Change::Add {
+            id,
+            generation: sys::birth_generation(&o.stx),
+            parent: dir,
+            name: Bytes::copy_from_slice(name),
+        };
+        self.record(&[c], self.settings.sync_metadata);
+        self.sync_dirs(&[&d])
+    }
+
+    /// Cookies are the directory's own getdents64 offsets (d_off), which
+    /// the file system keeps valid across calls and restarts (ext4: hash
+    /// positions; tmpfs: stable per-entry offsets), so a client continues
+    /// with an lseek to exactly where it stopped.
+    fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir> {
+        let d = self.resolve_dir(dir)?;
+        let fd = sys::open_dir(d.fd.as_fd())?;
+        if cookie != 0 {
+            let pos = i64::try_from(cookie).map_err(|_| VfsError::BadCookie)?;
+            rustix::fs::seek(&fd, SeekFrom::Start(pos as u64)).map_err(|_| VfsError::BadCookie)?;
+        }
+        let mut found = Vec::new();
+        let mut more = false;
+        sys::scan_dir(fd.as_fd(), self.settings.readdir_buffer, |e| {
+            if found.len() < max_entries {
+                found.push(e);
+                true
+            } else {
+                more = true;
+                false
+            }
+        })?;
+        let new: Vec<Change> = {
+            let m = self.ids.read();
+            found
+                .iter()
+                .filter(|e| !m.knows(e.ino, 0, dir, &e.name))
+                .map(|e| Change::Add {
+                    id: e.ino,
+                    generation: 0,
+                    parent: dir,
+                    name: Bytes::copy_from_slice(&e.name),
+                })
+                .collect()
+        };
+        self.record(&new, false);
+        let entries = found
+            .into_iter()
+            .map(|e| DirEntry {
+                fileid: e.ino,
+                name: Bytes::from(e.name),
+                cookie: e.next_cookie,
+            })
+            .collect();
+        Ok(ReadDir {
+            entries,
+            eof: !more,
+        })
+    }
+
+    fn fsstat(&self, id: FileId) -> VfsResult<FsStat> {
+        let o = self.resolve(id)?;
+        let s = rustix::fs::fstatvfs(&o.fd).map_err(errno)?;
+        let unit = s.f_frsize.max(1);
+        Ok(FsStat {
+            total_bytes: s.f_blocks.saturating_mul(unit),
+            free_bytes: s.f_bfree.saturating_mul(unit),
+            avail_bytes: s.f_bavail.saturating_mul(unit),
+            total_files: s.f_files,
+            free_files: s.f_ffree,
+            avail_files: s.f_favail,
+        })
+    }
+}

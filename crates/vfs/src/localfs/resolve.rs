@@ -1,0 +1,191 @@
+//! From an id to an O_PATH fd of the object, beneath the root.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{OFlags, Statx};
+use rustix::io::Errno;
+
+use super::ids::Change;
+use super::sys;
+use super::LocalFs;
+use crate::{Attrs, FileId, FileType, VfsError, VfsResult};
+
+/// A resolved object: an O_PATH fd and what statx said about it.
+pub(crate) struct Obj {
+    pub(crate) fd: OwnedFd,
+    pub(crate) stx: Statx,
+}
+
+impl Obj {
+    pub(crate) fn ftype(&self) -> FileType {
+        sys::file_type(&self.stx)
+    }
+}
+
+/// Errors that say the remembered place is wrong, as opposed to the
+/// system being short of something right now.
+fn definitive(e: Errno) -> bool {
+    !matches!(
+        e,
+        Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::IO | Errno::AGAIN | Errno::INTR
+    )
+}
+
+impl LocalFs {
+    pub(crate) fn attrs_of(&self, stx: &Statx) -> Attrs {
+        sys::attrs(stx, self.fsid, sys::birth_generation(stx))
+    }
+
+    pub(crate) fn resolve(&self, id: FileId) -> VfsResult<Obj> {
+        self.resolve_depth(id, 0)
+    }
+
+    /// Resolves a directory; `NotDir` if `id` is something else.
+    pub(crate) fn resolve_dir(&self, id: FileId) -> VfsResult<Obj> {
+        let o = self.resolve(id)?;
+        if o.ftype() != FileType::Directory {
+            return Err(VfsError::NotDir);
+        }
+        Ok(o)
+    }
+
+    fn resolve_depth(&self, id: FileId, depth: usize) -> VfsResult<Obj> {
+        if id == self.root_id {
+            let fd =
+                sys::open_beneath(self.root_fd.as_fd(), b".", OFlags::PATH | OFlags::DIRECTORY)
+                    .map_err(sys::errno)?;
+            let stx = sys::statx_fd(fd.as_fd())?;
+            return Ok(Obj { fd, stx });
+        }
+        // Fast path: one openat2 along the remembered names.
+        let path = self.ids.read().path(id, self.settings.max_depth);
+        if let Some(path) = path {
+            let comps: Vec<&[u8]> = path.iter().map(|c| &c[..]).collect();
+            match sys::open_chain(self.root_fd.as_fd(), &comps) {
+                Ok(fd) => {
+                    let stx = sys::statx_fd(fd.as_fd())?;
+                    if stx.stx_ino == id {
+                        self.seen(id, &stx);
+                        return Ok(Obj { fd, stx });
+                    }
+                }
+                Err(e) if !definitive(e) => return Err(sys::errno(e)),
+                Err(_) => {}
+            }
+        }
+        self.resolve_slow(id, depth)
+    }
+
+    /// Keeps the remembered generation current, so that names learnt for
+    /// an earlier object with this inode number are dropped.
+    fn seen(&self, id: FileId, stx: &Statx) {
+        let generation = sys::birth_generation(stx);
+        let stale_gen = {
+            let m = self.ids.read();
+            m.get(id).and_then(|e| {
+                (e.generation != generation)
+                    .then(|| e.locs.first().cloned())
+                    .flatten()
+            })
+        };
+        if let Some(loc) = stale_gen {
+            self.record(
+                &[Change::Add {
+                    id,
+                    generation,
+                    parent: loc.parent,
+                    name: loc.name,
+                }],
+                false,
+            );
+        }
+    }
+
+    /// Component by component: resolve each remembered parent, look for the
+    /// name there, and failing that for the inode under any name.
+    fn resolve_slow(&self, id: FileId, depth: usize) -> VfsResult<Obj> {
+        if depth >= self.settings.max_depth {
+            return Err(VfsError::Stale);
+        }
+        let locs = match self.ids.read().get(id) {
+            Some(e) => e.locs.clone(),
+            None => return Err(VfsError::Stale),
+        };
+        for loc in locs {
+            let parent = match self.resolve_depth(loc.parent, depth + 1) {
+                Ok(p) => p,
+                // The parent itself is lost; this object may still exist,
+                // so keep its name for when the parent is found again.
+                Err(VfsError::Stale) => continue,
+                Err(e) => return Err(e),
+            };
+            if parent.ftype() == FileType::Directory {
+                match sys::open_beneath(parent.fd.as_fd(), &loc.name, OFlags::PATH) {
+                    Ok(fd) => {
+                        let stx = sys::statx_fd(fd.as_fd())?;
+                        if stx.stx_ino == id {
+                            self.seen(id, &stx);
+                            return Ok(Obj { fd, stx });
+                        }
+                    }
+                    Err(e) if !definitive(e) => return Err(sys::errno(e)),
+                    Err(_) => {}
+                }
+                if let Some(name) = self.rescan(&parent, id)? {
+                    if let Ok(fd) = sys::open_beneath(parent.fd.as_fd(), &name, OFlags::PATH) {
+                        let stx = sys::statx_fd(fd.as_fd())?;
+                        if stx.stx_ino == id {
+                            let generation = sys::birth_generation(&stx);
+                            self.record(
+                                &[
+                                    Change::Unlink {
+                                        id,
+                                        parent: loc.parent,
+                                        name: loc.name.clone(),
+                                    },
+                                    Change::Add {
+                                        id,
+                                        generation,
+                                        parent: loc.parent,
+                                        name: name.into(),
+                                    },
+                                ],
+                                false,
+                            );
+                            return Ok(Obj { fd, stx });
+                        }
+                    }
+                }
+            }
+            self.record(
+                &[Change::Unlink {
+                    id,
+                    parent: loc.parent,
+                    name: loc.name,
+                }],
+                false,
+            );
+        }
+        Err(VfsError::Stale)
+    }
+
+    /// Looks for inode `id` among the entries of directory `dir`.
+    fn rescan(&self, dir: &Obj, id: FileId) -> VfsResult<Option<Vec<u8>>> {
+        let limit = self.settings.stale_rescan_limit;
+        if limit == 0 {
+            return Ok(None);
+        }
+        let fd = sys::open_dir(dir.fd.as_fd())?;
+        let mut found = None;
+        let mut seen = 0usize;
+        sys::scan_dir(fd.as_fd(), self.settings.readdir_buffer, |e| {
+            seen += 1;
+            if e.ino == id {
+                found = Some(e.name);
+                return false;
+            }
+            seen < limit
+        })?;
+        Ok(found)
+    }
+}

@@ -1,0 +1,407 @@
+//! The conformance suite and LocalFs-only cases: restart, stale ids,
+//! symlink escapes, durability.
+
+mod suite;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use vfs::*;
+
+/// A scratch export and state directory, removed on drop.
+struct TempDirs {
+    base: PathBuf,
+}
+
+impl TempDirs {
+    fn new() -> TempDirs {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let base = std::env::temp_dir().join(format!(
+            "nfsx-vfs-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("export")).unwrap();
+        std::fs::create_dir_all(base.join("state")).unwrap();
+        TempDirs { base }
+    }
+
+    fn export(&self) -> PathBuf {
+        self.base.join("export")
+    }
+
+    fn state(&self) -> PathBuf {
+        self.base.join("state")
+    }
+
+    fn open(&self) -> LocalFs {
+        self.open_with(LocalFsSettings::default())
+    }
+
+    fn open_with(&self, s: LocalFsSettings) -> LocalFs {
+        LocalFs::open(&self.export(), &self.state(), s).unwrap()
+    }
+}
+
+impl Drop for TempDirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+struct Fixture {
+    fs: LocalFs,
+    _dirs: TempDirs,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dirs = TempDirs::new();
+        // Metadata syncs make the 10 000-entry case slow and prove nothing
+        // about semantics; durability has its own case below.
+        let fs = dirs.open_with(LocalFsSettings {
+            sync_metadata: false,
+            ..Default::default()
+        });
+        Fixture { fs, _dirs: dirs }
+    }
+
+    fn fs(&self) -> &LocalFs {
+        &self.fs
+    }
+}
+
+conformance_tests!(Fixture::new());
+
+fn guarded() -> CreateHow {
+    CreateHow::Guarded(SetAttrs::default())
+}
+
+fn mkdir(fs: &LocalFs, dir: FileId, name: &str) -> FileId {
+    fs.mkdir(dir, name.as_bytes(), &SetAttrs::default(), suite::OWNER)
+        .unwrap()
+        .0
+}
+
+#[test]
+fn ids_survive_restart() {
+    let dirs = TempDirs::new();
+    let (a, b, f, g, via_readdir, renamed, gen_f);
+    {
+        let fs = dirs.open();
+        let root = fs.root();
+        a = mkdir(&fs, root, "a");
+        b = mkdir(&fs, a, "b");
+        let (id, attrs) = fs.create(b, b"f", &guarded(), suite::OWNER).unwrap();
+        f = id;
+        gen_f = attrs.generation;
+        fs.write(f, 0, b"persist", Stability::FileSync).unwrap();
+        g = fs.create(a, b"g", &guarded(), suite::OWNER).unwrap().0;
+        fs.link(g, root, b"g-link").unwrap();
+        fs.remove(a, b"g").unwrap();
+        renamed = fs.create(root, b"old", &guarded(), suite::OWNER).unwrap().0;
+        fs.rename(root, b"old", b, b"new").unwrap();
+        // Created behind the server's back, known only from READDIR.
+        std::fs::write(dirs.export().join("a/b/outside"), b"x").unwrap();
+        let r = fs.readdir(b, 0, 100).unwrap();
+        via_readdir = r
+            .entries
+            .iter()
+            .find(|e| &e.name[..] == b"outside")
+            .unwrap()
+            .fileid;
+    }
+    let fs = dirs.open();
+    assert_eq!(fs.getattr(a).unwrap().ftype, FileType::Directory);
+    assert_eq!(fs.getattr(b).unwrap().ftype, FileType::Directory);
+    let fa = fs.getattr(f).unwrap();
+    assert_eq!(fa.generation, gen_f);
+    assert_eq!(&fs.read(f, 0, 100).unwrap().data[..], b"persist");
+    assert_eq!(fs.getattr(g).unwrap().nlink, 1);
+    assert_eq!(fs.getattr(renamed).unwrap().fileid, renamed);
+    assert_eq!(&fs.read(via_readdir, 0, 10).unwrap().data[..], b"x");
+    // And once more, after the journal was compacted by the second open.
+    drop(fs);
+    let fs = dirs.open();
+    assert_eq!(&fs.read(f, 0, 100).unwrap().data[..], b"persist");
+    assert_eq!(fs.getattr(via_readdir).unwrap().size, 1);
+}
+
+#[test]
+fn renamed_behind_our_back_is_found_again() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let d = mkdir(&fs, fs.root(), "d");
+    let f = fs.create(d, b"before", &guarded(), suite::OWNER).unwrap().0;
+    std::fs::rename(
+        dirs.export().join("d/before"),
+        dirs.export().join("d/after"),
+    )
+    .unwrap();
+    assert_eq!(fs.getattr(f).unwrap().fileid, f);
+    // A directory renamed: everything below resolves again too.
+    std::fs::rename(dirs.export().join("d"), dirs.export().join("d2")).unwrap();
+    assert_eq!(fs.getattr(f).unwrap().fileid, f);
+    // Moved to another directory, then restarted: no longer findable.
+    std::fs::create_dir(dirs.export().join("elsewhere")).unwrap();
+    std::fs::rename(
+        dirs.export().join("d2/after"),
+        dirs.export().join("elsewhere/x"),
+    )
+    .unwrap();
+    drop(fs);
+    let fs = dirs.open();
+    assert_eq!(fs.getattr(f).unwrap_err(), VfsError::Stale);
+}
+
+#[test]
+fn deleted_and_recreated_is_detected() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let (id, a) = fs
+        .create(fs.root(), b"f", &guarded(), suite::OWNER)
+        .unwrap();
+    let path = dirs.export().join("f");
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(fs.getattr(id).unwrap_err(), VfsError::Stale);
+    // Recreate until the file system hands out the same inode number
+    // again (ext4 usually does at once), then the generation must differ.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let (id2, a2) = fs
+        .create(fs.root(), b"f", &guarded(), suite::OWNER)
+        .unwrap();
+    if id2 == id {
+        assert_ne!(a2.generation, a.generation);
+        assert_ne!(fs.getattr(id).unwrap().generation, a.generation);
+    } else {
+        assert_eq!(fs.getattr(id).unwrap_err(), VfsError::Stale);
+    }
+    // Same inode reused behind our back, over a restart.
+    drop(fs);
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, b"new").unwrap();
+    let fs = dirs.open();
+    match fs.getattr(id2) {
+        Err(VfsError::Stale) => {}
+        Ok(attrs) => assert_ne!(attrs.generation, a2.generation),
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+/// A symlink to /etc planted in the export leads nowhere: lookup returns
+/// the link itself, and nothing can be read, created or removed through it,
+/// neither as a name nor as a directory component swapped in behind a
+/// known directory id.
+#[test]
+fn symlinks_cannot_escape() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let root = fs.root();
+    std::os::unix::fs::symlink("/etc", dirs.export().join("evil")).unwrap();
+    std::os::unix::fs::symlink("../../../../../../etc/passwd", dirs.export().join("pw")).unwrap();
+    let (evil, attrs) = fs.lookup(root, b"evil").unwrap();
+    assert_eq!(attrs.ftype, FileType::Symlink);
+    assert_eq!(fs.lookup(evil, b"passwd").unwrap_err(), VfsError::NotDir);
+    assert_eq!(
+        fs.create(evil, b"pwned", &guarded(), suite::OWNER)
+            .unwrap_err(),
+        VfsError::NotDir
+    );
+    assert!(fs.readdir(evil, 0, 10).is_err());
+    let (pw, _) = fs.lookup(root, b"pw").unwrap();
+    assert!(fs.read(pw, 0, 100).is_err());
+    assert!(fs.write(pw, 0, b"x", Stability::Unstable).is_err());
+    assert!(fs
+        .setattr(
+            pw,
+            &SetAttrs {
+                size: Some(0),
+                ..Default::default()
+            },
+            None
+        )
+        .is_err());
+    assert!(fs
+        .setattr(
+            pw,
+            &SetAttrs {
+                mode: Some(0o777),
+                ..Default::default()
+            },
+            None
+        )
+        .is_err());
+    // A known directory replaced by a symlink to /etc behind our back. ext4
+    // may give the symlink the directory's inode number at once: then the
+    // id names the symlink, with a new generation (stale for the server).
+    let (d, da) = fs
+        .mkdir(root, b"d", &SetAttrs::default(), suite::OWNER)
+        .unwrap();
+    std::fs::remove_dir(dirs.export().join("d")).unwrap();
+    std::os::unix::fs::symlink("/etc", dirs.export().join("d")).unwrap();
+    match fs.getattr(d) {
+        Err(VfsError::Stale) => {}
+        Ok(a) => assert!(a.generation != da.generation && a.ftype == FileType::Symlink),
+        Err(e) => panic!("{e:?}"),
+    }
+    assert!(fs.create(d, b"pwned", &guarded(), suite::OWNER).is_err());
+    assert!(fs.lookup(d, b"passwd").is_err());
+    assert!(fs.readdir(d, 0, 10).is_err());
+    // An ancestor swapped for a symlink to /etc, which has a directory of
+    // the same name: the walk refuses the symlink and finds the real one.
+    let (a, _) = fs
+        .mkdir(root, b"a", &SetAttrs::default(), suite::OWNER)
+        .unwrap();
+    let (ssl, _) = fs
+        .mkdir(a, b"ssl", &SetAttrs::default(), suite::OWNER)
+        .unwrap();
+    std::fs::rename(dirs.export().join("a"), dirs.export().join("a.moved")).unwrap();
+    std::os::unix::fs::symlink("/etc", dirs.export().join("a")).unwrap();
+    fs.create(ssl, b"pwned", &guarded(), suite::OWNER).unwrap();
+    assert!(dirs.export().join("a.moved/ssl/pwned").exists());
+    assert!(!Path::new("/etc/ssl/pwned").exists());
+    let _ = a;
+    // `..` from the root stays at the root; `..` as a path never works.
+    assert_eq!(fs.lookup(root, b"..").unwrap().0, root);
+    assert_eq!(fs.lookup(root, b"../etc").unwrap_err(), VfsError::Invalid);
+    assert_eq!(
+        fs.create(root, b"../pwned", &guarded(), suite::OWNER)
+            .unwrap_err(),
+        VfsError::Invalid
+    );
+    assert!(!Path::new("/etc/pwned").exists());
+    assert!(!dirs.base.join("pwned").exists());
+    // Renaming and linking onto the symlink replace the link, not /etc.
+    let f = fs.create(root, b"f", &guarded(), suite::OWNER).unwrap().0;
+    fs.link(f, root, b"f2").unwrap();
+    fs.rename(root, b"f2", root, b"evil").unwrap();
+    assert_eq!(fs.lookup(root, b"evil").unwrap().1.ftype, FileType::Regular);
+    assert!(Path::new("/etc").is_dir());
+}
+
+#[test]
+fn state_dir_inside_export_is_refused() {
+    let dirs = TempDirs::new();
+    let inside = dirs.export().join(".state");
+    assert_eq!(
+        LocalFs::open(&dirs.export(), &inside, LocalFsSettings::default()).err(),
+        Some(VfsError::Invalid)
+    );
+}
+
+#[test]
+fn one_instance_per_state_dir() {
+    let dirs = TempDirs::new();
+    let _a = dirs.open();
+    assert!(LocalFs::open(&dirs.export(), &dirs.state(), LocalFsSettings::default()).is_err());
+}
+
+#[test]
+fn stable_writes_are_visible_and_cache_is_bounded() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open_with(LocalFsSettings {
+        open_file_cache: 4,
+        ..Default::default()
+    });
+    let root = fs.root();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let name = format!("f{i}");
+        let id = fs
+            .create(root, name.as_bytes(), &guarded(), suite::OWNER)
+            .unwrap()
+            .0;
+        let stable = [
+            Stability::Unstable,
+            Stability::DataSync,
+            Stability::FileSync,
+        ][i % 3];
+        let w = fs.write(id, 0, name.as_bytes(), stable).unwrap();
+        assert_eq!(w.committed, stable);
+        ids.push((id, name));
+    }
+    for (id, name) in &ids {
+        // Visible to anyone reading the host file, not only through us.
+        assert_eq!(
+            std::fs::read(dirs.export().join(name)).unwrap(),
+            name.as_bytes()
+        );
+        fs.commit(*id, 0, 0).unwrap();
+        assert_eq!(&fs.read(*id, 0, 100).unwrap().data[..], name.as_bytes());
+    }
+}
+
+#[test]
+fn exclusive_verifier_lives_in_the_times() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let v = *b"\x00\x00\x01\x00\x00\x00\x02\x00";
+    let (id, a) = fs
+        .create(fs.root(), b"x", &CreateHow::Exclusive(v), suite::OWNER)
+        .unwrap();
+    assert_eq!((a.atime.seconds, a.mtime.seconds), (256, 512));
+    // Survives a restart: a retransmission after a server reboot works.
+    drop(fs);
+    let fs = dirs.open();
+    assert_eq!(
+        fs.create(fs.root(), b"x", &CreateHow::Exclusive(v), suite::OWNER)
+            .unwrap()
+            .0,
+        id
+    );
+}
+
+#[test]
+fn ownership_and_mode_are_exact() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let set = SetAttrs {
+        mode: Some(0o4751),
+        ..Default::default()
+    };
+    let (id, a) = fs
+        .create(fs.root(), b"m", &CreateHow::Guarded(set), suite::OWNER)
+        .unwrap();
+    assert_eq!(
+        a.mode, 0o4751,
+        "umask must not apply, chown must not clear set-id"
+    );
+    assert_eq!((a.uid, a.gid), (suite::OWNER.uid, suite::OWNER.gid));
+    let md = std::fs::metadata(dirs.export().join("m")).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        (md.uid(), md.gid(), md.ino()),
+        (suite::OWNER.uid, suite::OWNER.gid, id)
+    );
+}
+
+#[test]
+fn readdir_cookies_survive_restart() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    for i in 0..500 {
+        std::fs::write(dirs.export().join(format!("e{i}")), b"").unwrap();
+    }
+    let first = fs.readdir(fs.root(), 0, 100).unwrap();
+    let cookie = first.entries.last().unwrap().cookie;
+    drop(fs);
+    let fs = dirs.open();
+    let mut names: Vec<_> = first.entries.iter().map(|e| e.name.clone()).collect();
+    let mut c = cookie;
+    loop {
+        let r = fs.readdir(fs.root(), c, 77).unwrap();
+        names.extend(r.entries.iter().map(|e| e.name.clone()));
+        if r.eof {
+            break;
+        }
+        c = r.entries.last().unwrap().cookie;
+    }
+    names.sort();
+    let before = names.len();
+    names.dedup();
+    assert_eq!((before, names.len()), (500, 500));
+}
