@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Summarize bench/vs-ganesha.sh samples as Markdown (standard library only).
+
+    python3 bench/summarize.py OUTDIR/samples.csv [--metrics OUTDIR/metrics]
+
+For every (test, system): n, median, mean and 95% confidence interval of the
+mean (Student's t, n-1 degrees of freedom) of the rate column, plus the
+nfsx/Ganesha ratio of the medians and the median of the per-run ratios (run i
+of nfsx against run i of Ganesha, measured minutes apart).  Failed samples
+(ok=0) are listed, not averaged.  With --metrics, the nfsx per-procedure
+request counts and mean server-side latencies of each phase are tabulated
+from the Prometheus snapshots taken between phases.
+"""
+import csv
+import math
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+# two-sided 95% Student's t quantiles, t_{0.975, dof}
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131,
+        16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042,
+        40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t975(dof):
+    if dof in T975:
+        return T975[dof]
+    keys = sorted(k for k in T975 if k >= dof)
+    return T975[keys[0]] if keys else 1.960
+
+
+def ci95(xs):
+    """Half-width of the 95% CI of the mean, or None for n < 2."""
+    if len(xs) < 2:
+        return None
+    return t975(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+ORDER = ["write", "read", "write-nocommit", "commit", "write-withcommit", "create"]
+LABEL = {
+    "write": "1 GiB sequential write, `nfs-cp` (incl. COMMIT)",
+    "read": "1 GiB sequential read, `nfs-cp` (server cache warm)",
+    "write-nocommit": "1 GiB write, until last WRITE reply (seqwrite)",
+    "commit": "COMMIT of 1 GiB alone (seqwrite)",
+    "write-withcommit": "1 GiB write + COMMIT (seqwrite)",
+    "create": "file creations (`nfsops createmany`)",
+}
+
+
+def summarize(rows):
+    ok = defaultdict(dict)      # (test, system) -> {run: rate}
+    failed = []
+    for r in rows:
+        if r["ok"] == "1":
+            ok[(r["test"], r["system"])][int(r["run"])] = float(r["rate"])
+        else:
+            failed.append(r)
+    tests = [t for t in ORDER if any(k[0] == t for k in ok)]
+    tests += sorted({k[0] for k in ok} - set(tests))
+    units = {r["test"]: r["unit"] for r in rows}
+    out = []
+    out.append("| test | unit | system | n | median | mean ± 95% CI | min | max | nfsx/Ganesha (medians) | per-run ratios: median [min, max] |")
+    out.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for t in tests:
+        a, b = ok.get((t, "nfsx"), {}), ok.get((t, "ganesha"), {})
+        ratio = pair = "-"
+        if a and b:
+            ratio = f"{statistics.median(a.values()) / statistics.median(b.values()):.2f}"
+            pr = [a[i] / b[i] for i in sorted(set(a) & set(b)) if b[i] > 0]
+            if pr:
+                pair = f"{statistics.median(pr):.2f} [{min(pr):.2f}, {max(pr):.2f}]"
+        for sysname, d in (("nfsx", a), ("ganesha", b)):
+            if not d:
+                continue
+            xs = list(d.values())
+            h = ci95(xs)
+            mean = statistics.mean(xs)
+            digits = 0 if max(xs) >= 100 else 1
+            ci = f"{fmt(mean, digits)} ± {fmt(h, digits)}"
+            first = sysname == "nfsx" or not a
+            out.append(f"| {LABEL.get(t, t) if first else ''} | {units.get(t, '') if first else ''} | "
+                       f"{'nfsx' if sysname == 'nfsx' else 'Ganesha'} | {len(xs)} | "
+                       f"{fmt(statistics.median(xs), digits)} | {ci} | {fmt(min(xs), digits)} | "
+                       f"{fmt(max(xs), digits)} | {ratio if first else ''} | {pair if first else ''} |")
+    out.append("")
+    out.append("Ratios are rates, nfsx divided by Ganesha: above 1 nfsx is faster, below 1 slower.")
+    if failed:
+        out.append("")
+        out.append("Failed samples (not included above):")
+        out.append("")
+        for r in failed:
+            out.append(f"- run {r['run']} {r['system']} {r['test']} after {r['seconds']} s: {r['note']}")
+    return "\n".join(out)
+
+
+def raw_table(rows):
+    out = ["| run | system | test | seconds | rate | unit | load1 | rustc procs |", "|---:|---|---|---:|---:|---|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['run']} | {r['system']} | {r['test']}{'' if r['ok'] == '1' else ' (FAILED)'} | "
+                   f"{float(r['seconds']):.3f} | {r['rate']} | {r['unit']} | {r['load1']} | {r['rustc']} |")
+    return "\n".join(out)
+
+
+METRIC = re.compile(r'^(nfsx_requests_total|nfsx_request_duration_seconds_sum|nfsx_request_errors_total)\{proc="([^"]+)"\} (\S+)$')
+PLAIN = re.compile(r'^(nfsx_received_bytes_total|nfsx_sent_bytes_total|nfsx_connections_total) (\S+)$')
+
+
+def parse_metrics(path):
+    m = defaultdict(float)
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            g = METRIC.match(line)
+            if g:
+                m[(g.group(1), g.group(2))] = float(g.group(3))
+                continue
+            g = PLAIN.match(line)
+            if g:
+                m[(g.group(1), "")] = float(g.group(2))
+    return m
+
+
+PHASES = [("1-write", "nfs-cp write"), ("2-read", "nfs-cp read"), ("3-split", "seqwrite"), ("4-create", "createmany")]
+
+
+def metrics_tables(mdir):
+    runs = sorted(d for d in os.listdir(mdir) if d.startswith("nfsx-run"))
+    # phase -> proc -> list of (count, mean latency) over runs
+    per = defaultdict(lambda: defaultdict(list))
+    bytes_ = defaultdict(list)
+    for d in runs:
+        prev = None
+        for ph, _ in [("0-start", "")] + PHASES:
+            p = os.path.join(mdir, d, ph + ".txt")
+            if not os.path.exists(p) or os.path.getsize(p) == 0:
+                prev = None
+                continue
+            cur = parse_metrics(p)
+            if prev is not None:
+                procs = {k[1] for k in cur if k[0] == "nfsx_requests_total"}
+                for proc in procs:
+                    n = cur[("nfsx_requests_total", proc)] - prev[("nfsx_requests_total", proc)]
+                    if n <= 0:
+                        continue
+                    s = cur[("nfsx_request_duration_seconds_sum", proc)] - prev[("nfsx_request_duration_seconds_sum", proc)]
+                    e = cur[("nfsx_request_errors_total", proc)] - prev[("nfsx_request_errors_total", proc)]
+                    per[ph][proc].append((n, s / n, e))
+                bytes_[ph].append((cur[("nfsx_received_bytes_total", "")] - prev[("nfsx_received_bytes_total", "")],
+                                   cur[("nfsx_sent_bytes_total", "")] - prev[("nfsx_sent_bytes_total", "")]))
+            prev = cur
+    out = [f"nfsx requests per phase (from `--metrics`; {len(runs)} runs; count = median over runs, "
+           "latency = server time from decoded request to encoded reply, median over runs of the per-run mean)", ""]
+    out.append("| phase | procedure | requests | errors | mean latency (µs) |")
+    out.append("|---|---|---:|---:|---:|")
+    for ph, name in PHASES:
+        if ph not in per:
+            continue
+        first = True
+        for proc in sorted(per[ph], key=lambda p: -statistics.median(x[0] for x in per[ph][p])):
+            xs = per[ph][proc]
+            cnt = statistics.median(x[0] for x in xs)
+            counts = sorted({int(x[0]) for x in xs})
+            cnt_s = f"{cnt:,.0f}" if len(counts) == 1 else f"{cnt:,.0f} ({counts[0]}–{counts[-1]})"
+            err = statistics.median(x[2] for x in xs)
+            lat = statistics.median(x[1] for x in xs) * 1e6
+            out.append(f"| {name if first else ''} | {proc} | {cnt_s} | {err:,.0f} | {lat:,.1f} |")
+            first = False
+        if bytes_[ph]:
+            rx = statistics.median(b[0] for b in bytes_[ph])
+            tx = statistics.median(b[1] for b in bytes_[ph])
+            out.append(f"| | *bytes received / sent* | {rx / 2**20:,.1f} MiB / {tx / 2**20:,.1f} MiB | | |")
+    return "\n".join(out)
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[1], newline="") as f:
+        rows = list(csv.DictReader(f))
+    print(summarize(rows))
+    if "--metrics" in argv:
+        mdir = argv[argv.index("--metrics") + 1]
+        if os.path.isdir(mdir):
+            print()
+            print(metrics_tables(mdir))
+    if "--raw" in argv:
+        print()
+        print(raw_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
