@@ -172,6 +172,7 @@ impl Core {
 
     /// Logs a client-misbehaviour warning unless this kind is flooding:
     /// the first `warn_burst` are logged, then one in `warn_sample_every`.
+    #[allow(unknown_lints, clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87
     pub(crate) fn warn(&self, kind: WarnKind, log: impl FnOnce()) {
         let n = self.warn_counts[kind as usize].fetch_add(1, Ordering::Relaxed);
         let s = &self.settings;

@@ -33,7 +33,7 @@ fn split_export<'a>(core: &'a Core, comps: &[&[u8]]) -> Option<(&'a Export, usiz
     for x in &core.exports {
         let xc: Vec<&[u8]> = x.path.as_bytes().split(|&c| c == b'/').filter(|c| !c.is_empty()).collect();
         let covers = xc.len() <= comps.len() && xc.iter().zip(comps).all(|(a, b)| a == b);
-        if covers && best.is_none_or(|(_, n)| xc.len() > n) {
+        if covers && !matches!(best, Some((_, n)) if n >= xc.len()) {
             best = Some((x, xc.len()));
         }
     }

@@ -5,9 +5,9 @@
 //! again by the backend atomically with the change, so a concurrent
 //! change between the two still yields NFS3ERR_NOT_SYNC.
 
-use proto::nfs3::{nfsstat3, SETATTR3args, SETATTR3res, SETATTR3resfail, SETATTR3resok};
+use proto::nfs3::{nfsstat3, wcc_data, SETATTR3args, SETATTR3res, SETATTR3resfail, SETATTR3resok};
 
-use super::{check_writable, client_time, nfstime, no_wcc, set_attrs, stat, Ctx};
+use super::{check_writable, client_time, fattr, nfstime, no_wcc, set_attrs, stat, wcc_attr_of, Ctx};
 use crate::auth::{check_setattr, filter_mode, SetattrDenied};
 
 pub(super) fn setattr(ctx: &Ctx, a: SETATTR3args) -> SETATTR3res {
@@ -41,7 +41,9 @@ pub(super) fn setattr(ctx: &Ctx, a: SETATTR3args) -> SETATTR3res {
         set.mode = Some(filter_mode(set.gid.unwrap_or(o.attrs.gid), &o.creds, m));
     }
     match o.fs().setattr(o.id, &set, guard) {
-        Ok(_) => SETATTR3res::NFS3_OK(SETATTR3resok { obj_wcc: o.wcc() }),
+        Ok(new) => SETATTR3res::NFS3_OK(SETATTR3resok {
+            obj_wcc: wcc_data { before: Some(wcc_attr_of(&o.attrs)), after: Some(fattr(&new)) },
+        }),
         Err(e) => SETATTR3res::default(stat(e), SETATTR3resfail { obj_wcc: o.wcc() }),
     }
 }

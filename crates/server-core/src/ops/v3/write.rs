@@ -58,9 +58,9 @@ pub(super) fn write(ctx: &Ctx, a: WRITE3args) -> WRITE3res {
         return fail(nfsstat3::NFS3ERR_INVAL);
     }
     let n = a.count.min(ctx.core.settings.wtmax);
-    let end = a.offset.checked_add(u64::from(n));
-    if end.is_none_or(|end| end > ctx.core.settings.max_file_size) {
-        return fail(nfsstat3::NFS3ERR_FBIG);
+    match a.offset.checked_add(u64::from(n)) {
+        Some(end) if end <= ctx.core.settings.max_file_size => {}
+        _ => return fail(nfsstat3::NFS3ERR_FBIG),
     }
     let requested = stability(a.stable);
     let sync = o.rule.options.sync;
