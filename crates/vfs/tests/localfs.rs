@@ -405,3 +405,101 @@ fn readdir_cookies_survive_restart() {
     names.dedup();
     assert_eq!((before, names.len()), (500, 500));
 }
+
+#[test]
+fn readdir_pages_100k_entries_exactly_once() {
+    let dirs = TempDirs::new();
+    let big = dirs.export().join("big");
+    std::fs::create_dir(&big).unwrap();
+    const N: usize = 100_000;
+    for i in 0..N {
+        std::fs::File::create(big.join(format!("n{i}"))).unwrap();
+    }
+    let fs = dirs.open_with(LocalFsSettings { sync_metadata: false, ..Default::default() });
+    let (d, _) = fs.lookup(fs.root(), b"big").unwrap();
+    for chunk in [100, 1000] {
+        let seen = suite::page_all(&fs, d, chunk, |_| {});
+        let mut names: Vec<_> = seen.iter().map(|(n, _)| n.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!((seen.len(), names.len()), (N, N), "chunk {chunk}");
+    }
+}
+
+#[test]
+fn device_nodes_are_never_opened() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let set = SetAttrs { mode: Some(0o666), ..Default::default() };
+    // 1:3 is /dev/null: opening it would succeed, so an error here shows
+    // the backend refused before any open.
+    let (id, a) = fs.mknod(fs.root(), b"null", NodeKind::CharDevice(1, 3), &set, suite::OWNER).unwrap();
+    assert_eq!((a.ftype, a.rdev), (FileType::CharDevice, (1, 3)));
+    assert_eq!(fs.read(id, 0, 10).unwrap_err(), VfsError::Invalid);
+    assert_eq!(fs.write(id, 0, b"x", Stability::Unstable).unwrap_err(), VfsError::Invalid);
+    assert_eq!(fs.commit(id, 0, 0).unwrap_err(), VfsError::Invalid);
+    let how = CreateHow::Unchecked(SetAttrs { size: Some(0), ..Default::default() });
+    assert_eq!(fs.create(fs.root(), b"null", &how, suite::OWNER).unwrap_err(), VfsError::Exists);
+}
+
+#[test]
+fn fsid_is_stable_across_restarts() {
+    let dirs = TempDirs::new();
+    let a = dirs.open().fsid();
+    let b = dirs.open().fsid();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn hostile_ids_cookies_and_offsets() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    for id in [0, 1, u64::MAX, fs.root() + 1_000_000] {
+        assert_eq!(fs.getattr(id).unwrap_err(), VfsError::Stale, "id {id}");
+        assert!(fs.read(id, 0, 1).is_err());
+        assert!(fs.create(id, b"x", &guarded(), suite::OWNER).is_err());
+    }
+    assert_eq!(fs.readdir(fs.root(), u64::MAX, 10).unwrap_err(), VfsError::BadCookie);
+    let (f, _) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
+    assert_eq!(fs.write(f, i64::MAX as u64, b"x", Stability::Unstable).unwrap_err(), VfsError::FBig);
+    assert!(fs.read(f, 0, u32::MAX).is_ok());
+    assert_eq!(
+        fs.setattr(f, &SetAttrs { size: Some(u64::MAX), ..Default::default() }, None).unwrap_err(),
+        VfsError::FBig
+    );
+    assert_eq!(
+        fs.setattr(f, &SetAttrs { uid: Some(u32::MAX), ..Default::default() }, None).unwrap_err(),
+        VfsError::Invalid
+    );
+}
+
+#[test]
+fn concurrent_io_and_renames() {
+    use std::sync::Arc;
+    let dirs = TempDirs::new();
+    let fs = Arc::new(dirs.open_with(LocalFsSettings { sync_metadata: false, open_file_cache: 3, ..Default::default() }));
+    let root = fs.root();
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            let fs = fs.clone();
+            std::thread::spawn(move || {
+                let name = format!("t{t}");
+                let (f, _) = fs.create(root, name.as_bytes(), &guarded(), suite::OWNER).unwrap();
+                for i in 0..300u64 {
+                    fs.write(f, i, &[b'a' + t], Stability::Unstable).unwrap();
+                    let (a, b) = if i % 2 == 0 { (name.clone(), format!("{name}x")) } else { (format!("{name}x"), name.clone()) };
+                    fs.rename(root, a.as_bytes(), root, b.as_bytes()).unwrap();
+                    assert_eq!(fs.getattr(f).unwrap().size, i + 1);
+                }
+                fs.commit(f, 0, 0).unwrap();
+                assert_eq!(fs.read(f, 0, 1000).unwrap().data.len(), 300);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}

@@ -119,3 +119,17 @@ fn concurrent_renames_and_io_do_not_deadlock() {
         fs.readdir(a, 0, 100).unwrap().entries.len() + fs.readdir(b, 0, 100).unwrap().entries.len();
     assert!(n >= 4);
 }
+
+#[test]
+fn extreme_offsets_and_counts_are_refused_not_panicking() {
+    let fs = MemFs::with_settings(MemFsSettings { max_file_size: u64::MAX, ..Default::default() });
+    let (f, _) = fs.create(fs.root(), b"f", &CreateHow::Guarded(SetAttrs::default()), suite::OWNER).unwrap();
+    assert_eq!(fs.write(f, u64::MAX - 3, b"ab", Stability::Unstable).unwrap_err(), VfsError::FBig);
+    fs.write(f, (i64::MAX as u64) - 2, b"ab", Stability::Unstable).unwrap();
+    let r = fs.read(f, (i64::MAX as u64) - 2, u32::MAX).unwrap();
+    assert_eq!((&r.data[..], r.eof), (&b"ab"[..], true));
+    assert!(fs.read(f, 0, u32::MAX).unwrap().data.len() <= fs.settings().max_read as usize);
+    assert_eq!(fs.readdir(fs.root(), u64::MAX, usize::MAX).unwrap_err(), VfsError::BadCookie);
+    assert!(fs.getattr(u64::MAX).is_err());
+    assert!(fs.lookup(u64::MAX, b"x").is_err());
+}

@@ -169,6 +169,12 @@ impl LocalFs {
         )
         .map_err(sys::errno)?;
         let stx = sys::statx_fd(root_fd.as_fd())?;
+        // Files are reopened for I/O through /proc/self/fd (see sys::reopen);
+        // without /proc every READ would fail, so say so now.
+        if let Err(e) = sys::reopen(root_fd.as_fd(), OFlags::RDONLY | OFlags::DIRECTORY) {
+            tracing::error!(error = %e, "LocalFs needs /proc mounted (reopen through /proc/self/fd failed)");
+            return Err(sys::errno(e));
+        }
         let root_id = stx.stx_ino as FileId;
         let root_gen = sys::birth_generation(&stx);
 

@@ -690,7 +690,9 @@ impl Vfs for LocalFs {
     /// Cookies are the directory's own getdents64 offsets (d_off), which
     /// the file system keeps valid across calls and restarts (ext4: hash
     /// positions; tmpfs: stable per-entry offsets), so a client continues
-    /// with an lseek to exactly where it stopped.
+    /// with an lseek to exactly where it stopped. (On ext4 two names whose
+    /// 63-bit hashes collide share a position; a page boundary falling
+    /// between them could repeat one. That needs a full hash collision.)
     fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir> {
         let d = self.resolve_dir(dir)?;
         let fd = sys::open_dir(d.fd.as_fd())?;

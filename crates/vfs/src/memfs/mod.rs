@@ -35,7 +35,8 @@ use crate::{Attrs, FileId, SetAttrs, SetTime, Timespec, VfsError, VfsResult};
 #[serde(default, deny_unknown_fields)]
 pub struct MemFsSettings {
     /// Largest logical file size; writes or truncates past it get `FBig`.
-    /// Default 1 TiB (sparse: only written chunks use memory).
+    /// Default 1 TiB (sparse: only written chunks use memory); at most
+    /// `i64::MAX`.
     pub max_file_size: u64,
     /// Memory all file data together may occupy; a write needing more gets
     /// `NoSpace`. Default 2 GiB.
@@ -114,7 +115,10 @@ impl MemFs {
         MemFs::with_settings(MemFsSettings::default())
     }
 
-    pub fn with_settings(settings: MemFsSettings) -> MemFs {
+    pub fn with_settings(mut settings: MemFsSettings) -> MemFs {
+        // Chunk arithmetic near u64::MAX would overflow; no real file
+        // needs more than an off_t can address.
+        settings.max_file_size = settings.max_file_size.min(i64::MAX as u64);
         let shards = settings.table_shards.max(1);
         let now = Timespec::now();
         let fs = MemFs {
