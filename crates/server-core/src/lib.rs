@@ -200,3 +200,9 @@ impl Core {
         Ok(rule)
     }
 }
+
+// The transport shares one Core between worker threads.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Core>();
+};
