@@ -139,7 +139,8 @@ fn stable_data_survives_kill_9_and_handles_stay_valid() {
 
     // A new server instance has a new write verifier, so clients resend
     // unstable data it may have lost.
-    if let Some(before) = *verf_before.lock().unwrap() {
+    let before = *verf_before.lock().unwrap();
+    if let Some(before) = before {
         let after = write(&mut c, &fh, 0, chunk(0), stable_how::UNSTABLE).unwrap().verf;
         assert_ne!(before, after, "write verifier did not change across a restart");
     }

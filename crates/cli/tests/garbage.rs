@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use proto::nfs3::*;
 use proto::{mount3, portmap};
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use support::rpc::{auth_none, auth_sys, call_bytes, RpcClient};
 use support::*;
 
@@ -21,6 +21,18 @@ fn rss_kib(pid: u32) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// Sum of `nfsx_requests_total` over all procedures.
+fn requests_total(port: u16) -> u64 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body.lines()
+        .filter(|l| l.starts_with("nfsx_requests_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// Valid calls of many shapes, to be mutated.
@@ -102,7 +114,9 @@ fn mutate(rng: &mut impl Rng, seed: &Bytes) -> Vec<u8> {
 
 #[test]
 fn ten_thousand_bad_messages_then_a_normal_client() {
-    let srv = TestServer::start(ServerOpts::default());
+    let metrics_port = free_port();
+    let cfg = format!("metrics = \"127.0.0.1:{metrics_port}\"");
+    let srv = TestServer::start(ServerOpts { extra_config: &cfg, ..Default::default() });
     std::fs::write(srv.export.join("f"), b"hello").unwrap();
     let mut c = RpcClient::connect(srv.port).unwrap();
     let root = c.mount(&srv.export.display().to_string());
@@ -112,6 +126,8 @@ fn ten_thousand_bad_messages_then_a_normal_client() {
 
     let started = Instant::now();
     let mut sent = 0;
+    // Records whose framing is intact, so the server must have handled each.
+    let mut framed = 0u64;
     let mut connections = 0;
     while sent < 10_000 {
         let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
@@ -128,12 +144,19 @@ fn ten_thousand_bad_messages_then_a_normal_client() {
                 }
             }
         });
-        for _ in 0..200 {
-            let body = mutate(&mut rng, &seeds[rng.gen_range(0..seeds.len())]);
+        loop {
+            let pick = rng.gen_range(0..seeds.len());
+            let body = mutate(&mut rng, &seeds[pick]);
             let mut rec = Vec::with_capacity(body.len() + 8);
-            match rng.gen_range(0..20) {
-                // a record header that lies about the length, or a huge one
-                0 => rec.extend_from_slice(&rng.gen::<u32>().to_be_bytes()),
+            let mut last_on_connection = false;
+            match rng.gen_range(0..100) {
+                // a record header that lies about the length, or a huge one:
+                // the stream cannot be resynchronised, so it ends the connection
+                0 => {
+                    rec.extend_from_slice(&rng.gen::<u32>().to_be_bytes());
+                    rec.extend_from_slice(&body);
+                    last_on_connection = true;
+                }
                 // split into two fragments
                 1 if body.len() > 8 => {
                     let cut = body.len() / 2;
@@ -141,15 +164,18 @@ fn ten_thousand_bad_messages_then_a_normal_client() {
                     rec.extend_from_slice(&body[..cut]);
                     rec.extend_from_slice(&((body.len() - cut) as u32 | 0x8000_0000).to_be_bytes());
                     rec.extend_from_slice(&body[cut..]);
+                    framed += 1;
                 }
                 _ => {
                     rec.extend_from_slice(&(body.len() as u32 | 0x8000_0000).to_be_bytes());
                     rec.extend_from_slice(&body);
+                    framed += 1;
                 }
             }
             sent += 1;
-            if s.write_all(&rec).is_err() {
-                break; // the server closed this connection: expected for bad framing
+            s.write_all(&rec).expect("server closed a connection whose framing was intact");
+            if last_on_connection || sent >= 10_000 || sent % 500 == 0 {
+                break;
             }
         }
         let _ = s.shutdown(std::net::Shutdown::Write);
@@ -168,6 +194,8 @@ fn ten_thousand_bad_messages_then_a_normal_client() {
         rss_end < rss_start + 256 * 1024,
         "server memory grew from {rss_start} KiB to {rss_end} KiB over {connections} connections"
     );
+    let handled = requests_total(metrics_port);
+    assert!(handled >= framed, "server handled {handled} records, {framed} well-framed ones were sent");
     let log = srv.log_text();
     assert!(!log.contains("panicked"), "server panicked:\n{log}");
 }

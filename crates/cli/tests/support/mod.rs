@@ -152,8 +152,10 @@ fn spawn(args: &[String], log: &Path) -> Child {
 }
 
 /// Runs a command with a time limit; the output is returned whatever the
-/// exit status.
+/// exit status. Output is read while the command runs, so a long listing
+/// cannot fill the pipe and stall it.
 pub fn run(cmd: &str, args: &[&str], limit: Duration) -> Output {
+    use std::io::Read;
     let mut child = Command::new(cmd)
         .args(args)
         .stdin(Stdio::null())
@@ -161,22 +163,36 @@ pub fn run(cmd: &str, args: &[&str], limit: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {cmd}: {e} (is libnfs-utils installed?)"));
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        v
+    });
     let deadline = Instant::now() + limit;
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let _ = child.wait();
+            let (o, e) = (out_t.join().unwrap(), err_t.join().unwrap());
             panic!(
                 "{cmd} {args:?} timed out after {limit:?}\nstdout: {}\nstderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&o),
+                String::from_utf8_lossy(&e)
             );
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    Output { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
 }
 
 pub fn ok(out: &Output, what: &str) -> String {
