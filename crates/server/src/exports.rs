@@ -72,7 +72,7 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
                     .map_err(|e| anyhow::anyhow!("cannot export {}: {e}", entry.path))?;
                 Arc::new(fs)
             }
-            Backend::Memory => Arc::new(MemFs::new()),
+            Backend::Memory => Arc::new(MemFs::with_settings(cfg.settings.memfs.clone())),
         };
         tracing::info!(path = %entry.path, id, clients = ?entry.rules.iter().map(|r| r.pattern.as_str()).collect::<Vec<_>>(), "export");
         out.push(Export { id, path: entry.path, fs, rules: entry.rules });

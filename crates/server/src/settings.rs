@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use server_core::CoreSettings;
 use vfs::localfs::LocalFsSettings;
+use vfs::MemFsSettings;
 
 /// Everything the transport needs; protocol limits live in `core`.
 #[derive(Debug, Clone, Deserialize)]
@@ -43,6 +44,8 @@ pub struct Settings {
     pub core: CoreSettings,
     /// The host-directory backend.
     pub localfs: LocalFsSettings,
+    /// The in-memory backend (`--backend memory`).
+    pub memfs: MemFsSettings,
 }
 
 impl Default for Settings {
@@ -61,6 +64,7 @@ impl Default for Settings {
             idle_timeout_secs: 6 * 3600,
             core: CoreSettings::default(),
             localfs: LocalFsSettings::default(),
+            memfs: MemFsSettings::default(),
         }
     }
 }
@@ -87,5 +91,26 @@ impl Settings {
             anyhow::bail!("max_in_flight_per_connection and worker_threads must be at least 1");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/nfsx.example.toml lists every key at its default; if a default
+    /// changes or a key is added without documenting it, this fails.
+    #[test]
+    fn example_file_is_the_defaults() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/nfsx.example.toml");
+        let loaded = Settings::load(&path).expect("example settings parse");
+        assert_eq!(format!("{loaded:?}"), format!("{:?}", Settings::default()));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_limits_are_errors() {
+        assert!(toml::from_str::<Settings>("lisen = \"0.0.0.0:1\"").is_err());
+        let s: Settings = toml::from_str("max_record_size = 1000").unwrap();
+        assert!(s.validate().is_err());
     }
 }
