@@ -98,14 +98,18 @@ fn getaddr(core: &Core, call: &Call, prog: u32, vers: u32, netid: &[u8]) -> Byte
     Bytes::from(found.unwrap_or_default())
 }
 
-/// (prog, vers, netid, uaddr) for every registration, for DUMP.
-fn registrations(core: &Core, call: &Call) -> Vec<(u32, u32, &'static str, String)> {
+/// One entry of DUMP for every registration, built by `entry` from
+/// (prog, vers, netid, uaddr, owner). rpcbind v3 and v4 share the entry's
+/// layout (RFC 1833 `rpcb`) but the generated types are per version.
+fn registrations<L>(core: &Core, call: &Call, entry: impl Fn(u32, u32, Bytes, Bytes, Bytes) -> L) -> Vec<L> {
     let ip = crate::exports::canonical_ip(call.peer.local.ip());
     let mut out = Vec::new();
     for &(prog, vers) in SERVICES {
         for t in core.transports() {
             if let Some(port) = core.port_for(prog, vers, t) {
-                out.push((prog, vers, netid(t, ip), uaddr(ip, port)));
+                let netid = Bytes::from_static(netid(t, ip).as_bytes());
+                let owner = Bytes::from_static(OWNER.as_bytes());
+                out.push(entry(prog, vers, netid, Bytes::from(uaddr(ip, port)), owner));
             }
         }
     }
@@ -117,6 +121,14 @@ fn void(_: &mut Decoder) -> xdr::Result<()> {
 }
 
 pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
+    // rpcbind v4 GETADDR and GETVERSADDR take and answer the same types
+    // (GETVERSADDR asks for an exact version match, which every lookup here
+    // makes anyway).
+    let getaddr4 = |m: pmap4_mapping| {
+        let addr = getaddr(core, call, m.prog, m.vers, &m.netid);
+        let ok = !addr.is_empty();
+        (pmap4_string_result { addr }, ok)
+    };
     match (call.vers, call.proc_) {
         (_, 0) => run(call, d, e, "portmap.NULL", void, |()| ((), true)),
         (2, PMAP2_SET) => run(call, d, e, "portmap.SET", pmap2_mapping::decode, |_| (0u32, false)),
@@ -148,44 +160,18 @@ pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> D
             let ok = !addr.is_empty();
             (pmap3_string_result { addr }, ok)
         }),
-        (4, PMAP4_GETADDR) => run(call, d, e, "portmap.GETADDR", pmap4_mapping::decode, |m| {
-            let addr = getaddr(core, call, m.prog, m.vers, &m.netid);
-            let ok = !addr.is_empty();
-            (pmap4_string_result { addr }, ok)
-        }),
-        (4, PMAP4_GETVERSADDR) => run(call, d, e, "portmap.GETVERSADDR", pmap4_mapping::decode, |m| {
-            let addr = getaddr(core, call, m.prog, m.vers, &m.netid);
-            let ok = !addr.is_empty();
-            (pmap4_string_result { addr }, ok)
-        }),
+        (4, PMAP4_GETADDR) => run(call, d, e, "portmap.GETADDR", pmap4_mapping::decode, getaddr4),
+        (4, PMAP4_GETVERSADDR) => run(call, d, e, "portmap.GETVERSADDR", pmap4_mapping::decode, getaddr4),
         (3, PMAP3_DUMP) => run(call, d, e, "portmap.DUMP", void, |()| {
-            let list = registrations(core, call)
-                .into_iter()
-                .map(|(prog, vers, netid, addr)| pmap3_mapping_list {
-                    map: pmap3_mapping {
-                        prog,
-                        vers,
-                        netid: Bytes::from_static(netid.as_bytes()),
-                        addr: Bytes::from(addr),
-                        owner: Bytes::from_static(OWNER.as_bytes()),
-                    },
-                })
-                .collect();
+            let list = registrations(core, call, |prog, vers, netid, addr, owner| pmap3_mapping_list {
+                map: pmap3_mapping { prog, vers, netid, addr, owner },
+            });
             (pmap3_dump_result { list }, true)
         }),
         (4, PMAP4_DUMP) => run(call, d, e, "portmap.DUMP", void, |()| {
-            let list = registrations(core, call)
-                .into_iter()
-                .map(|(prog, vers, netid, addr)| pmap4_mapping_list {
-                    map: pmap4_mapping {
-                        prog,
-                        vers,
-                        netid: Bytes::from_static(netid.as_bytes()),
-                        addr: Bytes::from(addr),
-                        owner: Bytes::from_static(OWNER.as_bytes()),
-                    },
-                })
-                .collect();
+            let list = registrations(core, call, |prog, vers, netid, addr, owner| pmap4_mapping_list {
+                map: pmap4_mapping { prog, vers, netid, addr, owner },
+            });
             (pmap4_dump_result { list }, true)
         }),
         (2, PMAP2_CALLIT) => Dispatched::ProcUnavail { label: "portmap.CALLIT" },

@@ -215,6 +215,19 @@ impl LocalFs {
         Ok((id, self.attrs_of(&stx)))
     }
 
+    /// [`finish_new`](Self::finish_new) for an object made by name (mkdir,
+    /// symlink, mknod): it is opened again, O_PATH, beneath its directory.
+    fn finish_named(
+        &self,
+        at: Place<'_>,
+        mode: Option<u32>,
+        set: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        let fd = self.open_entry(at.dir, at.name)?;
+        self.finish_new(at, fd.as_fd(), mode, set, owner)
+    }
+
     fn open_entry(&self, dir: &Obj, name: &[u8]) -> VfsResult<OwnedFd> {
         sys::open_beneath(dir.fd.as_fd(), name, OFlags::PATH).map_err(|e| match e {
             Errno::XDEV => VfsError::XDev,
@@ -508,18 +521,12 @@ impl Vfs for LocalFs {
         let d = self.resolve_dir(dir)?;
         let mode = attrs.mode.unwrap_or(self.settings.default_dir_mode) & 0o7777;
         rustix::fs::mkdirat(d.fd.as_fd(), name, Mode::from_raw_mode(mode)).map_err(errno)?;
-        let fd = self.open_entry(&d, name)?;
-        self.finish_new(
-            Place {
-                dir: &d,
-                dir_id: dir,
-                name,
-            },
-            fd.as_fd(),
-            Some(mode),
-            attrs,
-            owner,
-        )
+        let at = Place {
+            dir: &d,
+            dir_id: dir,
+            name,
+        };
+        self.finish_named(at, Some(mode), attrs, owner)
     }
 
     fn symlink(
@@ -540,19 +547,13 @@ impl Vfs for LocalFs {
         Self::validate(FileType::Symlink, attrs)?;
         let d = self.resolve_dir(dir)?;
         rustix::fs::symlinkat(target, d.fd.as_fd(), name).map_err(errno)?;
-        let fd = self.open_entry(&d, name)?;
+        let at = Place {
+            dir: &d,
+            dir_id: dir,
+            name,
+        };
         // A symlink's mode is fixed on Linux; a requested one is ignored.
-        self.finish_new(
-            Place {
-                dir: &d,
-                dir_id: dir,
-                name,
-            },
-            fd.as_fd(),
-            None,
-            attrs,
-            owner,
-        )
+        self.finish_named(at, None, attrs, owner)
     }
 
     fn mknod(
@@ -584,18 +585,12 @@ impl Vfs for LocalFs {
         let mode = attrs.mode.unwrap_or(self.settings.default_file_mode) & 0o7777;
         rustix::fs::mknodat(d.fd.as_fd(), name, ft, Mode::from_raw_mode(mode), dev)
             .map_err(errno)?;
-        let fd = self.open_entry(&d, name)?;
-        self.finish_new(
-            Place {
-                dir: &d,
-                dir_id: dir,
-                name,
-            },
-            fd.as_fd(),
-            Some(mode),
-            attrs,
-            owner,
-        )
+        let at = Place {
+            dir: &d,
+            dir_id: dir,
+            name,
+        };
+        self.finish_named(at, Some(mode), attrs, owner)
     }
 
     fn remove(&self, dir: FileId, name: &[u8]) -> VfsResult<()> {

@@ -61,19 +61,34 @@ impl LocalFs {
         let path = self.ids.read().path(id, self.settings.max_depth);
         if let Some(path) = path {
             let comps: Vec<&[u8]> = path.iter().map(|c| &c[..]).collect();
-            match sys::open_chain(self.root_fd.as_fd(), &comps) {
-                Ok(fd) => {
-                    let stx = sys::statx_fd(fd.as_fd())?;
-                    if stx.stx_ino == id {
-                        self.seen(id, &stx);
-                        return Ok(Obj { fd, stx });
-                    }
-                }
-                Err(e) if !definitive(e) => return Err(sys::errno(e)),
-                Err(_) => {}
+            if let Some(o) = self.opened_as(id, sys::open_chain(self.root_fd.as_fd(), &comps))? {
+                return Ok(o);
             }
         }
         self.resolve_slow(id, depth)
+    }
+
+    /// The object opened along a remembered name, if it is still inode
+    /// `id`. `None` when the name is gone or now names another inode (try
+    /// elsewhere); an error that is not [`definitive`] is passed on, as the
+    /// remembered place may well be right.
+    fn opened_as(
+        &self,
+        id: FileId,
+        opened: Result<OwnedFd, Errno>,
+    ) -> VfsResult<Option<Obj>> {
+        match opened {
+            Ok(fd) => {
+                let stx = sys::statx_fd(fd.as_fd())?;
+                if stx.stx_ino != id {
+                    return Ok(None);
+                }
+                self.seen(id, &stx);
+                Ok(Some(Obj { fd, stx }))
+            }
+            Err(e) if !definitive(e) => Err(sys::errno(e)),
+            Err(_) => Ok(None),
+        }
     }
 
     /// Keeps the remembered generation current, so that names learnt for
@@ -120,16 +135,9 @@ impl LocalFs {
                 Err(e) => return Err(e),
             };
             if parent.ftype() == FileType::Directory {
-                match sys::open_beneath(parent.fd.as_fd(), &loc.name, OFlags::PATH) {
-                    Ok(fd) => {
-                        let stx = sys::statx_fd(fd.as_fd())?;
-                        if stx.stx_ino == id {
-                            self.seen(id, &stx);
-                            return Ok(Obj { fd, stx });
-                        }
-                    }
-                    Err(e) if !definitive(e) => return Err(sys::errno(e)),
-                    Err(_) => {}
+                let opened = sys::open_beneath(parent.fd.as_fd(), &loc.name, OFlags::PATH);
+                if let Some(o) = self.opened_as(id, opened)? {
+                    return Ok(o);
                 }
                 if let Some(name) = self.rescan(&parent, id)? {
                     if let Ok(fd) = sys::open_beneath(parent.fd.as_fd(), &name, OFlags::PATH) {

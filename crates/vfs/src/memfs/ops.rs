@@ -108,31 +108,34 @@ impl MemFs {
             if locked.get(dir)?.dir()?.get(name) != Some(child) {
                 continue;
             }
-            let c = locked.get(child)?;
-            match (&c.body, want_dir) {
-                (Body::Dir(d), true) if !d.is_empty() => return Err(VfsError::NotEmpty),
-                (Body::Dir(_), true) => {
-                    self.free(child, c);
-                }
-                (Body::Dir(_), false) => return Err(VfsError::IsDir),
-                (_, true) => return Err(VfsError::NotDir),
-                (_, false) => {
-                    c.meta.nlink = c.meta.nlink.saturating_sub(1);
-                    c.meta.touch_ctime();
-                    if c.meta.nlink == 0 {
-                        self.free(child, c);
-                    }
-                }
-            }
+            self.drop_link(child, locked.get(child)?, want_dir)?;
             let d = locked.get(dir)?;
-            d.dir_mut()?.remove(name);
-            if want_dir {
-                d.meta.nlink = d.meta.nlink.saturating_sub(1);
-            }
+            remove_name(d, name, want_dir)?;
             d.meta.touch_content();
             return Ok(());
         }
         Err(VfsError::Delay)
+    }
+
+    /// Takes away the link a name gave `node` (locked, id `id`), for REMOVE
+    /// and RMDIR (`as_dir`) and for the target a rename replaces (`as_dir`:
+    /// the source is a directory). A directory goes only as a directory
+    /// and only when empty; anything else goes with its last link.
+    fn drop_link(&self, id: FileId, node: &mut Node, as_dir: bool) -> VfsResult<()> {
+        match (&node.body, as_dir) {
+            (Body::Dir(d), true) if !d.is_empty() => return Err(VfsError::NotEmpty),
+            (Body::Dir(_), true) => self.free(id, node),
+            (Body::Dir(_), false) => return Err(VfsError::IsDir),
+            (_, true) => return Err(VfsError::NotDir),
+            (_, false) => {
+                node.meta.nlink = node.meta.nlink.saturating_sub(1);
+                node.meta.touch_ctime();
+                if node.meta.nlink == 0 {
+                    self.free(id, node);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn rename_once(
@@ -172,31 +175,12 @@ impl MemFs {
             return Ok(true);
         }
         if let Some(t) = tgt {
-            let tn = l.get(t)?;
-            match (&tn.body, src_is_dir) {
-                (Body::Dir(d), true) if !d.is_empty() => return Err(VfsError::NotEmpty),
-                (Body::Dir(_), true) => self.free(t, tn),
-                (Body::Dir(_), false) => return Err(VfsError::IsDir),
-                (_, true) => return Err(VfsError::NotDir),
-                (_, false) => {
-                    tn.meta.nlink = tn.meta.nlink.saturating_sub(1);
-                    tn.meta.touch_ctime();
-                    if tn.meta.nlink == 0 {
-                        self.free(t, tn);
-                    }
-                }
-            }
-            let td = l.get(to_dir)?;
-            td.dir_mut()?.remove(to);
-            if src_is_dir {
-                td.meta.nlink = td.meta.nlink.saturating_sub(1);
-            }
+            // The target is replaced only by an object of its own kind.
+            self.drop_link(t, l.get(t)?, src_is_dir)?;
+            remove_name(l.get(to_dir)?, to, src_is_dir)?;
         }
         let fd = l.get(from_dir)?;
-        fd.dir_mut()?.remove(from);
-        if src_is_dir {
-            fd.meta.nlink = fd.meta.nlink.saturating_sub(1);
-        }
+        remove_name(fd, from, src_is_dir)?;
         fd.meta.touch_content();
         let td = l.get(to_dir)?;
         td.dir_mut()?.insert(to, src);
@@ -211,6 +195,17 @@ impl MemFs {
         s.meta.touch_ctime();
         Ok(true)
     }
+}
+
+/// Takes `name` out of directory `dir` (locked); a subdirectory's `..`
+/// (`was_dir`) stops counting as a link of `dir`. The caller touches the
+/// directory: a rename that also adds a name to it does that once.
+fn remove_name(dir: &mut Node, name: &[u8], was_dir: bool) -> VfsResult<()> {
+    dir.dir_mut()?.remove(name);
+    if was_dir {
+        dir.meta.nlink = dir.meta.nlink.saturating_sub(1);
+    }
+    Ok(())
 }
 
 impl Vfs for MemFs {

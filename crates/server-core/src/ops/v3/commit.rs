@@ -6,29 +6,16 @@
 //! an I/O error the write verifier is changed so that every client holding
 //! uncommitted data resends it instead of trusting a later COMMIT.
 
-use proto::nfs3::{nfsstat3, COMMIT3args, COMMIT3res, COMMIT3resfail, COMMIT3resok};
-use vfs::{FileType, VfsError};
+use proto::nfs3::{COMMIT3args, COMMIT3res, COMMIT3resfail, COMMIT3resok};
+use vfs::VfsError;
 
-use super::{check_writable, no_wcc, stat, Ctx};
-use crate::auth::may_write;
+use super::{file_for_write, stat, Ctx};
 
 pub(super) fn commit(ctx: &Ctx, a: COMMIT3args) -> COMMIT3res {
-    let o = match ctx.resolve(&a.file) {
+    let o = match file_for_write(ctx, &a.file) {
         Ok(o) => o,
-        Err(s) => return COMMIT3res::default(s, COMMIT3resfail { file_wcc: no_wcc() }),
+        Err((s, file_wcc)) => return COMMIT3res::default(s, COMMIT3resfail { file_wcc }),
     };
-    let fail = |s| COMMIT3res::default(s, COMMIT3resfail { file_wcc: o.wcc_unchanged() });
-    if let Err(s) = check_writable(&o) {
-        return fail(s);
-    }
-    match o.attrs.ftype {
-        FileType::Regular => {}
-        FileType::Directory => return fail(nfsstat3::NFS3ERR_ISDIR),
-        _ => return fail(nfsstat3::NFS3ERR_INVAL),
-    }
-    if !may_write(&o.attrs, &o.creds) {
-        return fail(nfsstat3::NFS3ERR_ACCES);
-    }
     let verf = ctx.core.write_verifier();
     match o.fs().commit(o.id, a.offset, a.count) {
         Ok(()) => COMMIT3res::NFS3_OK(COMMIT3resok { file_wcc: o.wcc(), verf }),

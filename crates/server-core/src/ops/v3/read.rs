@@ -7,9 +7,8 @@
 //! read so they describe the data returned.
 
 use proto::nfs3::{nfsstat3, READ3args, READ3res, READ3resfail, READ3resok};
-use vfs::FileType;
 
-use super::{fattr, stat, Ctx};
+use super::{check_regular, fattr, stat, Ctx};
 use crate::auth::may_read;
 
 pub(super) fn read(ctx: &Ctx, a: READ3args) -> READ3res {
@@ -18,10 +17,8 @@ pub(super) fn read(ctx: &Ctx, a: READ3args) -> READ3res {
         Err(s) => return READ3res::default(s, READ3resfail { file_attributes: None }),
     };
     let fail = |s| READ3res::default(s, READ3resfail { file_attributes: Some(fattr(&o.attrs)) });
-    match o.attrs.ftype {
-        FileType::Regular => {}
-        FileType::Directory => return fail(nfsstat3::NFS3ERR_ISDIR),
-        _ => return fail(nfsstat3::NFS3ERR_INVAL),
+    if let Err(s) = check_regular(&o) {
+        return fail(s);
     }
     if !may_read(&o.attrs, &o.creds) {
         return fail(nfsstat3::NFS3ERR_ACCES);

@@ -7,18 +7,15 @@
 
 use proto::nfs3::{nfsstat3, wcc_data, SETATTR3args, SETATTR3res, SETATTR3resfail, SETATTR3resok};
 
-use super::{check_writable, client_time, fattr, nfstime, no_wcc, set_attrs, stat, wcc_attr_of, Ctx};
+use super::{client_time, fattr, modifiable, nfstime, set_attrs, stat, wcc_attr_of, Ctx};
 use crate::auth::{check_setattr, filter_mode, SetattrDenied};
 
 pub(super) fn setattr(ctx: &Ctx, a: SETATTR3args) -> SETATTR3res {
-    let o = match ctx.resolve(&a.object) {
+    let o = match modifiable(ctx, &a.object, |_| Ok(())) {
         Ok(o) => o,
-        Err(s) => return SETATTR3res::default(s, SETATTR3resfail { obj_wcc: no_wcc() }),
+        Err((s, obj_wcc)) => return SETATTR3res::default(s, SETATTR3resfail { obj_wcc }),
     };
     let fail = |s| SETATTR3res::default(s, SETATTR3resfail { obj_wcc: o.wcc_unchanged() });
-    if let Err(s) = check_writable(&o) {
-        return fail(s);
-    }
     let mut set = match set_attrs(&a.new_attributes) {
         Ok(s) => s,
         Err(s) => return fail(s),

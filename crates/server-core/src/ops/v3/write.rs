@@ -13,10 +13,9 @@
 //!   (exports(5), knfsd).
 
 use proto::nfs3::{nfsstat3, stable_how, WRITE3args, WRITE3res, WRITE3resfail, WRITE3resok};
-use vfs::{FileType, Stability};
+use vfs::Stability;
 
-use super::{check_writable, no_wcc, stat, Ctx};
-use crate::auth::may_write;
+use super::{file_for_write, stat, Ctx};
 
 pub(crate) fn stability(s: stable_how) -> Stability {
     match s {
@@ -35,22 +34,11 @@ fn stable_how_of(s: Stability) -> stable_how {
 }
 
 pub(super) fn write(ctx: &Ctx, a: WRITE3args) -> WRITE3res {
-    let o = match ctx.resolve(&a.file) {
+    let o = match file_for_write(ctx, &a.file) {
         Ok(o) => o,
-        Err(s) => return WRITE3res::default(s, WRITE3resfail { file_wcc: no_wcc() }),
+        Err((s, file_wcc)) => return WRITE3res::default(s, WRITE3resfail { file_wcc }),
     };
     let fail = |s| WRITE3res::default(s, WRITE3resfail { file_wcc: o.wcc_unchanged() });
-    if let Err(s) = check_writable(&o) {
-        return fail(s);
-    }
-    match o.attrs.ftype {
-        FileType::Regular => {}
-        FileType::Directory => return fail(nfsstat3::NFS3ERR_ISDIR),
-        _ => return fail(nfsstat3::NFS3ERR_INVAL),
-    }
-    if !may_write(&o.attrs, &o.creds) {
-        return fail(nfsstat3::NFS3ERR_ACCES);
-    }
     if a.count as usize > a.data.len() {
         ctx.core.warn(crate::WarnKind::Garbage, || {
             tracing::warn!(peer = %ctx.call.peer.addr, count = a.count, len = a.data.len(), "WRITE count exceeds the data sent")
