@@ -215,6 +215,23 @@ impl LocalFs {
         Ok((id, self.attrs_of(&stx)))
     }
 
+    /// The checked directory for a new non-regular object (mkdir, mknod),
+    /// which has no size to set. (Symlink checks its target in between.)
+    fn dir_for_new(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        ftype: FileType,
+        attrs: &SetAttrs,
+    ) -> VfsResult<Obj> {
+        check_entry_name(name, self.settings.max_name_len)?;
+        if attrs.size.is_some() {
+            return Err(VfsError::Invalid);
+        }
+        Self::validate(ftype, attrs)?;
+        self.resolve_dir(dir)
+    }
+
     /// [`finish_new`](Self::finish_new) for an object made by name (mkdir,
     /// symlink, mknod): it is opened again, O_PATH, beneath its directory.
     fn finish_named(
@@ -513,12 +530,7 @@ impl Vfs for LocalFs {
         attrs: &SetAttrs,
         owner: Owner,
     ) -> VfsResult<(FileId, Attrs)> {
-        check_entry_name(name, self.settings.max_name_len)?;
-        if attrs.size.is_some() {
-            return Err(VfsError::Invalid);
-        }
-        Self::validate(FileType::Directory, attrs)?;
-        let d = self.resolve_dir(dir)?;
+        let d = self.dir_for_new(dir, name, FileType::Directory, attrs)?;
         let mode = attrs.mode.unwrap_or(self.settings.default_dir_mode) & 0o7777;
         rustix::fs::mkdirat(d.fd.as_fd(), name, Mode::from_raw_mode(mode)).map_err(errno)?;
         let at = Place {
@@ -564,12 +576,7 @@ impl Vfs for LocalFs {
         attrs: &SetAttrs,
         owner: Owner,
     ) -> VfsResult<(FileId, Attrs)> {
-        check_entry_name(name, self.settings.max_name_len)?;
-        if attrs.size.is_some() {
-            return Err(VfsError::Invalid);
-        }
-        Self::validate(FileType::Fifo, attrs)?;
-        let d = self.resolve_dir(dir)?;
+        let d = self.dir_for_new(dir, name, FileType::Fifo, attrs)?;
         let (ft, dev) = match kind {
             NodeKind::BlockDevice(ma, mi) => (
                 rustix::fs::FileType::BlockDevice,
