@@ -39,7 +39,13 @@ fn create(c: &mut RpcClient, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
     }
 }
 
-fn write(c: &mut RpcClient, fh: &nfs_fh3, offset: u64, data: Vec<u8>, stable: stable_how) -> Result<WRITE3resok, String> {
+fn write(
+    c: &mut RpcClient,
+    fh: &nfs_fh3,
+    offset: u64,
+    data: Vec<u8>,
+    stable: stable_how,
+) -> Result<WRITE3resok, String> {
     let args = WRITE3args { file: fh.clone(), offset, count: data.len() as u32, stable, data: Bytes::from(data) };
     match c.call::<_, WRITE3res>(NFS_PROGRAM, NFS_V3, NFS3_WRITE, &args) {
         Ok(WRITE3res::NFS3_OK(ok)) => Ok(ok),
@@ -156,10 +162,9 @@ fn forged_and_foreign_handles_are_refused() {
         forged[i] ^= 0x01;
         let res: GETATTR3res = c.nfs(NFS3_GETATTR, &GETATTR3args { object: nfs_fh3 { data: Bytes::from(forged) } });
         match res {
-            GETATTR3res::default(st) => assert!(
-                matches!(st, nfsstat3::NFS3ERR_BADHANDLE | nfsstat3::NFS3ERR_STALE),
-                "byte {i}: {st:?}"
-            ),
+            GETATTR3res::default(st) => {
+                assert!(matches!(st, nfsstat3::NFS3ERR_BADHANDLE | nfsstat3::NFS3ERR_STALE), "byte {i}: {st:?}")
+            }
             GETATTR3res::NFS3_OK(_) => panic!("forged handle (byte {i} flipped) accepted"),
         }
     }

@@ -48,7 +48,13 @@ fn seeds(root: &nfs_fh3) -> Vec<Bytes> {
             NFS_V3,
             NFS3_WRITE,
             auth_sys(1000, 1000),
-            &WRITE3args { file: root.clone(), offset: 0, count: 8, stable: stable_how::UNSTABLE, data: Bytes::from_static(b"12345678") },
+            &WRITE3args {
+                file: root.clone(),
+                offset: 0,
+                count: 8,
+                stable: stable_how::UNSTABLE,
+                data: Bytes::from_static(b"12345678"),
+            },
         ),
         call_bytes(
             5,
@@ -58,7 +64,14 @@ fn seeds(root: &nfs_fh3) -> Vec<Bytes> {
             auth_sys(0, 0),
             &READDIRPLUS3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], dircount: 4096, maxcount: 32768 },
         ),
-        call_bytes(6, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, mount3::MOUNT3_MNT, auth_none(), &Bytes::from_static(b"/tmp")),
+        call_bytes(
+            6,
+            mount3::MOUNT_PROGRAM,
+            mount3::MOUNT_V3,
+            mount3::MOUNT3_MNT,
+            auth_none(),
+            &Bytes::from_static(b"/tmp"),
+        ),
         call_bytes(7, mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, mount3::MOUNT3_EXPORT, auth_none(), &()),
         call_bytes(
             8,
@@ -187,7 +200,8 @@ fn ten_thousand_bad_messages_then_a_normal_client() {
     // Still serving a normal client.
     let mut c = RpcClient::connect(srv.port).unwrap();
     let _: () = c.nfs(NFS3_NULL, &());
-    let res: LOOKUP3res = c.nfs(NFS3_LOOKUP, &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: Bytes::from_static(b"f") } });
+    let res: LOOKUP3res =
+        c.nfs(NFS3_LOOKUP, &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: Bytes::from_static(b"f") } });
     assert!(matches!(res, LOOKUP3res::NFS3_OK(_)), "{res:?}");
     let rss_end = rss_kib(srv.child.id());
     assert!(

@@ -38,11 +38,8 @@ fn ten_thousand_files_listed_completely() {
     }
     let out = run("nfs-ls", &[&srv.url("/many")], 2 * MIN);
     let listing = ok(&out, "nfs-ls");
-    let mut names: Vec<&str> = listing
-        .lines()
-        .filter_map(|l| l.split_whitespace().last())
-        .filter(|n| n.starts_with("file-"))
-        .collect();
+    let mut names: Vec<&str> =
+        listing.lines().filter_map(|l| l.split_whitespace().last()).filter(|n| n.starts_with("file-")).collect();
     let total = names.len();
     names.sort();
     names.dedup();
@@ -110,10 +107,8 @@ fn host_side_view_matches_client_operations() {
 
 #[test]
 fn client_outside_the_exports_list_is_refused() {
-    let srv = TestServer::start(ServerOpts {
-        exports: Some("$EXPORT 10.99.0.0/16(rw,insecure)\n"),
-        ..Default::default()
-    });
+    let srv =
+        TestServer::start(ServerOpts { exports: Some("$EXPORT 10.99.0.0/16(rw,insecure)\n"), ..Default::default() });
     std::fs::write(srv.export.join("secret"), b"x").unwrap();
     let out = run("nfs-ls", &[&srv.url("")], MIN);
     assert!(!out.status.success(), "listing should be refused: {}", String::from_utf8_lossy(&out.stdout));

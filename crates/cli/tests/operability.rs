@@ -96,7 +96,8 @@ fn bad_command_lines_get_one_clear_line() {
 fn help_explains_serve() {
     let out = Command::new(env!("CARGO_BIN_EXE_nfsx")).args(["serve", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in ["--listen", "--backend", "--exports", "--config", "--state-dir", "--metrics", "portmapper", "nfs-ls"] {
+    for needle in ["--listen", "--backend", "--exports", "--config", "--state-dir", "--metrics", "portmapper", "nfs-ls"]
+    {
         assert!(text.contains(needle), "serve --help lacks {needle}:\n{text}");
     }
 }

@@ -60,10 +60,7 @@ fn enum_and_bool_unions() {
     assert_eq!(enc(&by_color::GREEN(3)), words(&[1, 3]));
     assert_eq!(dec::<by_color>(&words(&[0, 3])), Ok(by_color::RED(3)));
     assert_eq!(dec::<by_color>(&words(&[16])), Ok(by_color::BLUE));
-    assert_eq!(
-        dec::<by_color>(&words(&[0xffff_ffff])),
-        Err(XdrError::BadDiscriminant { name: "by_color", value: -1 })
-    );
+    assert_eq!(dec::<by_color>(&words(&[0xffff_ffff])), Err(XdrError::BadDiscriminant { name: "by_color", value: -1 }));
     assert_eq!(dec::<by_color>(&words(&[2])), Err(XdrError::BadEnum { name: "color", value: 2 }));
     assert_eq!(by_color::default(), by_color::BLUE);
 
@@ -98,11 +95,7 @@ fn keywords_arrays_and_defaults() {
 
 #[test]
 fn recursive_pointers_are_boxed() {
-    let t = tree {
-        value: 1,
-        left: Some(Box::new(tree { value: 2, left: None, right: None })),
-        right: None,
-    };
+    let t = tree { value: 1, left: Some(Box::new(tree { value: 2, left: None, right: None })), right: None };
     assert_eq!(enc(&t), words(&[1, 1, 2, 0, 0, 0]));
     assert_eq!(dec::<tree>(&enc(&t)), Ok(t));
 }
@@ -124,12 +117,7 @@ fn anonymous_types_are_hoisted() {
 #[test]
 fn lists() {
     let n = |v: i32| node { v, label: Bytes::from_static(b"l") };
-    let h = holder {
-        items: vec![n(1), n(2)],
-        more: vec![],
-        lists: vec![vec![n(3)], vec![]],
-        maybe_list: Some(vec![]),
-    };
+    let h = holder { items: vec![n(1), n(2)], more: vec![], lists: vec![vec![n(3)], vec![]], maybe_list: Some(vec![]) };
     let b = enc(&h);
     #[rustfmt::skip]
     let want = words(&[

@@ -29,9 +29,5 @@ fn generated_modules_are_up_to_date() {
             stale.push(format!("  cargo run -p xdrgen -- {spec} -o crates/proto/{out}"));
         }
     }
-    assert!(
-        stale.is_empty(),
-        "generated code is out of date; run `crates/proto/regen.sh`, or:\n{}",
-        stale.join("\n")
-    );
+    assert!(stale.is_empty(), "generated code is out of date; run `crates/proto/regen.sh`, or:\n{}", stale.join("\n"));
 }

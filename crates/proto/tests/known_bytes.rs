@@ -50,10 +50,8 @@ fn rpc_accepted_and_denied_replies() {
         reply_data: reply_data::PROG_MISMATCH(mismatch_info { low: 2, high: 3 }),
     });
     round(&mismatch, &words(&[0, 0, 0, 2, 2, 3]));
-    let garbage = reply_body::MSG_ACCEPTED(accepted_reply {
-        verf,
-        reply_data: reply_data::default(accept_stat::GARBAGE_ARGS),
-    });
+    let garbage =
+        reply_body::MSG_ACCEPTED(accepted_reply { verf, reply_data: reply_data::default(accept_stat::GARBAGE_ARGS) });
     round(&garbage, &words(&[0, 0, 0, 4]));
     let denied = reply_body::MSG_DENIED(rejected_reply::AUTH_ERROR(auth_stat::AUTH_TOOWEAK));
     round(&denied, &words(&[1, 1, 5]));
@@ -61,13 +59,8 @@ fn rpc_accepted_and_denied_replies() {
 
 #[test]
 fn authsys_credential() {
-    let a = authsys_parms {
-        stamp: 7,
-        machinename: Bytes::from_static(b"host1"),
-        uid: 1000,
-        gid: 100,
-        gids: vec![100, 27],
-    };
+    let a =
+        authsys_parms { stamp: 7, machinename: Bytes::from_static(b"host1"), uid: 1000, gid: 100, gids: vec![100, 27] };
     let mut want = words(&[7, 5]);
     want.extend_from_slice(b"host1\0\0\0");
     want.extend(words(&[1000, 100, 2, 100, 27]));
@@ -227,10 +220,7 @@ fn nfs4_compound() {
     let args = COMPOUND4args {
         tag: Bytes::new(),
         minorversion: 1,
-        argarray: vec![
-            nfs_argop4::OP_PUTROOTFH,
-            nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: vec![0x10, 0] }),
-        ],
+        argarray: vec![nfs_argop4::OP_PUTROOTFH, nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: vec![0x10, 0] })],
     };
     round(&args, &words(&[0, 1, 2, 24, 9, 2, 0x10, 0]));
     assert_eq!(args.argarray[1].discriminant(), nfs_opnum4::OP_GETATTR);

@@ -138,13 +138,9 @@ impl ClientMatcher {
         match self {
             ClientMatcher::Everyone => true,
             ClientMatcher::Addr(a) => *a == ip,
-            ClientMatcher::Net(net, prefix) => {
-                net.is_ipv4() == ip.is_ipv4() && mask_ip(ip, *prefix) == *net
-            }
+            ClientMatcher::Net(net, prefix) => net.is_ipv4() == ip.is_ipv4() && mask_ip(ip, *prefix) == *net,
             ClientMatcher::Host(h) => peer_hostname(peer).is_some_and(|n| n == *h),
-            ClientMatcher::Wildcard(p) => {
-                peer_hostname(peer).is_some_and(|n| glob(p.as_bytes(), n.as_bytes()))
-            }
+            ClientMatcher::Wildcard(p) => peer_hostname(peer).is_some_and(|n| glob(p.as_bytes(), n.as_bytes())),
         }
     }
 }
@@ -264,10 +260,8 @@ pub fn parse_exports(text: &str) -> Result<ExportsFile, ExportsError> {
             rules.push(ClientRule { matcher, options, pattern });
         }
         if let Some(prev) = out.entries.iter_mut().find(|e| e.path == path) {
-            out.warnings.push(format!(
-                "line {line}: {path} already exported on line {}; client lists merged",
-                prev.line
-            ));
+            out.warnings
+                .push(format!("line {line}: {path} already exported on line {}; client lists merged", prev.line));
             prev.rules.extend(rules);
         } else {
             out.entries.push(ExportEntry { path, rules, line });
@@ -418,9 +412,26 @@ fn parse_client(host: &str, line: usize) -> Result<ClientMatcher, ExportsError> 
 /// Options that only steer the Linux kernel server; accepted so that an
 /// existing exports file works unchanged, and otherwise ignored.
 const IGNORED_OPTIONS: &[&str] = &[
-    "wdelay", "no_wdelay", "subtree_check", "no_subtree_check", "hide", "nohide", "crossmnt",
-    "nocrossmnt", "secure_locks", "insecure_locks", "auth_nlm", "no_auth_nlm", "acl", "no_acl",
-    "pnfs", "no_pnfs", "security_label", "no_security_label", "mp", "root_squash_gids",
+    "wdelay",
+    "no_wdelay",
+    "subtree_check",
+    "no_subtree_check",
+    "hide",
+    "nohide",
+    "crossmnt",
+    "nocrossmnt",
+    "secure_locks",
+    "insecure_locks",
+    "auth_nlm",
+    "no_auth_nlm",
+    "acl",
+    "no_acl",
+    "pnfs",
+    "no_pnfs",
+    "security_label",
+    "no_security_label",
+    "mp",
+    "root_squash_gids",
 ];
 const IGNORED_VALUE_OPTIONS: &[&str] = &["fsid", "mountpoint", "mp", "refer", "replicas", "root"];
 

@@ -126,7 +126,9 @@ impl Core {
         for mut x in exports {
             match exports::normalize_path(&x.path) {
                 Some(p) => x.path = p,
-                None => tracing::error!(path = %x.path, "export path is not absolute and normalised; mount by path will not find it"),
+                None => {
+                    tracing::error!(path = %x.path, "export path is not absolute and normalised; mount by path will not find it")
+                }
             }
             if kept.iter().any(|k| k.id == x.id) {
                 tracing::error!(id = x.id, path = %x.path, "duplicate export id; export ignored");
@@ -183,7 +185,12 @@ impl Core {
 
     /// The export rule that applies to `peer`, checking the `secure`
     /// option against its source port.
-    pub(crate) fn rule_for<'a>(&self, export: &'a Export, peer: &PeerInfo, what: &str) -> Result<&'a ClientRule, Denied> {
+    pub(crate) fn rule_for<'a>(
+        &self,
+        export: &'a Export,
+        peer: &PeerInfo,
+        what: &str,
+    ) -> Result<&'a ClientRule, Denied> {
         let Some(rule) = exports::match_rule(&export.rules, peer) else {
             self.warn(WarnKind::Access, || {
                 tracing::warn!(peer = %peer.addr, host = ?peer.hostname, export = %export.path, "{what} refused: client matches no export rule")

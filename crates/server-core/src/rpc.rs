@@ -8,11 +8,11 @@
 //! header (whose layout only version 2 defines) is read.
 
 use bytes::Bytes;
+use proto::rpc::accept_stat;
 use proto::rpc::{
     accepted_reply, auth_flavor, auth_stat, authsys_parms, mismatch_info, opaque_auth, rejected_reply, reply_body,
     reply_data, rpc_msg, rpc_msg_body,
 };
-use proto::rpc::accept_stat;
 use xdr::{Decoder, Encode, Encoder};
 
 use crate::{Core, Outcome, PeerInfo, WarnKind};
@@ -46,11 +46,21 @@ pub struct Call<'a> {
 pub enum Dispatched {
     /// Arguments decoded and the procedure ran; the reply (header
     /// included) is in the encoder.
-    Done { label: &'static str, ok: bool },
-    ProcUnavail { label: &'static str },
-    GarbageArgs { label: &'static str },
+    Done {
+        label: &'static str,
+        ok: bool,
+    },
+    ProcUnavail {
+        label: &'static str,
+    },
+    GarbageArgs {
+        label: &'static str,
+    },
     /// Rejected for its credential (e.g. AUTH_NONE on an NFS procedure).
-    AuthError { label: &'static str, stat: auth_stat },
+    AuthError {
+        label: &'static str,
+        stat: auth_stat,
+    },
 }
 
 fn verf_none() -> opaque_auth {
@@ -113,9 +123,10 @@ impl Core {
         };
         if mtype != 0 {
             let label = if mtype == 1 { "rpc.reply" } else { "rpc.garbage" };
-            self.warn(WarnKind::Garbage, || {
-                tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored")
-            });
+            self.warn(
+                WarnKind::Garbage,
+                || tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored"),
+            );
             return Outcome { reply: None, label, ok: false };
         }
         let Ok(rpcvers) = d.u32() else {
@@ -140,9 +151,10 @@ impl Core {
         let auth = match parse_auth(cred_flavor, cred) {
             Ok(a) => a,
             Err(stat) => {
-                self.warn(WarnKind::Auth, || {
-                    tracing::warn!(peer = %peer.addr, xid, cred_flavor, ?stat, "credential rejected")
-                });
+                self.warn(
+                    WarnKind::Auth,
+                    || tracing::warn!(peer = %peer.addr, xid, cred_flavor, ?stat, "credential rejected"),
+                );
                 return outcome(rejected(xid, rejected_reply::AUTH_ERROR(stat)), "rpc.auth_error", false);
             }
         };
@@ -162,18 +174,24 @@ impl Core {
                 _ => return self.prog_mismatch(&call, 3, 3, "nfs.prog_mismatch"),
             },
             _ => {
-                self.warn(WarnKind::Garbage, || {
-                    tracing::warn!(peer = %peer.addr, xid, prog, vers, "call for an unknown program")
-                });
-                return outcome(accepted_only(xid, reply_data::default(accept_stat::PROG_UNAVAIL)), "rpc.prog_unavail", false);
+                self.warn(
+                    WarnKind::Garbage,
+                    || tracing::warn!(peer = %peer.addr, xid, prog, vers, "call for an unknown program"),
+                );
+                return outcome(
+                    accepted_only(xid, reply_data::default(accept_stat::PROG_UNAVAIL)),
+                    "rpc.prog_unavail",
+                    false,
+                );
             }
         };
         match dispatched {
             Dispatched::Done { label, ok } => outcome(e.into_segments(), label, ok),
             Dispatched::ProcUnavail { label } => {
-                self.warn(WarnKind::Garbage, || {
-                    tracing::warn!(peer = %peer.addr, xid, prog, vers, proc_, "unknown procedure")
-                });
+                self.warn(
+                    WarnKind::Garbage,
+                    || tracing::warn!(peer = %peer.addr, xid, prog, vers, proc_, "unknown procedure"),
+                );
                 outcome(accepted_only(xid, reply_data::default(accept_stat::PROC_UNAVAIL)), label, false)
             }
             Dispatched::GarbageArgs { label } => {
@@ -181,7 +199,10 @@ impl Core {
                 outcome(accepted_only(xid, reply_data::default(accept_stat::GARBAGE_ARGS)), label, false)
             }
             Dispatched::AuthError { label, stat } => {
-                self.warn(WarnKind::Auth, || tracing::warn!(peer = %peer.addr, xid, label, ?stat, "credential too weak"));
+                self.warn(
+                    WarnKind::Auth,
+                    || tracing::warn!(peer = %peer.addr, xid, label, ?stat, "credential too weak"),
+                );
                 outcome(rejected(xid, rejected_reply::AUTH_ERROR(stat)), label, false)
             }
         }

@@ -36,22 +36,62 @@ fn corpus(e: &Env) -> Vec<Bytes> {
     let nfs: Vec<(u32, Bytes)> = vec![
         (NFS3_NULL, Bytes::new()),
         (NFS3_GETATTR, xdr::to_bytes(&GETATTR3args { object: f.clone() })),
-        (NFS3_SETATTR, xdr::to_bytes(&SETATTR3args { object: f.clone(), new_attributes: s.clone(), guard: Some(nfstime3 { seconds: 1, nseconds: 2 }) })),
+        (
+            NFS3_SETATTR,
+            xdr::to_bytes(&SETATTR3args {
+                object: f.clone(),
+                new_attributes: s.clone(),
+                guard: Some(nfstime3 { seconds: 1, nseconds: 2 }),
+            }),
+        ),
         (NFS3_LOOKUP, xdr::to_bytes(&LOOKUP3args { what: at(&root, "file") })),
         (NFS3_ACCESS, xdr::to_bytes(&ACCESS3args { object: f.clone(), access: 0x3f })),
         (NFS3_READLINK, xdr::to_bytes(&READLINK3args { symlink: f.clone() })),
         (NFS3_READ, xdr::to_bytes(&READ3args { file: f.clone(), offset: 10, count: 2000 })),
-        (NFS3_WRITE, xdr::to_bytes(&WRITE3args { file: f.clone(), offset: 5, count: 4, stable: stable_how::DATA_SYNC, data: Bytes::from_static(b"abcd") })),
+        (
+            NFS3_WRITE,
+            xdr::to_bytes(&WRITE3args {
+                file: f.clone(),
+                offset: 5,
+                count: 4,
+                stable: stable_how::DATA_SYNC,
+                data: Bytes::from_static(b"abcd"),
+            }),
+        ),
         (NFS3_CREATE, xdr::to_bytes(&CREATE3args { r#where: at(&d, "c"), how: createhow3::EXCLUSIVE(*b"12345678") })),
         (NFS3_MKDIR, xdr::to_bytes(&MKDIR3args { r#where: at(&d, "m"), attributes: s.clone() })),
-        (NFS3_SYMLINK, xdr::to_bytes(&SYMLINK3args { r#where: at(&d, "s"), symlink: symlinkdata3 { symlink_attributes: s.clone(), symlink_data: name_of("t") } })),
-        (NFS3_MKNOD, xdr::to_bytes(&MKNOD3args { r#where: at(&d, "n"), what: mknoddata3::NF3CHR(devicedata3 { dev_attributes: s.clone(), spec: specdata3 { specdata1: 1, specdata2: 2 } }) })),
+        (
+            NFS3_SYMLINK,
+            xdr::to_bytes(&SYMLINK3args {
+                r#where: at(&d, "s"),
+                symlink: symlinkdata3 { symlink_attributes: s.clone(), symlink_data: name_of("t") },
+            }),
+        ),
+        (
+            NFS3_MKNOD,
+            xdr::to_bytes(&MKNOD3args {
+                r#where: at(&d, "n"),
+                what: mknoddata3::NF3CHR(devicedata3 {
+                    dev_attributes: s.clone(),
+                    spec: specdata3 { specdata1: 1, specdata2: 2 },
+                }),
+            }),
+        ),
         (NFS3_REMOVE, xdr::to_bytes(&REMOVE3args { object: at(&d, "e1") })),
         (NFS3_RMDIR, xdr::to_bytes(&RMDIR3args { object: at(&root, "dir") })),
         (NFS3_RENAME, xdr::to_bytes(&RENAME3args { from: at(&d, "e2"), to: at(&root, "r") })),
         (NFS3_LINK, xdr::to_bytes(&LINK3args { file: f.clone(), link: at(&d, "l") })),
         (NFS3_READDIR, xdr::to_bytes(&READDIR3args { dir: d.clone(), cookie: 0, cookieverf: [0; 8], count: 600 })),
-        (NFS3_READDIRPLUS, xdr::to_bytes(&READDIRPLUS3args { dir: d.clone(), cookie: 3, cookieverf: [0; 8], dircount: 100, maxcount: 900 })),
+        (
+            NFS3_READDIRPLUS,
+            xdr::to_bytes(&READDIRPLUS3args {
+                dir: d.clone(),
+                cookie: 3,
+                cookieverf: [0; 8],
+                dircount: 100,
+                maxcount: 900,
+            }),
+        ),
         (NFS3_FSSTAT, xdr::to_bytes(&FSSTAT3args { fsroot: root.clone() })),
         (NFS3_FSINFO, xdr::to_bytes(&FSINFO3args { fsroot: root.clone() })),
         (NFS3_PATHCONF, xdr::to_bytes(&PATHCONF3args { object: root.clone() })),
@@ -62,7 +102,13 @@ fn corpus(e: &Env) -> Vec<Bytes> {
         out.push(call_record(2, MOUNT, 3, p, &Cred::None, &xdr::to_bytes(&name_of("/export/dir"))));
     }
     let m2 = proto::portmap::pmap2_mapping { prog: NFS, vers: 3, prot: 6, port: 0 };
-    let m3 = proto::portmap::pmap3_mapping { prog: NFS, vers: 3, netid: name_of("tcp"), addr: name_of(""), owner: name_of("") };
+    let m3 = proto::portmap::pmap3_mapping {
+        prog: NFS,
+        vers: 3,
+        netid: name_of("tcp"),
+        addr: name_of(""),
+        owner: name_of(""),
+    };
     for p in 0..6 {
         out.push(call_record(3, PMAP, 2, p, &common::root(), &xdr::to_bytes(&m2)));
         out.push(call_record(3, PMAP, 3, p, &common::root(), &xdr::to_bytes(&m3)));

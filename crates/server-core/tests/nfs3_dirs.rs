@@ -40,7 +40,10 @@ fn create_modes() {
     assert_eq!(status_of(&create(&e, &root, ".", createhow3::GUARDED(s.clone()))), nfsstat3::NFS3ERR_EXIST);
     assert_eq!(status_of(&create(&e, &root, "..", createhow3::GUARDED(s.clone()))), nfsstat3::NFS3ERR_EXIST);
     assert_eq!(status_of(&create(&e, &root, "a/b", createhow3::GUARDED(s.clone()))), nfsstat3::NFS3ERR_INVAL);
-    assert_eq!(status_of(&create(&e, &root, &"n".repeat(300), createhow3::GUARDED(s.clone()))), nfsstat3::NFS3ERR_NAMETOOLONG);
+    assert_eq!(
+        status_of(&create(&e, &root, &"n".repeat(300), createhow3::GUARDED(s.clone()))),
+        nfsstat3::NFS3ERR_NAMETOOLONG
+    );
     // In a file.
     assert_eq!(status_of(&create(&e, &fh, "x", createhow3::GUARDED(s.clone()))), nfsstat3::NFS3ERR_NOTDIR);
     // A non-root user cannot give the file away.
@@ -48,7 +51,8 @@ fn create_modes() {
     assert_eq!(status_of(&create(&e, &root, "g", createhow3::GUARDED(give))), nfsstat3::NFS3ERR_PERM);
     // Nor create in a directory they cannot write.
     let other = Cred::Sys(2000, 2000, vec![]);
-    let r: CREATE3res = e.nfs_as(&other, NFS3_CREATE, &CREATE3args { r#where: at(&root, "o"), how: createhow3::GUARDED(s) });
+    let r: CREATE3res =
+        e.nfs_as(&other, NFS3_CREATE, &CREATE3args { r#where: at(&root, "o"), how: createhow3::GUARDED(s) });
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_ACCES);
 }
 
@@ -66,7 +70,11 @@ fn exclusive_create_retransmission() {
     let r = create(&e, &root, "x", createhow3::EXCLUSIVE(*b"other!!!"));
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_EXIST);
     // The client then sets the real attributes.
-    let args = SETATTR3args { object: fh.clone(), new_attributes: sattr3 { mode: Some(0o600), ..Default::default() }, guard: None };
+    let args = SETATTR3args {
+        object: fh.clone(),
+        new_attributes: sattr3 { mode: Some(0o600), ..Default::default() },
+        guard: None,
+    };
     let r: SETATTR3res = e.nfs(NFS3_SETATTR, &args);
     assert_eq!(status_of(&r), nfsstat3::NFS3_OK);
     assert_eq!(e.getattr(&fh).unwrap().mode, 0o600);
@@ -83,32 +91,43 @@ fn mkdir_symlink_mknod() {
     let r: MKDIR3res = e.nfs(NFS3_MKDIR, &MKDIR3args { r#where: at(&root, ".."), attributes: Default::default() });
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_EXIST);
 
-    let r: SYMLINK3res = e.nfs(NFS3_SYMLINK, &SYMLINK3args {
-        r#where: at(&d, "s"),
-        symlink: symlinkdata3 { symlink_attributes: Default::default(), symlink_data: name_of("/etc/passwd") },
-    });
+    let r: SYMLINK3res = e.nfs(
+        NFS3_SYMLINK,
+        &SYMLINK3args {
+            r#where: at(&d, "s"),
+            symlink: symlinkdata3 { symlink_attributes: Default::default(), symlink_data: name_of("/etc/passwd") },
+        },
+    );
     let SYMLINK3res::NFS3_OK(ok) = r else { panic!() };
     assert_eq!(ok.obj_attributes.unwrap().r#type, ftype3::NF3LNK);
-    let r: SYMLINK3res = e.nfs(NFS3_SYMLINK, &SYMLINK3args {
-        r#where: at(&d, "empty"),
-        symlink: symlinkdata3 { symlink_attributes: Default::default(), symlink_data: name_of("") },
-    });
+    let r: SYMLINK3res = e.nfs(
+        NFS3_SYMLINK,
+        &SYMLINK3args {
+            r#where: at(&d, "empty"),
+            symlink: symlinkdata3 { symlink_attributes: Default::default(), symlink_data: name_of("") },
+        },
+    );
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_INVAL);
 
-    let r: MKNOD3res = e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "fifo"), what: mknoddata3::NF3FIFO(Default::default()) });
+    let r: MKNOD3res =
+        e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "fifo"), what: mknoddata3::NF3FIFO(Default::default()) });
     let MKNOD3res::NFS3_OK(ok) = r else { panic!("{r:?}") };
     assert_eq!(ok.obj_attributes.unwrap().r#type, ftype3::NF3FIFO);
-    let r: MKNOD3res = e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "sock"), what: mknoddata3::NF3SOCK(Default::default()) });
+    let r: MKNOD3res =
+        e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "sock"), what: mknoddata3::NF3SOCK(Default::default()) });
     assert_eq!(status_of(&r), nfsstat3::NFS3_OK);
     let dev = devicedata3 { dev_attributes: Default::default(), spec: specdata3 { specdata1: 1, specdata2: 3 } };
-    let r: MKNOD3res = e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "null"), what: mknoddata3::NF3CHR(dev.clone()) });
+    let r: MKNOD3res =
+        e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "null"), what: mknoddata3::NF3CHR(dev.clone()) });
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_PERM, "devices need root");
-    let r: MKNOD3res = e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "reg"), what: mknoddata3::default(ftype3::NF3REG) });
+    let r: MKNOD3res =
+        e.nfs(NFS3_MKNOD, &MKNOD3args { r#where: at(&d, "reg"), what: mknoddata3::default(ftype3::NF3REG) });
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_BADTYPE);
     // Root (not squashed here) may make devices.
     let e2 = env("/export *(rw,insecure,no_root_squash)\n");
     let r2 = e2.root();
-    let r: MKNOD3res = e2.nfs_as(&common::root(), NFS3_MKNOD, &MKNOD3args { r#where: at(&r2, "null"), what: mknoddata3::NF3CHR(dev) });
+    let r: MKNOD3res =
+        e2.nfs_as(&common::root(), NFS3_MKNOD, &MKNOD3args { r#where: at(&r2, "null"), what: mknoddata3::NF3CHR(dev) });
     let MKNOD3res::NFS3_OK(ok) = r else { panic!("{r:?}") };
     let a = ok.obj_attributes.unwrap();
     assert_eq!((a.r#type, a.rdev), (ftype3::NF3CHR, specdata3 { specdata1: 1, specdata2: 3 }));
@@ -120,8 +139,10 @@ fn remove_and_rmdir() {
     let root = e.root();
     let d = e.mkdir(&root, "d");
     let f = e.create_file(&d, "f");
-    let rm = |dir: &nfs_fh3, n: &str| status_of(&e.nfs::<_, REMOVE3res>(NFS3_REMOVE, &REMOVE3args { object: at(dir, n) }));
-    let rmdir = |dir: &nfs_fh3, n: &str| status_of(&e.nfs::<_, RMDIR3res>(NFS3_RMDIR, &RMDIR3args { object: at(dir, n) }));
+    let rm =
+        |dir: &nfs_fh3, n: &str| status_of(&e.nfs::<_, REMOVE3res>(NFS3_REMOVE, &REMOVE3args { object: at(dir, n) }));
+    let rmdir =
+        |dir: &nfs_fh3, n: &str| status_of(&e.nfs::<_, RMDIR3res>(NFS3_RMDIR, &RMDIR3args { object: at(dir, n) }));
     assert_eq!(rmdir(&root, "d"), nfsstat3::NFS3ERR_NOTEMPTY);
     assert_eq!(rmdir(&d, "."), nfsstat3::NFS3ERR_INVAL);
     assert_eq!(rmdir(&d, ".."), nfsstat3::NFS3ERR_EXIST);
@@ -142,7 +163,11 @@ fn sticky_directory() {
     let e = env("/export *(rw,insecure,no_root_squash)\n");
     let root = e.root();
     let tmp = e.mkdir(&root, "tmp");
-    let chmod = SETATTR3args { object: tmp.clone(), new_attributes: sattr3 { mode: Some(0o1777), ..Default::default() }, guard: None };
+    let chmod = SETATTR3args {
+        object: tmp.clone(),
+        new_attributes: sattr3 { mode: Some(0o1777), ..Default::default() },
+        guard: None,
+    };
     let _: SETATTR3res = e.nfs(NFS3_SETATTR, &chmod);
     e.create_file(&tmp, "mine");
     let other = Cred::Sys(2000, 2000, vec![]);

@@ -31,13 +31,18 @@ fn getattr_and_lookup() {
     let d = e.mkdir(&root, "d");
     assert_eq!(e.lookup(&d, "..").unwrap().0, root);
     // Failure replies carry the directory attributes.
-    let r: LOOKUP3res = e.nfs(NFS3_LOOKUP, &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: name_of("zz") } });
+    let r: LOOKUP3res =
+        e.nfs(NFS3_LOOKUP, &LOOKUP3args { what: diropargs3 { dir: root.clone(), name: name_of("zz") } });
     match r {
         LOOKUP3res::default(nfsstat3::NFS3ERR_NOENT, fail) => assert!(fail.dir_attributes.is_some()),
         other => panic!("{other:?}"),
     }
     // Lookup needs search permission on the directory.
-    let args = SETATTR3args { object: d.clone(), new_attributes: sattr3 { mode: Some(0o600), ..Default::default() }, guard: None };
+    let args = SETATTR3args {
+        object: d.clone(),
+        new_attributes: sattr3 { mode: Some(0o600), ..Default::default() },
+        guard: None,
+    };
     let r: SETATTR3res = e.nfs(NFS3_SETATTR, &args);
     assert_eq!(status_of(&r), nfsstat3::NFS3_OK);
     let other = Cred::Sys(2000, 2000, vec![]);
@@ -100,12 +105,17 @@ fn setattr_guard_and_permissions() {
     let r: SETATTR3res = e.nfs_as(&other, NFS3_SETATTR, &set(0o666, None));
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_PERM);
     // Nor chown to someone else, even the owner.
-    let chown = SETATTR3args { object: f.clone(), new_attributes: sattr3 { uid: Some(2000), ..Default::default() }, guard: None };
+    let chown = SETATTR3args {
+        object: f.clone(),
+        new_attributes: sattr3 { uid: Some(2000), ..Default::default() },
+        guard: None,
+    };
     let r: SETATTR3res = e.nfs(NFS3_SETATTR, &chown);
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_PERM);
     // Truncation by the owner works; by a stranger without write access not.
     e.write(&f, 0, b"hello", stable_how::FILE_SYNC);
-    let trunc = SETATTR3args { object: f.clone(), new_attributes: sattr3 { size: Some(2), ..Default::default() }, guard: None };
+    let trunc =
+        SETATTR3args { object: f.clone(), new_attributes: sattr3 { size: Some(2), ..Default::default() }, guard: None };
     let r: SETATTR3res = e.nfs_as(&other, NFS3_SETATTR, &trunc);
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_ACCES);
     let r: SETATTR3res = e.nfs(NFS3_SETATTR, &trunc);
@@ -167,10 +177,21 @@ fn read_write_commit() {
     let READ3res::NFS3_OK(ok) = e.read(&f, 10_000_000, 10) else { panic!() };
     assert!(ok.eof && ok.data.is_empty());
     // The READ payload travels as its own segment (no copy).
-    let rec = call_record(77, NFS, 3, NFS3_READ, &user(), &xdr::to_bytes(&READ3args { file: f.clone(), offset: 0, count: 65536 }));
+    let rec = call_record(
+        77,
+        NFS,
+        3,
+        NFS3_READ,
+        &user(),
+        &xdr::to_bytes(&READ3args { file: f.clone(), offset: 0, count: 65536 }),
+    );
     let out = e.raw(rec);
     let segs = out.reply.unwrap();
-    assert!(segs.iter().any(|s| s.len() == 65536), "data segment kept whole: {:?}", segs.iter().map(|s| s.len()).collect::<Vec<_>>());
+    assert!(
+        segs.iter().any(|s| s.len() == 65536),
+        "data segment kept whole: {:?}",
+        segs.iter().map(|s| s.len()).collect::<Vec<_>>()
+    );
     // COMMIT, whole file and a range.
     for (offset, count) in [(0, 0), (100, 1000)] {
         let r: COMMIT3res = e.nfs(NFS3_COMMIT, &COMMIT3args { file: f.clone(), offset, count });
@@ -185,10 +206,19 @@ fn read_write_commit() {
 
 #[test]
 fn write_count_rules() {
-    let e = env_with("/export *(rw,insecure)\n", server_core::CoreSettings { wtmax: 8192, rtmax: 4096, ..Default::default() });
+    let e = env_with(
+        "/export *(rw,insecure)\n",
+        server_core::CoreSettings { wtmax: 8192, rtmax: 4096, ..Default::default() },
+    );
     let f = e.create_file(&e.root(), "w");
     // count larger than the data: INVAL.
-    let args = WRITE3args { file: f.clone(), offset: 0, count: 10, stable: stable_how::FILE_SYNC, data: Bytes::from_static(b"abc") };
+    let args = WRITE3args {
+        file: f.clone(),
+        offset: 0,
+        count: 10,
+        stable: stable_how::FILE_SYNC,
+        data: Bytes::from_static(b"abc"),
+    };
     let r: WRITE3res = e.nfs(NFS3_WRITE, &args);
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_INVAL);
     // count smaller than the data: count bytes are written.
@@ -222,7 +252,11 @@ fn read_permissions() {
     let e = rw_env();
     let f = e.create_file(&e.root(), "secret");
     e.write(&f, 0, b"s3cr3t", stable_how::FILE_SYNC);
-    let chmod = |mode| SETATTR3args { object: f.clone(), new_attributes: sattr3 { mode: Some(mode), ..Default::default() }, guard: None };
+    let chmod = |mode| SETATTR3args {
+        object: f.clone(),
+        new_attributes: sattr3 { mode: Some(mode), ..Default::default() },
+        guard: None,
+    };
     let _: SETATTR3res = e.nfs(NFS3_SETATTR, &chmod(0o600));
     let other = Cred::Sys(2000, 2000, vec![]);
     let r: READ3res = e.nfs_as(&other, NFS3_READ, &READ3args { file: f.clone(), offset: 0, count: 10 });
@@ -232,9 +266,11 @@ fn read_permissions() {
     let _: SETATTR3res = e.nfs(NFS3_SETATTR, &chmod(0o000));
     assert_eq!(status_of(&e.read(&f, 0, 10)), nfsstat3::NFS3_OK);
     assert_eq!(status_of(&e.write(&f, 0, b"x", stable_how::UNSTABLE)), nfsstat3::NFS3_OK);
-    let r: WRITE3res = e.nfs_as(&other, NFS3_WRITE, &WRITE3args {
-        file: f, offset: 0, count: 1, stable: stable_how::UNSTABLE, data: Bytes::from_static(b"x"),
-    });
+    let r: WRITE3res = e.nfs_as(
+        &other,
+        NFS3_WRITE,
+        &WRITE3args { file: f, offset: 0, count: 1, stable: stable_how::UNSTABLE, data: Bytes::from_static(b"x") },
+    );
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_ACCES);
 }
 
@@ -261,15 +297,21 @@ fn readlink() {
 fn fsinfo_fsstat_pathconf() {
     let e = rw_env();
     let root = e.root();
-    let FSINFO3res::NFS3_OK(i) = e.nfs::<_, FSINFO3res>(NFS3_FSINFO, &FSINFO3args { fsroot: root.clone() }) else { panic!() };
+    let FSINFO3res::NFS3_OK(i) = e.nfs::<_, FSINFO3res>(NFS3_FSINFO, &FSINFO3args { fsroot: root.clone() }) else {
+        panic!()
+    };
     assert_eq!((i.rtmax, i.rtpref, i.wtmax, i.wtpref), (1 << 20, 1 << 20, 1 << 20, 1 << 20));
     assert_eq!((i.rtmult, i.wtmult), (4096, 4096));
     assert_eq!(i.time_delta, nfstime3 { seconds: 0, nseconds: 1 });
     assert_eq!(i.properties, FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME);
     assert!(i.obj_attributes.is_some());
-    let FSSTAT3res::NFS3_OK(s) = e.nfs::<_, FSSTAT3res>(NFS3_FSSTAT, &FSSTAT3args { fsroot: root.clone() }) else { panic!() };
+    let FSSTAT3res::NFS3_OK(s) = e.nfs::<_, FSSTAT3res>(NFS3_FSSTAT, &FSSTAT3args { fsroot: root.clone() }) else {
+        panic!()
+    };
     assert!(s.tbytes >= s.fbytes && s.fbytes >= s.abytes && s.tfiles > 0);
-    let PATHCONF3res::NFS3_OK(p) = e.nfs::<_, PATHCONF3res>(NFS3_PATHCONF, &PATHCONF3args { object: root }) else { panic!() };
+    let PATHCONF3res::NFS3_OK(p) = e.nfs::<_, PATHCONF3res>(NFS3_PATHCONF, &PATHCONF3args { object: root }) else {
+        panic!()
+    };
     assert_eq!(p.name_max, 255);
     assert!(p.no_trunc && p.chown_restricted && !p.case_insensitive && p.case_preserving);
 }

@@ -15,8 +15,20 @@ fn readdir_raw(e: &Env, dir: &nfs_fh3, cookie: u64, verf: [u8; 8], count: u32) -
     (r.result(), len)
 }
 
-fn readdirplus_raw(e: &Env, dir: &nfs_fh3, cookie: u64, verf: [u8; 8], dircount: u32, maxcount: u32) -> (READDIRPLUS3res, usize) {
-    let r = e.call(NFS, 3, NFS3_READDIRPLUS, &READDIRPLUS3args { dir: dir.clone(), cookie, cookieverf: verf, dircount, maxcount });
+fn readdirplus_raw(
+    e: &Env,
+    dir: &nfs_fh3,
+    cookie: u64,
+    verf: [u8; 8],
+    dircount: u32,
+    maxcount: u32,
+) -> (READDIRPLUS3res, usize) {
+    let r = e.call(
+        NFS,
+        3,
+        NFS3_READDIRPLUS,
+        &READDIRPLUS3args { dir: dir.clone(), cookie, cookieverf: verf, dircount, maxcount },
+    );
     let len = r.rest.len();
     (r.result(), len)
 }
@@ -31,7 +43,10 @@ fn dot_entries_and_small_directory() {
     let READDIR3res::NFS3_OK(ok) = r else { panic!("{r:?}") };
     assert!(len <= 4096);
     let names: Vec<_> = ok.reply.entries.iter().map(|x| x.name.clone()).collect();
-    assert_eq!(names, vec![Bytes::from_static(b"."), Bytes::from_static(b".."), Bytes::from_static(b"a"), Bytes::from_static(b"b")]);
+    assert_eq!(
+        names,
+        vec![Bytes::from_static(b"."), Bytes::from_static(b".."), Bytes::from_static(b"a"), Bytes::from_static(b"b")]
+    );
     assert_eq!(ok.reply.entries[0].cookie, 1);
     assert_eq!(ok.reply.entries[1].cookie, 2);
     assert!(ok.reply.entries[2].cookie > 2);
@@ -78,10 +93,15 @@ fn verifier_and_errors() {
     let (r, _) = readdir_raw(&e, &f, 0, [0; 8], 4096);
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_NOTDIR);
     // Listing needs read permission.
-    let args = SETATTR3args { object: root.clone(), new_attributes: sattr3 { mode: Some(0o711), ..Default::default() }, guard: None };
+    let args = SETATTR3args {
+        object: root.clone(),
+        new_attributes: sattr3 { mode: Some(0o711), ..Default::default() },
+        guard: None,
+    };
     let _: SETATTR3res = e.nfs(NFS3_SETATTR, &args);
     let other = Cred::Sys(2000, 2000, vec![]);
-    let r: READDIR3res = e.nfs_as(&other, NFS3_READDIR, &READDIR3args { dir: root, cookie: 0, cookieverf: [0; 8], count: 4096 });
+    let r: READDIR3res =
+        e.nfs_as(&other, NFS3_READDIR, &READDIR3args { dir: root, cookie: 0, cookieverf: [0; 8], count: 4096 });
     assert_eq!(status_of(&r), nfsstat3::NFS3ERR_ACCES);
 }
 
@@ -177,7 +197,8 @@ fn paging_while_the_directory_changes() {
     let READDIR3res::NFS3_OK(first) = r else { panic!() };
     let seen_first: Vec<Bytes> = first.reply.entries.iter().map(|x| x.name.clone()).collect();
     for n in seen_first.iter().filter(|n| n.starts_with(b"f")).take(5) {
-        let _: REMOVE3res = e.nfs(NFS3_REMOVE, &REMOVE3args { object: diropargs3 { dir: dir.clone(), name: n.clone() } });
+        let _: REMOVE3res =
+            e.nfs(NFS3_REMOVE, &REMOVE3args { object: diropargs3 { dir: dir.clone(), name: n.clone() } });
     }
     let mut cookie = first.reply.entries.last().unwrap().cookie;
     let mut rest = Vec::new();

@@ -41,7 +41,14 @@ fn getport_with_udp() {
         VERF,
         ServicePorts { tcp: 2049, udp: Some(2050) },
     );
-    let rec = call_record(1, PMAP, 2, PMAP2_GETPORT, &user(), &xdr::to_bytes(&pmap2_mapping { prog: NFS, vers: 3, prot: 17, port: 0 }));
+    let rec = call_record(
+        1,
+        PMAP,
+        2,
+        PMAP2_GETPORT,
+        &user(),
+        &xdr::to_bytes(&pmap2_mapping { prog: NFS, vers: 3, prot: 17, port: 0 }),
+    );
     let r = parse_reply(core.handle(rec, &peer("127.0.0.1:5000")));
     assert_eq!(r.result::<u32>(), 2050);
 }
@@ -64,7 +71,13 @@ fn getaddr_v3_v4() {
     assert_eq!(r.addr, "");
     let r: pmap3_string_result = e.call(PMAP, 3, PMAP3_GETADDR, &m(NFS, 2, "tcp")).result();
     assert_eq!(r.addr, "");
-    let m4 = pmap4_mapping { prog: NFS, vers: 3, netid: Bytes::from_static(b"tcp"), addr: Bytes::new(), owner: Bytes::new() };
+    let m4 = pmap4_mapping {
+        prog: NFS,
+        vers: 3,
+        netid: Bytes::from_static(b"tcp"),
+        addr: Bytes::new(),
+        owner: Bytes::new(),
+    };
     let r: pmap4_string_result = e.call(PMAP, 4, PMAP4_GETADDR, &m4).result();
     assert_eq!(r.addr, "127.0.0.1.8.1");
     let r: pmap4_string_result = e.call(PMAP, 4, PMAP4_GETVERSADDR, &m4).result();

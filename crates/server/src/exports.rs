@@ -35,9 +35,10 @@ pub fn needs_hostname(rule: &ClientRule) -> bool {
 
 fn entries(cfg: &ServeConfig) -> anyhow::Result<Vec<ExportEntry>> {
     if let Some(file) = &cfg.exports_file {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read exports file {}", file.display()))?;
-        let parsed = parse_exports(&text).map_err(|e| anyhow::anyhow!("{}:{}: {}", file.display(), e.line, e.message))?;
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("cannot read exports file {}", file.display()))?;
+        let parsed =
+            parse_exports(&text).map_err(|e| anyhow::anyhow!("{}:{}: {}", file.display(), e.line, e.message))?;
         for w in &parsed.warnings {
             tracing::warn!(file = %file.display(), "{w}");
         }

@@ -14,10 +14,8 @@ use tokio::net::TcpListener;
 
 /// Upper bounds of the latency buckets, in seconds: from a memory-backend
 /// GETATTR (~10 µs) to a slow fsync (seconds).
-const LATENCY_BUCKETS_S: [f64; 16] = [
-    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-    0.1, 0.25, 1.0, 5.0,
-];
+const LATENCY_BUCKETS_S: [f64; 16] =
+    [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
 
 #[derive(Default)]
 struct ProcStats {
@@ -73,7 +71,11 @@ impl Metrics {
         }
         let counters: [(&str, &str, u64); 5] = [
             ("nfsx_connections_total", "Client connections accepted.", self.connections_total.load(Relaxed)),
-            ("nfsx_connections_rejected_total", "Connections refused at the connection limit.", self.connections_rejected.load(Relaxed)),
+            (
+                "nfsx_connections_rejected_total",
+                "Connections refused at the connection limit.",
+                self.connections_rejected.load(Relaxed),
+            ),
             ("nfsx_received_bytes_total", "Bytes read from clients.", self.bytes_received.load(Relaxed)),
             ("nfsx_sent_bytes_total", "Bytes written to clients.", self.bytes_sent.load(Relaxed)),
             ("nfsx_bad_records_total", "Records that could not be framed or parsed.", self.bad_records.load(Relaxed)),
@@ -84,7 +86,9 @@ impl Metrics {
         let mut procs: Vec<(&'static str, Arc<ProcStats>)> =
             self.procs.read().iter().map(|(k, v)| (*k, v.clone())).collect();
         procs.sort_by_key(|(k, _)| *k);
-        out.push_str("# HELP nfsx_requests_total RPC requests answered, by procedure.\n# TYPE nfsx_requests_total counter\n");
+        out.push_str(
+            "# HELP nfsx_requests_total RPC requests answered, by procedure.\n# TYPE nfsx_requests_total counter\n",
+        );
         for (label, s) in &procs {
             let _ = writeln!(out, "nfsx_requests_total{{proc=\"{label}\"}} {}", s.count.load(Relaxed));
         }

@@ -73,8 +73,8 @@ impl Settings {
     pub fn load(path: &std::path::Path) -> anyhow::Result<Settings> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read settings file {}: {e}", path.display()))?;
-        let s: Settings = toml::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("settings file {}: {e}", path.display()))?;
+        let s: Settings =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("settings file {}: {e}", path.display()))?;
         s.validate()?;
         Ok(s)
     }
@@ -82,10 +82,7 @@ impl Settings {
     pub fn validate(&self) -> anyhow::Result<()> {
         let need = self.core.wtmax as usize + 4096;
         if self.max_record_size < need {
-            anyhow::bail!(
-                "max_record_size ({}) must be at least wtmax + 4096 ({need})",
-                self.max_record_size
-            );
+            anyhow::bail!("max_record_size ({}) must be at least wtmax + 4096 ({need})", self.max_record_size);
         }
         if self.max_in_flight_per_connection == 0 || self.worker_threads == 0 {
             anyhow::bail!("max_in_flight_per_connection and worker_threads must be at least 1");

@@ -62,10 +62,8 @@ pub fn handle_key(dir: &Path) -> anyhow::Result<[u8; HANDLE_KEY_LEN]> {
 /// the previous instance's so clients resend unstable data a restart may
 /// have lost (RFC 1813 section 3.3.7).
 pub fn boot_verifier() -> [u8; 8] {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     let mut v = nanos.to_be_bytes();
     let mut salt = [0u8; 2];
     rand::thread_rng().fill_bytes(&mut salt);

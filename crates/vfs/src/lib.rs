@@ -18,8 +18,8 @@ pub use access::{check_access, Access};
 mod names;
 pub use names::DEFAULT_MAX_NAME_LEN;
 
-pub mod memfs;
 pub mod localfs;
+pub mod memfs;
 pub use localfs::{LocalFs, LocalFsSettings};
 pub use memfs::{MemFs, MemFsSettings};
 
@@ -64,8 +64,22 @@ pub trait Vfs: Send + Sync + 'static {
 
     fn create(&self, dir: FileId, name: &[u8], how: &CreateHow, owner: Owner) -> VfsResult<(FileId, Attrs)>;
     fn mkdir(&self, dir: FileId, name: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)>;
-    fn symlink(&self, dir: FileId, name: &[u8], target: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)>;
-    fn mknod(&self, dir: FileId, name: &[u8], kind: NodeKind, attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)>;
+    fn symlink(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        target: &[u8],
+        attrs: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)>;
+    fn mknod(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        kind: NodeKind,
+        attrs: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)>;
 
     /// Removes a non-directory.
     fn remove(&self, dir: FileId, name: &[u8]) -> VfsResult<()>;

@@ -49,16 +49,9 @@ mod tests {
     #[test]
     fn rejects_path_like_names() {
         for bad in [&b""[..], b".", b"..", b"a/b", b"/", b"a\0b"] {
-            assert_eq!(
-                check_entry_name(bad, 255),
-                Err(VfsError::Invalid),
-                "{bad:?}"
-            );
+            assert_eq!(check_entry_name(bad, 255), Err(VfsError::Invalid), "{bad:?}");
         }
-        assert_eq!(
-            check_entry_name(&[b'x'; 256], 255),
-            Err(VfsError::NameTooLong)
-        );
+        assert_eq!(check_entry_name(&[b'x'; 256], 255), Err(VfsError::NameTooLong));
         assert_eq!(check_entry_name(b"...", 255), Ok(()));
         assert_eq!(classify_lookup(b"..", 255), Ok(LookupName::DotDot));
         assert_eq!(classify_lookup(b"a/..", 255), Err(VfsError::Invalid));

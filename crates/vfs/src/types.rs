@@ -125,9 +125,7 @@ pub struct Timespec {
 
 impl Timespec {
     pub fn now() -> Timespec {
-        let d = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Timespec { seconds: d.as_secs() as i64, nanos: d.subsec_nanos() }
     }
 }

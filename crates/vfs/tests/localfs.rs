@@ -60,10 +60,7 @@ impl Fixture {
         let dirs = TempDirs::new();
         // Metadata syncs make the 10 000-entry case slow and prove nothing
         // about semantics; durability has its own case below.
-        let fs = dirs.open_with(LocalFsSettings {
-            sync_metadata: false,
-            ..Default::default()
-        });
+        let fs = dirs.open_with(LocalFsSettings { sync_metadata: false, ..Default::default() });
         Fixture { fs, _dirs: dirs }
     }
 
@@ -79,9 +76,7 @@ fn guarded() -> CreateHow {
 }
 
 fn mkdir(fs: &LocalFs, dir: FileId, name: &str) -> FileId {
-    fs.mkdir(dir, name.as_bytes(), &SetAttrs::default(), suite::OWNER)
-        .unwrap()
-        .0
+    fs.mkdir(dir, name.as_bytes(), &SetAttrs::default(), suite::OWNER).unwrap().0
 }
 
 #[test]
@@ -105,12 +100,7 @@ fn ids_survive_restart() {
         // Created behind the server's back, known only from READDIR.
         std::fs::write(dirs.export().join("a/b/outside"), b"x").unwrap();
         let r = fs.readdir(b, 0, 100).unwrap();
-        via_readdir = r
-            .entries
-            .iter()
-            .find(|e| &e.name[..] == b"outside")
-            .unwrap()
-            .fileid;
+        via_readdir = r.entries.iter().find(|e| &e.name[..] == b"outside").unwrap().fileid;
     }
     let fs = dirs.open();
     assert_eq!(fs.getattr(a).unwrap().ftype, FileType::Directory);
@@ -134,22 +124,14 @@ fn renamed_behind_our_back_is_found_again() {
     let fs = dirs.open();
     let d = mkdir(&fs, fs.root(), "d");
     let f = fs.create(d, b"before", &guarded(), suite::OWNER).unwrap().0;
-    std::fs::rename(
-        dirs.export().join("d/before"),
-        dirs.export().join("d/after"),
-    )
-    .unwrap();
+    std::fs::rename(dirs.export().join("d/before"), dirs.export().join("d/after")).unwrap();
     assert_eq!(fs.getattr(f).unwrap().fileid, f);
     // A directory renamed: everything below resolves again too.
     std::fs::rename(dirs.export().join("d"), dirs.export().join("d2")).unwrap();
     assert_eq!(fs.getattr(f).unwrap().fileid, f);
     // Moved to another directory, then restarted: no longer findable.
     std::fs::create_dir(dirs.export().join("elsewhere")).unwrap();
-    std::fs::rename(
-        dirs.export().join("d2/after"),
-        dirs.export().join("elsewhere/x"),
-    )
-    .unwrap();
+    std::fs::rename(dirs.export().join("d2/after"), dirs.export().join("elsewhere/x")).unwrap();
     drop(fs);
     let fs = dirs.open();
     assert_eq!(fs.getattr(f).unwrap_err(), VfsError::Stale);
@@ -159,18 +141,14 @@ fn renamed_behind_our_back_is_found_again() {
 fn deleted_and_recreated_is_detected() {
     let dirs = TempDirs::new();
     let fs = dirs.open();
-    let (id, a) = fs
-        .create(fs.root(), b"f", &guarded(), suite::OWNER)
-        .unwrap();
+    let (id, a) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
     let path = dirs.export().join("f");
     std::fs::remove_file(&path).unwrap();
     assert_eq!(fs.getattr(id).unwrap_err(), VfsError::Stale);
     // Recreate until the file system hands out the same inode number
     // again (ext4 usually does at once), then the generation must differ.
     std::thread::sleep(std::time::Duration::from_millis(5));
-    let (id2, a2) = fs
-        .create(fs.root(), b"f", &guarded(), suite::OWNER)
-        .unwrap();
+    let (id2, a2) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
     if id2 == id {
         assert_ne!(a2.generation, a.generation);
         assert_ne!(fs.getattr(id).unwrap().generation, a.generation);
@@ -203,41 +181,17 @@ fn symlinks_cannot_escape() {
     let (evil, attrs) = fs.lookup(root, b"evil").unwrap();
     assert_eq!(attrs.ftype, FileType::Symlink);
     assert_eq!(fs.lookup(evil, b"passwd").unwrap_err(), VfsError::NotDir);
-    assert_eq!(
-        fs.create(evil, b"pwned", &guarded(), suite::OWNER)
-            .unwrap_err(),
-        VfsError::NotDir
-    );
+    assert_eq!(fs.create(evil, b"pwned", &guarded(), suite::OWNER).unwrap_err(), VfsError::NotDir);
     assert!(fs.readdir(evil, 0, 10).is_err());
     let (pw, _) = fs.lookup(root, b"pw").unwrap();
     assert!(fs.read(pw, 0, 100).is_err());
     assert!(fs.write(pw, 0, b"x", Stability::Unstable).is_err());
-    assert!(fs
-        .setattr(
-            pw,
-            &SetAttrs {
-                size: Some(0),
-                ..Default::default()
-            },
-            None
-        )
-        .is_err());
-    assert!(fs
-        .setattr(
-            pw,
-            &SetAttrs {
-                mode: Some(0o777),
-                ..Default::default()
-            },
-            None
-        )
-        .is_err());
+    assert!(fs.setattr(pw, &SetAttrs { size: Some(0), ..Default::default() }, None).is_err());
+    assert!(fs.setattr(pw, &SetAttrs { mode: Some(0o777), ..Default::default() }, None).is_err());
     // A known directory replaced by a symlink to /etc behind our back. ext4
     // may give the symlink the directory's inode number at once: then the
     // id names the symlink, with a new generation (stale for the server).
-    let (d, da) = fs
-        .mkdir(root, b"d", &SetAttrs::default(), suite::OWNER)
-        .unwrap();
+    let (d, da) = fs.mkdir(root, b"d", &SetAttrs::default(), suite::OWNER).unwrap();
     std::fs::remove_dir(dirs.export().join("d")).unwrap();
     std::os::unix::fs::symlink("/etc", dirs.export().join("d")).unwrap();
     match fs.getattr(d) {
@@ -250,12 +204,8 @@ fn symlinks_cannot_escape() {
     assert!(fs.readdir(d, 0, 10).is_err());
     // An ancestor swapped for a symlink to /etc, which has a directory of
     // the same name: the walk refuses the symlink and finds the real one.
-    let (a, _) = fs
-        .mkdir(root, b"a", &SetAttrs::default(), suite::OWNER)
-        .unwrap();
-    let (ssl, _) = fs
-        .mkdir(a, b"ssl", &SetAttrs::default(), suite::OWNER)
-        .unwrap();
+    let (a, _) = fs.mkdir(root, b"a", &SetAttrs::default(), suite::OWNER).unwrap();
+    let (ssl, _) = fs.mkdir(a, b"ssl", &SetAttrs::default(), suite::OWNER).unwrap();
     std::fs::rename(dirs.export().join("a"), dirs.export().join("a.moved")).unwrap();
     std::os::unix::fs::symlink("/etc", dirs.export().join("a")).unwrap();
     fs.create(ssl, b"pwned", &guarded(), suite::OWNER).unwrap();
@@ -265,11 +215,7 @@ fn symlinks_cannot_escape() {
     // `..` from the root stays at the root; `..` as a path never works.
     assert_eq!(fs.lookup(root, b"..").unwrap().0, root);
     assert_eq!(fs.lookup(root, b"../etc").unwrap_err(), VfsError::Invalid);
-    assert_eq!(
-        fs.create(root, b"../pwned", &guarded(), suite::OWNER)
-            .unwrap_err(),
-        VfsError::Invalid
-    );
+    assert_eq!(fs.create(root, b"../pwned", &guarded(), suite::OWNER).unwrap_err(), VfsError::Invalid);
     assert!(!Path::new("/etc/pwned").exists());
     assert!(!dirs.base.join("pwned").exists());
     // Renaming and linking onto the symlink replace the link, not /etc.
@@ -284,10 +230,7 @@ fn symlinks_cannot_escape() {
 fn state_dir_inside_export_is_refused() {
     let dirs = TempDirs::new();
     let inside = dirs.export().join(".state");
-    assert_eq!(
-        LocalFs::open(&dirs.export(), &inside, LocalFsSettings::default()).err(),
-        Some(VfsError::Invalid)
-    );
+    assert_eq!(LocalFs::open(&dirs.export(), &inside, LocalFsSettings::default()).err(), Some(VfsError::Invalid));
 }
 
 #[test]
@@ -300,33 +243,20 @@ fn one_instance_per_state_dir() {
 #[test]
 fn stable_writes_are_visible_and_cache_is_bounded() {
     let dirs = TempDirs::new();
-    let fs = dirs.open_with(LocalFsSettings {
-        open_file_cache: 4,
-        ..Default::default()
-    });
+    let fs = dirs.open_with(LocalFsSettings { open_file_cache: 4, ..Default::default() });
     let root = fs.root();
     let mut ids = Vec::new();
     for i in 0..20 {
         let name = format!("f{i}");
-        let id = fs
-            .create(root, name.as_bytes(), &guarded(), suite::OWNER)
-            .unwrap()
-            .0;
-        let stable = [
-            Stability::Unstable,
-            Stability::DataSync,
-            Stability::FileSync,
-        ][i % 3];
+        let id = fs.create(root, name.as_bytes(), &guarded(), suite::OWNER).unwrap().0;
+        let stable = [Stability::Unstable, Stability::DataSync, Stability::FileSync][i % 3];
         let w = fs.write(id, 0, name.as_bytes(), stable).unwrap();
         assert_eq!(w.committed, stable);
         ids.push((id, name));
     }
     for (id, name) in &ids {
         // Visible to anyone reading the host file, not only through us.
-        assert_eq!(
-            std::fs::read(dirs.export().join(name)).unwrap(),
-            name.as_bytes()
-        );
+        assert_eq!(std::fs::read(dirs.export().join(name)).unwrap(), name.as_bytes());
         fs.commit(*id, 0, 0).unwrap();
         assert_eq!(&fs.read(*id, 0, 100).unwrap().data[..], name.as_bytes());
     }
@@ -337,19 +267,12 @@ fn exclusive_verifier_lives_in_the_times() {
     let dirs = TempDirs::new();
     let fs = dirs.open();
     let v = *b"\x00\x00\x01\x00\x00\x00\x02\x00";
-    let (id, a) = fs
-        .create(fs.root(), b"x", &CreateHow::Exclusive(v), suite::OWNER)
-        .unwrap();
+    let (id, a) = fs.create(fs.root(), b"x", &CreateHow::Exclusive(v), suite::OWNER).unwrap();
     assert_eq!((a.atime.seconds, a.mtime.seconds), (256, 512));
     // Survives a restart: a retransmission after a server reboot works.
     drop(fs);
     let fs = dirs.open();
-    assert_eq!(
-        fs.create(fs.root(), b"x", &CreateHow::Exclusive(v), suite::OWNER)
-            .unwrap()
-            .0,
-        id
-    );
+    assert_eq!(fs.create(fs.root(), b"x", &CreateHow::Exclusive(v), suite::OWNER).unwrap().0, id);
 }
 
 #[test]
@@ -359,24 +282,13 @@ fn ownership_and_mode_are_exact() {
     }
     let dirs = TempDirs::new();
     let fs = dirs.open();
-    let set = SetAttrs {
-        mode: Some(0o4751),
-        ..Default::default()
-    };
-    let (id, a) = fs
-        .create(fs.root(), b"m", &CreateHow::Guarded(set), suite::OWNER)
-        .unwrap();
-    assert_eq!(
-        a.mode, 0o4751,
-        "umask must not apply, chown must not clear set-id"
-    );
+    let set = SetAttrs { mode: Some(0o4751), ..Default::default() };
+    let (id, a) = fs.create(fs.root(), b"m", &CreateHow::Guarded(set), suite::OWNER).unwrap();
+    assert_eq!(a.mode, 0o4751, "umask must not apply, chown must not clear set-id");
     assert_eq!((a.uid, a.gid), (suite::OWNER.uid, suite::OWNER.gid));
     let md = std::fs::metadata(dirs.export().join("m")).unwrap();
     use std::os::unix::fs::MetadataExt;
-    assert_eq!(
-        (md.uid(), md.gid(), md.ino()),
-        (suite::OWNER.uid, suite::OWNER.gid, id)
-    );
+    assert_eq!((md.uid(), md.gid(), md.ino()), (suite::OWNER.uid, suite::OWNER.gid, id));
 }
 
 #[test]
@@ -480,7 +392,8 @@ fn hostile_ids_cookies_and_offsets() {
 fn concurrent_io_and_renames() {
     use std::sync::Arc;
     let dirs = TempDirs::new();
-    let fs = Arc::new(dirs.open_with(LocalFsSettings { sync_metadata: false, open_file_cache: 3, ..Default::default() }));
+    let fs =
+        Arc::new(dirs.open_with(LocalFsSettings { sync_metadata: false, open_file_cache: 3, ..Default::default() }));
     let root = fs.root();
     let threads: Vec<_> = (0..4u8)
         .map(|t| {
@@ -490,7 +403,11 @@ fn concurrent_io_and_renames() {
                 let (f, _) = fs.create(root, name.as_bytes(), &guarded(), suite::OWNER).unwrap();
                 for i in 0..300u64 {
                     fs.write(f, i, &[b'a' + t], Stability::Unstable).unwrap();
-                    let (a, b) = if i % 2 == 0 { (name.clone(), format!("{name}x")) } else { (format!("{name}x"), name.clone()) };
+                    let (a, b) = if i % 2 == 0 {
+                        (name.clone(), format!("{name}x"))
+                    } else {
+                        (format!("{name}x"), name.clone())
+                    };
                     fs.rename(root, a.as_bytes(), root, b.as_bytes()).unwrap();
                     assert_eq!(fs.getattr(f).unwrap().size, i + 1);
                 }

@@ -9,10 +9,10 @@ use crate::writer::Writer;
 use crate::Error;
 
 const KEYWORDS: &[&str] = &[
-    "as", "break", "const", "continue", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
-    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait",
-    "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box",
-    "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
+    "as", "break", "const", "continue", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let",
+    "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
 ];
 
 /// A Rust identifier for an XDR name.
@@ -319,7 +319,9 @@ impl Emitter<'_> {
             Disc::Bool => format!("e.bool({pat});"),
             Disc::Int(b) => format!("e.{}({pat});", Self::builtin(*b)),
         };
-        self.w.line(&format!("impl ::xdr::Encode for {id} {{\nfn encode(&self, e: &mut ::xdr::Encoder) {{\nmatch self {{"));
+        self.w.line(&format!(
+            "impl ::xdr::Encode for {id} {{\nfn encode(&self, e: &mut ::xdr::Encoder) {{\nmatch self {{"
+        ));
         for (v, pat, decl) in &cases {
             if decl.kind == DeclKind::Void {
                 self.w.line(&format!("{id}::{v} => {{\n{}\n}}", disc_enc(pat)));
@@ -359,9 +361,9 @@ impl Emitter<'_> {
                 let c = self.m.codec(&decl.kind, n)?;
                 self.w.line(&format!("_ => Ok({id}::default(disc, {})),", dec(&c, 0)));
             }
-            None => self.w.line(&format!(
-                "_ => Err(::xdr::XdrError::BadDiscriminant {{ name: \"{n}\", value: disc as i64 }}),"
-            )),
+            None => self
+                .w
+                .line(&format!("_ => Err(::xdr::XdrError::BadDiscriminant {{ name: \"{n}\", value: disc as i64 }}),")),
         }
         self.w.line("}\n}\n}");
         Ok(())
@@ -455,7 +457,9 @@ fn dec(c: &Codec, depth: usize) -> String {
             let check = if *max == u32::MAX {
                 String::new()
             } else {
-                format!("if {n} > {max} {{\nreturn Err(::xdr::XdrError::TooLong {{ len: {n}.into(), max: {max} }});\n}}\n")
+                format!(
+                    "if {n} > {max} {{\nreturn Err(::xdr::XdrError::TooLong {{ len: {n}.into(), max: {max} }});\n}}\n"
+                )
             };
             format!(
                 "{{\nlet {n} = d.u32()?;\n{check}let mut {v} = Vec::with_capacity(({n} as usize).min(d.remaining() / 4));\nfor _ in 0..{n} {{\n{v}.push({});\n}}\n{v}\n}}",

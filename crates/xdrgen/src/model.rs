@@ -134,9 +134,8 @@ impl Model {
         // the last field (so the wire form is element, then "more?").
         for n in names {
             let fields = &m.structs[&n];
-            let selfs: Vec<usize> = (0..fields.len())
-                .filter(|&i| m.pointer_target(&fields[i].kind).is_some_and(|t| t == n))
-                .collect();
+            let selfs: Vec<usize> =
+                (0..fields.len()).filter(|&i| m.pointer_target(&fields[i].kind).is_some_and(|t| t == n)).collect();
             if selfs.len() == 1 && selfs[0] + 1 == fields.len() {
                 m.list_elems.insert(n);
             }
@@ -221,9 +220,7 @@ impl Model {
             DeclKind::Plain(TypeSpec::Named(t)) => {
                 let r = self.resolve(t);
                 match self.typedefs.get(r) {
-                    Some(Decl { kind: DeclKind::Pointer(TypeSpec::Named(t)), .. }) => {
-                        Some(self.resolve(t).to_string())
-                    }
+                    Some(Decl { kind: DeclKind::Pointer(TypeSpec::Named(t)), .. }) => Some(self.resolve(t).to_string()),
                     _ => None,
                 }
             }
@@ -325,7 +322,9 @@ impl Model {
                     return Ok(Disc::Enum(r.to_string()));
                 }
                 match self.typedefs.get(r) {
-                    Some(Decl { kind: DeclKind::Plain(t), .. }) => self.disc(&Decl { name: decl.name.clone(), kind: DeclKind::Plain(t.clone()) }),
+                    Some(Decl { kind: DeclKind::Plain(t), .. }) => {
+                        self.disc(&Decl { name: decl.name.clone(), kind: DeclKind::Plain(t.clone()) })
+                    }
                     _ => Err(Error::new(format!("bad union discriminant type `{n}`"))),
                 }
             }
@@ -424,9 +423,12 @@ impl Model {
             }
         }
         let uncovered = || -> Option<String> {
-            let covered: Vec<i128> = u.arms.iter().flat_map(|a| a.labels.iter()).filter_map(|l| self.value(l).ok()).collect();
+            let covered: Vec<i128> =
+                u.arms.iter().flat_map(|a| a.labels.iter()).filter_map(|l| self.value(l).ok()).collect();
             match &disc {
-                Disc::Enum(e) => self.enums.get(e)?.iter().find(|(_, v)| !covered.contains(v)).map(|(m, _)| format!("{e}::{m}")),
+                Disc::Enum(e) => {
+                    self.enums.get(e)?.iter().find(|(_, v)| !covered.contains(v)).map(|(m, _)| format!("{e}::{m}"))
+                }
                 Disc::Bool => [0, 1].iter().find(|v| !covered.contains(v)).map(|v| (*v == 1).to_string()),
                 Disc::Int(_) => None,
             }
@@ -533,11 +535,7 @@ fn hoist_decls(parent: &str, decls: Vec<Decl>, out: &mut Vec<Definition>) -> Vec
 fn hoist_union(parent: &str, u: UnionBody, out: &mut Vec<Definition>) -> UnionBody {
     UnionBody {
         disc: hoist_decl(parent, u.disc, out),
-        arms: u
-            .arms
-            .into_iter()
-            .map(|a| Arm { labels: a.labels, decl: hoist_decl(parent, a.decl, out) })
-            .collect(),
+        arms: u.arms.into_iter().map(|a| Arm { labels: a.labels, decl: hoist_decl(parent, a.decl, out) }).collect(),
         default: u.default.map(|d| hoist_decl(parent, d, out)),
     }
 }

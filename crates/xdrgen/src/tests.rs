@@ -48,7 +48,9 @@ fn header_and_determinism() {
 
 #[test]
 fn constants_pick_their_type() {
-    let out = gen("const A = 1; const B = 0x100000000; const C = -1; program P { version V { void N(void) = 3; } = 2; } = 7;");
+    let out = gen(
+        "const A = 1; const B = 0x100000000; const C = -1; program P { version V { void N(void) = 3; } = 2; } = 7;",
+    );
     for want in [
         "pub const A: u32 = 1;",
         "pub const B: u64 = 4294967296;",
@@ -63,12 +65,10 @@ fn constants_pick_their_type() {
 
 #[test]
 fn lists_options_and_keywords() {
-    let out = gen(
-        "typedef struct item *items;
+    let out = gen("typedef struct item *items;
          struct item { int type; items next; };
          struct holder { items all; item *more; };
-         union maybe switch (bool b) { case TRUE: int v; case FALSE: void; };",
-    );
+         union maybe switch (bool b) { case TRUE: int v; case FALSE: void; };");
     assert!(out.contains("pub struct item {\n    pub r#type: i32,\n}"), "{out}");
     assert!(out.contains("pub type items = Vec<item>;"), "{out}");
     assert!(out.contains("pub all: items,\n    pub more: Vec<item>,"), "{out}");
@@ -79,11 +79,9 @@ fn lists_options_and_keywords() {
 
 #[test]
 fn union_variants() {
-    let out = gen(
-        "enum s { OK = 0, BAD = 1, UGLY = 2 };
+    let out = gen("enum s { OK = 0, BAD = 1, UGLY = 2 };
          union r switch (s st) { case OK: case BAD: int v; default: void; };
-         union n switch (unsigned int k) { case 1: void; case 2: hyper h; };",
-    );
+         union n switch (unsigned int k) { case 1: void; case 2: hyper h; };");
     assert!(out.contains("pub enum r {\n    OK(i32),\n    BAD(i32),\n    default(s),\n}"), "{out}");
     assert!(out.contains("pub enum n {\n    V1,\n    V2(i64),\n}"), "{out}");
     assert!(out.contains("BadDiscriminant { name: \"n\""), "{out}");

@@ -100,12 +100,7 @@ impl TestServer {
     /// `nfs://127.0.0.1/EXPORT/rel?version=3` with explicit ports (no
     /// portmapper needed).
     pub fn url(&self, rel: &str) -> String {
-        format!(
-            "nfs://127.0.0.1{}{}?version=3&nfsport={p}&mountport={p}",
-            self.export.display(),
-            rel,
-            p = self.port
-        )
+        format!("nfs://127.0.0.1{}{}?version=3&nfsport={p}&mountport={p}", self.export.display(), rel, p = self.port)
     }
 
     /// The plain URL a user types: found through the portmapper on 111.

@@ -107,9 +107,10 @@ impl RpcClient {
                 continue;
             }
             match msg.body {
-                rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply { reply_data: reply_data::SUCCESS, .. })) => {
-                    return R::decode(&mut d).map_err(RpcError::Decode)
-                }
+                rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply {
+                    reply_data: reply_data::SUCCESS,
+                    ..
+                })) => return R::decode(&mut d).map_err(RpcError::Decode),
                 other => return Err(RpcError::Rejected(format!("{other:?}"))),
             }
         }

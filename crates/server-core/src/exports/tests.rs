@@ -102,10 +102,9 @@ fn path_normalisation() {
 
 #[test]
 fn matching() {
-    let f = parse_exports(
-        "/e 192.168.1.7(rw) 10.1.0.0/16(ro) *.lab.example.org(rw) exact.example.org(ro) fe80::/10(rw)\n",
-    )
-    .unwrap();
+    let f =
+        parse_exports("/e 192.168.1.7(rw) 10.1.0.0/16(ro) *.lab.example.org(rw) exact.example.org(ro) fe80::/10(rw)\n")
+            .unwrap();
     let rules = &f.entries[0].rules;
     let pick = |a: &str, h: Option<&str>| match_rule(rules, &peer(a, h)).map(|r| r.pattern.clone());
     assert_eq!(pick("192.168.1.7:700", None).as_deref(), Some("192.168.1.7"));

@@ -7,9 +7,5 @@ use crate::Core;
 
 pub(super) fn dump(core: &Core) -> XdrList<mountbody> {
     let list = core.mounts.lock();
-    XdrList(
-        list.iter()
-            .map(|(h, d)| mountbody { ml_hostname: h.clone(), ml_directory: d.clone() })
-            .collect(),
-    )
+    XdrList(list.iter().map(|(h, d)| mountbody { ml_hostname: h.clone(), ml_directory: d.clone() }).collect())
 }

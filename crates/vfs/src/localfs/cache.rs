@@ -27,11 +27,7 @@ pub(crate) struct OpenFile {
 
 impl OpenFile {
     pub(crate) fn new(fd: OwnedFd, writable: bool) -> OpenFile {
-        OpenFile {
-            fd,
-            writable,
-            dirty: AtomicBool::new(false),
-        }
+        OpenFile { fd, writable, dirty: AtomicBool::new(false) }
     }
 
     pub(crate) fn mark_dirty(&self) {
@@ -57,14 +53,7 @@ pub(crate) struct FileCache {
 
 impl FileCache {
     pub(crate) fn new(capacity: usize) -> FileCache {
-        FileCache {
-            capacity,
-            inner: Mutex::new(Inner {
-                map: HashMap::new(),
-                by_tick: BTreeMap::new(),
-                tick: 0,
-            }),
-        }
+        FileCache { capacity, inner: Mutex::new(Inner { map: HashMap::new(), by_tick: BTreeMap::new(), tick: 0 }) }
     }
 
     pub(crate) fn get(&self, id: FileId) -> Option<Arc<OpenFile>> {
@@ -125,12 +114,7 @@ mod tests {
     use super::*;
 
     fn file() -> Arc<OpenFile> {
-        let fd = rustix::fs::open(
-            "/dev/null",
-            rustix::fs::OFlags::RDONLY,
-            rustix::fs::Mode::empty(),
-        )
-        .unwrap();
+        let fd = rustix::fs::open("/dev/null", rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
         Arc::new(OpenFile::new(fd, false))
     }
 

@@ -30,18 +30,9 @@ pub(crate) struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
     /// `id` (with `generation`) is reachable as `name` in `parent`.
-    Add {
-        id: FileId,
-        generation: u64,
-        parent: FileId,
-        name: Bytes,
-    },
+    Add { id: FileId, generation: u64, parent: FileId, name: Bytes },
     /// `id` is no longer reachable as `name` in `parent`.
-    Unlink {
-        id: FileId,
-        parent: FileId,
-        name: Bytes,
-    },
+    Unlink { id: FileId, parent: FileId, name: Bytes },
     /// `id` is gone altogether.
     Forget { id: FileId },
 }
@@ -55,11 +46,7 @@ pub(crate) struct IdMap {
 
 impl IdMap {
     pub(crate) fn new(root: FileId, max_locs: usize) -> IdMap {
-        IdMap {
-            root,
-            max_locs: max_locs.max(1),
-            entries: HashMap::new(),
-        }
+        IdMap { root, max_locs: max_locs.max(1), entries: HashMap::new() }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -78,12 +65,7 @@ impl IdMap {
     /// journalling).
     pub(crate) fn apply(&mut self, c: &Change) -> bool {
         match c {
-            Change::Add {
-                id,
-                generation,
-                parent,
-                name,
-            } => {
+            Change::Add { id, generation, parent, name } => {
                 if *id == self.root {
                     return false;
                 }
@@ -98,10 +80,7 @@ impl IdMap {
                     e.generation = *generation;
                     changed = true;
                 }
-                let loc = Loc {
-                    parent: *parent,
-                    name: name.clone(),
-                };
+                let loc = Loc { parent: *parent, name: name.clone() };
                 if let Some(pos) = e.locs.iter().position(|l| *l == loc) {
                     if pos != 0 {
                         // The name just used is the freshest: walk it first.
@@ -155,9 +134,7 @@ impl IdMap {
         id == self.root
             || self.entries.get(&id).is_some_and(|e| {
                 (generation == 0 || e.generation == generation)
-                    && e.locs
-                        .first()
-                        .is_some_and(|l| l.parent == parent && l.name == name)
+                    && e.locs.first().is_some_and(|l| l.parent == parent && l.name == name)
             })
     }
 }
@@ -167,12 +144,7 @@ mod tests {
     use super::*;
 
     fn add(m: &mut IdMap, id: u64, generation: u64, parent: u64, name: &str) -> bool {
-        m.apply(&Change::Add {
-            id,
-            generation,
-            parent,
-            name: Bytes::copy_from_slice(name.as_bytes()),
-        })
+        m.apply(&Change::Add { id, generation, parent, name: Bytes::copy_from_slice(name.as_bytes()) })
     }
 
     #[test]
@@ -181,25 +153,14 @@ mod tests {
         assert!(add(&mut m, 10, 5, 2, "a"));
         assert!(add(&mut m, 11, 6, 10, "b"));
         assert!(!add(&mut m, 11, 6, 10, "b"));
-        assert_eq!(
-            m.path(11, 10).unwrap(),
-            vec![Bytes::from("a"), Bytes::from("b")]
-        );
+        assert_eq!(m.path(11, 10).unwrap(), vec![Bytes::from("a"), Bytes::from("b")]);
         assert!(add(&mut m, 11, 6, 2, "c"));
         assert_eq!(m.path(11, 10).unwrap(), vec![Bytes::from("c")]);
         assert!(add(&mut m, 11, 0, 2, "d"));
         assert_eq!(m.get(11).unwrap().locs.len(), 2);
         assert_eq!(m.get(11).unwrap().generation, 6);
-        assert!(m.apply(&Change::Unlink {
-            id: 11,
-            parent: 2,
-            name: Bytes::from("d")
-        }));
-        assert!(m.apply(&Change::Unlink {
-            id: 11,
-            parent: 2,
-            name: Bytes::from("c")
-        }));
+        assert!(m.apply(&Change::Unlink { id: 11, parent: 2, name: Bytes::from("d") }));
+        assert!(m.apply(&Change::Unlink { id: 11, parent: 2, name: Bytes::from("c") }));
         assert!(m.get(11).is_none());
         assert_eq!(m.path(2, 10).unwrap(), Vec::<Bytes>::new());
     }
@@ -209,13 +170,7 @@ mod tests {
         let mut m = IdMap::new(2, 4);
         add(&mut m, 10, 5, 2, "old");
         add(&mut m, 10, 9, 2, "new");
-        assert_eq!(
-            m.get(10).unwrap().locs,
-            vec![Loc {
-                parent: 2,
-                name: Bytes::from("new")
-            }]
-        );
+        assert_eq!(m.get(10).unwrap().locs, vec![Loc { parent: 2, name: Bytes::from("new") }]);
     }
 
     #[test]

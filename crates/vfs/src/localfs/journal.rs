@@ -65,11 +65,7 @@ impl Header {
         if b.len() < HEADER_LEN || &b[..8] != MAGIC {
             return None;
         }
-        Some(Header {
-            root: le64(&b[8..16]),
-            root_generation: le64(&b[16..24]),
-            fsid: le64(&b[24..32]),
-        })
+        Some(Header { root: le64(&b[8..16]), root_generation: le64(&b[16..24]), fsid: le64(&b[24..32]) })
     }
 }
 
@@ -90,12 +86,7 @@ fn fnv1a(data: &[u8]) -> u32 {
 
 pub(crate) fn encode(c: &Change, out: &mut Vec<u8>) {
     let (op, id, generation, parent, name): (u8, u64, u64, u64, &[u8]) = match c {
-        Change::Add {
-            id,
-            generation,
-            parent,
-            name,
-        } => (OP_ADD, *id, *generation, *parent, name),
+        Change::Add { id, generation, parent, name } => (OP_ADD, *id, *generation, *parent, name),
         Change::Unlink { id, parent, name } => (OP_UNLINK, *id, 0, *parent, name),
         Change::Forget { id } => (OP_FORGET, *id, 0, 0, b""),
     };
@@ -133,12 +124,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<(Change, usize)> {
     let name = Bytes::copy_from_slice(&b[RECORD_FIXED..RECORD_FIXED + len]);
     let name_ok = crate::names::check_entry_name(&name, MAX_STORED_NAME).is_ok();
     let c = match b[0] {
-        OP_ADD if name_ok => Change::Add {
-            id,
-            generation,
-            parent,
-            name,
-        },
+        OP_ADD if name_ok => Change::Add { id, generation, parent, name },
         OP_UNLINK if name_ok => Change::Unlink { id, parent, name },
         OP_FORGET => Change::Forget { id },
         _ => return None,
@@ -217,24 +203,12 @@ fn rewrite(dir: &Path, header: &Header, map: &IdMap) -> VfsResult<(File, u64, u6
         // Last-first, so replay (which puts each added name in front)
         // rebuilds the same order of names.
         for l in e.locs.iter().rev() {
-            encode(
-                &Change::Add {
-                    id,
-                    generation: e.generation,
-                    parent: l.parent,
-                    name: l.name.clone(),
-                },
-                &mut out,
-            );
+            encode(&Change::Add { id, generation: e.generation, parent: l.parent, name: l.name.clone() }, &mut out);
             records += 1;
         }
     }
     {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
         f.write_all(&out)?;
         f.sync_all()?;
     }
@@ -259,12 +233,7 @@ impl Journal {
             header,
             sync_every,
             compact_min,
-            file: Mutex::new(FileState {
-                file,
-                len,
-                records,
-                unsynced: 0,
-            }),
+            file: Mutex::new(FileState { file, len, records, unsynced: 0 }),
             buffer: Mutex::new((Vec::new(), 0)),
         })
     }
@@ -311,12 +280,7 @@ impl Journal {
                 let mut b = self.buffer.lock();
                 let (file, len, records) = rewrite(&self.dir, &self.header, &m)?;
                 *b = (Vec::new(), 0);
-                *f = FileState {
-                    file,
-                    len,
-                    records,
-                    unsynced: 0,
-                };
+                *f = FileState { file, len, records, unsynced: 0 };
             }
         }
         Ok(())
@@ -330,17 +294,8 @@ mod tests {
     #[test]
     fn records_round_trip_and_torn_tail_is_ignored() {
         let changes = vec![
-            Change::Add {
-                id: 5,
-                generation: 77,
-                parent: 2,
-                name: Bytes::from("a b"),
-            },
-            Change::Unlink {
-                id: 5,
-                parent: 2,
-                name: Bytes::from("a b"),
-            },
+            Change::Add { id: 5, generation: 77, parent: 2, name: Bytes::from("a b") },
+            Change::Unlink { id: 5, parent: 2, name: Bytes::from("a b") },
             Change::Forget { id: 9 },
         ];
         let mut buf = Vec::new();
@@ -360,15 +315,7 @@ mod tests {
         assert!(decode(&bad).is_none());
         // A record naming a path, not a component, is refused.
         let mut evil = Vec::new();
-        encode(
-            &Change::Add {
-                id: 1,
-                generation: 0,
-                parent: 2,
-                name: Bytes::from("../x"),
-            },
-            &mut evil,
-        );
+        encode(&Change::Add { id: 1, generation: 0, parent: 2, name: Bytes::from("../x") }, &mut evil);
         assert!(decode(&evil).is_none());
     }
 }

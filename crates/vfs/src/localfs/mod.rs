@@ -162,12 +162,8 @@ impl LocalFs {
     /// Exports `root`, keeping the id journal in `state_dir` (created if
     /// missing; must not be inside `root`, where clients could edit it).
     pub fn open(root: &Path, state_dir: &Path, settings: LocalFsSettings) -> VfsResult<LocalFs> {
-        let root_fd = rustix::fs::open(
-            root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(sys::errno)?;
+        let root_fd = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(sys::errno)?;
         let stx = sys::statx_fd(root_fd.as_fd())?;
         // Files are reopened for I/O through /proc/self/fd (see sys::reopen);
         // without /proc every READ would fail, so say so now.
@@ -184,13 +180,8 @@ impl LocalFs {
         if canon_state.starts_with(&canon_root) {
             return Err(VfsError::Invalid);
         }
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(canon_state.join("lock"))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .map_err(|_| VfsError::Delay)?;
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(canon_state.join("lock"))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(|_| VfsError::Delay)?;
 
         let max_locs = settings.max_names_per_id;
         let (header, map) = match journal::load(&canon_state, root_id, root_gen, max_locs)? {
@@ -199,11 +190,7 @@ impl LocalFs {
                 // Stable as long as the export keeps its path and root
                 // directory; kept in the journal afterwards.
                 let fsid = fnv64(canon_root.as_os_str().as_bytes()) ^ root_id;
-                let h = Header {
-                    root: root_id,
-                    root_generation: root_gen,
-                    fsid,
-                };
+                let h = Header { root: root_id, root_generation: root_gen, fsid };
                 (h, IdMap::new(root_id, max_locs))
             }
         };
@@ -257,12 +244,7 @@ impl LocalFs {
     /// Remembers that `id` is `name` in `parent`, unless already known.
     fn note(&self, id: FileId, generation: u64, parent: FileId, name: &[u8]) {
         if !self.ids.read().knows(id, generation, parent, name) {
-            let c = Change::Add {
-                id,
-                generation,
-                parent,
-                name: bytes::Bytes::copy_from_slice(name),
-            };
+            let c = Change::Add { id, generation, parent, name: bytes::Bytes::copy_from_slice(name) };
             self.record(&[c], false);
         }
     }
@@ -323,7 +305,8 @@ mod tests {
         let mut ids = Vec::new();
         for i in 0..(fs.settings.open_file_cache + 10) {
             let name = format!("f{i}");
-            let (id, _) = fs.create(fs.root(), name.as_bytes(), &CreateHow::Guarded(SetAttrs::default()), owner).unwrap();
+            let (id, _) =
+                fs.create(fs.root(), name.as_bytes(), &CreateHow::Guarded(SetAttrs::default()), owner).unwrap();
             fs.write(id, 0, b"x", Stability::Unstable).unwrap();
             ids.push(id);
         }

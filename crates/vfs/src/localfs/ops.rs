@@ -14,8 +14,8 @@ use super::sys::{self, errno};
 use super::LocalFs;
 use crate::names::{check_entry_name, classify_lookup, LookupName};
 use crate::{
-    Attrs, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult,
-    SetAttrs, SetTime, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
+    Attrs, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs, SetTime,
+    Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
 };
 
 /// Largest offset the kernel takes (off_t is signed).
@@ -28,16 +28,7 @@ const MAX_SYMLINK: usize = 4095;
 fn verifier_times(v: &[u8; 8]) -> (Timespec, Timespec) {
     let a = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
     let m = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
-    (
-        Timespec {
-            seconds: i64::from(a),
-            nanos: 0,
-        },
-        Timespec {
-            seconds: i64::from(m),
-            nanos: 0,
-        },
-    )
+    (Timespec { seconds: i64::from(a), nanos: 0 }, Timespec { seconds: i64::from(m), nanos: 0 })
 }
 
 /// Where a new object was made: its directory (resolved and by id) and name.
@@ -66,10 +57,9 @@ impl LocalFs {
         // be a regular file, so no device or FIFO is ever opened here.
         let (fd, writable) = match sys::reopen(obj.fd.as_fd(), OFlags::RDWR) {
             Ok(fd) => (fd, true),
-            Err(Errno::ACCESS | Errno::ROFS | Errno::PERM | Errno::TXTBSY) if !write => (
-                sys::reopen(obj.fd.as_fd(), OFlags::RDONLY).map_err(errno)?,
-                false,
-            ),
+            Err(Errno::ACCESS | Errno::ROFS | Errno::PERM | Errno::TXTBSY) if !write => {
+                (sys::reopen(obj.fd.as_fd(), OFlags::RDONLY).map_err(errno)?, false)
+            }
             Err(e) => return Err(errno(e)),
         };
         let f = Arc::new(OpenFile::new(fd, writable));
@@ -180,17 +170,8 @@ impl LocalFs {
                 sys::chmod_fd(fd, mode)?;
             }
         }
-        let rest = SetAttrs {
-            mode: None,
-            ..set.clone()
-        };
-        self.apply(
-            id,
-            fd,
-            ftype,
-            &rest,
-            Some(fd).filter(|_| ftype == FileType::Regular),
-        )?;
+        let rest = SetAttrs { mode: None, ..set.clone() };
+        self.apply(id, fd, ftype, &rest, Some(fd).filter(|_| ftype == FileType::Regular))?;
         let stx = sys::statx_fd(fd)?;
         self.record(
             &[Change::Add {
@@ -217,13 +198,7 @@ impl LocalFs {
 
     /// The checked directory for a new non-regular object (mkdir, mknod),
     /// which has no size to set. (Symlink checks its target in between.)
-    fn dir_for_new(
-        &self,
-        dir: FileId,
-        name: &[u8],
-        ftype: FileType,
-        attrs: &SetAttrs,
-    ) -> VfsResult<Obj> {
+    fn dir_for_new(&self, dir: FileId, name: &[u8], ftype: FileType, attrs: &SetAttrs) -> VfsResult<Obj> {
         check_entry_name(name, self.settings.max_name_len)?;
         if attrs.size.is_some() {
             return Err(VfsError::Invalid);
@@ -254,13 +229,7 @@ impl LocalFs {
 
     /// CREATE when the name is taken: a retransmitted exclusive create, or
     /// an unchecked create of an existing file (only its size is applied).
-    fn create_existing(
-        &self,
-        dir: &Obj,
-        dir_id: FileId,
-        name: &[u8],
-        how: &CreateHow,
-    ) -> VfsResult<(FileId, Attrs)> {
+    fn create_existing(&self, dir: &Obj, dir_id: FileId, name: &[u8], how: &CreateHow) -> VfsResult<(FileId, Attrs)> {
         let fd = self.open_entry(dir, name)?;
         let stx = sys::statx_fd(fd.as_fd())?;
         if sys::file_type(&stx) != FileType::Regular {
@@ -271,14 +240,8 @@ impl LocalFs {
             CreateHow::Guarded(_) => return Err(VfsError::Exists),
             CreateHow::Exclusive(v) => {
                 let (a, m) = verifier_times(v);
-                let at = Timespec {
-                    seconds: stx.stx_atime.tv_sec,
-                    nanos: stx.stx_atime.tv_nsec,
-                };
-                let mt = Timespec {
-                    seconds: stx.stx_mtime.tv_sec,
-                    nanos: stx.stx_mtime.tv_nsec,
-                };
+                let at = Timespec { seconds: stx.stx_atime.tv_sec, nanos: stx.stx_atime.tv_nsec };
+                let mt = Timespec { seconds: stx.stx_mtime.tv_sec, nanos: stx.stx_mtime.tv_nsec };
                 if (at, mt) != (a, m) {
                     return Err(VfsError::Exists);
                 }
@@ -306,11 +269,7 @@ impl LocalFs {
             (false, true) => return Err(VfsError::NotDir),
             _ => {}
         }
-        let flags = if want_dir {
-            AtFlags::REMOVEDIR
-        } else {
-            AtFlags::empty()
-        };
+        let flags = if want_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
         rustix::fs::unlinkat(dir.fd.as_fd(), name, flags).map_err(|e| match e {
             Errno::EXIST | Errno::NOTEMPTY => VfsError::NotEmpty,
             e => errno(e),
@@ -321,11 +280,7 @@ impl LocalFs {
         let change = if is_dir || stx.stx_nlink <= 1 {
             self.forget(id)
         } else {
-            Change::Unlink {
-                id,
-                parent: dir_id,
-                name: Bytes::copy_from_slice(name),
-            }
+            Change::Unlink { id, parent: dir_id, name: Bytes::copy_from_slice(name) }
         };
         self.record(&[change], self.settings.sync_metadata);
         self.sync_dirs(&[&dir])
@@ -350,12 +305,7 @@ impl Vfs for LocalFs {
     /// are applied: another writer can slip in between (a window of a few
     /// system calls), which the NFSv3 guard cannot fully exclude without a
     /// kernel-side compare-and-set.
-    fn setattr(
-        &self,
-        id: FileId,
-        set: &SetAttrs,
-        guard_ctime: Option<Timespec>,
-    ) -> VfsResult<Attrs> {
+    fn setattr(&self, id: FileId, set: &SetAttrs, guard_ctime: Option<Timespec>) -> VfsResult<Attrs> {
         let o = self.resolve(id)?;
         if guard_ctime.is_some_and(|g| g != sys::ctime(&o.stx)) {
             return Err(VfsError::NotSync);
@@ -411,28 +361,16 @@ impl Vfs for LocalFs {
     fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult> {
         let f = self.file(id, false)?;
         if offset > MAX_OFFSET {
-            return Ok(ReadResult {
-                data: Bytes::new(),
-                eof: true,
-            });
+            return Ok(ReadResult { data: Bytes::new(), eof: true });
         }
         let count = count.min(self.settings.max_read) as usize;
         let data = sys::pread_full(f.fd.as_fd(), offset, count)?;
         let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
         let eof = offset + data.len() as u64 >= size;
-        Ok(ReadResult {
-            data: Bytes::from(data),
-            eof,
-        })
+        Ok(ReadResult { data: Bytes::from(data), eof })
     }
 
-    fn write(
-        &self,
-        id: FileId,
-        offset: u64,
-        data: &[u8],
-        stable: Stability,
-    ) -> VfsResult<WriteResult> {
+    fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult> {
         let count = u32::try_from(data.len()).map_err(|_| VfsError::Invalid)?;
         match offset.checked_add(data.len() as u64) {
             Some(end) if end <= MAX_OFFSET => {}
@@ -450,10 +388,7 @@ impl Vfs for LocalFs {
             f.mark_dirty();
         }
         sys::pwrite_all(f.fd.as_fd(), offset, data, flags)?;
-        Ok(WriteResult {
-            count,
-            committed: stable,
-        })
+        Ok(WriteResult { count, committed: stable })
     }
 
     fn commit(&self, id: FileId, _offset: u64, _count: u32) -> VfsResult<()> {
@@ -472,35 +407,21 @@ impl Vfs for LocalFs {
         pending.map_or(Ok(()), Err)
     }
 
-    fn create(
-        &self,
-        dir: FileId,
-        name: &[u8],
-        how: &CreateHow,
-        owner: Owner,
-    ) -> VfsResult<(FileId, Attrs)> {
+    fn create(&self, dir: FileId, name: &[u8], how: &CreateHow, owner: Owner) -> VfsResult<(FileId, Attrs)> {
         check_entry_name(name, self.settings.max_name_len)?;
         let d = self.resolve_dir(dir)?;
         let (mode, set) = match how {
             CreateHow::Unchecked(set) | CreateHow::Guarded(set) => {
                 Self::validate(FileType::Regular, set)?;
-                (
-                    set.mode.unwrap_or(self.settings.default_file_mode) & 0o7777,
-                    set.clone(),
-                )
+                (set.mode.unwrap_or(self.settings.default_file_mode) & 0o7777, set.clone())
             }
             CreateHow::Exclusive(v) => {
                 let (a, m) = verifier_times(v);
-                let set = SetAttrs {
-                    atime: SetTime::Client(a),
-                    mtime: SetTime::Client(m),
-                    ..SetAttrs::default()
-                };
+                let set = SetAttrs { atime: SetTime::Client(a), mtime: SetTime::Client(m), ..SetAttrs::default() };
                 (self.settings.default_file_mode, set)
             }
         };
-        let flags =
-            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let flags = OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         // Always O_EXCL: an existing name is examined through an O_PATH fd
         // instead, so an unchecked create never opens a device or FIFO.
         let fd = match rustix::fs::openat(d.fd.as_fd(), name, flags, Mode::from_raw_mode(mode)) {
@@ -508,36 +429,16 @@ impl Vfs for LocalFs {
             Err(Errno::EXIST) => return self.create_existing(&d, dir, name, how),
             Err(e) => return Err(errno(e)),
         };
-        let (id, attrs) = self.finish_new(
-            Place {
-                dir: &d,
-                dir_id: dir,
-                name,
-            },
-            fd.as_fd(),
-            Some(mode),
-            &set,
-            owner,
-        )?;
+        let (id, attrs) = self.finish_new(Place { dir: &d, dir_id: dir, name }, fd.as_fd(), Some(mode), &set, owner)?;
         self.evicted(self.cache.insert(id, Arc::new(OpenFile::new(fd, true))));
         Ok((id, attrs))
     }
 
-    fn mkdir(
-        &self,
-        dir: FileId,
-        name: &[u8],
-        attrs: &SetAttrs,
-        owner: Owner,
-    ) -> VfsResult<(FileId, Attrs)> {
+    fn mkdir(&self, dir: FileId, name: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)> {
         let d = self.dir_for_new(dir, name, FileType::Directory, attrs)?;
         let mode = attrs.mode.unwrap_or(self.settings.default_dir_mode) & 0o7777;
         rustix::fs::mkdirat(d.fd.as_fd(), name, Mode::from_raw_mode(mode)).map_err(errno)?;
-        let at = Place {
-            dir: &d,
-            dir_id: dir,
-            name,
-        };
+        let at = Place { dir: &d, dir_id: dir, name };
         self.finish_named(at, Some(mode), attrs, owner)
     }
 
@@ -559,11 +460,7 @@ impl Vfs for LocalFs {
         Self::validate(FileType::Symlink, attrs)?;
         let d = self.resolve_dir(dir)?;
         rustix::fs::symlinkat(target, d.fd.as_fd(), name).map_err(errno)?;
-        let at = Place {
-            dir: &d,
-            dir_id: dir,
-            name,
-        };
+        let at = Place { dir: &d, dir_id: dir, name };
         // A symlink's mode is fixed on Linux; a requested one is ignored.
         self.finish_named(at, None, attrs, owner)
     }
@@ -578,25 +475,14 @@ impl Vfs for LocalFs {
     ) -> VfsResult<(FileId, Attrs)> {
         let d = self.dir_for_new(dir, name, FileType::Fifo, attrs)?;
         let (ft, dev) = match kind {
-            NodeKind::BlockDevice(ma, mi) => (
-                rustix::fs::FileType::BlockDevice,
-                rustix::fs::makedev(ma, mi),
-            ),
-            NodeKind::CharDevice(ma, mi) => (
-                rustix::fs::FileType::CharacterDevice,
-                rustix::fs::makedev(ma, mi),
-            ),
+            NodeKind::BlockDevice(ma, mi) => (rustix::fs::FileType::BlockDevice, rustix::fs::makedev(ma, mi)),
+            NodeKind::CharDevice(ma, mi) => (rustix::fs::FileType::CharacterDevice, rustix::fs::makedev(ma, mi)),
             NodeKind::Socket => (rustix::fs::FileType::Socket, 0),
             NodeKind::Fifo => (rustix::fs::FileType::Fifo, 0),
         };
         let mode = attrs.mode.unwrap_or(self.settings.default_file_mode) & 0o7777;
-        rustix::fs::mknodat(d.fd.as_fd(), name, ft, Mode::from_raw_mode(mode), dev)
-            .map_err(errno)?;
-        let at = Place {
-            dir: &d,
-            dir_id: dir,
-            name,
-        };
+        rustix::fs::mknodat(d.fd.as_fd(), name, ft, Mode::from_raw_mode(mode), dev).map_err(errno)?;
+        let at = Place { dir: &d, dir_id: dir, name };
         self.finish_named(at, Some(mode), attrs, owner)
     }
 
@@ -638,11 +524,7 @@ impl Vfs for LocalFs {
             }),
             None => {}
         }
-        changes.push(Change::Unlink {
-            id,
-            parent: from_dir,
-            name: Bytes::copy_from_slice(from),
-        });
+        changes.push(Change::Unlink { id, parent: from_dir, name: Bytes::copy_from_slice(from) });
         changes.push(Change::Add {
             id,
             generation: sys::birth_generation(&src),
@@ -666,18 +548,11 @@ impl Vfs for LocalFs {
         let d = self.resolve_dir(dir)?;
         if self.chown_new {
             // AT_EMPTY_PATH links the fd's own inode (needs CAP_DAC_READ_SEARCH).
-            rustix::fs::linkat(o.fd.as_fd(), "", d.fd.as_fd(), name, AtFlags::EMPTY_PATH)
-                .map_err(errno)?;
+            rustix::fs::linkat(o.fd.as_fd(), "", d.fd.as_fd(), name, AtFlags::EMPTY_PATH).map_err(errno)?;
         } else {
             let p = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&o.fd));
-            rustix::fs::linkat(
-                rustix::fs::CWD,
-                p.as_str(),
-                d.fd.as_fd(),
-                name,
-                AtFlags::SYMLINK_FOLLOW,
-            )
-            .map_err(errno)?;
+            rustix::fs::linkat(rustix::fs::CWD, p.as_str(), d.fd.as_fd(), name, AtFlags::SYMLINK_FOLLOW)
+                .map_err(errno)?;
         }
         let c = Change::Add {
             id,
@@ -718,27 +593,15 @@ impl Vfs for LocalFs {
             found
                 .iter()
                 .filter(|e| !m.knows(e.ino, 0, dir, &e.name))
-                .map(|e| Change::Add {
-                    id: e.ino,
-                    generation: 0,
-                    parent: dir,
-                    name: Bytes::copy_from_slice(&e.name),
-                })
+                .map(|e| Change::Add { id: e.ino, generation: 0, parent: dir, name: Bytes::copy_from_slice(&e.name) })
                 .collect()
         };
         self.record(&new, false);
         let entries = found
             .into_iter()
-            .map(|e| DirEntry {
-                fileid: e.ino,
-                name: Bytes::from(e.name),
-                cookie: e.next_cookie,
-            })
+            .map(|e| DirEntry { fileid: e.ino, name: Bytes::from(e.name), cookie: e.next_cookie })
             .collect();
-        Ok(ReadDir {
-            entries,
-            eof: !more,
-        })
+        Ok(ReadDir { entries, eof: !more })
     }
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat> {

@@ -25,10 +25,7 @@ impl Obj {
 /// Errors that say the remembered place is wrong, as opposed to the
 /// system being short of something right now.
 fn definitive(e: Errno) -> bool {
-    !matches!(
-        e,
-        Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::IO | Errno::AGAIN | Errno::INTR
-    )
+    !matches!(e, Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::IO | Errno::AGAIN | Errno::INTR)
 }
 
 impl LocalFs {
@@ -52,8 +49,7 @@ impl LocalFs {
     fn resolve_depth(&self, id: FileId, depth: usize) -> VfsResult<Obj> {
         if id == self.root_id {
             let fd =
-                sys::open_beneath(self.root_fd.as_fd(), b".", OFlags::PATH | OFlags::DIRECTORY)
-                    .map_err(sys::errno)?;
+                sys::open_beneath(self.root_fd.as_fd(), b".", OFlags::PATH | OFlags::DIRECTORY).map_err(sys::errno)?;
             let stx = sys::statx_fd(fd.as_fd())?;
             return Ok(Obj { fd, stx });
         }
@@ -72,11 +68,7 @@ impl LocalFs {
     /// `id`. `None` when the name is gone or now names another inode (try
     /// elsewhere); an error that is not [`definitive`] is passed on, as the
     /// remembered place may well be right.
-    fn opened_as(
-        &self,
-        id: FileId,
-        opened: Result<OwnedFd, Errno>,
-    ) -> VfsResult<Option<Obj>> {
+    fn opened_as(&self, id: FileId, opened: Result<OwnedFd, Errno>) -> VfsResult<Option<Obj>> {
         match opened {
             Ok(fd) => {
                 let stx = sys::statx_fd(fd.as_fd())?;
@@ -97,22 +89,10 @@ impl LocalFs {
         let generation = sys::birth_generation(stx);
         let stale_gen = {
             let m = self.ids.read();
-            m.get(id).and_then(|e| {
-                (e.generation != generation)
-                    .then(|| e.locs.first().cloned())
-                    .flatten()
-            })
+            m.get(id).and_then(|e| (e.generation != generation).then(|| e.locs.first().cloned()).flatten())
         };
         if let Some(loc) = stale_gen {
-            self.record(
-                &[Change::Add {
-                    id,
-                    generation,
-                    parent: loc.parent,
-                    name: loc.name,
-                }],
-                false,
-            );
+            self.record(&[Change::Add { id, generation, parent: loc.parent, name: loc.name }], false);
         }
     }
 
@@ -146,17 +126,8 @@ impl LocalFs {
                             let generation = sys::birth_generation(&stx);
                             self.record(
                                 &[
-                                    Change::Unlink {
-                                        id,
-                                        parent: loc.parent,
-                                        name: loc.name.clone(),
-                                    },
-                                    Change::Add {
-                                        id,
-                                        generation,
-                                        parent: loc.parent,
-                                        name: name.into(),
-                                    },
+                                    Change::Unlink { id, parent: loc.parent, name: loc.name.clone() },
+                                    Change::Add { id, generation, parent: loc.parent, name: name.into() },
                                 ],
                                 false,
                             );
@@ -165,14 +136,7 @@ impl LocalFs {
                     }
                 }
             }
-            self.record(
-                &[Change::Unlink {
-                    id,
-                    parent: loc.parent,
-                    name: loc.name,
-                }],
-                false,
-            );
+            self.record(&[Change::Unlink { id, parent: loc.parent, name: loc.name }], false);
         }
         Err(VfsError::Stale)
     }

@@ -36,11 +36,7 @@ pub(crate) fn errno(e: Errno) -> VfsError {
 /// Opens `path` (components joined by `/`) beneath `base` without
 /// following any symlink; the final component may itself be a symlink
 /// when `flags` has O_PATH (the kernel then returns the link itself).
-pub(crate) fn open_beneath(
-    base: BorrowedFd<'_>,
-    path: &[u8],
-    flags: OFlags,
-) -> Result<OwnedFd, Errno> {
+pub(crate) fn open_beneath(base: BorrowedFd<'_>, path: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
     let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut tries = 0;
     loop {
@@ -64,9 +60,7 @@ pub(crate) fn open_chain(base: BorrowedFd<'_>, comps: &[&[u8]]) -> Result<OwnedF
         buf.clear();
         // At least one component per step; a single component is at most
         // NAME_MAX, far below the limit.
-        while i < comps.len()
-            && (buf.is_empty() || buf.len() + 1 + comps[i].len() <= MAX_WALK_BYTES)
-        {
+        while i < comps.len() && (buf.is_empty() || buf.len() + 1 + comps[i].len() <= MAX_WALK_BYTES) {
             if !buf.is_empty() {
                 buf.push(b'/');
             }
@@ -94,13 +88,7 @@ pub(crate) fn statx_fd(fd: BorrowedFd<'_>) -> VfsResult<Statx> {
 }
 
 pub(crate) fn statx_at(dir: BorrowedFd<'_>, name: &[u8]) -> VfsResult<Statx> {
-    rustix::fs::statx(
-        dir,
-        name,
-        AtFlags::SYMLINK_NOFOLLOW,
-        StatxFlags::BASIC_STATS | StatxFlags::BTIME,
-    )
-    .map_err(errno)
+    rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::BASIC_STATS | StatxFlags::BTIME).map_err(errno)
 }
 
 pub(crate) fn file_type(stx: &Statx) -> FileType {
@@ -116,16 +104,11 @@ pub(crate) fn file_type(stx: &Statx) -> FileType {
 }
 
 fn ts(t: &rustix::fs::StatxTimestamp) -> Timespec {
-    Timespec {
-        seconds: t.tv_sec,
-        nanos: t.tv_nsec,
-    }
+    Timespec { seconds: t.tv_sec, nanos: t.tv_nsec }
 }
 
 fn nanos(t: &rustix::fs::StatxTimestamp) -> u64 {
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(u64::from(t.tv_nsec))
+    (t.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(u64::from(t.tv_nsec))
 }
 
 /// The birth time in nanoseconds, which tells a reused inode number from
@@ -171,23 +154,12 @@ fn proc_path(fd: BorrowedFd<'_>) -> String {
 
 /// Reopens an O_PATH fd of a regular file for I/O.
 pub(crate) fn reopen(fd: BorrowedFd<'_>, flags: OFlags) -> Result<OwnedFd, Errno> {
-    rustix::fs::openat(
-        CWD,
-        proc_path(fd).as_str(),
-        flags | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )
+    rustix::fs::openat(CWD, proc_path(fd).as_str(), flags | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())
 }
 
 /// Opens a directory (given as O_PATH fd) for reading entries or fsync.
 pub(crate) fn open_dir(fd: BorrowedFd<'_>) -> VfsResult<OwnedFd> {
-    rustix::fs::openat(
-        fd,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(errno)
+    rustix::fs::openat(fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(errno)
 }
 
 /// chmod of the inode behind an O_PATH fd. `fchmodat2(AT_EMPTY_PATH)`
@@ -197,29 +169,17 @@ pub(crate) fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> VfsResult<()> {
     // SAFETY: fchmodat2 takes an fd, a NUL-terminated path, a mode and
     // flags by value; the path is a static empty C string and the fd is
     // borrowed for the duration of the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_fchmodat2,
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            mode & 0o7777,
-            libc::AT_EMPTY_PATH,
-        )
-    };
+    let r =
+        unsafe { libc::syscall(libc::SYS_fchmodat2, fd.as_raw_fd(), c"".as_ptr(), mode & 0o7777, libc::AT_EMPTY_PATH) };
     if r == 0 {
         return Ok(());
     }
-    let e = std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO);
+    let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
     match e {
-        libc::ENOSYS | libc::EINVAL => rustix::fs::chmodat(
-            CWD,
-            proc_path(fd).as_str(),
-            Mode::from_raw_mode(mode & 0o7777),
-            AtFlags::empty(),
-        )
-        .map_err(errno),
+        libc::ENOSYS | libc::EINVAL => {
+            rustix::fs::chmodat(CWD, proc_path(fd).as_str(), Mode::from_raw_mode(mode & 0o7777), AtFlags::empty())
+                .map_err(errno)
+        }
         libc::EOPNOTSUPP => Err(VfsError::NotSupported),
         e => Err(VfsError::from_errno(e)),
     }
@@ -233,56 +193,23 @@ pub(crate) fn chown_fd(fd: BorrowedFd<'_>, uid: Option<u32>, gid: Option<u32>) -
         return Err(VfsError::Invalid);
     }
     // SAFETY: from_raw is unsafe only because -1 is special, excluded above.
-    let (u, g) = unsafe {
-        (
-            uid.map(|u| rustix::process::Uid::from_raw(u)),
-            gid.map(|g| rustix::process::Gid::from_raw(g)),
-        )
-    };
-    rustix::fs::chownat(
-        fd,
-        "",
-        u,
-        g,
-        AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
-    )
-    .map_err(errno)
+    let (u, g) =
+        unsafe { (uid.map(|u| rustix::process::Uid::from_raw(u)), gid.map(|g| rustix::process::Gid::from_raw(g))) };
+    rustix::fs::chownat(fd, "", u, g, AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW).map_err(errno)
 }
 
-pub(crate) fn set_times(
-    fd: BorrowedFd<'_>,
-    atime: crate::SetTime,
-    mtime: crate::SetTime,
-) -> VfsResult<()> {
+pub(crate) fn set_times(fd: BorrowedFd<'_>, atime: crate::SetTime, mtime: crate::SetTime) -> VfsResult<()> {
     use crate::SetTime;
     fn conv(t: SetTime) -> VfsResult<rustix::fs::Timespec> {
         Ok(match t {
-            SetTime::DontChange => rustix::fs::Timespec {
-                tv_sec: 0,
-                tv_nsec: rustix::fs::UTIME_OMIT,
-            },
-            SetTime::ServerNow => rustix::fs::Timespec {
-                tv_sec: 0,
-                tv_nsec: rustix::fs::UTIME_NOW,
-            },
+            SetTime::DontChange => rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_OMIT },
+            SetTime::ServerNow => rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_NOW },
             SetTime::Client(t) if t.nanos >= 1_000_000_000 => return Err(VfsError::Invalid),
-            SetTime::Client(t) => rustix::fs::Timespec {
-                tv_sec: t.seconds,
-                tv_nsec: i64::from(t.nanos) as _,
-            },
+            SetTime::Client(t) => rustix::fs::Timespec { tv_sec: t.seconds, tv_nsec: i64::from(t.nanos) as _ },
         })
     }
-    let times = rustix::fs::Timestamps {
-        last_access: conv(atime)?,
-        last_modification: conv(mtime)?,
-    };
-    rustix::fs::utimensat(
-        fd,
-        "",
-        &times,
-        AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
-    )
-    .map_err(errno)
+    let times = rustix::fs::Timestamps { last_access: conv(atime)?, last_modification: conv(mtime)? };
+    rustix::fs::utimensat(fd, "", &times, AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW).map_err(errno)
 }
 
 /// Writes all of `data` at `offset` with the given per-write sync flags,
@@ -354,11 +281,7 @@ pub(crate) struct Scanned {
 /// Reads directory entries (without `.` and `..`) from `fd`'s current
 /// position, handing each to `f` until it returns false; returns true if
 /// the directory was read to its end.
-pub(crate) fn scan_dir(
-    fd: BorrowedFd<'_>,
-    buf_size: usize,
-    mut f: impl FnMut(Scanned) -> bool,
-) -> VfsResult<bool> {
+pub(crate) fn scan_dir(fd: BorrowedFd<'_>, buf_size: usize, mut f: impl FnMut(Scanned) -> bool) -> VfsResult<bool> {
     let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); buf_size.max(1024)];
     let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
     while let Some(entry) = dir.next() {
@@ -367,11 +290,7 @@ pub(crate) fn scan_dir(
         if is_dot(name) {
             continue;
         }
-        let s = Scanned {
-            name: name.to_vec(),
-            ino: entry.ino(),
-            next_cookie: entry.next_entry_cookie(),
-        };
+        let s = Scanned { name: name.to_vec(), ino: entry.ino(), next_cookie: entry.next_entry_cookie() };
         if !f(s) {
             return Ok(false);
         }

@@ -24,10 +24,7 @@ pub(crate) struct Budget {
 
 impl Budget {
     pub(crate) fn new(limit: u64) -> Budget {
-        Budget {
-            used: AtomicU64::new(0),
-            limit,
-        }
+        Budget { used: AtomicU64::new(0), limit }
     }
 
     pub(crate) fn used(&self) -> u64 {
@@ -40,9 +37,7 @@ impl Budget {
 
     fn reserve(&self, bytes: u64) -> VfsResult<()> {
         self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
-                u.checked_add(bytes).filter(|&n| n <= self.limit)
-            })
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_add(bytes).filter(|&n| n <= self.limit))
             .map(|_| ())
             .map_err(|_| VfsError::NoSpace)
     }
@@ -50,11 +45,7 @@ impl Budget {
     fn release(&self, bytes: u64) {
         // Saturating: a release can never exceed what was reserved, but a
         // wrap here would silently disable the limit, so be defensive.
-        let _ = self
-            .used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
-                Some(u.saturating_sub(bytes))
-            });
+        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| Some(u.saturating_sub(bytes)));
     }
 }
 
@@ -97,35 +88,22 @@ impl FileData {
 
     /// Writes `data` at `offset`; the caller has checked `offset + len`
     /// against the file-size limit.
-    pub(crate) fn write(
-        &mut self,
-        offset: u64,
-        data: &[u8],
-        chunk: u64,
-        budget: &Budget,
-    ) -> VfsResult<()> {
+    pub(crate) fn write(&mut self, offset: u64, data: &[u8], chunk: u64, budget: &Budget) -> VfsResult<()> {
         if data.is_empty() {
             return Ok(());
         }
-        let end = offset
-            .checked_add(data.len() as u64)
-            .ok_or(VfsError::FBig)?;
+        let end = offset.checked_add(data.len() as u64).ok_or(VfsError::FBig)?;
         let first = offset / chunk;
         let last = (end - 1) / chunk;
         // Reserve every missing chunk up front so a NoSpace leaves the file
         // exactly as it was.
-        let missing = (first..=last)
-            .filter(|i| !self.chunks.contains_key(i))
-            .count() as u64;
+        let missing = (first..=last).filter(|i| !self.chunks.contains_key(i)).count() as u64;
         budget.reserve(missing * chunk)?;
         for idx in first..=last {
             let chunk_start = idx * chunk;
             let from = offset.max(chunk_start);
             let to = end.min(chunk_start + chunk);
-            let buf = self
-                .chunks
-                .entry(idx)
-                .or_insert_with(|| vec![0u8; chunk as usize].into_boxed_slice());
+            let buf = self.chunks.entry(idx).or_insert_with(|| vec![0u8; chunk as usize].into_boxed_slice());
             buf[(from - chunk_start) as usize..(to - chunk_start) as usize]
                 .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
         }
@@ -191,10 +169,7 @@ mod tests {
         let b = Budget::new(8192);
         let mut f = FileData::default();
         f.write(0, &[1u8; 4096], 4096, &b).unwrap();
-        assert_eq!(
-            f.write(4096, &[2u8; 8192], 4096, &b),
-            Err(VfsError::NoSpace)
-        );
+        assert_eq!(f.write(4096, &[2u8; 8192], 4096, &b), Err(VfsError::NoSpace));
         assert_eq!(f.size(), 4096);
         assert_eq!(b.used(), 4096);
     }

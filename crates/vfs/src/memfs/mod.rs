@@ -133,11 +133,8 @@ impl MemFs {
             settings,
         };
         let (uid, gid) = fs.settings.root_owner;
-        let root = Node {
-            meta: Meta::new(fs.settings.root_mode, uid, gid, 2),
-            body: Body::Dir(Dir::new(ROOT)),
-            live: true,
-        };
+        let root =
+            Node { meta: Meta::new(fs.settings.root_mode, uid, gid, 2), body: Body::Dir(Dir::new(ROOT)), live: true };
         fs.insert_node(ROOT, root);
         fs
     }
@@ -151,18 +148,11 @@ impl MemFs {
     }
 
     fn node(&self, id: FileId) -> VfsResult<NodeRef> {
-        self.shard(id)
-            .read()
-            .get(&id)
-            .cloned()
-            .ok_or(VfsError::Stale)
+        self.shard(id).read().get(&id).cloned().ok_or(VfsError::Stale)
     }
 
     fn insert_node(&self, id: FileId, node: Node) -> NodeRef {
-        let cell = Arc::new(NodeCell {
-            id,
-            state: RwLock::new(node),
-        });
+        let cell = Arc::new(NodeCell { id, state: RwLock::new(node) });
         self.shard(id).write().insert(id, cell.clone());
         cell
     }
@@ -170,9 +160,7 @@ impl MemFs {
     fn alloc_id(&self) -> VfsResult<FileId> {
         let max = self.settings.max_files;
         self.objects
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
             .map_err(|_| VfsError::NoSpace)?;
         Ok(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
@@ -259,10 +247,7 @@ impl MemFs {
             n.meta.gid = gid;
             changed = true;
         }
-        for (want, slot) in [
-            (set.atime, &mut n.meta.atime),
-            (set.mtime, &mut n.meta.mtime),
-        ] {
+        for (want, slot) in [(set.atime, &mut n.meta.atime), (set.mtime, &mut n.meta.mtime)] {
             match want {
                 SetTime::DontChange => {}
                 SetTime::ServerNow => {

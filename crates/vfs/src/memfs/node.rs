@@ -138,12 +138,7 @@ pub(crate) struct Dir {
 
 impl Dir {
     pub(crate) fn new(parent: FileId) -> Dir {
-        Dir {
-            parent,
-            by_name: HashMap::new(),
-            by_cookie: BTreeMap::new(),
-            next_cookie: 1,
-        }
+        Dir { parent, by_name: HashMap::new(), by_cookie: BTreeMap::new(), next_cookie: 1 }
     }
 
     pub(crate) fn get(&self, name: &[u8]) -> Option<FileId> {
@@ -180,11 +175,7 @@ impl Dir {
             return Err(VfsError::BadCookie);
         }
         let mut it = self.by_cookie.range(after.saturating_add(1)..);
-        let out: Vec<_> = it
-            .by_ref()
-            .take(max)
-            .map(|(&c, (n, id))| (c, n.clone(), *id))
-            .collect();
+        let out: Vec<_> = it.by_ref().take(max).map(|(&c, (n, id))| (c, n.clone(), *id)).collect();
         let eof = it.next().is_none();
         Ok((out, eof))
     }
@@ -194,9 +185,7 @@ impl Dir {
 /// order), so that operations touching several objects cannot deadlock.
 /// `nodes` must be sorted and deduplicated (see [`order`]).
 pub(crate) fn lock_all(nodes: &[NodeRef]) -> Locked<'_> {
-    Locked {
-        guards: nodes.iter().map(|n| (n.id, n.state.write())).collect(),
-    }
+    Locked { guards: nodes.iter().map(|n| (n.id, n.state.write())).collect() }
 }
 
 /// Sorts and deduplicates objects for [`lock_all`].

@@ -7,8 +7,8 @@ use super::node::{lock_all, order, Body, Dir, Meta, Node};
 use super::{MemFs, ROOT};
 use crate::names::{check_entry_name, classify_lookup, LookupName};
 use crate::{
-    Attrs, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult,
-    SetAttrs, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
+    Attrs, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs, Stability,
+    Timespec, Vfs, VfsError, VfsResult, WriteResult,
 };
 
 /// Bound on optimistic retries when the tree changes between looking an
@@ -24,23 +24,14 @@ impl MemFs {
     }
 
     fn new_node(&self, meta: Meta, body: Body, set: &SetAttrs) -> VfsResult<Node> {
-        let mut n = Node {
-            meta,
-            body,
-            live: true,
-        };
+        let mut n = Node { meta, body, live: true };
         self.apply_setattrs(&mut n, set)?;
         // Creating is one change, whatever the attributes.
         n.meta.change = 1;
         Ok(n)
     }
 
-    fn create_existing(
-        &self,
-        dir: FileId,
-        name: &[u8],
-        how: &CreateHow,
-    ) -> VfsResult<Option<(FileId, Attrs)>> {
+    fn create_existing(&self, dir: FileId, name: &[u8], how: &CreateHow) -> VfsResult<Option<(FileId, Attrs)>> {
         let id = match self.entry_id(dir, name) {
             Ok(id) => id,
             // Removed since our insert failed: the caller tries again.
@@ -61,17 +52,12 @@ impl MemFs {
         }
         match how {
             CreateHow::Guarded(_) => Err(VfsError::Exists),
-            CreateHow::Exclusive(v) if g.meta.verifier == Some(*v) => {
-                Ok(Some((id, self.attrs(id, &g))))
-            }
+            CreateHow::Exclusive(v) if g.meta.verifier == Some(*v) => Ok(Some((id, self.attrs(id, &g)))),
             CreateHow::Exclusive(_) => Err(VfsError::Exists),
             CreateHow::Unchecked(set) => {
                 // An existing file keeps its attributes except the size.
                 if let Some(size) = set.size {
-                    let only_size = SetAttrs {
-                        size: Some(size),
-                        ..SetAttrs::default()
-                    };
+                    let only_size = SetAttrs { size: Some(size), ..SetAttrs::default() };
                     self.apply_setattrs(&mut g, &only_size)?;
                 }
                 Ok(Some((id, self.attrs(id, &g))))
@@ -138,13 +124,7 @@ impl MemFs {
         Ok(())
     }
 
-    fn rename_once(
-        &self,
-        from_dir: FileId,
-        from: &[u8],
-        to_dir: FileId,
-        to: &[u8],
-    ) -> VfsResult<bool> {
+    fn rename_once(&self, from_dir: FileId, from: &[u8], to_dir: FileId, to: &[u8]) -> VfsResult<bool> {
         let src = self.entry_id(from_dir, from)?;
         let tgt = match self.entry_id(to_dir, to) {
             Ok(id) => Some(id),
@@ -224,12 +204,7 @@ impl Vfs for MemFs {
         Ok(self.attrs(id, &g))
     }
 
-    fn setattr(
-        &self,
-        id: FileId,
-        set: &SetAttrs,
-        guard_ctime: Option<Timespec>,
-    ) -> VfsResult<Attrs> {
+    fn setattr(&self, id: FileId, set: &SetAttrs, guard_ctime: Option<Timespec>) -> VfsResult<Attrs> {
         let n = self.node(id)?;
         let mut g = n.state.write();
         g.live()?;
@@ -276,27 +251,16 @@ impl Vfs for MemFs {
                 let count = count.min(self.settings.max_read);
                 let data = f.read(offset, u64::from(count), self.chunk);
                 let eof = offset.saturating_add(data.len() as u64) >= f.size();
-                Ok(ReadResult {
-                    data: Bytes::from(data),
-                    eof,
-                })
+                Ok(ReadResult { data: Bytes::from(data), eof })
             }
             Body::Dir(_) => Err(VfsError::IsDir),
             _ => Err(VfsError::Invalid),
         }
     }
 
-    fn write(
-        &self,
-        id: FileId,
-        offset: u64,
-        data: &[u8],
-        stable: Stability,
-    ) -> VfsResult<WriteResult> {
+    fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult> {
         let count = u32::try_from(data.len()).map_err(|_| VfsError::Invalid)?;
-        let end = offset
-            .checked_add(data.len() as u64)
-            .ok_or(VfsError::FBig)?;
+        let end = offset.checked_add(data.len() as u64).ok_or(VfsError::FBig)?;
         if end > self.settings.max_file_size {
             return Err(VfsError::FBig);
         }
@@ -311,10 +275,7 @@ impl Vfs for MemFs {
         g.meta.touch_content();
         // Nothing here is durable, but reporting the requested level keeps
         // the protocol path (COMMIT after UNSTABLE) what it is on a disk.
-        Ok(WriteResult {
-            count,
-            committed: stable,
-        })
+        Ok(WriteResult { count, committed: stable })
     }
 
     fn commit(&self, id: FileId, _offset: u64, _count: u32) -> VfsResult<()> {
@@ -328,13 +289,7 @@ impl Vfs for MemFs {
         }
     }
 
-    fn create(
-        &self,
-        dir: FileId,
-        name: &[u8],
-        how: &CreateHow,
-        owner: Owner,
-    ) -> VfsResult<(FileId, Attrs)> {
+    fn create(&self, dir: FileId, name: &[u8], how: &CreateHow, owner: Owner) -> VfsResult<(FileId, Attrs)> {
         let s = &self.settings;
         for _ in 0..MAX_RETRIES {
             let meta = Meta::new(s.default_file_mode, owner.uid, owner.gid, 1);
@@ -343,11 +298,7 @@ impl Vfs for MemFs {
                     self.new_node(meta, Body::File(FileData::default()), set)?
                 }
                 CreateHow::Exclusive(v) => {
-                    let mut n = Node {
-                        meta,
-                        body: Body::File(FileData::default()),
-                        live: true,
-                    };
+                    let mut n = Node { meta, body: Body::File(FileData::default()), live: true };
                     n.meta.verifier = Some(*v);
                     n
                 }
@@ -364,13 +315,7 @@ impl Vfs for MemFs {
         Err(VfsError::Delay)
     }
 
-    fn mkdir(
-        &self,
-        dir: FileId,
-        name: &[u8],
-        attrs: &SetAttrs,
-        owner: Owner,
-    ) -> VfsResult<(FileId, Attrs)> {
+    fn mkdir(&self, dir: FileId, name: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)> {
         if attrs.size.is_some() {
             return Err(VfsError::Invalid);
         }
@@ -468,14 +413,7 @@ impl Vfs for MemFs {
         let n = self.node(dir)?;
         let g = n.state.read();
         let (list, eof) = g.dir()?.list(cookie, max_entries)?;
-        let entries = list
-            .into_iter()
-            .map(|(cookie, name, fileid)| DirEntry {
-                fileid,
-                name,
-                cookie,
-            })
-            .collect();
+        let entries = list.into_iter().map(|(cookie, name, fileid)| DirEntry { fileid, name, cookie }).collect();
         Ok(ReadDir { entries, eof })
     }
 
@@ -484,8 +422,7 @@ impl Vfs for MemFs {
         let total = self.budget.limit();
         let free = total.saturating_sub(self.budget.used());
         let files = self.settings.max_files;
-        let free_files =
-            files.saturating_sub(self.objects.load(std::sync::atomic::Ordering::Relaxed));
+        let free_files = files.saturating_sub(self.objects.load(std::sync::atomic::Ordering::Relaxed));
         Ok(FsStat {
             total_bytes: total,
             free_bytes: free,

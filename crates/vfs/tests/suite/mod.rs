@@ -11,10 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use vfs::*;
 
-pub const OWNER: Owner = Owner {
-    uid: 1234,
-    gid: 5678,
-};
+pub const OWNER: Owner = Owner { uid: 1234, gid: 5678 };
 
 /// One `#[test]` per case; `$fixture` must evaluate to something with a
 /// `fs()` method returning the backend.
@@ -38,36 +35,22 @@ macro_rules! conformance_tests {
 }
 
 fn set_mode(mode: u32) -> SetAttrs {
-    SetAttrs {
-        mode: Some(mode),
-        ..SetAttrs::default()
-    }
+    SetAttrs { mode: Some(mode), ..SetAttrs::default() }
 }
 
 /// A fresh directory for one case.
 pub fn scratch<V: Vfs>(fs: &V, tag: &str) -> FileId {
     let name = format!("case-{tag}-{}", std::process::id());
-    fs.mkdir(fs.root(), name.as_bytes(), &set_mode(0o755), OWNER)
-        .expect("mkdir scratch")
-        .0
+    fs.mkdir(fs.root(), name.as_bytes(), &set_mode(0o755), OWNER).expect("mkdir scratch").0
 }
 
 pub fn new_file<V: Vfs>(fs: &V, dir: FileId, name: &str) -> FileId {
-    fs.create(
-        dir,
-        name.as_bytes(),
-        &CreateHow::Guarded(set_mode(0o644)),
-        OWNER,
-    )
-    .expect("create")
-    .0
+    fs.create(dir, name.as_bytes(), &CreateHow::Guarded(set_mode(0o644)), OWNER).expect("create").0
 }
 
 pub fn create_lookup_getattr<V: Vfs>(fs: &V) {
     let d = scratch(fs, "create");
-    let (id, a) = fs
-        .create(d, b"f", &CreateHow::Guarded(set_mode(0o640)), OWNER)
-        .unwrap();
+    let (id, a) = fs.create(d, b"f", &CreateHow::Guarded(set_mode(0o640)), OWNER).unwrap();
     assert_eq!(a.ftype, FileType::Regular);
     assert_eq!(a.mode, 0o640);
     assert_eq!(a.nlink, 1);
@@ -96,30 +79,16 @@ pub fn names_are_checked<V: Vfs>(fs: &V) {
     let d = scratch(fs, "names");
     let how = CreateHow::Guarded(SetAttrs::default());
     for bad in [&b""[..], b".", b"..", b"a/b", b"/etc", b"x\0y"] {
-        assert_eq!(
-            fs.create(d, bad, &how, OWNER).unwrap_err(),
-            VfsError::Invalid,
-            "create {bad:?}"
-        );
-        assert_eq!(
-            fs.mkdir(d, bad, &SetAttrs::default(), OWNER).unwrap_err(),
-            VfsError::Invalid
-        );
+        assert_eq!(fs.create(d, bad, &how, OWNER).unwrap_err(), VfsError::Invalid, "create {bad:?}");
+        assert_eq!(fs.mkdir(d, bad, &SetAttrs::default(), OWNER).unwrap_err(), VfsError::Invalid);
         assert_eq!(fs.remove(d, bad).unwrap_err(), VfsError::Invalid);
         assert_eq!(fs.rmdir(d, bad).unwrap_err(), VfsError::Invalid);
     }
     for bad in [&b""[..], b"a/b", b"../x", b"x\0y"] {
-        assert_eq!(
-            fs.lookup(d, bad).unwrap_err(),
-            VfsError::Invalid,
-            "lookup {bad:?}"
-        );
+        assert_eq!(fs.lookup(d, bad).unwrap_err(), VfsError::Invalid, "lookup {bad:?}");
     }
     let long = vec![b'n'; 256];
-    assert_eq!(
-        fs.create(d, &long, &how, OWNER).unwrap_err(),
-        VfsError::NameTooLong
-    );
+    assert_eq!(fs.create(d, &long, &how, OWNER).unwrap_err(), VfsError::NameTooLong);
     let ok = vec![b'n'; 255];
     fs.create(d, &ok, &how, OWNER).unwrap();
     // Not valid UTF-8: names are bytes.
@@ -166,11 +135,7 @@ pub fn read_write<V: Vfs>(fs: &V) {
     }
     assert_eq!(got, big);
     fs.commit(f, 12345, 300_000).unwrap();
-    assert_eq!(
-        fs.write(f, u64::MAX - 1, b"xx", Stability::Unstable)
-            .unwrap_err(),
-        VfsError::FBig
-    );
+    assert_eq!(fs.write(f, u64::MAX - 1, b"xx", Stability::Unstable).unwrap_err(), VfsError::FBig);
 }
 
 pub fn setattr<V: Vfs>(fs: &V) {
@@ -179,98 +144,30 @@ pub fn setattr<V: Vfs>(fs: &V) {
     fs.write(f, 0, &[9u8; 100], Stability::Unstable).unwrap();
     let a = fs.setattr(f, &set_mode(0o600), None).unwrap();
     assert_eq!(a.mode, 0o600);
-    let a = fs
-        .setattr(
-            f,
-            &SetAttrs {
-                size: Some(10),
-                ..Default::default()
-            },
-            None,
-        )
-        .unwrap();
+    let a = fs.setattr(f, &SetAttrs { size: Some(10), ..Default::default() }, None).unwrap();
     assert_eq!(a.size, 10);
-    let a = fs
-        .setattr(
-            f,
-            &SetAttrs {
-                size: Some(20),
-                ..Default::default()
-            },
-            None,
-        )
-        .unwrap();
+    let a = fs.setattr(f, &SetAttrs { size: Some(20), ..Default::default() }, None).unwrap();
     assert_eq!(a.size, 20);
     let r = fs.read(f, 0, 100).unwrap();
     assert_eq!(&r.data[..10], &[9u8; 10]);
     assert_eq!(&r.data[10..], &[0u8; 10]);
-    let t = Timespec {
-        seconds: 1_000_000_000,
-        nanos: 123_456_789,
-    };
+    let t = Timespec { seconds: 1_000_000_000, nanos: 123_456_789 };
     let a = fs
-        .setattr(
-            f,
-            &SetAttrs {
-                atime: SetTime::Client(t),
-                mtime: SetTime::Client(t),
-                ..Default::default()
-            },
-            None,
-        )
+        .setattr(f, &SetAttrs { atime: SetTime::Client(t), mtime: SetTime::Client(t), ..Default::default() }, None)
         .unwrap();
     assert_eq!(a.atime, t);
     assert_eq!(a.mtime, t);
-    let a = fs
-        .setattr(
-            f,
-            &SetAttrs {
-                mtime: SetTime::ServerNow,
-                ..Default::default()
-            },
-            None,
-        )
-        .unwrap();
+    let a = fs.setattr(f, &SetAttrs { mtime: SetTime::ServerNow, ..Default::default() }, None).unwrap();
     assert!(a.mtime > t);
     // Guard: a stale ctime is refused and changes nothing.
-    let stale = Timespec {
-        seconds: 1,
-        nanos: 0,
-    };
-    assert_eq!(
-        fs.setattr(f, &set_mode(0o644), Some(stale)).unwrap_err(),
-        VfsError::NotSync
-    );
+    let stale = Timespec { seconds: 1, nanos: 0 };
+    assert_eq!(fs.setattr(f, &set_mode(0o644), Some(stale)).unwrap_err(), VfsError::NotSync);
     assert_eq!(fs.getattr(f).unwrap().mode, 0o600);
     let cur = fs.getattr(f).unwrap().ctime;
-    assert_eq!(
-        fs.setattr(f, &set_mode(0o644), Some(cur)).unwrap().mode,
-        0o644
-    );
-    let a = fs
-        .setattr(
-            f,
-            &SetAttrs {
-                uid: Some(42),
-                gid: Some(43),
-                ..Default::default()
-            },
-            None,
-        )
-        .unwrap();
+    assert_eq!(fs.setattr(f, &set_mode(0o644), Some(cur)).unwrap().mode, 0o644);
+    let a = fs.setattr(f, &SetAttrs { uid: Some(42), gid: Some(43), ..Default::default() }, None).unwrap();
     assert_eq!((a.uid, a.gid), (42, 43));
-    assert_eq!(
-        fs.setattr(
-            d,
-            &SetAttrs {
-                size: Some(0),
-                ..Default::default()
-            },
-            None
-        )
-        .unwrap_err(),
-        VfsError::IsDir
-    );
+    assert_eq!(fs.setattr(d, &SetAttrs { size: Some(0), ..Default::default() }, None).unwrap_err(), VfsError::IsDir);
     assert_eq!(fs.getattr(d).unwrap().ftype, FileType::Directory);
     let a = fs.setattr(d, &set_mode(0o700), None).unwrap();
     assert_eq!(a.mode, 0o700);
@@ -281,47 +178,20 @@ pub fn type_errors<V: Vfs>(fs: &V) {
     let f = new_file(fs, d, "f");
     let how = CreateHow::Guarded(SetAttrs::default());
     assert_eq!(fs.lookup(f, b"x").unwrap_err(), VfsError::NotDir);
-    assert_eq!(
-        fs.create(f, b"x", &how, OWNER).unwrap_err(),
-        VfsError::NotDir
-    );
-    assert_eq!(
-        fs.mkdir(f, b"x", &SetAttrs::default(), OWNER).unwrap_err(),
-        VfsError::NotDir
-    );
+    assert_eq!(fs.create(f, b"x", &how, OWNER).unwrap_err(), VfsError::NotDir);
+    assert_eq!(fs.mkdir(f, b"x", &SetAttrs::default(), OWNER).unwrap_err(), VfsError::NotDir);
     assert_eq!(fs.readdir(f, 0, 10).unwrap_err(), VfsError::NotDir);
     assert_eq!(fs.read(d, 0, 10).unwrap_err(), VfsError::IsDir);
+    assert_eq!(fs.write(d, 0, b"x", Stability::Unstable).unwrap_err(), VfsError::IsDir);
     assert_eq!(
-        fs.write(d, 0, b"x", Stability::Unstable).unwrap_err(),
-        VfsError::IsDir
-    );
-    assert_eq!(
-        fs.remove(
-            fs.root(),
-            format!("case-types-{}", std::process::id()).as_bytes()
-        )
-        .unwrap_err(),
+        fs.remove(fs.root(), format!("case-types-{}", std::process::id()).as_bytes()).unwrap_err(),
         VfsError::IsDir
     );
     assert_eq!(fs.rmdir(d, b"f").unwrap_err(), VfsError::NotDir);
-    assert_eq!(
-        fs.create(d, b"f", &how, OWNER).unwrap_err(),
-        VfsError::Exists
-    );
-    assert_eq!(
-        fs.mkdir(d, b"f", &SetAttrs::default(), OWNER).unwrap_err(),
-        VfsError::Exists
-    );
-    assert_eq!(
-        fs.symlink(d, b"f", b"t", &SetAttrs::default(), OWNER)
-            .unwrap_err(),
-        VfsError::Exists
-    );
-    assert_eq!(
-        fs.mknod(d, b"f", NodeKind::Fifo, &SetAttrs::default(), OWNER)
-            .unwrap_err(),
-        VfsError::Exists
-    );
+    assert_eq!(fs.create(d, b"f", &how, OWNER).unwrap_err(), VfsError::Exists);
+    assert_eq!(fs.mkdir(d, b"f", &SetAttrs::default(), OWNER).unwrap_err(), VfsError::Exists);
+    assert_eq!(fs.symlink(d, b"f", b"t", &SetAttrs::default(), OWNER).unwrap_err(), VfsError::Exists);
+    assert_eq!(fs.mknod(d, b"f", NodeKind::Fifo, &SetAttrs::default(), OWNER).unwrap_err(), VfsError::Exists);
     assert_eq!(fs.readlink(f).unwrap_err(), VfsError::BadType);
     assert_eq!(fs.remove(d, b"nope").unwrap_err(), VfsError::NotFound);
     assert_eq!(fs.rmdir(d, b"nope").unwrap_err(), VfsError::NotFound);
@@ -337,77 +207,38 @@ pub fn exclusive_create<V: Vfs>(fs: &V) {
     // A retransmission gets the file it created.
     let (again, _) = fs.create(d, b"e", &v1, OWNER).unwrap();
     assert_eq!(again, id);
-    assert_eq!(
-        fs.create(d, b"e", &v2, OWNER).unwrap_err(),
-        VfsError::Exists
-    );
+    assert_eq!(fs.create(d, b"e", &v2, OWNER).unwrap_err(), VfsError::Exists);
     // The follow-up SETATTR replaces the verifier.
-    let t = Timespec {
-        seconds: 1_600_000_000,
-        nanos: 5,
-    };
+    let t = Timespec { seconds: 1_600_000_000, nanos: 5 };
     fs.setattr(
         id,
-        &SetAttrs {
-            mode: Some(0o644),
-            atime: SetTime::Client(t),
-            mtime: SetTime::ServerNow,
-            ..Default::default()
-        },
+        &SetAttrs { mode: Some(0o644), atime: SetTime::Client(t), mtime: SetTime::ServerNow, ..Default::default() },
         None,
     )
     .unwrap();
-    assert_eq!(
-        fs.create(d, b"e", &v1, OWNER).unwrap_err(),
-        VfsError::Exists
-    );
+    assert_eq!(fs.create(d, b"e", &v1, OWNER).unwrap_err(), VfsError::Exists);
     // A plain file of the same name is not mistaken for an exclusive one.
     new_file(fs, d, "plain");
-    assert_eq!(
-        fs.create(d, b"plain", &v1, OWNER).unwrap_err(),
-        VfsError::Exists
-    );
+    assert_eq!(fs.create(d, b"plain", &v1, OWNER).unwrap_err(), VfsError::Exists);
     fs.mkdir(d, b"dir", &SetAttrs::default(), OWNER).unwrap();
-    assert_eq!(
-        fs.create(d, b"dir", &v1, OWNER).unwrap_err(),
-        VfsError::Exists
-    );
+    assert_eq!(fs.create(d, b"dir", &v1, OWNER).unwrap_err(), VfsError::Exists);
 }
 
 pub fn unchecked_and_guarded_create<V: Vfs>(fs: &V) {
     let d = scratch(fs, "unchecked");
     let f = new_file(fs, d, "f");
     fs.write(f, 0, b"0123456789", Stability::Unstable).unwrap();
-    let (same, a) = fs
-        .create(d, b"f", &CreateHow::Unchecked(SetAttrs::default()), OWNER)
-        .unwrap();
+    let (same, a) = fs.create(d, b"f", &CreateHow::Unchecked(SetAttrs::default()), OWNER).unwrap();
     assert_eq!((same, a.size), (f, 10));
-    let (same, a) = fs
-        .create(
-            d,
-            b"f",
-            &CreateHow::Unchecked(SetAttrs {
-                size: Some(0),
-                ..Default::default()
-            }),
-            OWNER,
-        )
-        .unwrap();
+    let (same, a) =
+        fs.create(d, b"f", &CreateHow::Unchecked(SetAttrs { size: Some(0), ..Default::default() }), OWNER).unwrap();
     assert_eq!((same, a.size), (f, 0));
-    assert_eq!(
-        fs.create(d, b"f", &CreateHow::Guarded(SetAttrs::default()), OWNER)
-            .unwrap_err(),
-        VfsError::Exists
-    );
+    assert_eq!(fs.create(d, b"f", &CreateHow::Guarded(SetAttrs::default()), OWNER).unwrap_err(), VfsError::Exists);
     let (_, a) = fs
         .create(
             d,
             b"g",
-            &CreateHow::Unchecked(SetAttrs {
-                mode: Some(0o600),
-                size: Some(0),
-                ..Default::default()
-            }),
+            &CreateHow::Unchecked(SetAttrs { mode: Some(0o600), size: Some(0), ..Default::default() }),
             OWNER,
         )
         .unwrap();
@@ -432,11 +263,7 @@ pub fn rename<V: Vfs>(fs: &V) {
     assert!(fs.lookup(d2, b"c").is_err());
     match fs.getattr(t) {
         Err(VfsError::Stale) => {}
-        Ok(attrs) => assert_ne!(
-            attrs.generation,
-            fs.getattr(a).unwrap().generation + 1,
-            "replaced target still alive"
-        ),
+        Ok(attrs) => assert_ne!(attrs.generation, fs.getattr(a).unwrap().generation + 1, "replaced target still alive"),
         Err(e) => panic!("unexpected {e:?}"),
     }
     // Same name, and two names of one object: no-ops.
@@ -444,25 +271,13 @@ pub fn rename<V: Vfs>(fs: &V) {
     fs.link(a, d2, b"t2").unwrap();
     fs.rename(d2, b"t", d2, b"t2").unwrap();
     assert_eq!(fs.lookup(d2, b"t").unwrap().0, a);
-    assert_eq!(
-        fs.rename(d2, b"missing", d2, b"x").unwrap_err(),
-        VfsError::NotFound
-    );
+    assert_eq!(fs.rename(d2, b"missing", d2, b"x").unwrap_err(), VfsError::NotFound);
     let (sub, _) = fs.mkdir(d, b"sub", &SetAttrs::default(), OWNER).unwrap();
     assert_eq!(fs.rename(d2, b"t", d, b"sub").unwrap_err(), VfsError::IsDir);
-    assert_eq!(
-        fs.rename(d, b"sub", d2, b"t").unwrap_err(),
-        VfsError::NotDir
-    );
+    assert_eq!(fs.rename(d, b"sub", d2, b"t").unwrap_err(), VfsError::NotDir);
     assert_eq!(fs.getattr(sub).unwrap().ftype, FileType::Directory);
-    assert_eq!(
-        fs.rename(d, b"x/y", d, b"z").unwrap_err(),
-        VfsError::Invalid
-    );
-    assert_eq!(
-        fs.rename(d, b"sub", d, b"..").unwrap_err(),
-        VfsError::Invalid
-    );
+    assert_eq!(fs.rename(d, b"x/y", d, b"z").unwrap_err(), VfsError::Invalid);
+    assert_eq!(fs.rename(d, b"sub", d, b"..").unwrap_err(), VfsError::Invalid);
 }
 
 pub fn rename_dirs<V: Vfs>(fs: &V) {
@@ -513,9 +328,7 @@ pub fn link<V: Vfs>(fs: &V) {
 
 pub fn symlink_readlink<V: Vfs>(fs: &V) {
     let d = scratch(fs, "symlink");
-    let (s, a) = fs
-        .symlink(d, b"s", b"../some/where", &SetAttrs::default(), OWNER)
-        .unwrap();
+    let (s, a) = fs.symlink(d, b"s", b"../some/where", &SetAttrs::default(), OWNER).unwrap();
     assert_eq!(a.ftype, FileType::Symlink);
     assert_eq!(a.size, 13);
     assert_eq!((a.uid, a.gid), (OWNER.uid, OWNER.gid));
@@ -532,16 +345,12 @@ pub fn symlink_readlink<V: Vfs>(fs: &V) {
 
 pub fn mknod<V: Vfs>(fs: &V) {
     let d = scratch(fs, "mknod");
-    let (p, a) = fs
-        .mknod(d, b"fifo", NodeKind::Fifo, &set_mode(0o640), OWNER)
-        .unwrap();
+    let (p, a) = fs.mknod(d, b"fifo", NodeKind::Fifo, &set_mode(0o640), OWNER).unwrap();
     assert_eq!(a.ftype, FileType::Fifo);
     assert_eq!(a.mode, 0o640);
     assert_eq!((a.uid, a.gid), (OWNER.uid, OWNER.gid));
     assert_eq!(fs.lookup(d, b"fifo").unwrap().0, p);
-    let (_, a) = fs
-        .mknod(d, b"sock", NodeKind::Socket, &set_mode(0o600), OWNER)
-        .unwrap();
+    let (_, a) = fs.mknod(d, b"sock", NodeKind::Socket, &set_mode(0o600), OWNER).unwrap();
     assert_eq!(a.ftype, FileType::Socket);
     fs.remove(d, b"fifo").unwrap();
 }
@@ -565,12 +374,7 @@ pub fn remove_rmdir<V: Vfs>(fs: &V) {
 
 /// Pages through `dir` in chunks of `chunk`, calling `between` after each
 /// page; returns every (name, id) seen, in order.
-pub fn page_all<V: Vfs>(
-    fs: &V,
-    dir: FileId,
-    chunk: usize,
-    mut between: impl FnMut(usize),
-) -> Vec<(Vec<u8>, FileId)> {
+pub fn page_all<V: Vfs>(fs: &V, dir: FileId, chunk: usize, mut between: impl FnMut(usize)) -> Vec<(Vec<u8>, FileId)> {
     let mut seen = Vec::new();
     let mut cookie = 0;
     for page in 0.. {
@@ -614,25 +418,12 @@ pub fn readdir_paging<V: Vfs>(fs: &V) {
     });
     let mut names = HashSet::new();
     for (name, id) in &seen {
-        assert!(
-            names.insert(name.clone()),
-            "duplicate {:?}",
-            String::from_utf8_lossy(name)
-        );
-        assert_eq!(
-            ids.get(name),
-            Some(id),
-            "wrong id for {:?}",
-            String::from_utf8_lossy(name)
-        );
+        assert!(names.insert(name.clone()), "duplicate {:?}", String::from_utf8_lossy(name));
+        assert_eq!(ids.get(name), Some(id), "wrong id for {:?}", String::from_utf8_lossy(name));
     }
     for name in ids.keys() {
         if !removed.contains(name) {
-            assert!(
-                names.contains(name),
-                "lost {:?}",
-                String::from_utf8_lossy(name)
-            );
+            assert!(names.contains(name), "lost {:?}", String::from_utf8_lossy(name));
         }
     }
     // A second full pass sees exactly what is left.
@@ -648,10 +439,7 @@ pub fn readdir_small<V: Vfs>(fs: &V) {
     let r = fs.readdir(d, 0, 10).unwrap();
     assert!(r.eof);
     assert_eq!(r.entries.len(), 1);
-    assert_eq!(
-        (&r.entries[0].name[..], r.entries[0].fileid),
-        (&b"one"[..], f)
-    );
+    assert_eq!((&r.entries[0].name[..], r.entries[0].fileid), (&b"one"[..], f));
     // Continuing after the last entry: empty and eof.
     let r = fs.readdir(d, r.entries[0].cookie, 10).unwrap();
     assert!(r.entries.is_empty() && r.eof);

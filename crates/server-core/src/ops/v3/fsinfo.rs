@@ -2,8 +2,8 @@
 //! nanosecond time resolution, and the capabilities every backend has.
 
 use proto::nfs3::{
-    nfstime3, FSF3_CANSETTIME, FSF3_HOMOGENEOUS, FSF3_LINK, FSF3_SYMLINK, FSINFO3args, FSINFO3res, FSINFO3resfail,
-    FSINFO3resok,
+    nfstime3, FSINFO3args, FSINFO3res, FSINFO3resfail, FSINFO3resok, FSF3_CANSETTIME, FSF3_HOMOGENEOUS, FSF3_LINK,
+    FSF3_SYMLINK,
 };
 
 use super::{fattr, Ctx};

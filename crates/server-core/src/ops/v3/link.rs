@@ -13,11 +13,17 @@ pub(super) fn link(ctx: &Ctx, a: LINK3args) -> LINK3res {
     let dir = match ctx.resolve(&a.link.dir) {
         Ok(o) => o,
         Err(s) => {
-            return LINK3res::default(s, LINK3resfail { file_attributes: Some(fattr(&file.attrs)), linkdir_wcc: no_wcc() })
+            return LINK3res::default(
+                s,
+                LINK3resfail { file_attributes: Some(fattr(&file.attrs)), linkdir_wcc: no_wcc() },
+            )
         }
     };
     let fail = |s| {
-        LINK3res::default(s, LINK3resfail { file_attributes: Some(fattr(&file.attrs)), linkdir_wcc: dir.wcc_unchanged() })
+        LINK3res::default(
+            s,
+            LINK3resfail { file_attributes: Some(fattr(&file.attrs)), linkdir_wcc: dir.wcc_unchanged() },
+        )
     };
     if file.export.id != dir.export.id {
         return fail(nfsstat3::NFS3ERR_XDEV);

@@ -17,7 +17,9 @@ pub(super) fn mkdir(ctx: &Ctx, a: MKDIR3args) -> MKDIR3res {
     let owner = new_owner(&dir.attrs, &dir.creds);
     let r = dir.fs().mkdir(dir.id, &a.r#where.name, &set, owner);
     match created(ctx, &dir, r) {
-        Ok(Created { obj, obj_attributes, dir_wcc }) => MKDIR3res::NFS3_OK(MKDIR3resok { obj, obj_attributes, dir_wcc }),
+        Ok(Created { obj, obj_attributes, dir_wcc }) => {
+            MKDIR3res::NFS3_OK(MKDIR3resok { obj, obj_attributes, dir_wcc })
+        }
         Err(f) => fail(f),
     }
 }

@@ -31,7 +31,9 @@ pub(super) fn mknod(ctx: &Ctx, a: MKNOD3args) -> MKNOD3res {
     let owner = new_owner(&dir.attrs, &dir.creds);
     let r = dir.fs().mknod(dir.id, &a.r#where.name, kind, &set, owner);
     match created(ctx, &dir, r) {
-        Ok(Created { obj, obj_attributes, dir_wcc }) => MKNOD3res::NFS3_OK(MKNOD3resok { obj, obj_attributes, dir_wcc }),
+        Ok(Created { obj, obj_attributes, dir_wcc }) => {
+            MKNOD3res::NFS3_OK(MKNOD3resok { obj, obj_attributes, dir_wcc })
+        }
         Err(f) => fail(f),
     }
 }

@@ -94,9 +94,10 @@ impl Ctx<'_> {
         let core = self.core;
         let peer = self.call.peer;
         let Ok(h) = core.fh.decode(&fh.data) else {
-            core.warn(WarnKind::Handle, || {
-                tracing::warn!(peer = %peer.addr, len = fh.data.len(), "malformed or forged file handle")
-            });
+            core.warn(
+                WarnKind::Handle,
+                || tracing::warn!(peer = %peer.addr, len = fh.data.len(), "malformed or forged file handle"),
+            );
             return Err(nfsstat3::NFS3ERR_BADHANDLE);
         };
         let Some(export) = core.export_by_id(h.export_id) else {
@@ -108,7 +109,9 @@ impl Ctx<'_> {
             Err(Denied::NoRule | Denied::InsecurePort) => return Err(nfsstat3::NFS3ERR_ACCES),
         };
         let creds = match &self.call.auth {
-            Auth::Sys { uid, gid, gids, .. } => Creds { uid: *uid, gid: *gid, gids: gids.clone() }.squash(&rule.options),
+            Auth::Sys { uid, gid, gids, .. } => {
+                Creds { uid: *uid, gid: *gid, gids: gids.clone() }.squash(&rule.options)
+            }
             Auth::None => Creds::anonymous(&rule.options),
         };
         let attrs = match export.fs.getattr(h.fileid) {
@@ -182,10 +185,7 @@ pub(crate) fn ftype3_of(t: FileType) -> ftype3 {
 /// NFSv3 times are unsigned 32-bit seconds: times before 1970 or after
 /// 2106 are clamped rather than wrapped.
 pub(crate) fn nfstime(t: Timespec) -> nfstime3 {
-    nfstime3 {
-        seconds: u32::try_from(t.seconds.max(0)).unwrap_or(u32::MAX),
-        nseconds: t.nanos.min(999_999_999),
-    }
+    nfstime3 { seconds: u32::try_from(t.seconds.max(0)).unwrap_or(u32::MAX), nseconds: t.nanos.min(999_999_999) }
 }
 
 pub(crate) fn fattr(a: &Attrs) -> fattr3 {
@@ -462,7 +462,11 @@ pub(crate) struct Created {
 }
 
 #[allow(clippy::result_large_err)]
-pub(crate) fn created(ctx: &Ctx, dir: &Obj, r: vfs::VfsResult<(FileId, Attrs)>) -> Result<Created, (nfsstat3, wcc_data)> {
+pub(crate) fn created(
+    ctx: &Ctx,
+    dir: &Obj,
+    r: vfs::VfsResult<(FileId, Attrs)>,
+) -> Result<Created, (nfsstat3, wcc_data)> {
     match r {
         Ok((id, attrs)) => Ok(Created {
             obj: Some(ctx.handle(dir.export, id, &attrs)),

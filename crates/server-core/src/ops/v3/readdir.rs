@@ -59,9 +59,10 @@ pub(super) fn check_start(ctx: &Ctx, dir: &Obj, cookie: u64, verf: &cookieverf3)
     }
     let expected = ctx.cookieverf(dir);
     if cookie != 0 && *verf != expected {
-        ctx.core.warn(crate::WarnKind::Garbage, || {
-            tracing::debug!(peer = %ctx.call.peer.addr, cookie, "READDIR with a stale cookie verifier")
-        });
+        ctx.core.warn(
+            crate::WarnKind::Garbage,
+            || tracing::debug!(peer = %ctx.call.peer.addr, cookie, "READDIR with a stale cookie verifier"),
+        );
         return Err(nfsstat3::NFS3ERR_BAD_COOKIE);
     }
     Ok(expected)

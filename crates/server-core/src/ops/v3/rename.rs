@@ -23,9 +23,8 @@ pub(super) fn rename(ctx: &Ctx, a: RENAME3args) -> RENAME3res {
             return RENAME3res::default(s, RENAME3resfail { fromdir_wcc: from.wcc_unchanged(), todir_wcc: no_wcc() })
         }
     };
-    let fail = |s| {
-        RENAME3res::default(s, RENAME3resfail { fromdir_wcc: from.wcc_unchanged(), todir_wcc: to.wcc_unchanged() })
-    };
+    let fail =
+        |s| RENAME3res::default(s, RENAME3resfail { fromdir_wcc: from.wcc_unchanged(), todir_wcc: to.wcc_unchanged() });
     if from.export.id != to.export.id {
         return fail(nfsstat3::NFS3ERR_XDEV);
     }
