@@ -22,10 +22,16 @@ if ((${#need_apt[@]})); then
 fi
 
 echo "== cargo test (release: the integration tests move a 1 GiB file)"
-cargo test --workspace --release
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --release 2>&1 | tee "$log"
+passed=$(grep -E '^test result:' "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -E '^test result:' "$log" | awk '{s+=$6} END {print s+0}')
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if [[ $FUZZ_SECONDS -gt 0 ]]; then
   echo "== fuzz targets, ${FUZZ_SECONDS}s each"
   scripts/fuzz.sh "$FUZZ_SECONDS"
 fi
+
+echo "tests: ${passed} passed, ${failed} failed"
