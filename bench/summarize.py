@@ -44,30 +44,44 @@ def fmt(x, digits=1):
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
-ORDER = ["write", "read", "write-nocommit", "commit", "write-withcommit", "create"]
+ORDER = ["write", "read", "read-devnull", "write-nocommit", "commit", "write-withcommit", "create"]
+SYSTEMS = (("nfsx", "nfsx"), ("ganesha", "Ganesha"), ("local", "local file system (dd)"))
 LABEL = {
-    "write": "1 GiB sequential write, `nfs-cp` (incl. COMMIT)",
-    "read": "1 GiB sequential read, `nfs-cp` (server cache warm)",
-    "write-nocommit": "1 GiB write, until last WRITE reply (seqwrite)",
-    "commit": "COMMIT of 1 GiB alone (seqwrite)",
-    "write-withcommit": "1 GiB write + COMMIT (seqwrite)",
-    "create": "file creations (`nfsops createmany`)",
+    "write": "{size} sequential write, `nfs-cp` (incl. COMMIT)",
+    "read": "{size} sequential read, `nfs-cp` to /dev/shm (server cache warm)",
+    "read-devnull": "{size} sequential read, `nfs-cat` to /dev/null (server cache warm)",
+    "write-nocommit": "{size} write, until last WRITE reply (`seqwrite`)",
+    "commit": "COMMIT of {size} alone, as MB/s flushed (`seqwrite`)",
+    "write-withcommit": "{size} write + COMMIT (`seqwrite`)",
+    "create": "{files} file creations (`nfsops createmany`)",
 }
+
+
+def label(test, rows):
+    r = next((r for r in rows if r["test"] == test and r["ok"] == "1"), None)
+    if r is None:
+        return test
+    b = int(r["bytes"])
+    size = f"{b / 2**30:g} GiB" if b >= 2**30 else f"{b / 2**20:g} MiB"
+    return LABEL.get(test, test).format(size=size, files=r["ops"])
 
 
 def summarize(rows):
     ok = defaultdict(dict)      # (test, system) -> {run: rate}
+    busy = defaultdict(int)     # (test, system) -> samples during which a compile ran
     failed = []
     for r in rows:
         if r["ok"] == "1":
             ok[(r["test"], r["system"])][int(r["run"])] = float(r["rate"])
+            if int(r.get("busy") or 0) > 0:
+                busy[(r["test"], r["system"])] += 1
         else:
             failed.append(r)
     tests = [t for t in ORDER if any(k[0] == t for k in ok)]
     tests += sorted({k[0] for k in ok} - set(tests))
     units = {r["test"]: r["unit"] for r in rows}
     out = []
-    out.append("| test | unit | system | n | median | mean ± 95% CI | min | max | nfsx/Ganesha (medians) | per-run ratios: median [min, max] |")
+    out.append("| test | unit | system | n (busy) | median | mean ± 95% CI | min | max | nfsx/Ganesha (medians) | per-run ratios: median [min, max] |")
     out.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for t in tests:
         a, b = ok.get((t, "nfsx"), {}), ok.get((t, "ganesha"), {})
@@ -77,7 +91,9 @@ def summarize(rows):
             pr = [a[i] / b[i] for i in sorted(set(a) & set(b)) if b[i] > 0]
             if pr:
                 pair = f"{statistics.median(pr):.2f} [{min(pr):.2f}, {max(pr):.2f}]"
-        for sysname, d in (("nfsx", a), ("ganesha", b)):
+        first_row = True
+        for sysname, title in SYSTEMS:
+            d = ok.get((t, sysname), {})
             if not d:
                 continue
             xs = list(d.values())
@@ -85,13 +101,14 @@ def summarize(rows):
             mean = statistics.mean(xs)
             digits = 0 if max(xs) >= 100 else 1
             ci = f"{fmt(mean, digits)} ± {fmt(h, digits)}"
-            first = sysname == "nfsx" or not a
-            out.append(f"| {LABEL.get(t, t) if first else ''} | {units.get(t, '') if first else ''} | "
-                       f"{'nfsx' if sysname == 'nfsx' else 'Ganesha'} | {len(xs)} | "
+            first, first_row = first_row, False
+            out.append(f"| {label(t, rows) if first else ''} | {units.get(t, '') if first else ''} | "
+                       f"{title} | {len(xs)} ({busy[(t, sysname)]}) | "
                        f"{fmt(statistics.median(xs), digits)} | {ci} | {fmt(min(xs), digits)} | "
                        f"{fmt(max(xs), digits)} | {ratio if first else ''} | {pair if first else ''} |")
     out.append("")
-    out.append("Ratios are rates, nfsx divided by Ganesha: above 1 nfsx is faster, below 1 slower.")
+    out.append("Ratios are rates, nfsx divided by Ganesha: above 1 nfsx is faster, below 1 slower. "
+               "n (busy): samples, and how many of them saw another process's compiler running.")
     if failed:
         out.append("")
         out.append("Failed samples (not included above):")
@@ -102,10 +119,10 @@ def summarize(rows):
 
 
 def raw_table(rows):
-    out = ["| run | system | test | seconds | rate | unit | load1 | rustc procs |", "|---:|---|---|---:|---:|---|---:|---:|"]
+    out = ["| run | system | test | seconds | rate | unit | load1 | busy ticks |", "|---:|---|---|---:|---:|---|---:|---:|"]
     for r in rows:
         out.append(f"| {r['run']} | {r['system']} | {r['test']}{'' if r['ok'] == '1' else ' (FAILED)'} | "
-                   f"{float(r['seconds']):.3f} | {r['rate']} | {r['unit']} | {r['load1']} | {r['rustc']} |")
+                   f"{float(r['seconds']):.3f} | {r['rate']} | {r['unit']} | {r['load1']} | {r.get('busy', '')} |")
     return "\n".join(out)
 
 
@@ -128,7 +145,9 @@ def parse_metrics(path):
     return m
 
 
-PHASES = [("1-write", "nfs-cp write"), ("2-read", "nfs-cp read"), ("3-split", "seqwrite"), ("4-create", "createmany")]
+# (snapshot taken after the phase, title); phases titled None are not shown
+PHASES = [("1-write", "nfs-cp write"), ("2-read", "nfs-cp read"), ("2b-read-devnull", "nfs-cat read"),
+          ("2c-verify", None), ("3-split", "seqwrite"), ("4-create", "createmany")]
 
 
 def metrics_tables(mdir):
@@ -161,7 +180,7 @@ def metrics_tables(mdir):
     out.append("| phase | procedure | requests | errors | mean latency (µs) |")
     out.append("|---|---|---:|---:|---:|")
     for ph, name in PHASES:
-        if ph not in per:
+        if ph not in per or name is None:
             continue
         first = True
         for proc in sorted(per[ph], key=lambda p: -statistics.median(x[0] for x in per[ph][p])):

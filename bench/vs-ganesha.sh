@@ -4,12 +4,26 @@
 #   bench/vs-ganesha.sh [-n RUNS] [-s SIZE_MIB] [-f FILES] [-o OUTDIR]
 #
 # For run i = 1..RUNS it starts nfsx, measures, stops it, then starts Ganesha,
-# measures the same way, stops it (A B A B ...).  Each system is measured with
-# Debian's libnfs 4.0.0 client over loopback, NFSv3:
-#   write   nfs-cp /dev/shm/SRC nfs://.../f          (1 MiB UNSTABLE WRITEs, COMMIT at close)
-#   read    nfs-cp nfs://.../f /dev/shm/DST          (1 MiB READs; server page cache warm)
-#   split   bench/seqwrite.c: the same writes, clock read after the last WRITE and after COMMIT
-#   create  nfsops URL 'mkdir /c-i' 'createmany /c-i FILES'   (CREATE + close, one at a time)
+# measures the same way, stops it (A B A B ...; ORDER=abba swaps the order in
+# even runs).  Each system is measured with Debian's libnfs 4.0.0 client over
+# loopback, NFSv3:
+#   write        nfs-cp /dev/shm/SRC nfs://.../f      (1 MiB UNSTABLE WRITEs, COMMIT at close)
+#   read         nfs-cp nfs://.../f /dev/shm/DST      (1 MiB READs; server page cache warm)
+#   read-devnull nfs-cat nfs://.../f > /dev/null      (the same READs, no local page allocation)
+#   split        bench/seqwrite.c: the same writes as nfs-cp, clock read after the last
+#                WRITE reply and after COMMIT -> write-nocommit, commit, write-withcommit
+#   create       nfsops URL 'mkdir /c-i' 'createmany /c-i FILES'   (CREATE + close, one at a time)
+# and, as a ceiling, the same file copied by dd on the local file system ("local":
+# write = dd bs=1M conv=fsync, read-devnull = dd bs=1M of=/dev/null from the page cache).
+# The file written over NFS is compared with the source (locally) and read back once
+# through NFS and compared (untimed): a mismatch makes the sample ok=0.
+#
+# This VM returns freed guest memory to the host after a few seconds (virtio
+# balloon free page reporting), and the first touch of such memory is slow: a
+# local 1 GiB dd into the page cache takes 0.5 s with recently freed memory
+# and 2-3 s without.  So before every timed transfer the script touches and
+# frees WARM_MIB of memory (in /dev/shm), and waits for an idle machine before
+# starting each server (not only each run), so both servers start alike.
 # Every sample goes to OUTDIR/samples.csv; bench/summarize.py turns it into
 # the Markdown table of docs/BENCHMARKS.md.  nfsx runs with --metrics, and the
 # per-procedure counters are saved after each phase (OUTDIR/metrics/).
@@ -22,9 +36,11 @@
 #   PEERS_DIR [../shared/peers next to the repository]  (ganesha.sh)
 #   WORK [/var/tmp/nfsx-bench]  exported directories (same file system for both servers)
 #   SRC [/dev/shm/nfsx-bench-src-<SIZE>m]  source file, random bytes, kept between invocations
-#   WAIT_IDLE [0]   seconds without any rustc process to wait for before each run (max 15 min)
+#   WAIT_IDLE [0]   seconds without any rustc process to wait for before each server start (max 15 min)
+#   WARM_MIB [2048] memory touched and freed right before each timed transfer (0 = off)
+#   ORDER [abab]    abab: nfsx first in every run; abba: Ganesha first in even runs
 #   TIMEOUT [600]   seconds allowed for any single client command
-#   SKIP [] space-separated tests to skip (write read split create)
+#   SKIP [] space-separated tests or systems to skip (write read read-devnull split create local)
 #
 # Needs root for apt-get (installs nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
 # libnfs-dev when missing) and for Ganesha/rpcbind (port 111).  Ganesha and its
@@ -56,6 +72,8 @@ PEERS_DIR=${PEERS_DIR:-$(cd "$REPO/../shared/peers" 2>/dev/null && pwd || echo /
 WORK=${WORK:-/var/tmp/nfsx-bench}
 SRC=${SRC:-/dev/shm/nfsx-bench-src-${SIZE_MIB}m}
 WAIT_IDLE=${WAIT_IDLE:-0}
+WARM_MIB=${WARM_MIB:-2048}
+ORDER=${ORDER:-abab}
 TIMEOUT=${TIMEOUT:-600}
 SKIP=${SKIP:-}
 
@@ -67,6 +85,9 @@ NFSX_DIR=$WORK/nfsx-export
 GAN_DIR=$WORK/ganesha-export
 export GANESHA_STATE=$OUTDIR/state/ganesha
 DST=/dev/shm/nfsx-bench-dst.$$
+WARM=/dev/shm/nfsx-bench-warm.$$
+LOCAL_DIR=$WORK/local
+BUSYLOG=$OUTDIR/logs/rustc-seen.log
 
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$OUTDIR/logs/bench.log" >&2; }
 skip() { [[ " $SKIP " == *" $1 "* ]]; }
@@ -89,6 +110,8 @@ done
 mkdir -p "$BIN"
 cc -O2 -o "$BIN/nfsops" "$REPO/crates/cli/tests/support/nfsops.c" -lnfs
 cc -O2 -o "$BIN/seqwrite" "$REPO/bench/seqwrite.c" -lnfs
+# A private copy: others may rebuild target/release/nfsx while this runs.
+cp "$NFSX" "$BIN/nfsx.orig" && NFSX_ORIG=$NFSX && NFSX=$BIN/nfsx.orig
 
 # ---------------------------------------------------------------- environment record
 {
@@ -100,22 +123,27 @@ cc -O2 -o "$BIN/seqwrite" "$REPO/bench/seqwrite.c" -lnfs
   echo "work_fs=$(df -PT "$(dirname "$WORK")" | awk 'NR==2 {print $1, $2}')"
   echo "nfsx_commit=$(git -C "$REPO" rev-parse HEAD)"
   echo "nfsx_tree_dirty_files=$(git -C "$REPO" status --porcelain --untracked-files=no | wc -l)"
-  echo "nfsx_binary_mtime=$(date -u -r "$NFSX" +%FT%TZ)"
+  echo "nfsx_binary=$NFSX_ORIG mtime=$(date -u -r "$NFSX_ORIG" +%FT%TZ) sha256=$(sha256sum "$NFSX" | cut -c1-16)"
   echo "nfsx_version=$("$NFSX" --version)"
   echo "nfsx_config=$(printf '%b' "$NFSX_CONFIG" | tr '\n' ';')"
   for p in nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs13 rpcbind; do
     echo "pkg_$p=$(dpkg-query -W -f='${Version}' "$p")"
   done
-  echo "runs=$RUNS size_mib=$SIZE_MIB files=$FILES"
+  echo "runs=$RUNS size_mib=$SIZE_MIB files=$FILES order=$ORDER warm_mib=$WARM_MIB wait_idle=$WAIT_IDLE"
 } >"$OUTDIR/env.txt"
 log "environment: $(tr '\n' ' ' <"$OUTDIR/env.txt")"
 
-echo "run,system,test,ok,seconds,bytes,ops,rate,unit,load1,rustc,note" >"$CSV"
-sample() {  # run system test ok seconds bytes ops rate unit note
-  local load1 rustc
+# busy = how many 0.5 s ticks of the measurement saw a rustc process (others' compiles).
+: >"$BUSYLOG"
+( while :; do pgrep -x rustc >/dev/null && date +%s.%N; sleep 0.5; done >>"$BUSYLOG" ) &
+SAMPLER_PID=$!
+T0=0 T1=0
+echo "run,system,test,ok,seconds,bytes,ops,rate,unit,load1,busy,note" >"$CSV"
+sample() {  # run system test ok seconds bytes ops rate unit note   (uses T0/T1 of the last client)
+  local load1 busy
   load1=$(cut -d' ' -f1 /proc/loadavg)
-  rustc=$(pgrep -c -x rustc || true)
-  echo "$1,$2,$3,$4,$5,$6,$7,$8,$9,$load1,$rustc,\"${10//\"/\'}\"" >>"$CSV"
+  busy=$(awk -v a="$T0" -v b="$T1" '$1 >= a && $1 <= b' "$BUSYLOG" | wc -l)
+  echo "$1,$2,$3,$4,$5,$6,$7,$8,$9,$load1,$busy,\"${10//\"/\'}\"" >>"$CSV"
 }
 
 # ---------------------------------------------------------------- source file
@@ -182,10 +210,11 @@ start_ganesha() {
 stop_ganesha() { ganesha stop >>"$OUTDIR/logs/ganesha.log" 2>&1 || true; }
 
 cleanup() {
+  kill "$SAMPLER_PID" 2>/dev/null || true
   stop_nfsx
   stop_ganesha
-  rm -f "$DST"
-  rm -rf "$NFSX_DIR" "$GAN_DIR"
+  rm -f "$DST" "$WARM"
+  rm -rf "$NFSX_DIR" "$GAN_DIR" "$LOCAL_DIR"
   if port_open 111; then log "note: port 111 still answers (not ours?)"; fi
 }
 trap cleanup EXIT
@@ -201,16 +230,22 @@ metrics() {  # file
   curl -s -m 5 "127.0.0.1:$METRICS_PORT/metrics" >"$1" || log "metrics scrape failed"
 }
 
-run_client() {  # name cmd...  -> sets OUT, RC, SECS
-  local t0 t1
+warm() {  # touch and free WARM_MIB of memory, so the next page allocations are not first touches
+  ((WARM_MIB > 0)) || return 0
+  head -c "$((WARM_MIB * 1024 * 1024))" /dev/zero >"$WARM"
+  rm -f "$WARM"
+}
+
+run_client() {  # name cmd...  -> sets OUT, RC, SECS, T0, T1; stdout of cmd goes to OUT
   sync
-  t0=$(now)
+  [[ $1 == create ]] || warm
+  T0=$(now)
   set +e
   OUT=$(timeout -k 5 "$TIMEOUT" "${@:2}" 2>&1)
   RC=$?
   set -e
-  t1=$(now)
-  SECS=$(elapsed "$t0" "$t1")
+  T1=$(now)
+  SECS=$(elapsed "$T0" "$T1")
   printf '%s\n' "$OUT" >>"$OUTDIR/logs/client.log"
   if ((RC != 0)); then
     [[ $RC == 124 || $RC == 137 ]] && OUT="TIMEOUT after ${TIMEOUT}s: $OUT"
@@ -218,7 +253,7 @@ run_client() {  # name cmd...  -> sets OUT, RC, SECS
   fi
 }
 
-measure() {  # run system base_url(with trailing path of export) query
+measure() {  # run system base_url query [local dir holding the export]
   I=$1 SYS=$2
   local base=$3 q=$4 mdir=$OUTDIR/metrics/$2-run$1
   mkdir -p "$mdir"
@@ -230,6 +265,15 @@ measure() {  # run system base_url(with trailing path of export) query
     ((RC == 0)) || { ok=0; note="rc=$RC $(printf '%s' "$OUT" | tr '\n,' '  ' | cut -c1-200)"; }
     sample "$I" "$SYS" write "$ok" "$SECS" "$want" 1 "$(rate "$want" "$SECS" 1e6)" MB/s "$note"
     metrics "$mdir/1-write.txt"
+  fi
+
+  if ! skip write; then
+    # untimed check of what the server stored
+    local stored=${5:-}
+    if [[ -n $stored ]] && ! cmp -s "$SRC" "$stored/f"; then
+      sample "$I" "$SYS" verify-write 0 0 "$want" 1 0 - "file stored by the server differs from the source"
+      log "$SYS run $I: stored file differs from the source"
+    fi
   fi
 
   if ! skip read; then
@@ -245,6 +289,20 @@ measure() {  # run system base_url(with trailing path of export) query
     sample "$I" "$SYS" read "$ok" "$SECS" "$want" 1 "$(rate "$want" "$SECS" 1e6)" MB/s "$note"
     rm -f "$DST"
     metrics "$mdir/2-read.txt"
+  fi
+
+  if ! skip read-devnull; then
+    run_client read-devnull bash -c 'nfs-cat "$1" >/dev/null' _ "$base/f$q"
+    local note=""; local ok=1
+    ((RC == 0)) || { ok=0; note="rc=$RC $(printf '%s' "$OUT" | tr '\n,' '  ' | cut -c1-200)"; }
+    sample "$I" "$SYS" read-devnull "$ok" "$SECS" "$want" 1 "$(rate "$want" "$SECS" 1e6)" MB/s "$note"
+    metrics "$mdir/2b-read-devnull.txt"
+    # untimed: the bytes that come back are the bytes written
+    if ((ok)) && ! timeout "$TIMEOUT" bash -c 'nfs-cat "$1" | cmp -s - "$2"' _ "$base/f$q" "$SRC"; then
+      sample "$I" "$SYS" verify-read 0 0 "$want" 1 0 - "bytes read back differ from the source"
+      log "$SYS run $I: bytes read back differ from the source"
+    fi
+    metrics "$mdir/2c-verify.txt"
   fi
 
   if ! skip split; then
@@ -276,6 +334,20 @@ measure() {  # run system base_url(with trailing path of export) query
   fi
 }
 
+measure_local() {  # run: the same copy without NFS, as a ceiling
+  I=$1 SYS=local
+  rm -rf "$LOCAL_DIR"; mkdir -p "$LOCAL_DIR"
+  if ! skip write; then
+    run_client write dd if="$SRC" of="$LOCAL_DIR/f" bs=1M conv=fsync status=none
+    sample "$I" local write "$((RC == 0))" "$SECS" "$want" 1 "$(rate "$want" "$SECS" 1e6)" MB/s "dd bs=1M conv=fsync"
+  fi
+  if ! skip read-devnull && [[ -f $LOCAL_DIR/f ]]; then
+    run_client read-devnull dd if="$LOCAL_DIR/f" of=/dev/null bs=1M status=none
+    sample "$I" local read-devnull "$((RC == 0))" "$SECS" "$want" 1 "$(rate "$want" "$SECS" 1e6)" MB/s "dd bs=1M, page cache"
+  fi
+  rm -rf "$LOCAL_DIR"
+}
+
 wait_idle() {
   ((WAIT_IDLE > 0)) || return 0
   local quiet=0 waited=0
@@ -291,27 +363,40 @@ NFSX_Q="?version=3&nfsport=$NFSX_PORT&mountport=$NFSX_PORT"
 GAN_URL="nfs://127.0.0.1/export"
 GAN_Q="?version=3&nfsport=$GANESHA_NFS_PORT&mountport=$GANESHA_MNT_PORT"
 
-for i in $(seq "$RUNS"); do
+run_nfsx() {
   wait_idle
-  log "run $i/$RUNS: nfsx"
-  if start_nfsx "$i"; then
-    measure "$i" nfsx "$NFSX_URL" "$NFSX_Q"
-    kill -0 "$NFSX_PID" 2>/dev/null || log "nfsx exited during run $i (see logs/nfsx-run$i.log)"
+  log "run $1/$RUNS: nfsx"
+  if start_nfsx "$1"; then
+    measure "$1" nfsx "$NFSX_URL" "$NFSX_Q" "$NFSX_DIR"
+    kill -0 "$NFSX_PID" 2>/dev/null || { log "nfsx exited during run $1 (see logs/nfsx-run$1.log)";
+      sample "$1" nfsx alive 0 0 0 0 0 - "nfsx exited during the run"; }
   else
-    sample "$i" nfsx start 0 0 0 0 0 - "nfsx did not start"
+    sample "$1" nfsx start 0 0 0 0 0 - "nfsx did not start"
   fi
   stop_nfsx
   rm -rf "$NFSX_DIR"
+}
 
-  log "run $i/$RUNS: ganesha"
+run_ganesha() {
+  wait_idle
+  log "run $1/$RUNS: ganesha"
   if start_ganesha; then
-    measure "$i" ganesha "$GAN_URL" "$GAN_Q"
+    measure "$1" ganesha "$GAN_URL" "$GAN_Q" "$GAN_DIR"
   else
-    sample "$i" ganesha start 0 0 0 0 0 - "ganesha did not start"
+    sample "$1" ganesha start 0 0 0 0 0 - "ganesha did not start"
   fi
   stop_ganesha
   rm -rf "$GAN_DIR"
+}
+
+for i in $(seq "$RUNS"); do
+  if [[ $ORDER == abba && $((i % 2)) == 0 ]]; then
+    run_ganesha "$i"; run_nfsx "$i"
+  else
+    run_nfsx "$i"; run_ganesha "$i"
+  fi
+  if ! skip local; then wait_idle; log "run $i/$RUNS: local"; measure_local "$i"; fi
 done
 
-python3 "$REPO/bench/summarize.py" "$CSV" --metrics "$OUTDIR/metrics" | tee "$OUTDIR/summary.md"
+python3 "$REPO/bench/summarize.py" "$CSV" --metrics "$OUTDIR/metrics" --raw | tee "$OUTDIR/summary.md"
 log "done: $OUTDIR"
