@@ -160,8 +160,7 @@ def metrics_tables(mdir):
         for ph, _ in [("0-start", "")] + PHASES:
             p = os.path.join(mdir, d, ph + ".txt")
             if not os.path.exists(p) or os.path.getsize(p) == 0:
-                prev = None
-                continue
+                continue  # phase skipped (or scrape failed): diff against the last snapshot
             cur = parse_metrics(p)
             if prev is not None:
                 procs = {k[1] for k in cur if k[0] == "nfsx_requests_total"}
