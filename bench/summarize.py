@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarize bench/vs-ganesha.sh samples as Markdown (standard library only).
 
-    python3 bench/summarize.py OUTDIR/samples.csv [--metrics OUTDIR/metrics]
+    python3 bench/summarize.py OUTDIR/samples.csv [--metrics OUTDIR/metrics] [--raw] [--exclude-busy]
 
 For every (test, system): n, median, mean and 95% confidence interval of the
 mean (Student's t, n-1 degrees of freedom) of the rate column, plus the
@@ -9,7 +9,9 @@ nfsx/Ganesha ratio of the medians and the median of the per-run ratios (run i
 of nfsx against run i of Ganesha, measured minutes apart).  Failed samples
 (ok=0) are listed, not averaged.  With --metrics, the nfsx per-procedure
 request counts and mean server-side latencies of each phase are tabulated
-from the Prometheus snapshots taken between phases.
+from the Prometheus snapshots taken between phases.  --raw appends every
+sample; --exclude-busy leaves out samples during which another process's
+compiler was running (busy > 0), as a check on the all-samples table.
 """
 import csv
 import math
@@ -182,7 +184,7 @@ def metrics_tables(mdir):
         if ph not in per or name is None:
             continue
         first = True
-        for proc in sorted(per[ph], key=lambda p: -statistics.median(x[0] for x in per[ph][p])):
+        for proc in sorted(per[ph], key=lambda p: (-statistics.median(x[0] for x in per[ph][p]), p)):
             xs = per[ph][proc]
             cnt = statistics.median(x[0] for x in xs)
             counts = sorted({int(x[0]) for x in xs})
@@ -204,6 +206,8 @@ def main(argv):
         return 2
     with open(argv[1], newline="") as f:
         rows = list(csv.DictReader(f))
+    if "--exclude-busy" in argv:
+        rows = [r for r in rows if int(r.get("busy") or 0) == 0]
     print(summarize(rows))
     if "--metrics" in argv:
         mdir = argv[argv.index("--metrics") + 1]

@@ -121,8 +121,10 @@ cp "$NFSX" "$BIN/nfsx.orig" && NFSX_ORIG=$NFSX && NFSX=$BIN/nfsx.orig
   echo "mem_total_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
   echo "kernel=$(uname -r)"
   echo "work_fs=$(df -PT "$(dirname "$WORK")" | awk 'NR==2 {print $1, $2}')"
-  echo "nfsx_commit=$(git -C "$REPO" rev-parse HEAD)"
-  echo "nfsx_tree_dirty_files=$(git -C "$REPO" status --porcelain --untracked-files=no | wc -l)"
+  # The binary may be older than HEAD (or built from uncommitted changes): record both.
+  echo "repo_head=$(git -C "$REPO" rev-parse HEAD)"
+  echo "repo_dirty_files=$(git -C "$REPO" status --porcelain --untracked-files=no | wc -l)"
+  echo "nfsx_newest_commit_before_build=$(git -C "$REPO" log -1 --format=%H --before="@$(stat -c %Y "$NFSX_ORIG")")"
   echo "nfsx_binary=$NFSX_ORIG mtime=$(date -u -r "$NFSX_ORIG" +%FT%TZ) sha256=$(sha256sum "$NFSX" | cut -c1-16)"
   echo "nfsx_version=$("$NFSX" --version)"
   echo "nfsx_config=$(printf '%b' "$NFSX_CONFIG" | tr '\n' ';')"
