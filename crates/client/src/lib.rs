@@ -1,0 +1,1 @@
+//! The async nfsx client.
