@@ -1,1 +1,308 @@
-//! (in progress)
+//! ONC RPC (RFC 5531) calls over a stream connection, sans IO: xid
+//! allocation, a bounded number of calls in flight, matching replies by xid
+//! in any order, retransmission with exponential backoff, and per-procedure
+//! counters. The I/O layer feeds it records and the time and sends what
+//! `poll_transmit` hands out; it never decides anything itself.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+use proto::framer::record_header;
+use proto::rpc::{
+    accept_stat, accepted_reply, auth_flavor, authsys_parms, call_body, opaque_auth, rejected_reply, reply_body,
+    reply_data, rpc_msg, rpc_msg_body,
+};
+use serde::Deserialize;
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+use crate::stats::{procedure_name, Stats};
+
+/// Monotonic time in nanoseconds, supplied by the caller.
+pub type Nanos = u64;
+
+const MS: Nanos = 1_000_000;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RpcSettings {
+    /// Time to wait for a reply before the first retransmission, in ms
+    /// (like the `timeo` mount option). Default 5000.
+    pub timeout_ms: u64,
+    /// Upper bound of the doubling retransmission timeout, in ms. Default 30000.
+    pub max_timeout_ms: u64,
+    /// Retransmissions before a call fails with a timeout (like `retrans`).
+    /// Default 2: a silent server fails a call after 5 + 10 + 20 s.
+    pub retrans: u32,
+    /// Calls one connection may have outstanding; more wait in a queue and
+    /// their wait shows as queue time. Default 64.
+    pub max_in_flight: usize,
+}
+
+impl Default for RpcSettings {
+    fn default() -> Self {
+        RpcSettings { timeout_ms: 5000, max_timeout_ms: 30_000, retrans: 2, max_in_flight: 64 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RpcError {
+    #[error("RPC version mismatch (server speaks {0}..{1})")]
+    RpcMismatch(u32, u32),
+    #[error("authentication refused ({0})")]
+    AuthError(String),
+    #[error("program not available")]
+    ProgUnavail,
+    #[error("program version not available (server speaks {0}..{1})")]
+    ProgMismatch(u32, u32),
+    #[error("procedure not available")]
+    ProcUnavail,
+    #[error("server could not decode the arguments")]
+    GarbageArgs,
+    #[error("server system error")]
+    SystemErr,
+    #[error("no reply after {0} transmissions")]
+    TimedOut(u32),
+    #[error("connection lost: {0}")]
+    Disconnected(String),
+    #[error("malformed reply: {0}")]
+    BadReply(String),
+}
+
+/// The credential sent with every call.
+pub fn auth_sys(machinename: &str, uid: u32, gid: u32, gids: &[u32]) -> opaque_auth {
+    let parms = authsys_parms {
+        stamp: 0,
+        machinename: Bytes::copy_from_slice(machinename.as_bytes()),
+        uid,
+        gid,
+        gids: gids.to_vec(),
+    };
+    opaque_auth { flavor: auth_flavor::AUTH_SYS, body: xdr::to_bytes(&parms) }
+}
+
+/// A finished call: the xid and either the procedure's result bytes (after
+/// the accepted-reply header) or why there are none.
+#[derive(Debug)]
+pub struct Completion {
+    pub xid: u32,
+    pub result: Result<Bytes, RpcError>,
+}
+
+struct Pending {
+    name: &'static str,
+    record: Vec<Bytes>,
+    created: Nanos,
+    first_sent: Option<Nanos>,
+    last_sent: Nanos,
+    timeout: Nanos,
+    /// When the current transmission times out; None while queued.
+    deadline: Option<Nanos>,
+    transmissions: u32,
+}
+
+pub struct RpcCore {
+    settings: RpcSettings,
+    cred: opaque_auth,
+    next_xid: u32,
+    pending: HashMap<u32, Pending>,
+    queue: VecDeque<u32>,
+    in_flight: usize,
+    stats: Stats,
+}
+
+impl RpcCore {
+    /// `first_xid` should differ between connections and client restarts
+    /// (servers' duplicate-request caches key on it).
+    pub fn new(settings: RpcSettings, cred: opaque_auth, first_xid: u32) -> RpcCore {
+        RpcCore {
+            settings,
+            cred,
+            next_xid: first_xid,
+            pending: HashMap::new(),
+            queue: VecDeque::new(),
+            in_flight: 0,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Queues a call whose arguments are already XDR-encoded; returns its xid.
+    pub fn call(&mut self, prog: u32, vers: u32, proc_: u32, args: Vec<Bytes>, now: Nanos) -> u32 {
+        let xid = self.next_xid;
+        self.next_xid = self.next_xid.wrapping_add(1);
+        let msg = rpc_msg {
+            xid,
+            body: rpc_msg_body::CALL(call_body {
+                rpcvers: 2,
+                prog,
+                vers,
+                proc: proc_,
+                cred: self.cred.clone(),
+                verf: opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() },
+            }),
+        };
+        let mut e = Encoder::new();
+        msg.encode(&mut e);
+        let mut body = e.into_segments();
+        body.extend(args);
+        let len: usize = body.iter().map(Bytes::len).sum();
+        let mut record = Vec::with_capacity(body.len() + 1);
+        record.push(Bytes::copy_from_slice(&record_header(len, true)));
+        record.extend(body);
+        let name = procedure_name(prog, vers, proc_);
+        self.stats.op(name).count += 1;
+        let timeout = self.settings.timeout_ms.max(1) * MS;
+        let p = Pending {
+            name,
+            record,
+            created: now,
+            first_sent: None,
+            last_sent: 0,
+            timeout,
+            deadline: None,
+            transmissions: 0,
+        };
+        self.pending.insert(xid, p);
+        self.queue.push_back(xid);
+        xid
+    }
+
+    /// The next record to write, if a call is queued and a slot is free.
+    pub fn poll_transmit(&mut self, now: Nanos) -> Option<Vec<Bytes>> {
+        while self.in_flight < self.settings.max_in_flight.max(1) {
+            let xid = self.queue.pop_front()?;
+            let Some(p) = self.pending.get_mut(&xid) else { continue }; // cancelled while queued
+            let c = self.stats.op(p.name);
+            if p.first_sent.is_none() {
+                p.first_sent = Some(now);
+                c.queue_ns += now - p.created;
+            } else {
+                c.retransmissions += 1;
+            }
+            c.bytes_sent += p.record.iter().map(|b| b.len() as u64).sum::<u64>();
+            p.transmissions += 1;
+            p.last_sent = now;
+            p.deadline = Some(now + p.timeout);
+            self.in_flight += 1;
+            return Some(p.record.clone());
+        }
+        None
+    }
+
+    /// A complete record from the connection. Replies to unknown xids (late
+    /// duplicates, cancelled calls) are dropped.
+    pub fn on_record(&mut self, record: Bytes, now: Nanos) -> Option<Completion> {
+        let size = record.len() as u64 + 4;
+        let mut d = Decoder::new(record);
+        let msg = rpc_msg::decode(&mut d).ok()?;
+        let body = match msg.body {
+            rpc_msg_body::REPLY(body) => body,
+            rpc_msg_body::CALL(_) => return None, // no callbacks on NFSv3
+        };
+        let p = self.pending.remove(&msg.xid)?;
+        if p.deadline.is_some() {
+            self.in_flight -= 1;
+        } else {
+            self.queue.retain(|x| *x != msg.xid); // a reply to an earlier send while requeued
+        }
+        let result = reply_result(body, &mut d);
+        let c = self.stats.op(p.name);
+        c.bytes_received += size;
+        c.rtt_ns += now.saturating_sub(p.last_sent);
+        c.execute_ns += now.saturating_sub(p.created);
+        if result.is_err() {
+            c.errors += 1;
+        }
+        Some(Completion { xid: msg.xid, result })
+    }
+
+    /// Handles expired timers: calls with retransmissions left go back to
+    /// the front of the queue with a doubled timeout, the others fail.
+    pub fn poll_timers(&mut self, now: Nanos) -> Vec<Completion> {
+        let expired: Vec<u32> =
+            self.pending.iter().filter(|(_, p)| p.deadline.is_some_and(|d| d <= now)).map(|(x, _)| *x).collect();
+        let mut failed = Vec::new();
+        for xid in expired {
+            self.in_flight -= 1;
+            let p = self.pending.get_mut(&xid).expect("listed above");
+            p.deadline = None;
+            if p.transmissions > self.settings.retrans {
+                let n = p.transmissions;
+                failed.push(self.finish_failed(xid, RpcError::TimedOut(n), now));
+            } else {
+                p.timeout = (p.timeout * 2).min(self.settings.max_timeout_ms.max(1) * MS);
+                self.queue.push_front(xid);
+            }
+        }
+        failed
+    }
+
+    /// The earliest time `poll_timers` has work.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        self.pending.values().filter_map(|p| p.deadline).min()
+    }
+
+    /// The connection broke: everything sent is resent, in xid order, on
+    /// the next connection (same xids, so a server's duplicate-request
+    /// cache can recognise them).
+    pub fn on_disconnect(&mut self) {
+        let mut sent: Vec<u32> = self.pending.iter().filter(|(_, p)| p.deadline.is_some()).map(|(x, _)| *x).collect();
+        sent.sort_by_key(|x| x.wrapping_sub(self.next_xid)); // oldest first, across wraparound
+        for xid in sent.into_iter().rev() {
+            self.pending.get_mut(&xid).expect("listed").deadline = None;
+            self.queue.push_front(xid);
+        }
+        self.in_flight = 0;
+    }
+
+    /// Fails every outstanding call (the connection cannot be re-established).
+    pub fn fail_all(&mut self, err: RpcError, now: Nanos) -> Vec<Completion> {
+        let xids: Vec<u32> = self.pending.keys().copied().collect();
+        self.queue.clear();
+        self.in_flight = 0;
+        xids.into_iter().map(|x| self.finish_failed(x, err.clone(), now)).collect()
+    }
+
+    /// The caller gave up on a call; a late reply is ignored.
+    pub fn cancel(&mut self, xid: u32) {
+        if let Some(p) = self.pending.remove(&xid) {
+            if p.deadline.is_some() {
+                self.in_flight -= 1;
+            }
+        }
+    }
+
+    pub fn outstanding(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn finish_failed(&mut self, xid: u32, err: RpcError, now: Nanos) -> Completion {
+        if let Some(p) = self.pending.remove(&xid) {
+            let c = self.stats.op(p.name);
+            c.errors += 1;
+            c.execute_ns += now.saturating_sub(p.created);
+        }
+        Completion { xid, result: Err(err) }
+    }
+}
+
+fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {
+    match body {
+        reply_body::MSG_ACCEPTED(accepted_reply { reply_data, .. }) => match reply_data {
+            reply_data::SUCCESS => Ok(d.rest()),
+            reply_data::PROG_MISMATCH(m) => Err(RpcError::ProgMismatch(m.low, m.high)),
+            reply_data::default(accept_stat::PROG_UNAVAIL) => Err(RpcError::ProgUnavail),
+            reply_data::default(accept_stat::PROC_UNAVAIL) => Err(RpcError::ProcUnavail),
+            reply_data::default(accept_stat::GARBAGE_ARGS) => Err(RpcError::GarbageArgs),
+            reply_data::default(_) => Err(RpcError::SystemErr),
+        },
+        reply_body::MSG_DENIED(rejected_reply::RPC_MISMATCH(m)) => Err(RpcError::RpcMismatch(m.low, m.high)),
+        reply_body::MSG_DENIED(rejected_reply::AUTH_ERROR(s)) => Err(RpcError::AuthError(format!("{s:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

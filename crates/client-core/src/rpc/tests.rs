@@ -1,0 +1,135 @@
+//! The RPC core on virtual time: replies in any order, retransmission with
+//! backoff, resend after a reconnect, timeouts, rejections, counters.
+
+use super::*;
+use proto::rpc::{mismatch_info, reply_body};
+
+fn core(max_in_flight: usize) -> RpcCore {
+    let s = RpcSettings { timeout_ms: 100, max_timeout_ms: 250, retrans: 2, max_in_flight };
+    RpcCore::new(s, auth_sys("t", 0, 0, &[]), 1000)
+}
+
+/// The server side: decode a record's xid.
+fn xid_of(record: &[Bytes]) -> u32 {
+    let flat: Vec<u8> = record.iter().flat_map(|b| b.iter().copied()).collect();
+    u32::from_be_bytes(flat[4..8].try_into().unwrap())
+}
+
+fn reply(xid: u32, data: reply_data, result: &[u8]) -> Bytes {
+    let msg = rpc_msg {
+        xid,
+        body: rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply {
+            verf: opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() },
+            reply_data: data,
+        })),
+    };
+    let mut v = xdr::to_bytes(&msg).to_vec();
+    v.extend_from_slice(result);
+    Bytes::from(v)
+}
+
+const NFS: u32 = proto::nfs3::NFS_PROGRAM;
+
+#[test]
+fn replies_match_by_xid_in_any_order() {
+    let mut c = core(8);
+    let a = c.call(NFS, 3, 1, vec![Bytes::from_static(b"aaaa")], 0);
+    let b = c.call(NFS, 3, 7, vec![], 0);
+    assert_eq!(xid_of(&c.poll_transmit(10).unwrap()), a);
+    assert_eq!(xid_of(&c.poll_transmit(10).unwrap()), b);
+    assert!(c.poll_transmit(10).is_none());
+    let done = c.on_record(reply(b, reply_data::SUCCESS, b"BB"), 50).unwrap();
+    assert_eq!((done.xid, done.result.unwrap().as_ref()), (b, &b"BB"[..]));
+    let done = c.on_record(reply(a, reply_data::SUCCESS, b"AA"), 70).unwrap();
+    assert_eq!(done.xid, a);
+    assert!(c.on_record(reply(a, reply_data::SUCCESS, b"AA"), 80).is_none(), "a duplicate reply is dropped");
+    let w = c.stats().ops["WRITE"];
+    assert_eq!((w.count, w.queue_ns, w.rtt_ns, w.execute_ns), (1, 10, 40, 50));
+    assert_eq!(c.stats().ops["GETATTR"].rtt_ns, 60);
+    assert_eq!(c.outstanding(), 0);
+}
+
+#[test]
+fn in_flight_limit_queues_and_counts_queue_time() {
+    let mut c = core(1);
+    let a = c.call(NFS, 3, 1, vec![], 0);
+    let b = c.call(NFS, 3, 1, vec![], 0);
+    assert_eq!(xid_of(&c.poll_transmit(0).unwrap()), a);
+    assert!(c.poll_transmit(5).is_none(), "second call waits for a slot");
+    c.on_record(reply(a, reply_data::SUCCESS, b""), 20).unwrap();
+    assert_eq!(xid_of(&c.poll_transmit(20).unwrap()), b);
+    assert_eq!(c.stats().ops["GETATTR"].queue_ns, 20);
+}
+
+#[test]
+fn retransmits_with_backoff_then_times_out() {
+    let mut c = core(4);
+    let a = c.call(NFS, 3, 0, vec![], 0);
+    c.poll_transmit(0).unwrap();
+    assert_eq!(c.next_deadline(), Some(100 * MS));
+    assert!(c.poll_timers(99 * MS).is_empty());
+    assert!(c.poll_timers(100 * MS).is_empty(), "first timeout retransmits");
+    assert_eq!(xid_of(&c.poll_transmit(100 * MS).unwrap()), a, "same xid");
+    assert_eq!(c.next_deadline(), Some(300 * MS), "timeout doubled");
+    assert!(c.poll_timers(300 * MS).is_empty());
+    c.poll_transmit(300 * MS).unwrap();
+    assert_eq!(c.next_deadline(), Some(550 * MS), "capped at max_timeout");
+    let failed = c.poll_timers(550 * MS);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].result, Err(RpcError::TimedOut(3)));
+    assert_eq!(c.stats().ops["NULL"].retransmissions, 2);
+    assert_eq!(c.outstanding(), 0);
+}
+
+#[test]
+fn late_reply_after_retransmission_completes_once() {
+    let mut c = core(4);
+    let a = c.call(NFS, 3, 0, vec![], 0);
+    c.poll_transmit(0).unwrap();
+    c.poll_timers(100 * MS);
+    // The original's reply arrives while the retransmission is still queued.
+    assert!(c.on_record(reply(a, reply_data::SUCCESS, b""), 101 * MS).unwrap().result.is_ok());
+    assert!(c.poll_transmit(101 * MS).is_none(), "nothing left to resend");
+}
+
+#[test]
+fn disconnect_resends_everything_in_order() {
+    let mut c = core(8);
+    let xids: Vec<u32> = (0..3).map(|_| c.call(NFS, 3, 1, vec![], 0)).collect();
+    for _ in 0..2 {
+        c.poll_transmit(0).unwrap();
+    }
+    c.on_disconnect();
+    let resent: Vec<u32> = std::iter::from_fn(|| c.poll_transmit(1).map(|r| xid_of(&r))).collect();
+    assert_eq!(resent, xids);
+    assert_eq!(c.stats().ops["GETATTR"].retransmissions, 2);
+}
+
+#[test]
+fn rejections_become_errors_and_fail_all_drains() {
+    let mut c = core(8);
+    let a = c.call(NFS, 4, 1, vec![], 0);
+    c.poll_transmit(0);
+    let r = reply(a, reply_data::PROG_MISMATCH(mismatch_info { low: 3, high: 3 }), b"");
+    assert_eq!(c.on_record(r, 1).unwrap().result, Err(RpcError::ProgMismatch(3, 3)));
+    let b = c.call(NFS, 3, 1, vec![], 0);
+    let r = reply(b, reply_data::default(accept_stat::GARBAGE_ARGS), b"");
+    c.poll_transmit(0);
+    assert_eq!(c.on_record(r, 1).unwrap().result, Err(RpcError::GarbageArgs));
+    c.call(NFS, 3, 1, vec![], 0);
+    let failed = c.fail_all(RpcError::Disconnected("gone".into()), 2);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(c.outstanding(), 0);
+    assert!(c.on_record(Bytes::from_static(b"\x00\x01"), 3).is_none(), "garbage is ignored");
+}
+
+#[test]
+fn cancelled_call_frees_its_slot() {
+    let mut c = core(1);
+    let a = c.call(NFS, 3, 1, vec![], 0);
+    c.poll_transmit(0).unwrap();
+    c.cancel(a);
+    c.call(NFS, 3, 1, vec![], 0);
+    assert!(c.poll_transmit(0).is_some());
+    assert!(c.on_record(reply(a, reply_data::SUCCESS, b""), 1).is_none());
+}
