@@ -1,1 +1,32 @@
-//! The async nfsx client.
+//! The async nfsx client: a tokio transport around the sans-IO
+//! `client-core`, portmap/MOUNT discovery from an `nfs://` URL, the raw
+//! NFSv3 calls, and a file API with write-behind, adaptive readahead and
+//! attribute/name caches.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), client::Error> {
+//! let c = client::Client::connect("nfs://127.0.0.1/srv/data", Default::default()).await?;
+//! let mut f = c.open("hello.txt", client::OpenOptions { write: true, create: true, ..Default::default() }).await?;
+//! f.write(0, b"hello").await?;
+//! f.close().await?;
+//! # Ok(()) }
+//! ```
+
+mod cache;
+mod client;
+pub mod error;
+mod file;
+mod fs;
+pub mod mount;
+pub mod nfs3;
+pub mod settings;
+pub mod transport;
+pub mod url;
+
+pub use client::{resolve, Client};
+pub use error::{Error, Result};
+pub use file::File;
+pub use fs::{DirEntry, OpenOptions};
+pub use mount::ServerAddrs;
+pub use settings::ClientSettings;
+pub use url::NfsUrl;

@@ -1,0 +1,123 @@
+//! Connecting: URL → portmap discovery → MOUNT → NFS connections → FSINFO.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use client_core::rpc::auth_sys;
+use client_core::stats::Stats;
+use proto::nfs3::nfs_fh3;
+
+use crate::error::{Error, Result};
+use crate::fs::Inner;
+use crate::mount::{self, ServerAddrs};
+use crate::nfs3::Nfs3;
+use crate::settings::ClientSettings;
+use crate::transport::{ConnParams, Connection};
+use crate::url::NfsUrl;
+
+/// A mounted NFSv3 export: the raw calls ([`Client::nfs3`]) and the cached
+/// file API ([`Client::open`] and friends, in `fs.rs`). Cheap to clone;
+/// clones share connections and caches. Each [`Client::connect`] is an
+/// independent client with its own connections and caches.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// The address of `url`'s host and where its services listen.
+pub async fn resolve(url: &NfsUrl, settings: &ClientSettings) -> Result<ServerAddrs> {
+    let ip = lookup(&url.host).await?;
+    mount::discover(ip, url.port, &conn_params(settings, SocketAddr::new(ip, 0))).await
+}
+
+async fn lookup(host: &str) -> Result<IpAddr> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(ip);
+    }
+    let mut addrs = tokio::net::lookup_host((host, 0))
+        .await
+        .map_err(|e| Error::Connect { what: host.to_string(), why: e.to_string() })?;
+    addrs.next().map(|a| a.ip()).ok_or_else(|| Error::Connect { what: host.to_string(), why: "no address".into() })
+}
+
+pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
+    let machine = s.machine_name.clone().unwrap_or_else(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+    });
+    let (euid, egid) = effective_ids();
+    let gid = s.gid.unwrap_or(egid);
+    ConnParams {
+        addr,
+        rpc: s.rpc.clone(),
+        cred: auth_sys(&machine, s.uid.unwrap_or(euid), gid, &[gid]),
+        connect_timeout: Duration::from_millis(s.connect_timeout_ms),
+        reconnect_timeout: Duration::from_millis(s.reconnect_timeout_ms),
+        max_record: s.max_record,
+        read_buffer: s.read_buffer,
+    }
+}
+
+fn effective_ids() -> (u32, u32) {
+    // SAFETY: geteuid/getegid cannot fail and touch no memory.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+impl Client {
+    /// Mounts `url` (`nfs://host[:port]/export`).
+    pub async fn connect(url: &str, settings: ClientSettings) -> Result<Client> {
+        let parsed = NfsUrl::parse(url)?;
+        let addrs = resolve(&parsed, &settings).await?;
+        Client::connect_to(&parsed, addrs, settings).await
+    }
+
+    /// Mounts with the service addresses already known (or redirected,
+    /// e.g. through a delay proxy).
+    pub async fn connect_to(url: &NfsUrl, addrs: ServerAddrs, mut settings: ClientSettings) -> Result<Client> {
+        let base = conn_params(&settings, addrs.nfs);
+        let root = mount::mnt(addrs.mount, &url.export, &base, base.connect_timeout * 2).await?;
+        let mut conns = Vec::new();
+        for _ in 0..settings.nconnect.max(1) {
+            let c = Connection::connect(base.clone())
+                .await
+                .map_err(|e| Error::Connect { what: format!("NFS service at {}", addrs.nfs), why: e.to_string() })?;
+            conns.push(c);
+        }
+        let nfs = Nfs3::new(conns);
+        let info = nfs.fsinfo(&root).await?;
+        settings.rsize = clamp_io(settings.rsize, info.rtmax);
+        settings.wsize = clamp_io(settings.wsize, info.wtmax);
+        settings.writeback.wsize = settings.wsize as u64;
+        Ok(Client { inner: Arc::new(Inner::new(nfs, root, settings, url.clone())) })
+    }
+
+    /// The raw NFSv3 calls, sharing this client's connections and counters.
+    pub fn nfs3(&self) -> &Nfs3 {
+        &self.inner.nfs
+    }
+
+    pub fn root(&self) -> &nfs_fh3 {
+        &self.inner.root
+    }
+
+    /// The settings in force (rsize/wsize after the server's limits).
+    pub fn settings(&self) -> &ClientSettings {
+        &self.inner.settings
+    }
+
+    /// Per-procedure counters of the NFS connections.
+    pub fn stats(&self) -> Stats {
+        self.inner.nfs.stats()
+    }
+}
+
+/// An I/O size the server accepts: at most its maximum, a multiple of 4 KiB
+/// when large enough, never zero.
+fn clamp_io(want: u32, server_max: u32) -> u32 {
+    let v = if server_max > 0 { want.min(server_max) } else { want };
+    if v >= 8192 {
+        v & !4095
+    } else {
+        v.max(512)
+    }
+}

@@ -1,0 +1,184 @@
+//! An open file: writes go to the client's write-behind cache (or straight
+//! to stable storage for O_SYNC), reads are served from an adaptive
+//! readahead pipeline of READs in flight.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::cache::Readahead;
+use bytes::Bytes;
+use proto::nfs3::{fattr3, nfs_fh3, stable_how};
+use tokio::task::JoinHandle;
+
+use crate::error::Result;
+use crate::fs::{Inner, Key, OpenOptions};
+
+/// A prefetched block: still in flight, or arrived (data, eof).
+enum Chunk {
+    Pending(JoinHandle<Result<(Bytes, bool)>>),
+    Ready(Bytes, bool),
+}
+
+pub struct File {
+    inner: Arc<Inner>,
+    fh: nfs_fh3,
+    key: Key,
+    how: OpenOptions,
+    attrs: fattr3,
+    ra: Readahead,
+    /// Readahead blocks by offset.
+    ahead: BTreeMap<u64, Chunk>,
+    wrote: bool,
+}
+
+impl File {
+    pub(crate) fn new(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
+        let ra = Readahead::new(());
+        File { key: fh.data.clone(), inner, fh, how, attrs, ra, ahead: BTreeMap::new(), wrote: false }
+    }
+
+    pub fn handle(&self) -> &nfs_fh3 {
+        &self.fh
+    }
+
+    /// The attributes fetched at open.
+    pub fn attrs_at_open(&self) -> &fattr3 {
+        &self.attrs
+    }
+
+    /// Writes `data` at `offset`. Returns once it is cached (write-behind),
+    /// or, for O_SYNC, once the server has it on stable storage.
+    pub async fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.wrote = true;
+        self.ahead.clear();
+        if !self.how.sync {
+            return self.inner.write_behind(&self.key, offset, data).await;
+        }
+        let wsize = self.inner.settings.wsize.max(1) as usize;
+        let mut done = 0;
+        while done < data.len() {
+            let n = (data.len() - done).min(wsize);
+            let chunk = Bytes::copy_from_slice(&data[done..done + n]);
+            let ok = self.inner.nfs.write(&self.fh, offset + done as u64, chunk, stable_how::FILE_SYNC).await?;
+            if ok.count == 0 {
+                return Err(crate::error::Error::Invalid(format!("server wrote nothing at {}", offset + done as u64)));
+            }
+            done += ok.count as usize;
+        }
+        self.inner.caches.invalidate_attrs(&self.key);
+        Ok(())
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at
+    /// end of file).
+    pub async fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        if self.wrote && !self.inner.wb.lock().is_clean(&self.key) {
+            // Reads see this client's own writes: write them back first.
+            self.inner.flush(&self.key).await?;
+        }
+        let len = buf.len() as u64;
+        match self.ra.on_read(offset, len) {
+            Some((start, n)) => self.prefetch(start, n),
+            None if !self.ahead.is_empty() && !self.covered(offset) => self.ahead.clear(),
+            None => {}
+        }
+        // Blocks wholly behind the reader will not be wanted again.
+        let stale: Vec<u64> = self.ahead.range(..offset).map(|(k, _)| *k).collect();
+        let rsize = self.inner.settings.rsize as u64;
+        for k in stale {
+            if k + rsize <= offset {
+                self.ahead.remove(&k);
+            }
+        }
+        let mut filled = 0usize;
+        while filled < buf.len() {
+            let pos = offset + filled as u64;
+            let (data, eof) = match self.take_prefetched(pos).await? {
+                Some(hit) => hit,
+                None => {
+                    let want = (buf.len() - filled).min(self.inner.settings.rsize as usize) as u32;
+                    let ok = self.inner.nfs.read(&self.fh, pos, want).await?;
+                    (ok.data, ok.eof)
+                }
+            };
+            let n = data.len().min(buf.len() - filled);
+            buf[filled..filled + n].copy_from_slice(&data[..n]);
+            filled += n;
+            if n == 0 || (eof && n == data.len()) {
+                break;
+            }
+        }
+        Ok(filled)
+    }
+
+    fn covered(&self, offset: u64) -> bool {
+        self.ahead.range(..=offset).next_back().is_some_and(|(k, _)| offset < k + self.inner.settings.rsize as u64)
+    }
+
+    /// Starts READs for [start, start+len) in rsize blocks not yet fetched.
+    fn prefetch(&mut self, start: u64, len: u64) {
+        let rsize = self.inner.settings.rsize as u64;
+        let mut pos = start;
+        while pos < start + len {
+            if !self.covered(pos) {
+                let count = rsize.min(start + len - pos) as u32;
+                let (inner, fh) = (self.inner.clone(), self.fh.clone());
+                let task = tokio::spawn(async move {
+                    let ok = inner.nfs.read(&fh, pos, count).await?;
+                    Ok((ok.data, ok.eof))
+                });
+                self.ahead.insert(pos, Chunk::Pending(task));
+            }
+            pos += rsize.min(start + len - pos);
+        }
+    }
+
+    /// The prefetched data from `pos` on, if a block covers it.
+    async fn take_prefetched(&mut self, pos: u64) -> Result<Option<(Bytes, bool)>> {
+        let Some((&start, _)) = self.ahead.range(..=pos).next_back() else { return Ok(None) };
+        let chunk = self.ahead.get_mut(&start).expect("just found");
+        if let Chunk::Pending(task) = chunk {
+            match task.await {
+                Ok(Ok((data, eof))) => *chunk = Chunk::Ready(data, eof),
+                // A failed prefetch is retried as a plain READ.
+                _ => {
+                    self.ahead.remove(&start);
+                    return Ok(None);
+                }
+            }
+        }
+        let Chunk::Ready(data, eof) = chunk else { unreachable!("made ready above") };
+        let skip = (pos - start) as usize;
+        if skip > data.len() || (skip == data.len() && !*eof) {
+            return Ok(None);
+        }
+        Ok(Some((data.slice(skip..), *eof)))
+    }
+
+    /// fsync(2): everything written through this client to this file is on
+    /// stable storage when this returns.
+    pub async fn flush(&mut self) -> Result<()> {
+        self.inner.flush(&self.key).await
+    }
+
+    /// close(2): flushes (close-to-open consistency), then forgets the file.
+    pub async fn close(mut self) -> Result<()> {
+        self.ahead.clear();
+        let r = if self.wrote { self.inner.flush(&self.key).await } else { Ok(()) };
+        let mut wb = self.inner.wb.lock();
+        if wb.is_clean(&self.key) {
+            wb.forget(&self.key);
+        }
+        r
+    }
+}
+
+impl Drop for File {
+    fn drop(&mut self) {
+        for (_, c) in std::mem::take(&mut self.ahead) {
+            if let Chunk::Pending(t) = c {
+                t.abort();
+            }
+        }
+    }
+}

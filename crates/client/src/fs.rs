@@ -1,0 +1,348 @@
+//! The file API over one mounted export: paths, metadata operations and
+//! the shared state behind every open file — the write-behind cache and
+//! its driver, and the attribute and name caches.
+//!
+//! The write-behind driver has no task of its own: whoever changes the
+//! cache (a write, a flush, a reply) calls [`Inner::pump`], which sends
+//! every WRITE/COMMIT the sans-IO cache asks for, each as a spawned task
+//! that feeds its reply back and pumps again.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use client_core::writeback::{Action, Admit, DeferredError, WriteOk, Writeback};
+use parking_lot::Mutex;
+use proto::nfs3::{createhow3, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3};
+use tokio::sync::Notify;
+
+use crate::cache::Caches;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::nfs3::Nfs3;
+use crate::settings::ClientSettings;
+use crate::url::NfsUrl;
+
+/// How to open a file, like open(2)'s flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    pub read: bool,
+    pub write: bool,
+    pub create: bool,
+    pub truncate: bool,
+    /// O_SYNC: every write is a FILE_SYNC WRITE, bypassing write-behind.
+    pub sync: bool,
+}
+
+/// A directory entry with its attributes (from READDIRPLUS).
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    pub name: String,
+    pub fileid: u64,
+    pub attrs: Option<fattr3>,
+}
+
+pub(crate) type Key = Bytes;
+
+pub(crate) struct Inner {
+    pub nfs: Nfs3,
+    pub root: nfs_fh3,
+    pub settings: ClientSettings,
+    #[allow(dead_code)]
+    pub url: NfsUrl,
+    pub wb: Mutex<Writeback<Key, Error>>,
+    /// Signalled after every WRITE/COMMIT reply.
+    pub wb_progress: Notify,
+    pub caches: Caches,
+    epoch: Instant,
+}
+
+impl Inner {
+    pub fn new(nfs: Nfs3, root: nfs_fh3, settings: ClientSettings, url: NfsUrl) -> Inner {
+        let wb = Mutex::new(Writeback::new(settings.writeback.clone()));
+        let caches = Caches::new(&settings);
+        Inner { nfs, root, settings, url, wb, wb_progress: Notify::new(), caches, epoch: Instant::now() }
+    }
+
+    /// Nanoseconds since the client started, the caches' clock.
+    pub fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Sends whatever the write-behind cache wants sent.
+    pub fn pump(self: &std::sync::Arc<Self>) {
+        loop {
+            let Some(action) = self.wb.lock().next_action() else { return };
+            let me = self.clone();
+            tokio::spawn(async move { me.execute(action).await });
+        }
+    }
+
+    async fn execute(self: std::sync::Arc<Self>, action: Action<Key>) {
+        match action {
+            Action::Write { id, file, offset, data, stable } => {
+                let fh = nfs_fh3 { data: file.clone() };
+                let r = self.nfs.write(&fh, offset, data, stable).await;
+                let r = r.map(|ok| WriteOk { count: ok.count, committed: ok.committed, verf: ok.verf });
+                self.caches.invalidate_attrs(&file);
+                self.wb.lock().on_write_reply(id, r);
+            }
+            Action::Commit { id, file } => {
+                let r = self.nfs.commit(&nfs_fh3 { data: file }).await.map(|ok| ok.verf);
+                self.wb.lock().on_commit_reply(id, r);
+            }
+        }
+        self.wb_progress.notify_waiters();
+        self.pump();
+    }
+
+    /// Caches `data` for writing, waiting only while the dirty budget is full.
+    pub async fn write_behind(self: &std::sync::Arc<Self>, key: &Key, offset: u64, data: &[u8]) -> Result<()> {
+        loop {
+            let progress = self.wb_progress.notified();
+            tokio::pin!(progress);
+            progress.as_mut().enable();
+            let admit = self.wb.lock().write(key, offset, data);
+            self.pump();
+            if admit == Admit::Accepted {
+                return Ok(());
+            }
+            progress.await;
+        }
+    }
+
+    /// Writes back and commits everything cached for `key`; reports an
+    /// error of any earlier WRITE/COMMIT of it (as fsync(2) does).
+    pub async fn flush(self: &std::sync::Arc<Self>, key: &Key) -> Result<()> {
+        self.wb.lock().request_flush(key);
+        loop {
+            let progress = self.wb_progress.notified();
+            tokio::pin!(progress);
+            progress.as_mut().enable();
+            self.pump();
+            if self.wb.lock().is_clean(key) {
+                break;
+            }
+            progress.await;
+        }
+        match self.wb.lock().take_error(key) {
+            None => Ok(()),
+            Some(DeferredError::Failed(e)) => Err(e),
+            Some(DeferredError::ZeroCount { offset }) => {
+                Err(Error::Invalid(format!("server wrote nothing at offset {offset}")))
+            }
+        }
+    }
+}
+
+impl Client {
+    /// The handle and attributes of `path` (relative to the export root,
+    /// `/`-separated), through the name and attribute caches.
+    pub async fn lookup(&self, path: &str) -> Result<(nfs_fh3, fattr3)> {
+        let mut fh = self.inner.root.clone();
+        let mut attrs = None;
+        for name in components(path) {
+            let (child, a) = self.lookup_in(&fh, name).await?;
+            fh = child;
+            attrs = Some(a);
+        }
+        match attrs {
+            Some(a) => Ok((fh, a)),
+            None => {
+                let a = self.getattr(&fh).await?;
+                Ok((fh, a))
+            }
+        }
+    }
+
+    /// One LOOKUP, answered from the name cache when it can be.
+    pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
+        let now = self.inner.now();
+        if let Some(hit) = self.inner.caches.lookup(&dir.data, name, now) {
+            return Ok(hit);
+        }
+        let ok = self.inner.nfs.lookup(dir, name).await?;
+        let attrs = match ok.obj_attributes {
+            Some(a) => a,
+            None => self.inner.nfs.getattr(&ok.object).await?,
+        };
+        let now = self.inner.now();
+        if let Some(d) = &ok.dir_attributes {
+            self.inner.caches.put_attrs(&dir.data, d, now);
+        }
+        self.inner.caches.put_entry(&dir.data, name, &ok.object, &attrs, now);
+        Ok((ok.object, attrs))
+    }
+
+    /// GETATTR through the attribute cache.
+    pub async fn getattr(&self, fh: &nfs_fh3) -> Result<fattr3> {
+        if let Some(a) = self.inner.caches.attrs(&fh.data, self.inner.now()) {
+            return Ok(a);
+        }
+        self.getattr_fresh(fh).await
+    }
+
+    /// GETATTR from the server (close-to-open revalidation).
+    pub async fn getattr_fresh(&self, fh: &nfs_fh3) -> Result<fattr3> {
+        let a = self.inner.nfs.getattr(fh).await?;
+        self.inner.caches.put_attrs(&fh.data, &a, self.inner.now());
+        Ok(a)
+    }
+
+    /// lstat(2).
+    pub async fn stat(&self, path: &str) -> Result<fattr3> {
+        Ok(self.lookup(path).await?.1)
+    }
+
+    /// The parent's handle and the last component of `path`.
+    async fn parent_of<'p>(&self, path: &'p str) -> Result<(nfs_fh3, &'p str)> {
+        let path = path.trim_end_matches('/');
+        let (dir, name) = match path.rfind('/') {
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => ("", path),
+        };
+        if name.is_empty() || name == "." || name == ".." {
+            return Err(Error::Invalid(format!("{path:?} names no entry")));
+        }
+        let (fh, attrs) = self.lookup(dir).await?;
+        if attrs.r#type != ftype3::NF3DIR {
+            return Err(Error::Nfs { proc: "LOOKUP", status: nfsstat3::NFS3ERR_NOTDIR });
+        }
+        Ok((fh, name))
+    }
+
+    /// Opens (and with `create`, creates) a file.
+    pub async fn open(&self, path: &str, how: OpenOptions) -> Result<File> {
+        let (dir, name) = self.parent_of(path).await?;
+        let found = match self.lookup_in(&dir, name).await {
+            Ok(found) => Some(found),
+            Err(e) if e.status() == Some(nfsstat3::NFS3ERR_NOENT) && how.create => None,
+            Err(e) => return Err(e),
+        };
+        let (fh, attrs) = match found {
+            Some((fh, _)) => {
+                // Close-to-open: attributes are always fetched afresh on open.
+                let mut a = self.getattr_fresh(&fh).await?;
+                if how.truncate && a.size != 0 {
+                    let set = sattr3 { size: Some(0), ..Default::default() };
+                    if let Some(post) = self.inner.nfs.setattr(&fh, set).await?.obj_wcc.after {
+                        a = post;
+                    }
+                    self.inner.caches.put_attrs(&fh.data, &a, self.inner.now());
+                }
+                (fh, a)
+            }
+            None => self.create_file(&dir, name).await?,
+        };
+        if attrs.r#type == ftype3::NF3DIR {
+            return Err(Error::Nfs { proc: "OPEN", status: nfsstat3::NFS3ERR_ISDIR });
+        }
+        Ok(File::new(self.inner.clone(), fh, attrs, how))
+    }
+
+    async fn create_file(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
+        let how = createhow3::UNCHECKED(sattr3 { mode: Some(0o644), ..Default::default() });
+        let ok = self.inner.nfs.create(dir, name, how).await?;
+        self.inner.caches.changed_dir(&dir.data);
+        let fh = match ok.obj {
+            Some(fh) => fh,
+            None => self.inner.nfs.lookup(dir, name).await?.object,
+        };
+        let attrs = match ok.obj_attributes {
+            Some(a) => a,
+            None => self.inner.nfs.getattr(&fh).await?,
+        };
+        let now = self.inner.now();
+        self.inner.caches.put_entry(&dir.data, name, &fh, &attrs, now);
+        Ok((fh, attrs))
+    }
+
+    pub async fn mkdir(&self, path: &str) -> Result<()> {
+        let (dir, name) = self.parent_of(path).await?;
+        let r = self.inner.nfs.mkdir(&dir, name, 0o755).await;
+        self.inner.caches.changed_dir(&dir.data);
+        r.map(drop)
+    }
+
+    /// unlink(2). Cached writes of the file are dropped.
+    pub async fn remove(&self, path: &str) -> Result<()> {
+        let (dir, name) = self.parent_of(path).await?;
+        if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name, self.inner.now()) {
+            self.inner.wb.lock().forget(&fh.data);
+        }
+        let r = self.inner.nfs.remove(&dir, name).await;
+        self.inner.caches.changed_dir(&dir.data);
+        r.map(drop)
+    }
+
+    pub async fn rmdir(&self, path: &str) -> Result<()> {
+        let (dir, name) = self.parent_of(path).await?;
+        let r = self.inner.nfs.rmdir(&dir, name).await;
+        self.inner.caches.changed_dir(&dir.data);
+        r.map(drop)
+    }
+
+    pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let (fdir, fname) = self.parent_of(from).await?;
+        let (tdir, tname) = self.parent_of(to).await?;
+        let r = self.inner.nfs.rename(&fdir, fname, &tdir, tname).await;
+        self.inner.caches.changed_dir(&fdir.data);
+        self.inner.caches.changed_dir(&tdir.data);
+        r.map(drop)
+    }
+
+    /// Every entry of a directory but `.` and `..`, with attributes; fills
+    /// the name and attribute caches so a following stat of each entry
+    /// (`ls -l`) costs no call.
+    pub async fn readdir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        let (dir, attrs) = self.lookup(path).await?;
+        if attrs.r#type != ftype3::NF3DIR {
+            return Err(Error::Nfs { proc: "READDIRPLUS", status: nfsstat3::NFS3ERR_NOTDIR });
+        }
+        let mut out = Vec::new();
+        let (mut cookie, mut verf) = (0u64, [0u8; 8]);
+        loop {
+            let ok = self.inner.nfs.readdirplus(&dir, cookie, verf, self.inner.settings.readdir_size).await?;
+            verf = ok.cookieverf;
+            let now = self.inner.now();
+            for e in &ok.reply.entries {
+                cookie = e.cookie;
+                let name = String::from_utf8_lossy(&e.name).into_owned();
+                if name == "." || name == ".." {
+                    continue;
+                }
+                if let (Some(fh), Some(a)) = (&e.name_handle, &e.name_attributes) {
+                    self.inner.caches.put_entry(&dir.data, &name, fh, a, now);
+                }
+                out.push(DirEntry { name, fileid: e.fileid, attrs: e.name_attributes.clone() });
+            }
+            if ok.reply.eof {
+                return Ok(out);
+            }
+            if ok.reply.entries.is_empty() {
+                return Err(Error::Invalid("READDIRPLUS returned no entries before EOF".into()));
+            }
+        }
+    }
+
+    /// Writes back everything cached by this client.
+    pub async fn sync(&self) -> Result<()> {
+        self.inner.wb.lock().request_flush_all();
+        loop {
+            let progress = self.inner.wb_progress.notified();
+            tokio::pin!(progress);
+            progress.as_mut().enable();
+            self.inner.pump();
+            if self.inner.wb.lock().total_bytes() == 0 {
+                return Ok(());
+            }
+            if tokio::time::timeout(Duration::from_secs(3600), progress).await.is_err() {
+                return Err(Error::Invalid("sync made no progress".into()));
+            }
+        }
+    }
+}
+
+fn components(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter(|c| !c.is_empty() && *c != ".")
+}

@@ -1,0 +1,62 @@
+//! Every knob of the client, with its default. A TOML file with these keys
+//! (all optional) configures `nfsx bench --client-config`.
+
+use client_core::rpc::RpcSettings;
+use client_core::writeback::WritebackSettings;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientSettings {
+    /// Connections to the NFS service per client, calls spread round-robin
+    /// (like the Linux `nconnect` mount option). Default 1.
+    pub nconnect: usize,
+    /// Largest READ, in bytes; the server's FSINFO rtmax caps it. Default 1 MiB.
+    pub rsize: u32,
+    /// Largest WRITE, in bytes; the server's FSINFO wtmax caps it. Default 1 MiB.
+    pub wsize: u32,
+    /// Bytes asked for per READDIRPLUS reply. Default 64 KiB.
+    pub readdir_size: u32,
+    /// Limit for one TCP connect, in ms. Default 5000.
+    pub connect_timeout_ms: u64,
+    /// How long a broken connection is retried before its calls fail, in
+    /// ms. Default 15000.
+    pub reconnect_timeout_ms: u64,
+    /// AUTH_SYS identity; default the process's effective uid and gid.
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    /// AUTH_SYS machine name; default the host name.
+    pub machine_name: Option<String>,
+    /// Largest reply record accepted, in bytes. Default 4 MiB + 64 KiB.
+    pub max_record: usize,
+    /// Bytes reserved in the receive buffer before each read. Default 256 KiB.
+    pub read_buffer: usize,
+    pub rpc: RpcSettings,
+    pub writeback: WritebackSettings,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        ClientSettings {
+            nconnect: 1,
+            rsize: 1 << 20,
+            wsize: 1 << 20,
+            readdir_size: 64 << 10,
+            connect_timeout_ms: 5000,
+            reconnect_timeout_ms: 15_000,
+            uid: None,
+            gid: None,
+            machine_name: None,
+            max_record: (4 << 20) + (64 << 10),
+            read_buffer: 256 << 10,
+            rpc: RpcSettings::default(),
+            writeback: WritebackSettings::default(),
+        }
+    }
+}
+
+impl ClientSettings {
+    pub fn from_toml(text: &str) -> Result<ClientSettings, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,302 @@
+//! One RPC connection driven by a task that owns the sans-IO
+//! [`RpcCore`]: callers hand it calls through a channel and wait on a
+//! oneshot; the task reads records, matches replies, runs the retransmit
+//! timers and reconnects when the connection breaks. A separate writer task
+//! does the socket writes (batched into one writev), so a server that stops
+//! reading can never keep this task from reading replies.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use client_core::rpc::{Completion, Nanos, RpcCore, RpcError, RpcSettings};
+use client_core::stats::Stats;
+use parking_lot::Mutex;
+use proto::framer::RecordDecoder;
+use proto::rpc::opaque_auth;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+/// What a connection needs to know besides the RPC settings.
+#[derive(Debug, Clone)]
+pub struct ConnParams {
+    pub addr: SocketAddr,
+    pub rpc: RpcSettings,
+    pub cred: opaque_auth,
+    /// Limit for one connect attempt.
+    pub connect_timeout: Duration,
+    /// How long to keep trying to reconnect before failing every
+    /// outstanding call.
+    pub reconnect_timeout: Duration,
+    /// Largest reply record accepted.
+    pub max_record: usize,
+    /// Bytes reserved in the receive buffer before each read.
+    pub read_buffer: usize,
+}
+
+struct Call {
+    prog: u32,
+    vers: u32,
+    proc_: u32,
+    args: Vec<Bytes>,
+    reply: oneshot::Sender<Result<Bytes, RpcError>>,
+}
+
+/// A handle to one connection's task. Cheap to clone; the task ends when
+/// the last handle is dropped.
+#[derive(Clone)]
+pub struct Connection {
+    calls: mpsc::UnboundedSender<Call>,
+    stats: Arc<Mutex<Stats>>,
+}
+
+impl Connection {
+    /// Connects (failing fast if the first attempt fails) and starts the
+    /// connection's task on the current runtime.
+    pub async fn connect(params: ConnParams) -> std::io::Result<Connection> {
+        let stream = dial(&params).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stats = Arc::new(Mutex::new(Stats::default()));
+        let first_xid = rand_xid();
+        let core = RpcCore::new(params.rpc.clone(), params.cred.clone(), first_xid);
+        let task =
+            Task { params, core, waiters: HashMap::new(), calls: rx, stats: stats.clone(), epoch: Instant::now() };
+        tokio::spawn(task.run(stream));
+        Ok(Connection { calls: tx, stats })
+    }
+
+    /// Makes a call with XDR-encoded arguments; returns the result bytes.
+    pub async fn call(&self, prog: u32, vers: u32, proc_: u32, args: Vec<Bytes>) -> Result<Bytes, RpcError> {
+        let (reply, rx) = oneshot::channel();
+        self.calls
+            .send(Call { prog, vers, proc_, args, reply })
+            .map_err(|_| RpcError::Disconnected("connection closed".into()))?;
+        rx.await.unwrap_or_else(|_| Err(RpcError::Disconnected("connection closed".into())))
+    }
+
+    /// The connection's counters so far.
+    pub fn stats(&self) -> Stats {
+        self.stats.lock().clone()
+    }
+}
+
+fn rand_xid() -> u32 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (t.as_nanos() as u32) ^ std::process::id().rotate_left(16)
+}
+
+async fn dial(p: &ConnParams) -> std::io::Result<TcpStream> {
+    let s = tokio::time::timeout(p.connect_timeout, TcpStream::connect(p.addr))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connect to {} timed out", p.addr)))??;
+    s.set_nodelay(true)?;
+    Ok(s)
+}
+
+struct Task {
+    params: ConnParams,
+    core: RpcCore,
+    waiters: HashMap<u32, oneshot::Sender<Result<Bytes, RpcError>>>,
+    calls: mpsc::UnboundedReceiver<Call>,
+    stats: Arc<Mutex<Stats>>,
+    epoch: Instant,
+}
+
+/// Why a connection's inner loop stopped.
+enum Stop {
+    /// Every handle is gone: end the task.
+    Closed,
+    /// The socket failed: reconnect and resend.
+    Broken(String),
+}
+
+impl Task {
+    fn now(&self) -> Nanos {
+        self.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    async fn run(mut self, mut stream: TcpStream) {
+        loop {
+            let (rd, wr) = stream.into_split();
+            match self.serve(rd, wr).await {
+                Stop::Closed => return,
+                Stop::Broken(why) => {
+                    tracing::debug!(addr = %self.params.addr, "connection broken: {why}");
+                    self.core.on_disconnect();
+                    match self.reconnect().await {
+                        Some(s) => stream = s,
+                        None => {
+                            let err = RpcError::Disconnected(format!("{}: {why}", self.params.addr));
+                            let failed = self.core.fail_all(err, self.now());
+                            self.complete(failed);
+                            // Later calls get a fresh attempt each.
+                            match self.wait_for_call_then_dial().await {
+                                Some(s) => stream = s,
+                                None => return,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Retries with doubling pauses until `reconnect_timeout` has passed.
+    async fn reconnect(&mut self) -> Option<TcpStream> {
+        let give_up = Instant::now() + self.params.reconnect_timeout;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match dial(&self.params).await {
+                Ok(s) => return Some(s),
+                Err(e) if Instant::now() + pause >= give_up => {
+                    tracing::warn!(addr = %self.params.addr, "cannot reconnect: {e}");
+                    return None;
+                }
+                Err(_) => {}
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// After giving up on a server: each new call gets one connect attempt,
+    /// failing at once if the server is still gone.
+    async fn wait_for_call_then_dial(&mut self) -> Option<TcpStream> {
+        loop {
+            let call = self.calls.recv().await?;
+            match dial(&self.params).await {
+                Ok(s) => {
+                    self.start(call);
+                    return Some(s);
+                }
+                Err(e) => {
+                    let _ = call.reply.send(Err(RpcError::Disconnected(format!("{}: {e}", self.params.addr))));
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, c: Call) {
+        let now = self.now();
+        let xid = self.core.call(c.prog, c.vers, c.proc_, c.args, now);
+        self.waiters.insert(xid, c.reply);
+    }
+
+    fn complete(&mut self, done: impl IntoIterator<Item = Completion>) {
+        for c in done {
+            if let Some(w) = self.waiters.remove(&c.xid) {
+                let _ = w.send(c.result);
+            }
+        }
+        *self.stats.lock() = self.core.stats().clone();
+    }
+
+    async fn serve(&mut self, mut rd: OwnedReadHalf, wr: OwnedWriteHalf) -> Stop {
+        let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<Bytes>>();
+        let mut writer = tokio::spawn(write_loop(wr, out_rx));
+        let mut framer = RecordDecoder::new(self.params.max_record);
+        let stop = loop {
+            let now = self.now();
+            while let Some(rec) = self.core.poll_transmit(now) {
+                if out_tx.send(rec).is_err() {
+                    break;
+                }
+            }
+            let deadline = self.core.next_deadline().map(|d| self.epoch + Duration::from_nanos(d));
+            let sleep =
+                tokio::time::sleep_until(deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600)).into());
+            let buf = framer.buffer_mut();
+            buf.reserve(self.params.read_buffer);
+            tokio::select! {
+                call = self.calls.recv() => match call {
+                    Some(c) => {
+                        self.start(c);
+                        // Take whatever else is queued before writing, so a
+                        // burst of calls goes out in one writev.
+                        while let Ok(c) = self.calls.try_recv() {
+                            self.start(c);
+                        }
+                    }
+                    None => break Stop::Closed,
+                },
+                r = rd.read_buf(buf) => match r {
+                    Ok(0) => break Stop::Broken("server closed the connection".into()),
+                    Err(e) => break Stop::Broken(e.to_string()),
+                    Ok(_) => {
+                        let mut done = Vec::new();
+                        loop {
+                            match framer.next_record() {
+                                Ok(Some(rec)) => done.extend(self.core.on_record(rec, self.now())),
+                                Ok(None) => break,
+                                Err(e) => return self.abandon(writer, e.to_string()),
+                            }
+                        }
+                        self.complete(done);
+                    }
+                },
+                _ = sleep, if deadline.is_some() => {
+                    let failed = self.core.poll_timers(self.now());
+                    self.complete(failed);
+                }
+                w = &mut writer => break Stop::Broken(match w {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "writer stopped".into(),
+                }),
+            }
+        };
+        writer.abort();
+        stop
+    }
+
+    fn abandon(&mut self, writer: tokio::task::JoinHandle<std::io::Result<()>>, why: String) -> Stop {
+        writer.abort();
+        Stop::Broken(why)
+    }
+}
+
+/// Writes records as they come, several per writev when they queue up.
+async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Vec<Bytes>>) -> std::io::Result<()> {
+    const BATCH: usize = 64;
+    let mut segs: Vec<Bytes> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        segs.extend(first);
+        for _ in 1..BATCH {
+            match rx.try_recv() {
+                Ok(more) => segs.extend(more),
+                Err(_) => break,
+            }
+        }
+        write_all_vectored(&mut wr, &mut segs).await?;
+    }
+    Ok(())
+}
+
+async fn write_all_vectored(wr: &mut OwnedWriteHalf, segs: &mut Vec<Bytes>) -> std::io::Result<()> {
+    use bytes::Buf;
+    let mut i = 0;
+    while i < segs.len() {
+        let slices: Vec<std::io::IoSlice> = segs[i..].iter().take(512).map(|b| std::io::IoSlice::new(b)).collect();
+        let mut n = wr.write_vectored(&slices).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while n > 0 {
+            let s = &mut segs[i];
+            let take = n.min(s.len());
+            s.advance(take);
+            n -= take;
+            if s.is_empty() {
+                i += 1;
+            }
+        }
+        while i < segs.len() && segs[i].is_empty() {
+            i += 1;
+        }
+    }
+    segs.clear();
+    Ok(())
+}

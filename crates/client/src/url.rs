@@ -1,0 +1,73 @@
+//! `nfs://host[:port]/export` URLs. The port, when given, is where the
+//! server's portmapper answers (nfsx serves portmap, MOUNT and NFS on one
+//! port); without it the client asks the portmapper on 111 and falls back
+//! to 2049 for everything.
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NfsUrl {
+    /// Host name or address, without IPv6 brackets.
+    pub host: String,
+    pub port: Option<u16>,
+    /// The export path as MOUNT expects it, starting with `/`.
+    pub export: String,
+}
+
+impl NfsUrl {
+    pub fn parse(url: &str) -> Result<NfsUrl> {
+        let bad = |why: &str| Error::Url { url: url.to_string(), why: why.to_string() };
+        let rest = url.strip_prefix("nfs://").ok_or_else(|| bad("must start with nfs://"))?;
+        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (h, after) = v6.split_once(']').ok_or_else(|| bad("unclosed [ in host"))?;
+            (h, after.strip_prefix(':'))
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let port = match port {
+            Some(p) => Some(p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| bad("port must be 1-65535"))?),
+            None => None,
+        };
+        let export = if path.len() > 1 { path.trim_end_matches('/') } else { path };
+        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string() })
+    }
+}
+
+impl std::fmt::Display for NfsUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        match self.port {
+            Some(p) => write!(f, "nfs://{host}:{p}{}", self.export),
+            None => write!(f, "nfs://{host}{}", self.export),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_hosts_ports_and_exports() {
+        let u = NfsUrl::parse("nfs://127.0.0.1:2049/srv/data/").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.export.as_str()), ("127.0.0.1", Some(2049), "/srv/data"));
+        let u = NfsUrl::parse("nfs://[::1]/export?version=3").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.export.as_str()), ("::1", None, "/export"));
+        assert_eq!(NfsUrl::parse("nfs://server").unwrap().export, "/");
+        assert_eq!(NfsUrl::parse("nfs://[::1]:20/x").unwrap().to_string(), "nfs://[::1]:20/x");
+        for bad in ["http://x/y", "nfs:///x", "nfs://h:0/x", "nfs://h:99999/x", "nfs://[::1/x"] {
+            assert!(NfsUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The client against the nfsx server, in process, over loopback TCP:
+//! discovery through the server's portmapper, the file API with
+//! write-behind and readahead, metadata operations, several connections,
+//! errors for a wrong export and for a server that goes away.
+
+use std::path::Path;
+use std::time::Duration;
+
+use client::{Client, ClientSettings, OpenOptions};
+
+struct Srv {
+    server: Option<server::Server>,
+    dir: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+impl Srv {
+    async fn start() -> Srv {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let mut settings = server::Settings::default();
+        settings.listen = "127.0.0.1:0".parse().unwrap();
+        settings.portmap_port = 0;
+        settings.state_dir = Some(state.path().to_path_buf());
+        let cfg = server::ServeConfig {
+            dir: Some(dir.path().to_path_buf()),
+            backend: server::Backend::Local,
+            exports_file: None,
+            settings,
+        };
+        let server = server::Server::start(cfg).await.unwrap();
+        Srv { server: Some(server), dir, _state: state }
+    }
+
+    fn url(&self) -> String {
+        let port = self.server.as_ref().unwrap().local_addr.port();
+        format!("nfs://127.0.0.1:{port}{}", self.dir.path().display())
+    }
+
+    fn path(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join(rel)
+    }
+}
+
+fn create() -> OpenOptions {
+    OpenOptions { write: true, create: true, truncate: true, ..Default::default() }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 12) as u8).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_behind_then_read_back() {
+    let srv = Srv::start().await;
+    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let data = pattern(8 << 20, 7);
+    let mut f = c.open("big.bin", create()).await.unwrap();
+    for (i, chunk) in data.chunks(8192).enumerate() {
+        f.write((i * 8192) as u64, chunk).await.unwrap();
+    }
+    f.close().await.unwrap();
+    assert_eq!(std::fs::read(srv.path("big.bin")).unwrap(), data, "server file matches");
+    let s = c.stats();
+    let writes = s.ops["WRITE"].count;
+    assert!(writes <= 16, "8 KiB writes coalesced into large WRITEs, got {writes}");
+    assert!(s.ops.contains_key("COMMIT"), "unstable writes committed on close");
+
+    let mut f = c.open("big.bin", OpenOptions { read: true, ..Default::default() }).await.unwrap();
+    let mut back = vec![0u8; data.len() + 100];
+    let mut off = 0;
+    loop {
+        let end = (off + 65536).min(back.len());
+        let n = f.read(off as u64, &mut back[off..end]).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        off += n;
+    }
+    assert_eq!(off, data.len());
+    assert_eq!(&back[..off], &data[..]);
+    f.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_operations() {
+    let srv = Srv::start().await;
+    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    c.mkdir("d").await.unwrap();
+    c.mkdir("d/e").await.unwrap();
+    for i in 0..50 {
+        let mut f = c.open(&format!("d/f{i}"), create()).await.unwrap();
+        f.write(0, b"x").await.unwrap();
+        f.close().await.unwrap();
+    }
+    let mut names: Vec<String> = c.readdir("d").await.unwrap().into_iter().map(|e| e.name).collect();
+    names.sort();
+    assert_eq!(names.len(), 51);
+    assert!(names.contains(&"e".to_string()));
+    assert_eq!(c.stat("d/f3").await.unwrap().size, 1);
+    c.rename("d/f3", "d/e/moved").await.unwrap();
+    assert!(Path::new(&srv.path("d/e/moved")).exists());
+    assert!(c.stat("d/f3").await.is_err());
+    c.remove("d/e/moved").await.unwrap();
+    c.rmdir("d/e").await.unwrap();
+    let err = c.rmdir("d").await.unwrap_err();
+    assert!(err.to_string().contains("NOTEMPTY"), "{err}");
+    let err = c.open("nope/x", OpenOptions { read: true, ..Default::default() }).await.err().unwrap();
+    assert!(err.to_string().contains("NOENT"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_connections_and_sync_writes() {
+    let srv = Srv::start().await;
+    let settings = ClientSettings { nconnect: 3, ..Default::default() };
+    let c = Client::connect(&srv.url(), settings).await.unwrap();
+    let mut f = c.open("s.bin", OpenOptions { sync: true, ..create() }).await.unwrap();
+    f.write(0, &pattern(100_000, 1)).await.unwrap();
+    // O_SYNC: on disk before close, no COMMIT needed.
+    assert_eq!(std::fs::read(srv.path("s.bin")).unwrap(), pattern(100_000, 1));
+    f.close().await.unwrap();
+    assert!(!c.stats().ops.contains_key("COMMIT"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_export_is_a_clear_error() {
+    let srv = Srv::start().await;
+    let port = srv.server.as_ref().unwrap().local_addr.port();
+    let err = Client::connect(&format!("nfs://127.0.0.1:{port}/no/such/export"), ClientSettings::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("mount of /no/such/export refused"), "{err}");
+    let err = Client::connect("nfs://127.0.0.1:1/x", ClientSettings::default()).await.err().unwrap();
+    assert!(err.to_string().contains("cannot reach"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_gone_mid_run_fails_calls_without_hanging() {
+    let mut srv = Srv::start().await;
+    let settings = ClientSettings { reconnect_timeout_ms: 500, ..Default::default() };
+    let c = Client::connect(&srv.url(), settings).await.unwrap();
+    let mut f = c.open("f", create()).await.unwrap();
+    f.write(0, &pattern(1 << 20, 3)).await.unwrap();
+    srv.server.take().unwrap().shutdown().await;
+    let r = tokio::time::timeout(Duration::from_secs(20), async {
+        f.write(1 << 20, &pattern(1 << 20, 4)).await?;
+        f.flush().await
+    })
+    .await
+    .expect("no hang");
+    assert!(r.is_err(), "the lost server is reported");
+}
