@@ -3,10 +3,12 @@
 //! write-behind and readahead, metadata operations, several connections,
 //! errors for a wrong export and for a server that goes away.
 
-use std::path::Path;
 use std::time::Duration;
 
+mod common;
+
 use client::{Client, ClientSettings, OpenOptions};
+use common::*;
 
 struct Srv {
     server: Option<server::Server>,
@@ -42,14 +44,6 @@ impl Srv {
     }
 }
 
-fn create() -> OpenOptions {
-    OpenOptions { write: true, create: true, truncate: true, ..Default::default() }
-}
-
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 12) as u8).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_behind_then_read_back() {
     let srv = Srv::start().await;
@@ -66,45 +60,15 @@ async fn write_behind_then_read_back() {
     assert!(writes <= 16, "8 KiB writes coalesced into large WRITEs, got {writes}");
     assert!(s.ops.contains_key("COMMIT"), "unstable writes committed on close");
 
-    let mut f = c.open("big.bin", OpenOptions { read: true, ..Default::default() }).await.unwrap();
-    let mut back = vec![0u8; data.len() + 100];
-    let mut off = 0;
-    loop {
-        let end = (off + 65536).min(back.len());
-        let n = f.read(off as u64, &mut back[off..end]).await.unwrap();
-        if n == 0 {
-            break;
-        }
-        off += n;
-    }
-    assert_eq!(off, data.len());
-    assert_eq!(&back[..off], &data[..]);
-    f.close().await.unwrap();
+    assert_eq!(read_file(&c, "big.bin").await, data);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_operations() {
     let srv = Srv::start().await;
     let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
-    c.mkdir("d").await.unwrap();
-    c.mkdir("d/e").await.unwrap();
-    for i in 0..50 {
-        let mut f = c.open(&format!("d/f{i}"), create()).await.unwrap();
-        f.write(0, b"x").await.unwrap();
-        f.close().await.unwrap();
-    }
-    let mut names: Vec<String> = c.readdir("d").await.unwrap().into_iter().map(|e| e.name).collect();
-    names.sort();
-    assert_eq!(names.len(), 51);
-    assert!(names.contains(&"e".to_string()));
-    assert_eq!(c.stat("d/f3").await.unwrap().size, 1);
-    c.rename("d/f3", "d/e/moved").await.unwrap();
-    assert!(Path::new(&srv.path("d/e/moved")).exists());
-    assert!(c.stat("d/f3").await.is_err());
-    c.remove("d/e/moved").await.unwrap();
-    c.rmdir("d/e").await.unwrap();
-    let err = c.rmdir("d").await.unwrap_err();
-    assert!(err.to_string().contains("NOTEMPTY"), "{err}");
+    metadata_round(&c, "d").await;
+    assert!(!srv.path("d").exists());
     let err = c.open("nope/x", OpenOptions { read: true, ..Default::default() }).await.err().unwrap();
     assert!(err.to_string().contains("NOENT"), "{err}");
 }

@@ -1,0 +1,46 @@
+//! The client against NFS-Ganesha, a server it shares no code with. Needs
+//! a running Ganesha (scripts/ganesha.sh start, which the test suite does);
+//! hence ignored in a plain `cargo test` and run with `--ignored`.
+//! NFSX_GANESHA_URL overrides the export URL.
+
+mod common;
+
+use client::{Client, ClientSettings};
+use common::*;
+
+fn url() -> String {
+    std::env::var("NFSX_GANESHA_URL").unwrap_or_else(|_| "nfs://127.0.0.1/export".into())
+}
+
+fn scratch(name: &str) -> String {
+    format!("nfsx-client-test-{}-{name}", std::process::id())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
+async fn ganesha_write_behind_and_read_back() {
+    let c = Client::connect(&url(), ClientSettings::default()).await.unwrap();
+    let data = pattern(16 << 20, 9);
+    let path = scratch("big");
+    write_file(&c, &path, &data).await;
+    assert_eq!(read_file(&c, &path).await, data);
+    let s = c.stats();
+    assert!(s.ops["WRITE"].count <= 64, "coalesced: {:?}", s.ops["WRITE"]);
+    assert!(s.ops["COMMIT"].count >= 1);
+    c.remove(&path).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
+async fn ganesha_metadata() {
+    let c = Client::connect(&url(), ClientSettings { nconnect: 2, ..Default::default() }).await.unwrap();
+    metadata_round(&c, &scratch("meta")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
+async fn ganesha_wrong_export() {
+    let bad = format!("{}/no-such-export-here", url().trim_end_matches('/'));
+    let err = Client::connect(&bad, ClientSettings::default()).await.err().unwrap();
+    assert!(err.to_string().contains("refused"), "{err}");
+}

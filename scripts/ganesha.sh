@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Starts or stops NFS-Ganesha (Debian package) on loopback as the peer the
+# client and the benchmarks are compared against, with its own rpcbind.
+#
+#   scripts/ganesha.sh start|stop
+#
+# Ganesha serves NFSv3 (MOUNT on 20048) and NFSv4 on 2049 from one FSAL_VFS
+# export, reachable as nfs://127.0.0.1/export (portmap discovery on 111).
+# Ganesha 4.3 refuses to start NFSv3 without a portmapper to register with,
+# so rpcbind is started too (it always takes port 111: nothing else may hold
+# it, which is why the test suite runs this after the cargo tests).
+#
+#   PEER_DIR  [/tmp/nfsx-ganesha]  config, logs, pid files; the export is PEER_DIR/export
+set -euo pipefail
+
+PEER_DIR=${PEER_DIR:-/tmp/nfsx-ganesha}
+EXPORT=$PEER_DIR/export
+CONF=$PEER_DIR/ganesha.conf
+
+running() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+install() {
+  local missing=()
+  command -v ganesha.nfsd >/dev/null || missing+=(nfs-ganesha nfs-ganesha-vfs)
+  command -v rpcbind >/dev/null || missing+=(rpcbind)
+  ((${#missing[@]})) || return 0
+  [[ $(id -u) -eq 0 ]] || { echo "needs root to install ${missing[*]}" >&2; exit 1; }
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+write_conf() {
+  cat >"$CONF" <<CONF
+NFS_CORE_PARAM {
+    NFS_Port = 2049;
+    MNT_Port = 20048;
+    Bind_Addr = 127.0.0.1;
+    Protocols = 3, 4;
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+    Mount_Path_Pseudo = true;
+}
+NFSV4 {
+    Graceless = true;
+    RecoveryBackend = fs;
+    RecoveryRoot = $PEER_DIR/recovery;
+}
+EXPORT {
+    Export_Id = 1;
+    Path = $EXPORT;
+    Pseudo = /export;
+    Protocols = 3, 4;
+    Transports = TCP;
+    Access_Type = RW;
+    Squash = No_Root_Squash;
+    SecType = sys;
+    FSAL { Name = VFS; }
+}
+LOG { Default_Log_Level = EVENT; }
+CONF
+}
+
+start() {
+  install
+  mkdir -p "$EXPORT" "$PEER_DIR/recovery" /run/rpcbind
+  if running "$PEER_DIR/ganesha.pid"; then echo "ganesha already running"; return 0; fi
+  if ! running "$PEER_DIR/rpcbind.pid" && ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
+    rpcbind -f -w >"$PEER_DIR/rpcbind.log" 2>&1 &
+    echo $! >"$PEER_DIR/rpcbind.pid"
+    for _ in $(seq 50); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+  fi
+  write_conf
+  ganesha.nfsd -f "$CONF" -L "$PEER_DIR/ganesha.log" -p "$PEER_DIR/ganesha.pid" -N NIV_EVENT
+  for _ in $(seq 100); do port_open 2049 && break; sleep 0.1; done
+  if ! running "$PEER_DIR/ganesha.pid" || ! port_open 2049; then
+    echo "ganesha did not start; last log lines:" >&2
+    tail -20 "$PEER_DIR/ganesha.log" >&2 || true
+    exit 1
+  fi
+  echo "ganesha serving nfs://127.0.0.1/export (files in $EXPORT)"
+}
+
+stop_pid() {
+  running "$1" || { rm -f "$1"; return 0; }
+  local pid; pid=$(cat "$1")
+  kill -TERM "$pid"
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$1"
+}
+
+stop() {
+  stop_pid "$PEER_DIR/ganesha.pid"
+  stop_pid "$PEER_DIR/rpcbind.pid"
+}
+
+case ${1:-} in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
