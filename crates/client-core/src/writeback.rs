@@ -352,6 +352,45 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
         }
     }
 
+    /// Read-your-writes: copies the bytes of `[offset, offset + buf.len())`
+    /// this cache holds for `file` (dirty, in flight, or awaiting COMMIT — all
+    /// at least as new as the server's) over `buf`, which the caller filled
+    /// from the server or a data cache. Returns how many bytes were copied.
+    pub fn overlay(&self, file: &K, offset: u64, buf: &mut [u8]) -> usize {
+        let Some(f) = self.keys.get(file).map(|idx| &self.files[idx]) else { return 0 };
+        let end = offset + buf.len() as u64;
+        let mut copied = 0;
+        let mut copy = |s: u64, data: &[u8]| {
+            let (a, b) = (s.max(offset), (s + data.len() as u64).min(end));
+            if a < b {
+                buf[(a - offset) as usize..(b - offset) as usize]
+                    .copy_from_slice(&data[(a - s) as usize..(b - s) as usize]);
+                copied += (b - a) as usize;
+            }
+        };
+        let from = |first: Option<u64>| first.unwrap_or(offset).min(offset);
+        for (&s, v) in f.dirty.range(from(f.dirty.range(..offset).next_back().map(|(&s, _)| s))..end) {
+            copy(s, v);
+        }
+        for (&s, (_, id)) in f.in_flight.range(from(f.in_flight.range(..offset).next_back().map(|(&s, _)| s))..end) {
+            copy(s, &self.writes[id].data);
+        }
+        for (&s, u) in f.unstable.range(from(f.unstable.range(..offset).next_back().map(|(&s, _)| s))..end) {
+            copy(s, &u.data);
+        }
+        copied
+    }
+
+    /// End of the furthest byte cached for `file`: the file size the
+    /// application sees is at least this, before the server knows of it.
+    pub fn cached_end(&self, file: &K) -> Option<u64> {
+        let f = self.keys.get(file).map(|idx| &self.files[idx])?;
+        let dirty = f.dirty.iter().next_back().map(|(&s, v)| s + v.len() as u64);
+        let flight = f.in_flight.values().next_back().map(|&(e, _)| e);
+        let unstable = f.unstable.iter().next_back().map(|(&s, u)| s + u.data.len() as u64);
+        dirty.max(flight).max(unstable)
+    }
+
     /// Bytes counted against the budget: dirty + in flight + unstable.
     pub fn total_bytes(&self) -> u64 {
         self.g.dirty + self.g.in_flight + self.g.unstable

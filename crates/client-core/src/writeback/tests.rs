@@ -383,3 +383,23 @@ fn forget_drops_everything_and_ignores_late_replies() {
     assert!(wb.is_clean(&1));
     assert_eq!(wb.next_action(), None);
 }
+
+#[test]
+fn overlay_shows_cached_bytes_in_every_state() {
+    let mut wb = Wb::new(settings(4 * KIB, MIB, MIB, MIB / 2));
+    wb.write(&1, 0, &[1; 4096]); // will be unstable
+    wb.write(&1, 4096, &[2; 4096]); // will be in flight
+    let (a, ..) = expect_write(wb.next_action());
+    let (_b, ..) = expect_write(wb.next_action());
+    wb.on_write_reply(a, ok(4096, stable_how::UNSTABLE, 1));
+    wb.write(&1, 10_000, &[3; 100]); // dirty
+    let mut buf = vec![0u8; 12_000];
+    assert_eq!(wb.overlay(&1, 100, &mut buf[..11_000]), 3996 + 4096 + 100);
+    assert_eq!(&buf[..3996], &[1; 3996][..]);
+    assert_eq!(&buf[3996..8092], &[2; 4096][..]);
+    assert_eq!(&buf[8092..9900], &[0; 1808][..]);
+    assert_eq!(&buf[9900..10_000], &[3; 100][..]);
+    assert_eq!(wb.cached_end(&1), Some(10_100));
+    assert_eq!(wb.cached_end(&2), None);
+    assert_eq!(wb.overlay(&1, 20_000, &mut buf), 0);
+}

@@ -1,0 +1,164 @@
+//! Attribute and name caches on virtual time.
+
+use bytes::Bytes;
+use proto::nfs3::{fattr3, ftype3, nfstime3, wcc_attr};
+
+use super::*;
+
+const NOW: WallNanos = 1_700_000_000 * SEC;
+
+fn attr(t: ftype3, size: u64, mtime_secs_ago: u64) -> fattr3 {
+    let m = nfstime3 { seconds: (NOW / SEC - mtime_secs_ago) as u32, nseconds: 0 };
+    fattr3 { r#type: t, size, mtime: m.clone(), ctime: m, ..fattr3::default() }
+}
+
+fn file(size: u64, age: u64) -> fattr3 {
+    attr(ftype3::NF3REG, size, age)
+}
+
+#[test]
+fn timeout_is_a_tenth_of_the_age_clamped_per_type() {
+    let s = AttrCacheSettings::default();
+    assert_eq!(s.timeout(&file(0, 10), NOW), 3 * SEC, "recently changed: acregmin");
+    assert_eq!(s.timeout(&file(0, 200), NOW), 20 * SEC);
+    assert_eq!(s.timeout(&file(0, 100_000), NOW), 60 * SEC, "old: acregmax");
+    assert_eq!(s.timeout(&attr(ftype3::NF3DIR, 0, 10), NOW), 30 * SEC, "acdirmin");
+    assert_eq!(s.timeout(&attr(ftype3::NF3DIR, 0, 450), NOW), 45 * SEC);
+    // An mtime ahead of the client's clock (skew) counts as just changed.
+    assert_eq!(s.timeout(&file(0, 0), NOW - 5 * SEC), 3 * SEC);
+    let s = AttrCacheSettings { actimeo: Some(7), ..AttrCacheSettings::default() };
+    assert_eq!(s.timeout(&file(0, 100_000), NOW), 7 * SEC);
+    let s = AttrCacheSettings { noac: true, ..AttrCacheSettings::default() };
+    assert_eq!(s.timeout(&attr(ftype3::NF3DIR, 0, 100_000), NOW), 0);
+}
+
+#[test]
+fn get_only_while_fresh() {
+    let mut c = AttrCache::new(AttrCacheSettings::default());
+    c.put(&1, file(10, 200), NOW);
+    assert_eq!(c.get(&1, NOW).map(|a| a.size), Some(10));
+    assert!(c.get(&1, NOW + 20 * SEC - 1).is_some());
+    assert!(c.get(&1, NOW + 20 * SEC).is_none());
+    assert_eq!(c.expires_at(&1, NOW), Some(NOW + 20 * SEC));
+    assert!(c.get(&1, NOW - 1).is_none(), "the clock went backwards: do not trust");
+    c.invalidate(&1);
+    assert!(c.get(&1, NOW).is_none());
+    for s in [
+        AttrCacheSettings { noac: true, ..AttrCacheSettings::default() },
+        AttrCacheSettings { actimeo: Some(0), ..AttrCacheSettings::default() },
+    ] {
+        let mut c = AttrCache::new(s);
+        c.put(&1, file(10, 200), NOW);
+        assert!(c.get(&1, NOW).is_none());
+    }
+}
+
+#[test]
+fn changes_are_reported_so_data_is_dropped() {
+    let mut c = AttrCache::new(AttrCacheSettings::default());
+    assert!(!c.put(&1, file(10, 200), NOW), "nothing cached before");
+    assert!(!c.put(&1, file(10, 200), NOW + SEC));
+    // Even after expiry the old attributes are compared.
+    assert!(c.put(&1, file(11, 0), NOW + 100 * SEC));
+    // Our own WRITE: pre-op attributes match the cache.
+    let before = wcc_attr { size: 11, mtime: file(11, 0).mtime, ctime: file(11, 0).ctime };
+    assert!(!c.put_wcc(&1, Some(&before), file(20, 0), NOW + 101 * SEC));
+    // Someone else wrote in between: pre-op attributes do not match.
+    assert!(c.put_wcc(&1, Some(&before), file(30, 0), NOW + 102 * SEC));
+    assert!(c.put_wcc(&1, None, file(31, 0), NOW + 103 * SEC));
+}
+
+#[test]
+fn close_to_open_revalidation() {
+    let mut c = AttrCache::new(AttrCacheSettings::default());
+    assert!(c.revalidate_on_open(&1, file(10, 200), NOW), "nothing known: cached data cannot be vouched for");
+    assert!(!c.revalidate_on_open(&1, file(10, 200), NOW + SEC), "unchanged: keep the data");
+    let mut changed = file(10, 0);
+    changed.mtime.nseconds = 5;
+    assert!(c.revalidate_on_open(&1, changed, NOW + 2 * SEC), "same size, new mtime: drop the data");
+}
+
+#[test]
+fn bounded_by_max_attrs() {
+    let mut c = AttrCache::new(AttrCacheSettings { max_attrs: 2, ..AttrCacheSettings::default() });
+    c.put(&1, file(1, 200), NOW);
+    c.put(&2, file(2, 200), NOW);
+    c.put(&1, file(1, 200), NOW); // refreshed: now the most recent
+    c.put(&3, file(3, 200), NOW);
+    assert_eq!(c.len(), 2);
+    assert!(c.get(&2, NOW).is_none());
+    assert!(c.get(&1, NOW).is_some() && c.get(&3, NOW).is_some());
+}
+
+/// `find -exec ls -l` over 100 files, each stat'ed 10 times within a second:
+/// one GETATTR per file instead of one per stat.
+#[test]
+fn repeated_stats_hit_the_cache() {
+    let mut c = AttrCache::new(AttrCacheSettings::default());
+    let mut getattrs = 0;
+    for round in 0..10u64 {
+        for f in 0..100u64 {
+            let now = NOW + round * SEC / 10;
+            if c.get(&f, now).is_none() {
+                getattrs += 1;
+                c.put(&f, file(f, 3600), now);
+            }
+        }
+    }
+    assert_eq!(getattrs, 100);
+}
+
+fn name(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+#[test]
+fn names_valid_while_directory_unchanged_and_fresh() {
+    let mut d = DirCache::new(AttrCacheSettings::default());
+    let dir = attr(ftype3::NF3DIR, 4096, 1000); // timeout 60 s
+    d.insert(&0, name("a"), 1, file(5, 200), &dir, NOW);
+    assert_eq!(d.lookup(&0, b"a", NOW + SEC).map(|(k, a)| (k, a.size)), Some((1, 5)));
+    assert!(d.lookup(&0, b"b", NOW).is_none());
+    assert!(d.lookup(&0, b"a", NOW + 60 * SEC).is_none(), "directory timeout passed");
+    // A GETATTR showing the directory unchanged revalidates all its names.
+    d.dir_attrs(&0, &dir, NOW + 61 * SEC);
+    assert!(d.lookup(&0, b"a", NOW + 62 * SEC).is_some());
+    // Changed (another client created or removed something): names dropped.
+    let mut changed = dir.clone();
+    changed.mtime.seconds += 1;
+    d.dir_attrs(&0, &changed, NOW + 63 * SEC);
+    assert!(d.lookup(&0, b"a", NOW + 63 * SEC).is_none());
+    assert!(d.is_empty());
+}
+
+#[test]
+fn own_changes_invalidate_names() {
+    let mut d = DirCache::new(AttrCacheSettings::default());
+    let dir = attr(ftype3::NF3DIR, 4096, 1000);
+    d.insert(&0, name("a"), 1, file(5, 200), &dir, NOW);
+    d.insert(&0, name("b"), 2, file(5, 200), &dir, NOW);
+    d.insert(&9, name("c"), 3, file(5, 200), &dir, NOW);
+    d.remove(&0, b"a");
+    assert!(d.lookup(&0, b"a", NOW).is_none());
+    assert!(d.lookup(&0, b"b", NOW).is_some());
+    d.invalidate_dir(&0);
+    assert!(d.lookup(&0, b"b", NOW).is_none());
+    assert!(d.lookup(&9, b"c", NOW).is_some(), "other directories keep their names");
+    assert_eq!(d.len(), 1);
+}
+
+#[test]
+fn names_bounded_with_lru_eviction() {
+    let mut d = DirCache::new(AttrCacheSettings { max_names: 2, ..AttrCacheSettings::default() });
+    let dir = attr(ftype3::NF3DIR, 4096, 1000);
+    d.insert(&0, name("a"), 1, file(5, 200), &dir, NOW);
+    d.insert(&0, name("b"), 2, file(5, 200), &dir, NOW);
+    assert!(d.lookup(&0, b"a", NOW).is_some()); // "b" is now the least recently used
+    d.insert(&1, name("c"), 3, file(5, 200), &dir, NOW);
+    assert_eq!(d.len(), 2);
+    assert!(d.lookup(&0, b"b", NOW).is_none());
+    assert!(d.lookup(&0, b"a", NOW).is_some() && d.lookup(&1, b"c", NOW).is_some());
+    let mut d = DirCache::new(AttrCacheSettings { noac: true, ..AttrCacheSettings::default() });
+    d.insert(&0, name("a"), 1, file(5, 200), &dir, NOW);
+    assert!(d.is_empty(), "noac: no name caching");
+}
