@@ -145,6 +145,12 @@ pub struct AttrCache<K> {
     seq: u64,
 }
 
+impl<K> std::fmt::Debug for AttrCache<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AttrCache").field("entries", &self.entries.len()).finish()
+    }
+}
+
 impl<K: Hash + Eq + Clone> AttrCache<K> {
     pub fn new(settings: AttrCacheSettings) -> Self {
         AttrCache { s: settings, entries: HashMap::new(), order: BTreeMap::new(), seq: 0 }

@@ -130,6 +130,12 @@ pub struct ReadCache<K> {
     tick: u64,
 }
 
+impl<K> std::fmt::Debug for ReadCache<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadCache").field("files", &self.files.len()).field("bytes", &self.bytes).finish()
+    }
+}
+
 impl<K: Hash + Eq + Clone> ReadCache<K> {
     pub fn new(settings: ReadCacheSettings) -> Self {
         ReadCache { s: settings, files: HashMap::new(), lru: BTreeMap::new(), bytes: 0, tick: 0 }

@@ -59,6 +59,19 @@ pub struct Writeback<K, E> {
     background: bool,
 }
 
+impl<K, E> std::fmt::Debug for Writeback<K, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writeback")
+            .field("files", &self.files.len())
+            .field("dirty", &self.g.dirty)
+            .field("in_flight", &self.g.in_flight)
+            .field("unstable", &self.g.unstable)
+            .field("requests", &(self.writes.len() + self.commits.len()))
+            .field("background", &self.background)
+            .finish()
+    }
+}
+
 impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
     pub fn new(settings: WritebackSettings) -> Self {
         let s = settings.normalized();

@@ -42,6 +42,12 @@ pub struct DirCache<K> {
     seq: u64,
 }
 
+impl<K> std::fmt::Debug for DirCache<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirCache").field("dirs", &self.dirs.len()).field("names", &self.lru.len()).finish()
+    }
+}
+
 impl<K: Hash + Eq + Clone> DirCache<K> {
     pub fn new(settings: AttrCacheSettings) -> Self {
         DirCache { s: settings, dirs: HashMap::new(), lru: BTreeMap::new(), seq: 0 }
