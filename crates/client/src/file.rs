@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::cache::Readahead;
 use bytes::Bytes;
+use client_core::readahead::Readahead;
 use proto::nfs3::{fattr3, nfs_fh3, stable_how};
 use tokio::task::JoinHandle;
 
@@ -26,14 +26,14 @@ pub struct File {
     how: OpenOptions,
     attrs: fattr3,
     ra: Readahead,
-    /// Readahead blocks by offset.
-    ahead: BTreeMap<u64, Chunk>,
+    /// Readahead blocks by offset, with their length.
+    ahead: BTreeMap<u64, (u64, Chunk)>,
     wrote: bool,
 }
 
 impl File {
     pub(crate) fn new(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
-        let ra = Readahead::new(());
+        let ra = Readahead::new(inner.settings.readahead.clone());
         File { key: fh.data.clone(), inner, fh, how, attrs, ra, ahead: BTreeMap::new(), wrote: false }
     }
 
@@ -83,12 +83,10 @@ impl File {
             None => {}
         }
         // Blocks wholly behind the reader will not be wanted again.
-        let stale: Vec<u64> = self.ahead.range(..offset).map(|(k, _)| *k).collect();
-        let rsize = self.inner.settings.rsize as u64;
+        let stale: Vec<u64> =
+            self.ahead.range(..offset).filter(|(k, (n, _))| *k + n <= offset).map(|(k, _)| *k).collect();
         for k in stale {
-            if k + rsize <= offset {
-                self.ahead.remove(&k);
-            }
+            self.ahead.remove(&k);
         }
         let mut filled = 0usize;
         while filled < buf.len() {
@@ -112,7 +110,7 @@ impl File {
     }
 
     fn covered(&self, offset: u64) -> bool {
-        self.ahead.range(..=offset).next_back().is_some_and(|(k, _)| offset < k + self.inner.settings.rsize as u64)
+        self.ahead.range(..=offset).next_back().is_some_and(|(k, (n, _))| offset < k + n)
     }
 
     /// Starts READs for [start, start+len) in rsize blocks not yet fetched.
@@ -120,23 +118,23 @@ impl File {
         let rsize = self.inner.settings.rsize as u64;
         let mut pos = start;
         while pos < start + len {
+            let count = rsize.min(start + len - pos);
             if !self.covered(pos) {
-                let count = rsize.min(start + len - pos) as u32;
                 let (inner, fh) = (self.inner.clone(), self.fh.clone());
                 let task = tokio::spawn(async move {
-                    let ok = inner.nfs.read(&fh, pos, count).await?;
+                    let ok = inner.nfs.read(&fh, pos, count as u32).await?;
                     Ok((ok.data, ok.eof))
                 });
-                self.ahead.insert(pos, Chunk::Pending(task));
+                self.ahead.insert(pos, (count, Chunk::Pending(task)));
             }
-            pos += rsize.min(start + len - pos);
+            pos += count;
         }
     }
 
     /// The prefetched data from `pos` on, if a block covers it.
     async fn take_prefetched(&mut self, pos: u64) -> Result<Option<(Bytes, bool)>> {
         let Some((&start, _)) = self.ahead.range(..=pos).next_back() else { return Ok(None) };
-        let chunk = self.ahead.get_mut(&start).expect("just found");
+        let (_, chunk) = self.ahead.get_mut(&start).expect("just found");
         if let Chunk::Pending(task) = chunk {
             match task.await {
                 Ok(Ok((data, eof))) => *chunk = Chunk::Ready(data, eof),
@@ -175,7 +173,7 @@ impl File {
 
 impl Drop for File {
     fn drop(&mut self) {
-        for (_, c) in std::mem::take(&mut self.ahead) {
+        for (_, (_, c)) in std::mem::take(&mut self.ahead) {
             if let Chunk::Pending(t) = c {
                 t.abort();
             }

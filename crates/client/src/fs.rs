@@ -7,7 +7,7 @@
 //! every WRITE/COMMIT the sans-IO cache asks for, each as a spawned task
 //! that feeds its reply back and pumps again.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use client_core::writeback::{Action, Admit, DeferredError, WriteOk, Writeback};
@@ -54,19 +54,13 @@ pub(crate) struct Inner {
     /// Signalled after every WRITE/COMMIT reply.
     pub wb_progress: Notify,
     pub caches: Caches,
-    epoch: Instant,
 }
 
 impl Inner {
     pub fn new(nfs: Nfs3, root: nfs_fh3, settings: ClientSettings, url: NfsUrl) -> Inner {
         let wb = Mutex::new(Writeback::new(settings.writeback.clone()));
         let caches = Caches::new(&settings);
-        Inner { nfs, root, settings, url, wb, wb_progress: Notify::new(), caches, epoch: Instant::now() }
-    }
-
-    /// Nanoseconds since the client started, the caches' clock.
-    pub fn now(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        Inner { nfs, root, settings, url, wb, wb_progress: Notify::new(), caches }
     }
 
     /// Sends whatever the write-behind cache wants sent.
@@ -157,8 +151,7 @@ impl Client {
 
     /// One LOOKUP, answered from the name cache when it can be.
     pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
-        let now = self.inner.now();
-        if let Some(hit) = self.inner.caches.lookup(&dir.data, name, now) {
+        if let Some(hit) = self.inner.caches.lookup(&dir.data, name) {
             return Ok(hit);
         }
         let ok = self.inner.nfs.lookup(dir, name).await?;
@@ -166,17 +159,16 @@ impl Client {
             Some(a) => a,
             None => self.inner.nfs.getattr(&ok.object).await?,
         };
-        let now = self.inner.now();
         if let Some(d) = &ok.dir_attributes {
-            self.inner.caches.put_attrs(&dir.data, d, now);
+            self.inner.caches.put_attrs(&dir.data, d);
         }
-        self.inner.caches.put_entry(&dir.data, name, &ok.object, &attrs, now);
+        self.inner.caches.put_entry(&dir.data, name, &ok.object, &attrs, ok.dir_attributes.as_ref());
         Ok((ok.object, attrs))
     }
 
     /// GETATTR through the attribute cache.
     pub async fn getattr(&self, fh: &nfs_fh3) -> Result<fattr3> {
-        if let Some(a) = self.inner.caches.attrs(&fh.data, self.inner.now()) {
+        if let Some(a) = self.inner.caches.attrs(&fh.data) {
             return Ok(a);
         }
         self.getattr_fresh(fh).await
@@ -185,7 +177,7 @@ impl Client {
     /// GETATTR from the server (close-to-open revalidation).
     pub async fn getattr_fresh(&self, fh: &nfs_fh3) -> Result<fattr3> {
         let a = self.inner.nfs.getattr(fh).await?;
-        self.inner.caches.put_attrs(&fh.data, &a, self.inner.now());
+        self.inner.caches.revalidate(&fh.data, &a);
         Ok(a)
     }
 
@@ -228,7 +220,7 @@ impl Client {
                     if let Some(post) = self.inner.nfs.setattr(&fh, set).await?.obj_wcc.after {
                         a = post;
                     }
-                    self.inner.caches.put_attrs(&fh.data, &a, self.inner.now());
+                    self.inner.caches.put_attrs(&fh.data, &a);
                 }
                 (fh, a)
             }
@@ -244,6 +236,7 @@ impl Client {
         let how = createhow3::UNCHECKED(sattr3 { mode: Some(0o644), ..Default::default() });
         let ok = self.inner.nfs.create(dir, name, how).await?;
         self.inner.caches.changed_dir(&dir.data);
+        let dir_after = ok.dir_wcc.after.clone();
         let fh = match ok.obj {
             Some(fh) => fh,
             None => self.inner.nfs.lookup(dir, name).await?.object,
@@ -252,8 +245,7 @@ impl Client {
             Some(a) => a,
             None => self.inner.nfs.getattr(&fh).await?,
         };
-        let now = self.inner.now();
-        self.inner.caches.put_entry(&dir.data, name, &fh, &attrs, now);
+        self.inner.caches.put_entry(&dir.data, name, &fh, &attrs, dir_after.as_ref());
         Ok((fh, attrs))
     }
 
@@ -267,7 +259,7 @@ impl Client {
     /// unlink(2). Cached writes of the file are dropped.
     pub async fn remove(&self, path: &str) -> Result<()> {
         let (dir, name) = self.parent_of(path).await?;
-        if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name, self.inner.now()) {
+        if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
             self.inner.wb.lock().forget(&fh.data);
         }
         let r = self.inner.nfs.remove(&dir, name).await;
@@ -304,7 +296,6 @@ impl Client {
         loop {
             let ok = self.inner.nfs.readdirplus(&dir, cookie, verf, self.inner.settings.readdir_size).await?;
             verf = ok.cookieverf;
-            let now = self.inner.now();
             for e in &ok.reply.entries {
                 cookie = e.cookie;
                 let name = String::from_utf8_lossy(&e.name).into_owned();
@@ -312,7 +303,7 @@ impl Client {
                     continue;
                 }
                 if let (Some(fh), Some(a)) = (&e.name_handle, &e.name_attributes) {
-                    self.inner.caches.put_entry(&dir.data, &name, fh, a, now);
+                    self.inner.caches.put_entry(&dir.data, &name, fh, a, ok.dir_attributes.as_ref());
                 }
                 out.push(DirEntry { name, fileid: e.fileid, attrs: e.name_attributes.clone() });
             }

@@ -1,6 +1,8 @@
 //! Every knob of the client, with its default. A TOML file with these keys
 //! (all optional) configures `nfsx bench --client-config`.
 
+use client_core::attrcache::AttrCacheSettings;
+use client_core::readahead::ReadaheadSettings;
 use client_core::rpc::RpcSettings;
 use client_core::writeback::WritebackSettings;
 use serde::Deserialize;
@@ -33,6 +35,8 @@ pub struct ClientSettings {
     pub read_buffer: usize,
     pub rpc: RpcSettings,
     pub writeback: WritebackSettings,
+    pub readahead: ReadaheadSettings,
+    pub attr_cache: AttrCacheSettings,
 }
 
 impl Default for ClientSettings {
@@ -51,6 +55,8 @@ impl Default for ClientSettings {
             read_buffer: 256 << 10,
             rpc: RpcSettings::default(),
             writeback: WritebackSettings::default(),
+            readahead: ReadaheadSettings::default(),
+            attr_cache: AttrCacheSettings::default(),
         }
     }
 }

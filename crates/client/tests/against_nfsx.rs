@@ -115,3 +115,45 @@ async fn server_gone_mid_run_fails_calls_without_hanging() {
     .expect("no hang");
     assert!(r.is_err(), "the lost server is reported");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readahead_grows_on_sequential_and_stays_off_on_random_reads() {
+    let srv = Srv::start().await;
+    let data = pattern(8 << 20, 5);
+    std::fs::write(srv.path("r.bin"), &data).unwrap();
+    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    assert_eq!(read_file(&c, "r.bin").await, data);
+    let reads = c.stats().ops["READ"].count;
+    assert!(reads < 40, "64 KiB reads served by large prefetches, got {reads} READs for 128 calls");
+
+    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let mut f = c.open("r.bin", OpenOptions { read: true, ..Default::default() }).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    for i in 0..50u64 {
+        let off = (i * 7919 % 2000) * 4096;
+        assert_eq!(f.read(off, &mut buf).await.unwrap(), 4096);
+        assert_eq!(&buf[..], &data[off as usize..off as usize + 4096]);
+    }
+    let r = c.stats().ops["READ"];
+    assert_eq!(r.count, 50, "random reads fetch exactly what is asked");
+    assert!(r.bytes_received < 50 * (4096 + 200), "no wasted readahead: {} bytes", r.bytes_received);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_l_after_readdir_is_served_from_the_caches() {
+    let srv = Srv::start().await;
+    std::fs::create_dir(srv.path("t")).unwrap();
+    for i in 0..100 {
+        std::fs::write(srv.path(&format!("t/{i}")), b"abc").unwrap();
+    }
+    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let entries = c.readdir("t").await.unwrap();
+    assert_eq!(entries.len(), 100);
+    let before = c.stats();
+    for e in &entries {
+        assert_eq!(c.stat(&format!("t/{}", e.name)).await.unwrap().size, 3);
+    }
+    let after = c.stats();
+    let calls = |s: &client_core::stats::Stats| s.ops.values().map(|c| c.count).sum::<u64>();
+    assert_eq!(calls(&after), calls(&before), "stat of every entry after READDIRPLUS costs no call");
+}
