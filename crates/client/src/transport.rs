@@ -187,12 +187,14 @@ impl Task {
     }
 
     fn complete(&mut self, done: impl IntoIterator<Item = Completion>) {
+        // Counters first, so a caller that reads them after its reply sees
+        // its own call counted.
+        *self.stats.lock() = self.core.stats().clone();
         for c in done {
             if let Some(w) = self.waiters.remove(&c.xid) {
                 let _ = w.send(c.result);
             }
         }
-        *self.stats.lock() = self.core.stats().clone();
     }
 
     async fn serve(&mut self, mut rd: OwnedReadHalf, wr: OwnedWriteHalf) -> Stop {

@@ -11,9 +11,20 @@ use client::{Client, ClientSettings, OpenOptions};
 use common::*;
 
 struct Srv {
-    server: Option<server::Server>,
+    /// The server runs on a runtime of its own, so dropping that runtime
+    /// is a server dying: every task and socket gone at once.
+    rt: Option<tokio::runtime::Runtime>,
+    addr: std::net::SocketAddr,
     dir: tempfile::TempDir,
     _state: tempfile::TempDir,
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Srv {
@@ -30,13 +41,17 @@ impl Srv {
             exports_file: None,
             settings,
         };
-        let server = server::Server::start(cfg).await.unwrap();
-        Srv { server: Some(server), dir, _state: state }
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let server = rt.spawn(server::Server::start(cfg)).await.unwrap().unwrap();
+        Srv { rt: Some(rt), addr: server.local_addr, dir, _state: state }
+    }
+
+    fn kill(&mut self) {
+        self.rt.take().unwrap().shutdown_background();
     }
 
     fn url(&self) -> String {
-        let port = self.server.as_ref().unwrap().local_addr.port();
-        format!("nfs://127.0.0.1:{port}{}", self.dir.path().display())
+        format!("nfs://127.0.0.1:{}{}", self.addr.port(), self.dir.path().display())
     }
 
     fn path(&self, rel: &str) -> std::path::PathBuf {
@@ -89,7 +104,7 @@ async fn several_connections_and_sync_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_export_is_a_clear_error() {
     let srv = Srv::start().await;
-    let port = srv.server.as_ref().unwrap().local_addr.port();
+    let port = srv.addr.port();
     let err = Client::connect(&format!("nfs://127.0.0.1:{port}/no/such/export"), ClientSettings::default())
         .await
         .err()
@@ -106,7 +121,7 @@ async fn server_gone_mid_run_fails_calls_without_hanging() {
     let c = Client::connect(&srv.url(), settings).await.unwrap();
     let mut f = c.open("f", create()).await.unwrap();
     f.write(0, &pattern(1 << 20, 3)).await.unwrap();
-    srv.server.take().unwrap().shutdown().await;
+    srv.kill();
     let r = tokio::time::timeout(Duration::from_secs(20), async {
         f.write(1 << 20, &pattern(1 << 20, 4)).await?;
         f.flush().await
