@@ -66,3 +66,22 @@ impl ClientSettings {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/client.example.toml lists every key at its default; if a default
+    /// changes, the example (and docs/CONFIGURATION.md) must change with it.
+    #[test]
+    fn example_file_is_the_defaults() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/client.example.toml");
+        let loaded = ClientSettings::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(format!("{loaded:?}"), format!("{:?}", ClientSettings::default()));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        assert!(ClientSettings::from_toml("nconect = 2").unwrap_err().contains("nconect"));
+    }
+}
