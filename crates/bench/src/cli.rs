@@ -50,8 +50,11 @@ impl WorkloadKind {
 
 const LONG_ABOUT: &str = "\
 Run one of the NFS papers' workloads against NFS servers (through the nfsx client) \
-or directories (plain system calls), repeat it, and compare targets side by side.
+or directories (plain system calls), repeat it, and compare targets side by side.";
 
+// After the options rather than in the description, so it survives a
+// description given where the binary mounts this command.
+const AFTER_HELP: &str = "\
 Options marked LIST take comma-separated values (e.g. --io-size 4KiB,64KiB,1MiB); every combination \
 is a point of the sweep, and every point runs --runs times on every target, the targets taking turns \
 within each repetition. Sizes: B, KiB, MiB, GiB (also K, M, G) are powers of 1024; KB, MB, GB powers of \
@@ -59,9 +62,8 @@ within each repetition. Sizes: B, KiB, MiB, GiB (also K, M, G) are powers of 102
 
 Each run uses fresh clients and a fresh directory nfsx-bench-<pid>-<n> under the target, removed \
 afterwards unless --keep; setup (creating the files to read, the tree to list) is not timed. \
-A failed run is recorded (ok: false) and the bench goes on.";
+A failed run is recorded (ok: false) and the bench goes on.
 
-const AFTER_HELP: &str = "\
 Exit status: 0 all runs succeeded; 1 nothing could run (bad target, unwritable output); \
 2 invalid parameters; 3 some runs failed (the results written are partial).";
 
