@@ -4,7 +4,10 @@
 # libnfs-utils), and a short run of every fuzz target.
 #
 # Installs what it needs on a Debian machine (as root): libnfs-utils for the
-# real-client tests, and cargo-fuzz for the fuzz targets.
+# real-client tests, NFS-Ganesha and rpcbind for the interop stage (the nfsx
+# client and `nfsx bench` against a server that shares no code with nfsx),
+# and cargo-fuzz for the fuzz targets.
+#   GANESHA=0        skips the interop stage
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +28,17 @@ echo "== cargo test (release: the integration tests move a 1 GiB file)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --release 2>&1 | tee "$log"
+
+# Ganesha needs rpcbind on port 111, which the cargo tests above use for
+# nfsx's own portmapper, so this stage runs after them, never beside them.
+if [[ ${GANESHA:-1} != 0 ]]; then
+  echo "== interop with NFS-Ganesha: client and bench tests marked ignored above"
+  scripts/ganesha.sh start
+  trap 'scripts/ganesha.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
+  cargo test --release -p client --test against_ganesha -- --ignored 2>&1 | tee -a "$log"
+  cargo test --release -p nfsx --test bench_ganesha -- --ignored 2>&1 | tee -a "$log"
+  scripts/ganesha.sh stop
+fi
 passed=$(grep -E '^test result:' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -E '^test result:' "$log" | awk '{s+=$6} END {print s+0}')
 

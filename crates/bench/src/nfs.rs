@@ -1,10 +1,20 @@
 //! `nfs://host[:port]/export` targets: the nfsx client, optionally through
-//! the delay proxy.
+//! the delay proxy. The client is async; workloads are OS threads, so each
+//! call is driven with `block_on` on a runtime the target owns.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::target::{BenchError, Result, Target};
+use client::{Client, ClientSettings, NfsUrl, ServerAddrs};
+use parking_lot::Mutex;
+use proto::nfs3::ftype3;
+use tokio::runtime::{Handle, Runtime};
+
+use crate::proxy::DelayProxy;
+use crate::target::{
+    BenchError, BenchFile, BenchFs, DirEntry, FileKind, FileStat, OpStat, OpenOptions, Result, Target,
+};
 
 /// Client knobs a bench invocation may set.
 #[derive(Debug, Clone, Default)]
@@ -15,8 +25,207 @@ pub struct NfsOptions {
     pub nconnect: Option<usize>,
 }
 
-/// Opens an `nfs://` target (MOUNT happens here, so a wrong export fails
-/// before any run starts).
-pub fn open(url: &str, _opts: &NfsOptions) -> Result<Arc<dyn Target>> {
-    Err(BenchError::Target(format!("{url}: nfs:// targets are not available yet")))
+/// How long setting up a client may take before the target is declared
+/// unreachable (discovery, MOUNT, FSINFO).
+const CONNECT_LIMIT: Duration = Duration::from_secs(20);
+
+/// Opens an `nfs://` target; discovery and one MOUNT happen here, so a
+/// wrong host or export fails before any run starts.
+pub fn open(url: &str, opts: &NfsOptions) -> Result<Arc<dyn Target>> {
+    let parsed = NfsUrl::parse(url).map_err(|e| BenchError::Target(e.to_string()))?;
+    let mut settings = match &opts.client_config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| BenchError::Invalid(format!("--client-config {}: {e}", p.display())))?;
+            ClientSettings::from_toml(&text)
+                .map_err(|e| BenchError::Invalid(format!("--client-config {}: {e}", p.display())))?
+        }
+        None => ClientSettings::default(),
+    };
+    if let Some(n) = opts.nconnect {
+        settings.nconnect = n;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8))
+        .thread_name("nfsx-client")
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::Target(format!("cannot start the client runtime: {e}")))?;
+    let addrs = rt
+        .block_on(async { tokio::time::timeout(CONNECT_LIMIT, client::resolve(&parsed, &settings)).await })
+        .map_err(|_| BenchError::Timeout(format!("{url}: no answer from the server")))?
+        .map_err(|e| BenchError::Target(format!("{url}: {e}")))?;
+    let target = NfsTarget { name: url.to_string(), url: parsed, settings, addrs, proxy: Mutex::new(None), rt };
+    // Mount once now so a wrong export is reported before any run.
+    target.connect()?;
+    Ok(Arc::new(target))
+}
+
+struct NfsTarget {
+    name: String,
+    url: NfsUrl,
+    settings: ClientSettings,
+    addrs: ServerAddrs,
+    /// The delay proxy new clients connect through, when a delay is set.
+    proxy: Mutex<Option<DelayProxy>>,
+    rt: Runtime,
+}
+
+impl Target for NfsTarget {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn connect(&self) -> Result<Arc<dyn BenchFs>> {
+        let mut addrs = self.addrs;
+        if let Some(p) = &*self.proxy.lock() {
+            addrs.nfs = p.local_addr();
+        }
+        let fut = Client::connect_to(&self.url, addrs, self.settings.clone());
+        let client = self
+            .rt
+            .block_on(async { tokio::time::timeout(CONNECT_LIMIT, fut).await })
+            .map_err(|_| BenchError::Timeout(format!("{}: mount did not finish", self.name)))?
+            .map_err(|e| BenchError::Target(format!("{}: {e}", self.name)))?;
+        Ok(Arc::new(NfsFs { client, rt: self.rt.handle().clone() }))
+    }
+
+    fn set_delay(&self, rtt: Duration, one_way: bool) -> Result<()> {
+        let (to_server, to_client) = if one_way { (rtt, Duration::ZERO) } else { (rtt / 2, rtt - rtt / 2) };
+        let mut proxy = self.proxy.lock();
+        if rtt.is_zero() {
+            *proxy = None; // straight to the server: no proxy overhead at all
+            return Ok(());
+        }
+        match &*proxy {
+            Some(p) => p.set_delay(to_server, to_client),
+            None => {
+                let p = self
+                    .rt
+                    .block_on(DelayProxy::start(self.addrs.nfs, to_server, to_client))
+                    .map_err(|e| BenchError::Target(format!("delay proxy: {e}")))?;
+                *proxy = Some(p);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct NfsFs {
+    client: Client,
+    rt: Handle,
+}
+
+fn op_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(client::Error) -> BenchError + 'a {
+    move |e| BenchError::op(op, path, e)
+}
+
+fn kind(t: ftype3) -> FileKind {
+    match t {
+        ftype3::NF3REG => FileKind::File,
+        ftype3::NF3DIR => FileKind::Dir,
+        ftype3::NF3LNK => FileKind::Symlink,
+        _ => FileKind::Other,
+    }
+}
+
+impl BenchFs for NfsFs {
+    fn open(&self, path: &str, how: OpenOptions) -> Result<Box<dyn BenchFile>> {
+        let o = client::OpenOptions {
+            read: how.read,
+            write: how.write,
+            create: how.create,
+            truncate: how.truncate,
+            sync: how.sync,
+        };
+        let file = self.rt.block_on(self.client.open(path, o)).map_err(op_err("open", path))?;
+        Ok(Box::new(NfsFile { file: Some(file), rt: self.rt.clone(), path: path.to_string() }))
+    }
+
+    fn stat(&self, path: &str) -> Result<FileStat> {
+        let a = self.rt.block_on(self.client.stat(path)).map_err(op_err("stat", path))?;
+        Ok(FileStat {
+            kind: kind(a.r#type),
+            size: a.size,
+            mode: a.mode,
+            mtime_ns: a.mtime.seconds as i64 * 1_000_000_000 + a.mtime.nseconds as i64,
+        })
+    }
+
+    fn readdir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        let entries = self.rt.block_on(self.client.readdir(path)).map_err(op_err("readdir", path))?;
+        Ok(entries
+            .into_iter()
+            .map(|e| DirEntry { kind: e.attrs.as_ref().map_or(FileKind::Other, |a| kind(a.r#type)), name: e.name })
+            .collect())
+    }
+
+    fn mkdir(&self, path: &str) -> Result<()> {
+        self.rt.block_on(self.client.mkdir(path)).map_err(op_err("mkdir", path))
+    }
+
+    fn remove(&self, path: &str) -> Result<()> {
+        self.rt.block_on(self.client.remove(path)).map_err(op_err("unlink", path))
+    }
+
+    fn rmdir(&self, path: &str) -> Result<()> {
+        self.rt.block_on(self.client.rmdir(path)).map_err(op_err("rmdir", path))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.rt.block_on(self.client.rename(from, to)).map_err(op_err("rename", from))
+    }
+
+    fn op_stats(&self) -> Vec<OpStat> {
+        let ns_to_us = |ns: u64| ns / 1000;
+        self.client
+            .stats()
+            .ops
+            .into_iter()
+            .map(|(name, c)| OpStat {
+                op: name.to_string(),
+                count: c.count,
+                bytes_sent: c.bytes_sent,
+                bytes_received: c.bytes_received,
+                retransmissions: c.retransmissions,
+                queue_us: ns_to_us(c.queue_ns),
+                rtt_us: ns_to_us(c.rtt_ns),
+                execute_us: ns_to_us(c.execute_ns),
+            })
+            .collect()
+    }
+}
+
+struct NfsFile {
+    file: Option<client::File>,
+    rt: Handle,
+    path: String,
+}
+
+impl NfsFile {
+    fn file(&mut self) -> &mut client::File {
+        self.file.as_mut().expect("open until close")
+    }
+}
+
+impl BenchFile for NfsFile {
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let rt = self.rt.clone();
+        rt.block_on(self.file().write(offset, data)).map_err(op_err("write", &self.path))
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let rt = self.rt.clone();
+        rt.block_on(self.file().read(offset, buf)).map_err(op_err("read", &self.path))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let rt = self.rt.clone();
+        rt.block_on(self.file().flush()).map_err(op_err("fsync", &self.path))
+    }
+
+    fn close(mut self: Box<Self>) -> Result<()> {
+        let file = self.file.take().expect("open until close");
+        self.rt.block_on(file.close()).map_err(op_err("close", &self.path))
+    }
 }

@@ -1,4 +1,5 @@
-//! `nfsx`: the user-space NFS server (and, later, client and benchmark).
+//! `nfsx`: the user-space NFS server, and `nfsx bench`, the papers' NFS
+//! workloads against any server or directory.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -75,6 +76,20 @@ enum Command {
         #[arg(long)]
         metrics: Option<SocketAddr>,
     },
+    /// Run an NFS benchmark workload against one or more targets, side by side.
+    ///
+    /// Targets are NFS servers, reached with nfsx's own client
+    /// (nfs://HOST[:PORT]/EXPORT; PORT is where the server's portmapper
+    /// answers, 111 if omitted), or directories on any mounted file system
+    /// (plain system calls). Several --target options run alternately, and
+    /// every later target is compared with the first:
+    ///
+    ///   nfsx bench seqwrite --target nfs://127.0.0.1/srv/data --target /tmp --runs 5 --report out/
+    ///
+    /// Workloads: seqwrite (Lever & Honeyman), data, metadata, macro
+    /// (Chen et al. 2015, sections 3, 4, 6; Lai), multi-client.
+    #[command(verbatim_doc_comment)]
+    Bench(Box<bench::cli::BenchArgs>),
 }
 
 fn init_logging(filter: &str, format: LogFormat) {
@@ -93,6 +108,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logging(&cli.log, cli.log_format);
     match cli.command {
+        Command::Bench(args) => std::process::exit(bench::cli::main(*args)),
         Command::Serve { dir, listen, backend, exports, config, state_dir, metrics } => {
             let mut settings = match &config {
                 Some(p) => server::Settings::load(p)?,
