@@ -66,7 +66,11 @@ start() {
   install
   mkdir -p "$EXPORT" "$PEER_DIR/recovery" /run/rpcbind
   if running "$PEER_DIR/ganesha.pid"; then echo "ganesha already running"; return 0; fi
-  if ! running "$PEER_DIR/rpcbind.pid" && ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
+  if port_open 111 && ! pgrep -x rpcbind >/dev/null; then
+    echo "port 111 is held by something other than rpcbind (an nfsx serve?); Ganesha must register with rpcbind there" >&2
+    exit 1
+  fi
+  if ! pgrep -x rpcbind >/dev/null; then
     rpcbind -f -w >"$PEER_DIR/rpcbind.log" 2>&1 &
     echo $! >"$PEER_DIR/rpcbind.pid"
     for _ in $(seq 50); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done

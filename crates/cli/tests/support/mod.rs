@@ -2,6 +2,7 @@
 //! process on a free port, and run the real libnfs clients against it.
 #![allow(dead_code)]
 
+pub mod bench;
 pub mod rpc;
 
 use std::io::Write;

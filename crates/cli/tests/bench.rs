@@ -1,0 +1,156 @@
+//! `nfsx bench` end to end, as a user runs it: every workload at small
+//! scale against an `nfsx serve` child process through the nfsx client,
+//! side by side with a local directory, through the delay proxy, and with
+//! the bad inputs the tool must answer with one clear line.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::bench::*;
+use support::{ServerOpts, TestServer};
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+fn target(srv: &TestServer) -> String {
+    format!("nfs://127.0.0.1:{}{}", srv.port, srv.export.display())
+}
+
+#[test]
+fn seqwrite_against_nfsx_and_a_directory_with_report() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let local = tmp.path().join("local");
+    std::fs::create_dir(&local).unwrap();
+    let report = tmp.path().join("report");
+    let (t, l, r) = (target(&srv), local.to_string_lossy().to_string(), report.to_string_lossy().to_string());
+    let args = ["seqwrite", "--target", &t, "--target", &l, "--size", "2MiB", "--runs", "3", "--report", &r];
+    let (out, v) = bench(&args, tmp.path(), LIMIT);
+    let rs = all_ok(&out, &v);
+    assert_eq!(rs.len(), 6, "3 runs of each target");
+    for run in rs {
+        for key in ["write_mbps", "flush_mbps", "close_mbps"] {
+            assert!(run[key].as_f64().unwrap() > 0.0, "{key} in {run}");
+        }
+        assert_eq!(run["call_latency_us"].as_array().unwrap().len(), 256, "one latency per 8 KiB call");
+    }
+    let nfs_run = rs.iter().find(|r| r["target"] == t.as_str()).unwrap();
+    let ops: Vec<&str> = nfs_run["op_stats"].as_array().unwrap().iter().map(|s| s["op"].as_str().unwrap()).collect();
+    assert!(ops.contains(&"WRITE") && ops.contains(&"COMMIT"), "{ops:?}");
+    let v = v.unwrap();
+    assert!(!v["ratios"].as_array().unwrap().is_empty(), "ratio of the directory to the server");
+    let index = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(index.contains("latency-trace.svg"));
+    assert!(report.join("latency-trace.svg").exists() && report.join("latency-histogram.svg").exists());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("write_mbps"), "terminal summary printed");
+}
+
+#[test]
+fn delay_proxy_adds_the_round_trip() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let t = target(&srv);
+    let args = ["seqwrite", "--target", &t, "--size", "1MiB", "--runs", "3", "--delay", "0,20ms"];
+    let (out, v) = bench(&args, tmp.path(), LIMIT);
+    let rs = all_ok(&out, &v);
+    let (mut plain, mut delayed) = (Vec::new(), Vec::new());
+    for r in rs {
+        let rtt = avg_rtt_us(r, "COMMIT");
+        if r["point"]["delay_ms"].as_f64().unwrap() > 0.0 {
+            delayed.push(rtt)
+        } else {
+            plain.push(rtt)
+        }
+    }
+    assert_eq!((plain.len(), delayed.len()), (3, 3));
+    assert!(delayed.iter().all(|d| *d >= 19_000.0), "COMMIT round trips through the proxy: {delayed:?} µs");
+    assert!(plain.iter().all(|p| *p < 19_000.0), "no delay without --delay: {plain:?} µs");
+}
+
+#[test]
+fn data_metadata_macro_and_multi_client_smoke() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let t = target(&srv);
+    let cases: [&[&str]; 4] = [
+        &[
+            "data",
+            "--mode",
+            "seq-read,seq-write,rand-read,rand-write",
+            "--size",
+            "2MiB",
+            "--io-size",
+            "4KiB,64KiB",
+            "--threads",
+            "1,2",
+        ],
+        &["metadata", "--op", "read-small,create,list,stat", "--files", "200", "--threads", "1,8"],
+        &[
+            "macro",
+            "--personality",
+            "fileserver,webserver,varmail",
+            "--files",
+            "40",
+            "--threads",
+            "4",
+            "--duration",
+            "1s",
+        ],
+        &["multi-client", "--clients", "1,3", "--size", "1MiB"],
+    ];
+    for case in cases {
+        let mut args = case.to_vec();
+        args.extend_from_slice(&["--target", &t, "--runs", "3"]);
+        let (out, v) = bench(&args, tmp.path(), LIMIT);
+        let rs = all_ok(&out, &v);
+        let v = v.as_ref().unwrap();
+        let headline = v["metrics"][0].as_str().unwrap();
+        for r in rs {
+            assert!(r[headline].as_f64().is_some_and(|x| x > 0.0), "{} {headline} in {r}", case[0]);
+        }
+        assert!(!v["summary"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn bad_targets_and_parameters_get_one_clear_line() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let wrong_export = format!("nfs://127.0.0.1:{}/no/such/export", srv.port);
+    let cases: [(&[&str], &str); 5] = [
+        (&["seqwrite", "--target", "nfs://127.0.0.1:1/x"], "127.0.0.1:1"),
+        (&["seqwrite", "--target", &wrong_export], "/no/such/export"),
+        (&["seqwrite", "--target", "/no/such/dir"], "/no/such/dir"),
+        (&["seqwrite", "--target", "/tmp", "--size", "0"], "--size"),
+        (&["data", "--target", "/tmp", "--threads", "0"], "--threads"),
+    ];
+    for (args, needle) in cases {
+        let start = Instant::now();
+        let (out, _) = bench(args, tmp.path(), Duration::from_secs(60));
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(needle), "{args:?}: error should name {needle}: {err}");
+        assert!(start.elapsed() < Duration::from_secs(30), "{args:?} took {:?}", start.elapsed());
+    }
+}
+
+#[test]
+fn server_dying_mid_run_leaves_marked_partial_results() {
+    let mut srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let t = target(&srv);
+    let cfg = tmp.path().join("client.toml");
+    std::fs::write(&cfg, "reconnect_timeout_ms = 1000\n[rpc]\ntimeout_ms = 1000\nretrans = 1\n").unwrap();
+    let c = cfg.to_string_lossy().to_string();
+    let args = ["seqwrite", "--target", &t, "--size", "256MiB", "--runs", "3", "--client-config", &c];
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        srv.kill9();
+    });
+    let (out, v) = bench(&args, tmp.path(), Duration::from_secs(120));
+    killer.join().unwrap();
+    assert_eq!(out.status.code(), Some(3), "partial results: {}", stderr(&out));
+    let v = v.expect("JSON kept");
+    assert_eq!(v["partial"], true);
+    assert!(runs(&v).iter().any(|r| r["ok"] == false && r["error"].as_str().is_some()));
+}
