@@ -131,14 +131,7 @@ fn kind(t: ftype3) -> FileKind {
 
 impl BenchFs for NfsFs {
     fn open(&self, path: &str, how: OpenOptions) -> Result<Box<dyn BenchFile>> {
-        let o = client::OpenOptions {
-            read: how.read,
-            write: how.write,
-            create: how.create,
-            truncate: how.truncate,
-            sync: how.sync,
-        };
-        let file = self.rt.block_on(self.client.open(path, o)).map_err(op_err("open", path))?;
+        let file = self.rt.block_on(self.client.open(path, how)).map_err(op_err("open", path))?;
         Ok(Box::new(NfsFile { file: Some(file), rt: self.rt.clone(), path: path.to_string() }))
     }
 

@@ -36,36 +36,9 @@ impl BenchError {
     }
 }
 
-/// How to open a file, like the flags of open(2).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OpenOptions {
-    pub read: bool,
-    pub write: bool,
-    /// Create if missing.
-    pub create: bool,
-    /// Truncate to zero length on open.
-    pub truncate: bool,
-    /// O_SYNC: every write is stable before it returns (NFS FILE_SYNC).
-    pub sync: bool,
-}
-
-impl OpenOptions {
-    pub fn read() -> OpenOptions {
-        OpenOptions { read: true, ..Default::default() }
-    }
-    /// Create or truncate for writing (`creat(2)`).
-    pub fn create() -> OpenOptions {
-        OpenOptions { write: true, create: true, truncate: true, ..Default::default() }
-    }
-    /// Read and write an existing file.
-    pub fn read_write() -> OpenOptions {
-        OpenOptions { read: true, write: true, ..Default::default() }
-    }
-    pub fn with_sync(mut self, sync: bool) -> OpenOptions {
-        self.sync = sync;
-        self
-    }
-}
+/// How to open a file, like the flags of open(2): the client's own type, so
+/// `nfs://` targets take it as it is.
+pub use client::OpenOptions;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FileKind {

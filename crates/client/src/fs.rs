@@ -34,6 +34,24 @@ pub struct OpenOptions {
     pub sync: bool,
 }
 
+impl OpenOptions {
+    pub fn read() -> OpenOptions {
+        OpenOptions { read: true, ..Default::default() }
+    }
+    /// Create or truncate for writing (`creat(2)`).
+    pub fn create() -> OpenOptions {
+        OpenOptions { write: true, create: true, truncate: true, ..Default::default() }
+    }
+    /// Read and write an existing file.
+    pub fn read_write() -> OpenOptions {
+        OpenOptions { read: true, write: true, ..Default::default() }
+    }
+    pub fn with_sync(mut self, sync: bool) -> OpenOptions {
+        self.sync = sync;
+        self
+    }
+}
+
 /// A directory entry with its attributes (from READDIRPLUS).
 #[derive(Debug, Clone)]
 pub struct DirEntry {
