@@ -2,7 +2,13 @@
 //! file on every call.
 //!
 //! Keyed by id. An entry holds a read-write fd, or a read-only one when the
-//! file could not be opened for writing. Recency is a tick per use, with a
+//! file could not be opened for writing, and the generation (birth time) of
+//! the object it was opened on. An inode number freed by a REMOVE can be
+//! given to a new file while requests about the old one are still in
+//! flight, so removal only drops the entry of the generation removed, and
+//! of two objects cached for one id the one born later (the current holder
+//! of the inode number) is kept. Without birth times every generation is
+//! 0 and the newest insertion wins. Recency is a tick per use, with a
 //! BTreeMap from tick to id giving the least recently used in O(log n).
 //! Evicted entries are handed back to the caller, which closes them outside
 //! the lock (and first fdatasyncs files with unstable writes, so that their
@@ -15,19 +21,22 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::ids::same_object;
 use crate::FileId;
 
 #[derive(Debug)]
 pub(crate) struct OpenFile {
     pub(crate) fd: OwnedFd,
     pub(crate) writable: bool,
+    /// Birth generation of the object `fd` is open on.
+    pub(crate) generation: u64,
     /// Set by an unstable write, cleared by a successful fsync.
     dirty: AtomicBool,
 }
 
 impl OpenFile {
-    pub(crate) fn new(fd: OwnedFd, writable: bool) -> OpenFile {
-        OpenFile { fd, writable, dirty: AtomicBool::new(false) }
+    pub(crate) fn new(fd: OwnedFd, writable: bool, generation: u64) -> OpenFile {
+        OpenFile { fd, writable, generation, dirty: AtomicBool::new(false) }
     }
 
     pub(crate) fn mark_dirty(&self) {
@@ -68,7 +77,9 @@ impl FileCache {
         Some(file.clone())
     }
 
-    /// Inserts (or replaces) `id`'s entry; returns what had to make room.
+    /// Inserts (or replaces) `id`'s entry; returns what had to make room,
+    /// or `file` itself when an object born later is cached for `id` (then
+    /// `file` is open on an object that no longer holds the id).
     #[must_use]
     pub(crate) fn insert(&self, id: FileId, file: Arc<OpenFile>) -> Vec<(FileId, Arc<OpenFile>)> {
         let mut out = Vec::new();
@@ -78,6 +89,10 @@ impl FileCache {
         }
         let mut g = self.inner.lock();
         let inner = &mut *g;
+        if inner.map.get(&id).is_some_and(|(cur, _)| cur.generation > file.generation) {
+            out.push((id, file));
+            return out;
+        }
         inner.tick += 1;
         let tick = inner.tick;
         if let Some((old, t)) = inner.map.insert(id, (file, tick)) {
@@ -96,8 +111,13 @@ impl FileCache {
         out
     }
 
-    pub(crate) fn remove(&self, id: FileId) -> Option<Arc<OpenFile>> {
+    /// Drops `id`'s entry if it is open on the object of `generation`
+    /// (0: whichever it is).
+    pub(crate) fn remove(&self, id: FileId, generation: u64) -> Option<Arc<OpenFile>> {
         let mut g = self.inner.lock();
+        if !same_object(g.map.get(&id)?.0.generation, generation) {
+            return None;
+        }
         let (f, t) = g.map.remove(&id)?;
         g.by_tick.remove(&t);
         Some(f)
@@ -114,8 +134,12 @@ mod tests {
     use super::*;
 
     fn file() -> Arc<OpenFile> {
+        file_of(1)
+    }
+
+    fn file_of(generation: u64) -> Arc<OpenFile> {
         let fd = rustix::fs::open("/dev/null", rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
-        Arc::new(OpenFile::new(fd, false))
+        Arc::new(OpenFile::new(fd, false, generation))
     }
 
     #[test]
@@ -127,9 +151,30 @@ mod tests {
         let ev = c.insert(3, file());
         assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), vec![2]);
         assert!(c.get(2).is_none());
-        assert!(c.remove(1).is_some());
+        assert!(c.remove(1, 1).is_some());
         assert_eq!(c.len(), 1);
         let ev = c.insert(3, file());
         assert_eq!(ev.len(), 1, "replaced entry is returned for closing");
+    }
+
+    /// An inode number reused by a new file: the removal of the old object
+    /// does not drop the new one's fd, and a late insertion of the old
+    /// object (a request about it that was still opening it) does not
+    /// displace the new one.
+    #[test]
+    fn reused_id_keeps_the_newer_object() {
+        let c = FileCache::new(4);
+        assert!(c.insert(7, file_of(100)).is_empty());
+        let ev = c.insert(7, file_of(200));
+        assert_eq!(ev.iter().map(|e| e.1.generation).collect::<Vec<_>>(), vec![100]);
+        assert!(c.remove(7, 100).is_none());
+        assert_eq!(c.get(7).unwrap().generation, 200);
+        let ev = c.insert(7, file_of(100));
+        assert_eq!(ev.iter().map(|e| e.1.generation).collect::<Vec<_>>(), vec![100], "older object refused");
+        assert_eq!(c.get(7).unwrap().generation, 200);
+        assert_eq!(c.remove(7, 200).unwrap().generation, 200);
+        assert!(c.get(7).is_none());
+        assert!(c.insert(7, file_of(300)).is_empty());
+        assert!(c.remove(7, 0).is_some(), "0 removes whatever is cached");
     }
 }

@@ -32,9 +32,21 @@ pub(crate) enum Change {
     /// `id` (with `generation`) is reachable as `name` in `parent`.
     Add { id: FileId, generation: u64, parent: FileId, name: Bytes },
     /// `id` is no longer reachable as `name` in `parent`.
-    Unlink { id: FileId, parent: FileId, name: Bytes },
+    Unlink { id: FileId, generation: u64, parent: FileId, name: Bytes },
     /// `id` is gone altogether.
-    Forget { id: FileId },
+    Forget { id: FileId, generation: u64 },
+}
+
+/// Whether an `Unlink` or `Forget` about the object of `generation` still
+/// concerns the entry of generation `current`. Once a removed object's
+/// inode number has been given to a new object, its entry describes the
+/// new one, and news of the old one's removal (which a concurrent REMOVE
+/// can record after a CREATE has already recorded the new object) must
+/// not touch it. 0 on either side means unknown (journals written before
+/// removals carried generations, ids learnt from a directory scan, file
+/// systems without birth times) and matches.
+pub(crate) fn same_object(current: u64, generation: u64) -> bool {
+    current == 0 || generation == 0 || current == generation
 }
 
 #[derive(Debug)]
@@ -94,10 +106,13 @@ impl IdMap {
                 e.locs.insert(0, loc);
                 true
             }
-            Change::Unlink { id, parent, name } => {
+            Change::Unlink { id, generation, parent, name } => {
                 let Some(e) = self.entries.get_mut(id) else {
                     return false;
                 };
+                if !same_object(e.generation, *generation) {
+                    return false;
+                }
                 let before = e.locs.len();
                 e.locs.retain(|l| !(l.parent == *parent && l.name == *name));
                 let changed = e.locs.len() != before;
@@ -106,7 +121,13 @@ impl IdMap {
                 }
                 changed
             }
-            Change::Forget { id } => self.entries.remove(id).is_some(),
+            Change::Forget { id, generation } => match self.entries.get(id) {
+                Some(e) if same_object(e.generation, *generation) => {
+                    self.entries.remove(id);
+                    true
+                }
+                _ => false,
+            },
         }
     }
 
@@ -159,8 +180,8 @@ mod tests {
         assert!(add(&mut m, 11, 0, 2, "d"));
         assert_eq!(m.get(11).unwrap().locs.len(), 2);
         assert_eq!(m.get(11).unwrap().generation, 6);
-        assert!(m.apply(&Change::Unlink { id: 11, parent: 2, name: Bytes::from("d") }));
-        assert!(m.apply(&Change::Unlink { id: 11, parent: 2, name: Bytes::from("c") }));
+        assert!(m.apply(&Change::Unlink { id: 11, generation: 6, parent: 2, name: Bytes::from("d") }));
+        assert!(m.apply(&Change::Unlink { id: 11, generation: 0, parent: 2, name: Bytes::from("c") }));
         assert!(m.get(11).is_none());
         assert_eq!(m.path(2, 10).unwrap(), Vec::<Bytes>::new());
     }
@@ -171,6 +192,34 @@ mod tests {
         add(&mut m, 10, 5, 2, "old");
         add(&mut m, 10, 9, 2, "new");
         assert_eq!(m.get(10).unwrap().locs, vec![Loc { parent: 2, name: Bytes::from("new") }]);
+    }
+
+    /// A REMOVE of the old object recorded after a CREATE has recorded the
+    /// new object under the same inode number leaves the new one's entry
+    /// alone; removals of the new object itself (or of unknown
+    /// generation, as replayed from older journals) still apply.
+    #[test]
+    fn removal_of_an_earlier_object_keeps_the_reused_id() {
+        let mut m = IdMap::new(2, 4);
+        add(&mut m, 10, 5, 2, "f5");
+        add(&mut m, 10, 9, 2, "f33");
+        assert!(!m.apply(&Change::Forget { id: 10, generation: 5 }));
+        assert!(!m.apply(&Change::Unlink { id: 10, generation: 5, parent: 2, name: Bytes::from("f33") }));
+        assert_eq!(m.path(10, 10).unwrap(), vec![Bytes::from("f33")]);
+        // The same name reused by the new object is not dropped either.
+        add(&mut m, 11, 5, 2, "x");
+        add(&mut m, 11, 9, 2, "x");
+        assert!(!m.apply(&Change::Unlink { id: 11, generation: 5, parent: 2, name: Bytes::from("x") }));
+        assert_eq!(m.path(11, 10).unwrap(), vec![Bytes::from("x")]);
+        assert!(m.apply(&Change::Forget { id: 10, generation: 9 }));
+        assert!(m.get(10).is_none());
+        assert!(m.apply(&Change::Forget { id: 11, generation: 0 }));
+        assert!(m.get(11).is_none());
+        // An id learnt from a directory scan (generation unknown) is
+        // removed by any removal.
+        add(&mut m, 12, 0, 2, "y");
+        assert!(m.apply(&Change::Forget { id: 12, generation: 7 }));
+        assert!(m.get(12).is_none());
     }
 
     #[test]

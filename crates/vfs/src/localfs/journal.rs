@@ -7,7 +7,11 @@
 //! op:u8 reserved:u8 name_len:u16 id:u64 generation:u64 parent:u64 name checksum:u32
 //! ```
 //!
-//! little-endian, the checksum being FNV-1a over the record before it. A
+//! little-endian, the checksum being FNV-1a over the record before it. For
+//! unlink and forget records the generation is that of the object removed
+//! (0, as journals written before it was recorded have, matches any), so
+//! that replay, like the live map, leaves alone an id already reused by a
+//! newer object. A
 //! crash can leave a torn last record; replay stops at the first record
 //! that is short or fails its checksum, which loses at most the records
 //! not yet fsync'd. On open the journal is replayed and rewritten compactly
@@ -87,8 +91,8 @@ fn fnv1a(data: &[u8]) -> u32 {
 pub(crate) fn encode(c: &Change, out: &mut Vec<u8>) {
     let (op, id, generation, parent, name): (u8, u64, u64, u64, &[u8]) = match c {
         Change::Add { id, generation, parent, name } => (OP_ADD, *id, *generation, *parent, name),
-        Change::Unlink { id, parent, name } => (OP_UNLINK, *id, 0, *parent, name),
-        Change::Forget { id } => (OP_FORGET, *id, 0, 0, b""),
+        Change::Unlink { id, generation, parent, name } => (OP_UNLINK, *id, *generation, *parent, name),
+        Change::Forget { id, generation } => (OP_FORGET, *id, *generation, 0, b""),
     };
     // Names are checked to be at most NAME_MAX long before they get here.
     let len = name.len().min(usize::from(u16::MAX));
@@ -125,8 +129,8 @@ pub(crate) fn decode(b: &[u8]) -> Option<(Change, usize)> {
     let name_ok = crate::names::check_entry_name(&name, MAX_STORED_NAME).is_ok();
     let c = match b[0] {
         OP_ADD if name_ok => Change::Add { id, generation, parent, name },
-        OP_UNLINK if name_ok => Change::Unlink { id, parent, name },
-        OP_FORGET => Change::Forget { id },
+        OP_UNLINK if name_ok => Change::Unlink { id, generation, parent, name },
+        OP_FORGET => Change::Forget { id, generation },
         _ => return None,
     };
     Some((c, total))
@@ -295,8 +299,9 @@ mod tests {
     fn records_round_trip_and_torn_tail_is_ignored() {
         let changes = vec![
             Change::Add { id: 5, generation: 77, parent: 2, name: Bytes::from("a b") },
-            Change::Unlink { id: 5, parent: 2, name: Bytes::from("a b") },
-            Change::Forget { id: 9 },
+            Change::Unlink { id: 5, generation: 77, parent: 2, name: Bytes::from("a b") },
+            Change::Forget { id: 9, generation: 78 },
+            Change::Forget { id: 9, generation: 0 },
         ];
         let mut buf = Vec::new();
         for c in &changes {

@@ -8,7 +8,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::{Errno, ReadWriteFlags};
 
 use super::cache::OpenFile;
-use super::ids::Change;
+use super::ids::{same_object, Change};
 use super::resolve::Obj;
 use super::sys::{self, errno};
 use super::LocalFs;
@@ -62,7 +62,9 @@ impl LocalFs {
             }
             Err(e) => return Err(errno(e)),
         };
-        let f = Arc::new(OpenFile::new(fd, writable));
+        // Should the inode number have been reused meanwhile, the cache
+        // keeps the new object and this one serves only this request.
+        let f = Arc::new(OpenFile::new(fd, writable, sys::birth_generation(&obj.stx)));
         self.evicted(self.cache.insert(id, f.clone()));
         Ok(f)
     }
@@ -73,7 +75,7 @@ impl LocalFs {
         for (id, f) in files {
             if f.take_dirty() {
                 if let Err(e) = rustix::fs::fdatasync(&f.fd) {
-                    self.pending.lock().insert(id, errno(e));
+                    self.pending.lock().insert(id, (f.generation, errno(e)));
                 }
             }
         }
@@ -259,10 +261,38 @@ impl LocalFs {
         Ok((id, self.attrs_of(&stx)))
     }
 
+    /// The object named `name` in `dir` (not following a final symlink;
+    /// `name` is one checked component), opened O_PATH. While a change about
+    /// an object being removed is recorded, such an fd is held: as long as
+    /// it is open the file system cannot give the object's inode number to
+    /// a new object, so a CREATE reusing the number records the new object
+    /// after the removal, not before it.
+    fn hold_entry(dir: &Obj, name: &[u8]) -> VfsResult<Obj> {
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir.fd.as_fd(), name, flags, Mode::empty()).map_err(errno)?;
+        let stx = sys::statx_fd(fd.as_fd())?;
+        Ok(Obj { fd, stx })
+    }
+
     fn remove_entry(&self, dir_id: FileId, name: &[u8], want_dir: bool) -> VfsResult<()> {
+        let (dir, held, change) = self.unlink_entry(dir_id, name, want_dir)?;
+        self.record(&[change], self.settings.sync_metadata);
+        drop(held);
+        self.sync_dirs(&[&dir])
+    }
+
+    /// The unlink of REMOVE and RMDIR, up to the change to record: the
+    /// directory, the removed object (held, see [`Self::hold_entry`]) and
+    /// that change. Should the number be reused before the change is
+    /// recorded anyway (another name of the object was held elsewhere, or
+    /// the change is recorded without the hold), the change names the
+    /// removed object's generation, which leaves a newer object's entry
+    /// alone.
+    pub(super) fn unlink_entry(&self, dir_id: FileId, name: &[u8], want_dir: bool) -> VfsResult<(Obj, Obj, Change)> {
         check_entry_name(name, self.settings.max_name_len)?;
         let dir = self.resolve_dir(dir_id)?;
-        let stx = sys::statx_at(dir.fd.as_fd(), name)?;
+        let held = Self::hold_entry(&dir, name)?;
+        let stx = held.stx;
         let is_dir = sys::file_type(&stx) == FileType::Directory;
         match (is_dir, want_dir) {
             (true, false) => return Err(VfsError::IsDir),
@@ -275,15 +305,15 @@ impl LocalFs {
             e => errno(e),
         })?;
         let id = stx.stx_ino as FileId;
+        let generation = sys::birth_generation(&stx);
         // (Another name may have been put in place between the statx and
         // the unlink; the map heals on the next resolve of either id.)
         let change = if is_dir || stx.stx_nlink <= 1 {
-            self.forget(id)
+            self.forget(id, generation)
         } else {
-            Change::Unlink { id, parent: dir_id, name: Bytes::copy_from_slice(name) }
+            Change::Unlink { id, generation, parent: dir_id, name: Bytes::copy_from_slice(name) }
         };
-        self.record(&[change], self.settings.sync_metadata);
-        self.sync_dirs(&[&dir])
+        Ok((dir, held, change))
     }
 }
 
@@ -397,8 +427,11 @@ impl Vfs for LocalFs {
         let pending = self.pending.lock().remove(&id);
         let f = match self.file(id, false) {
             Ok(f) => f,
-            Err(e) => return Err(pending.unwrap_or(e)),
+            Err(e) => return Err(pending.map_or(e, |p| p.1)),
         };
+        // An error met on an earlier object with this inode number is not
+        // this one's.
+        let pending = pending.filter(|(g, _)| same_object(*g, f.generation)).map(|p| p.1);
         f.take_dirty();
         if let Err(e) = rustix::fs::fsync(&f.fd) {
             f.mark_dirty();
@@ -430,7 +463,7 @@ impl Vfs for LocalFs {
             Err(e) => return Err(errno(e)),
         };
         let (id, attrs) = self.finish_new(Place { dir: &d, dir_id: dir, name }, fd.as_fd(), Some(mode), &set, owner)?;
-        self.evicted(self.cache.insert(id, Arc::new(OpenFile::new(fd, true))));
+        self.evicted(self.cache.insert(id, Arc::new(OpenFile::new(fd, true, attrs.generation))));
         Ok((id, attrs))
     }
 
@@ -499,12 +532,15 @@ impl Vfs for LocalFs {
         check_entry_name(to, self.settings.max_name_len)?;
         let fd = self.resolve_dir(from_dir)?;
         let td = self.resolve_dir(to_dir)?;
-        let src = sys::statx_at(fd.fd.as_fd(), from)?;
-        let tgt = match sys::statx_at(td.fd.as_fd(), to) {
+        // Both held until the changes are recorded (see hold_entry).
+        let src_obj = Self::hold_entry(&fd, from)?;
+        let tgt_obj = match Self::hold_entry(&td, to) {
             Ok(t) => Some(t),
             Err(VfsError::NotFound) => None,
             Err(e) => return Err(e),
         };
+        let src = src_obj.stx;
+        let tgt = tgt_obj.as_ref().map(|t| t.stx);
         rustix::fs::renameat(fd.fd.as_fd(), from, td.fd.as_fd(), to).map_err(|e| match e {
             Errno::EXIST | Errno::NOTEMPTY => VfsError::NotEmpty,
             e => errno(e),
@@ -515,16 +551,22 @@ impl Vfs for LocalFs {
             // Two names of one object: the kernel did nothing.
             Some(t) if t.stx_ino == src.stx_ino => return Ok(()),
             Some(t) if sys::file_type(&t) == FileType::Directory || t.stx_nlink <= 1 => {
-                changes.push(self.forget(t.stx_ino as FileId));
+                changes.push(self.forget(t.stx_ino as FileId, sys::birth_generation(&t)));
             }
             Some(t) => changes.push(Change::Unlink {
                 id: t.stx_ino as FileId,
+                generation: sys::birth_generation(&t),
                 parent: to_dir,
                 name: Bytes::copy_from_slice(to),
             }),
             None => {}
         }
-        changes.push(Change::Unlink { id, parent: from_dir, name: Bytes::copy_from_slice(from) });
+        changes.push(Change::Unlink {
+            id,
+            generation: sys::birth_generation(&src),
+            parent: from_dir,
+            name: Bytes::copy_from_slice(from),
+        });
         changes.push(Change::Add {
             id,
             generation: sys::birth_generation(&src),
@@ -532,6 +574,7 @@ impl Vfs for LocalFs {
             name: Bytes::copy_from_slice(to),
         });
         self.record(&changes, self.settings.sync_metadata);
+        drop((src_obj, tgt_obj));
         if from_dir == to_dir {
             self.sync_dirs(&[&td])
         } else {

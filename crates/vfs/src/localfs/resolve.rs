@@ -102,8 +102,8 @@ impl LocalFs {
         if depth >= self.settings.max_depth {
             return Err(VfsError::Stale);
         }
-        let locs = match self.ids.read().get(id) {
-            Some(e) => e.locs.clone(),
+        let (generation, locs) = match self.ids.read().get(id) {
+            Some(e) => (e.generation, e.locs.clone()),
             None => return Err(VfsError::Stale),
         };
         for loc in locs {
@@ -123,11 +123,11 @@ impl LocalFs {
                     if let Ok(fd) = sys::open_beneath(parent.fd.as_fd(), &name, OFlags::PATH) {
                         let stx = sys::statx_fd(fd.as_fd())?;
                         if stx.stx_ino == id {
-                            let generation = sys::birth_generation(&stx);
+                            let found = sys::birth_generation(&stx);
                             self.record(
                                 &[
-                                    Change::Unlink { id, parent: loc.parent, name: loc.name.clone() },
-                                    Change::Add { id, generation, parent: loc.parent, name: name.into() },
+                                    Change::Unlink { id, generation, parent: loc.parent, name: loc.name.clone() },
+                                    Change::Add { id, generation: found, parent: loc.parent, name: name.into() },
                                 ],
                                 false,
                             );
@@ -136,7 +136,7 @@ impl LocalFs {
                     }
                 }
             }
-            self.record(&[Change::Unlink { id, parent: loc.parent, name: loc.name }], false);
+            self.record(&[Change::Unlink { id, generation, parent: loc.parent, name: loc.name }], false);
         }
         Err(VfsError::Stale)
     }
