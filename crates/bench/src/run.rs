@@ -169,6 +169,7 @@ fn run_one(
     let mut after: Vec<Vec<OpStat>> = Vec::new();
     let mut started = None;
     let mut elapsed = Duration::ZERO;
+    let (mut cpu_before, mut cpu_after) = (None, None);
     let result = clients[0]
         .mkdir(&workdir)
         .and_then(|()| clients.iter().zip(&dirs).try_for_each(|(c, d)| c.mkdir(d)))
@@ -177,10 +178,12 @@ fn run_one(
             point.job.run(&ctx, &mut |phase| match phase {
                 Phase::Begin => {
                     before = clients.iter().map(|c| c.op_stats()).collect();
+                    cpu_before = process_cpu_seconds();
                     started = Some(Instant::now());
                 }
                 Phase::End => {
                     elapsed = started.map(|t| t.elapsed()).unwrap_or_default();
+                    cpu_after = process_cpu_seconds();
                     after = clients.iter().map(|c| c.op_stats()).collect();
                 }
             })
@@ -202,6 +205,17 @@ fn run_one(
             rec.metrics = metrics;
             let deltas: Vec<Vec<OpStat>> = before.iter().zip(&after).map(|(b, a)| delta(b, a)).collect();
             rec.op_stats = sum(&deltas);
+            if let (Some(b), Some(a)) = (cpu_before, cpu_after) {
+                // Lever & Honeyman: the client's cost per reply matters, so
+                // report the bench process's CPU (the client, for nfs://
+                // targets) in total and per RPC.
+                let cpu = (a - b).max(0.0);
+                rec.metrics.insert("client_cpu_s".into(), cpu.into());
+                let rpcs: u64 = rec.op_stats.iter().map(|o| o.count).sum();
+                if rpcs > 0 {
+                    rec.metrics.insert("client_cpu_us_per_rpc".into(), (cpu * 1e6 / rpcs as f64).into());
+                }
+            }
             if deltas.len() > 1 && deltas.iter().any(|d| !d.is_empty()) {
                 rec.client_op_stats = deltas;
             }
@@ -210,6 +224,21 @@ fn run_one(
     }
     rec
 }
+
+/// User plus system CPU time of this process so far, from /proc (Linux);
+/// None elsewhere.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / CLOCK_TICKS_PER_SECOND)
+}
+
+/// USER_HZ, which Linux fixes at 100 for /proc/<pid>/stat on every
+/// architecture it ships.
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
 /// Counters gained between two snapshots; operations that did not happen
 /// are left out.
