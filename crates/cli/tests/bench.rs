@@ -142,9 +142,22 @@ fn server_dying_mid_run_leaves_marked_partial_results() {
     let cfg = tmp.path().join("client.toml");
     std::fs::write(&cfg, "reconnect_timeout_ms = 1000\n[rpc]\ntimeout_ms = 1000\nretrans = 1\n").unwrap();
     let c = cfg.to_string_lossy().to_string();
-    let args = ["seqwrite", "--target", &t, "--size", "256MiB", "--runs", "3", "--client-config", &c];
+    let args = ["seqwrite", "--target", &t, "--size", "1GiB", "--runs", "3", "--client-config", &c];
+    // Kill the server once the first run is under way (its working
+    // directory exists), however fast this machine is.
+    let export = srv.export.clone();
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(60) {
+            let busy = std::fs::read_dir(&export)
+                .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("nfsx-bench-")))
+                .unwrap_or(false);
+            if busy {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(300));
         srv.kill9();
     });
     let (out, v) = bench(&args, tmp.path(), Duration::from_secs(120));
