@@ -24,6 +24,7 @@ install() {
   local missing=()
   command -v ganesha.nfsd >/dev/null || missing+=(nfs-ganesha nfs-ganesha-vfs)
   command -v rpcbind >/dev/null || missing+=(rpcbind)
+  command -v pgrep >/dev/null || missing+=(procps)
   ((${#missing[@]})) || return 0
   [[ $(id -u) -eq 0 ]] || { echo "needs root to install ${missing[*]}" >&2; exit 1; }
   apt-get update -qq

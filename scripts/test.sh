@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v nfs-cp >/dev/null 2>&1 || need_apt+=(libnfs-utils)
+# The real-client tests compile a small libnfs program (tests/support/nfsops.c).
+[[ -e /usr/include/nfsc/libnfs.h ]] || need_apt+=(libnfs-dev)
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "missing Debian packages: ${need_apt[*]} (run as root or install them)" >&2
