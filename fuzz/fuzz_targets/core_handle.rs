@@ -27,6 +27,7 @@ fn peer() -> PeerInfo {
         addr: SocketAddr::from(([127, 0, 0, 1], 700)),
         local: SocketAddr::from(([127, 0, 0, 1], 2049)),
         hostname: None,
+        conn: 1,
     }
 }
 

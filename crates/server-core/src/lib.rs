@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod clock;
 pub mod exports;
 pub mod fh;
 mod mount;
@@ -15,11 +16,15 @@ mod ops;
 mod portmap;
 mod rpc;
 mod settings;
+#[allow(dead_code)]
+pub mod state;
 
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use portmap::uaddr;
 pub use rpc::Auth;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use settings::CoreSettings;
+pub use state::{Backchannel, MemStore, NoBackchannel, StableStore};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +40,10 @@ pub struct PeerInfo {
     /// Reverse-resolved client name, if the transport looked it up; host
     /// name rules in exports only match through it.
     pub hostname: Option<String>,
+    /// The transport's number for the connection the record arrived on
+    /// (0 when there is none): NFSv4.1 binds sessions' back channels to
+    /// connections by it.
+    pub conn: u64,
 }
 
 /// Ports reported by portmap GETPORT / rpcbind GETADDR for every service
@@ -88,6 +97,10 @@ pub struct Core {
     ports: ServicePorts,
     mounts: parking_lot::Mutex<mount::MountList>,
     warn_counts: [AtomicU64; WarnKind::COUNT],
+    /// NFSv4 state: clients, sessions, opens, locks, delegations.
+    pub(crate) v4: state::State4,
+    /// The NFSv4 pseudo file system joining the exports.
+    pub(crate) pseudo: ops::v4::pseudo::PseudoFs,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -136,8 +149,18 @@ impl Core {
             }
             kept.push(x);
         }
+        let settings = settings.sanitized();
+        let v4 = state::State4::new(
+            settings.nfs4.clone(),
+            Arc::new(SystemClock::default()),
+            Arc::new(NoBackchannel),
+            Arc::new(MemStore::default()),
+        );
+        let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
         Core {
-            settings: settings.sanitized(),
+            settings,
+            v4,
+            pseudo,
             exports: kept,
             fh: fh::FhCodec::new(handle_secret),
             write_verifier: AtomicU64::new(u64::from_be_bytes(write_verifier)),
@@ -145,6 +168,19 @@ impl Core {
             mounts: parking_lot::Mutex::new(mount::MountList::default()),
             warn_counts: Default::default(),
         }
+    }
+
+    /// Replaces the NFSv4 environment: the clock leases run on, the back
+    /// channel callbacks go out on, and the store client records persist
+    /// in (whose contents start a grace period). Call before serving.
+    pub fn with_nfs4_env(
+        mut self,
+        clock: Arc<dyn Clock>,
+        backchannel: Arc<dyn Backchannel>,
+        store: Arc<dyn StableStore>,
+    ) -> Core {
+        self.v4 = state::State4::new(self.settings.nfs4.clone(), clock, backchannel, store);
+        self
     }
 
     pub fn settings(&self) -> &CoreSettings {

@@ -121,6 +121,9 @@ impl Core {
             self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"));
             return Outcome { reply: None, label: "rpc.garbage", ok: false };
         };
+        if mtype == 1 && crate::state::callback::on_reply(self, peer.conn, xid, d.clone()) {
+            return Outcome { reply: None, label: "nfs4.cb_reply", ok: true };
+        }
         if mtype != 0 {
             let label = if mtype == 1 { "rpc.reply" } else { "rpc.garbage" };
             self.warn(
@@ -171,7 +174,8 @@ impl Core {
             },
             crate::ops::v3::PROGRAM => match vers {
                 crate::ops::v3::VERSION => crate::ops::v3::dispatch(self, &call, &mut d, &mut e),
-                _ => return self.prog_mismatch(&call, 3, 3, "nfs.prog_mismatch"),
+                crate::ops::v4::VERSION => crate::ops::v4::dispatch(self, &call, &mut d, &mut e),
+                _ => return self.prog_mismatch(&call, 3, 4, "nfs.prog_mismatch"),
             },
             _ => {
                 self.warn(

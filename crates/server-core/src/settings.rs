@@ -45,6 +45,8 @@ pub struct CoreSettings {
     pub warn_burst: u64,
     /// After `warn_burst`, one warning in this many is logged.
     pub warn_sample_every: u64,
+    /// NFSv4 limits and policies (`[core.nfs4]`).
+    pub nfs4: crate::state::Nfs4Settings,
 }
 
 impl Default for CoreSettings {
@@ -64,6 +66,7 @@ impl Default for CoreSettings {
             max_mount_entries: 4096,
             warn_burst: 100,
             warn_sample_every: 1000,
+            nfs4: Default::default(),
         }
     }
 }
@@ -81,6 +84,7 @@ impl CoreSettings {
         self.readdir_batch = self.readdir_batch.max(1);
         self.name_max = self.name_max.clamp(1, 255);
         self.warn_sample_every = self.warn_sample_every.max(1);
+        self.nfs4 = self.nfs4.sanitized();
         self
     }
 }

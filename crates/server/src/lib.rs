@@ -173,7 +173,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             shared.metrics.connections_open.fetch_add(1, Relaxed);
             let hostname = if shared.resolve_hostnames { exports::reverse_lookup(addr.ip()).await } else { None };
             tracing::debug!(peer = %addr, ?hostname, "connection opened");
-            conn::serve(stream, PeerInfo { addr, local, hostname }, shared.clone()).await;
+            conn::serve(stream, PeerInfo { addr, local, hostname, conn: 0 }, shared.clone()).await;
             shared.metrics.connections_open.fetch_sub(1, Relaxed);
             tracing::debug!(peer = %addr, "connection closed");
             drop(slot);

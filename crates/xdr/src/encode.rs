@@ -133,6 +133,15 @@ impl Encoder {
         self.bool(false);
     }
 
+    /// Appends already-encoded XDR (segments of another message) as is.
+    pub fn append_segments(&mut self, segs: Vec<Bytes>) {
+        self.flush_buf();
+        for s in segs {
+            self.len += s.len();
+            self.segments.push(s);
+        }
+    }
+
     /// The message as segments, in order, ready for a vectored write.
     pub fn into_segments(mut self) -> Vec<Bytes> {
         self.flush_buf();

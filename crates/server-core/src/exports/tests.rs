@@ -6,6 +6,7 @@ fn peer(addr: &str, host: Option<&str>) -> PeerInfo {
         addr: addr.parse::<SocketAddr>().unwrap(),
         local: "127.0.0.1:2049".parse().unwrap(),
         hostname: host.map(str::to_string),
+        conn: 0,
     }
 }
 

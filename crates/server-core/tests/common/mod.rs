@@ -37,7 +37,7 @@ pub fn root() -> Cred {
 }
 
 pub fn peer(addr: &str) -> PeerInfo {
-    PeerInfo { addr: addr.parse().unwrap(), local: "127.0.0.1:2049".parse().unwrap(), hostname: None }
+    PeerInfo { addr: addr.parse().unwrap(), local: "127.0.0.1:2049".parse().unwrap(), hostname: None, conn: 0 }
 }
 
 pub struct Env {

@@ -1,0 +1,10 @@
+//! BIND_CONN_TO_SESSION (RFC 8881 section 18).
+
+use proto::nfs4::*;
+
+use super::Compound;
+
+pub(super) fn run(cx: &mut Compound, args: BIND_CONN_TO_SESSION4args) -> Result<BIND_CONN_TO_SESSION4resok, nfsstat4> {
+    let _ = (cx, args);
+    Err(nfsstat4::NFS4ERR_NOTSUPP)
+}

@@ -1,0 +1,234 @@
+//! The state one COMPOUND carries from operation to operation: current
+//! and saved file handles, current and saved stateids (RFC 8881
+//! 16.2.3.1.2), and the session slot SEQUENCE claimed.
+
+use bytes::Bytes;
+use proto::nfs4::*;
+use vfs::{Attrs, FileId, FileType, Vfs, VfsError};
+
+use super::pseudo::Child;
+use super::status::stat4;
+use crate::auth::Creds;
+use crate::fh::HandleData;
+use crate::rpc::{Auth, Call};
+use crate::state::State4;
+use crate::{ClientRule, Core, Export, WarnKind};
+
+/// `HandleData::export_id` of pseudo-file-system handles; real export ids
+/// never take it (the transport numbers exports from 1).
+pub(crate) const PSEUDO_EXPORT_ID: u32 = u32::MAX;
+
+/// A file handle as the compound holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fh {
+    /// A directory of the pseudo file system (index into its nodes).
+    Pseudo(u32),
+    Obj { export_id: u32, id: FileId, generation: u64 },
+}
+
+/// The session slot this compound runs in (set by SEQUENCE).
+#[derive(Debug, Clone)]
+pub(crate) struct SeqCtx {
+    pub sessionid: sessionid4,
+    pub slotid: u32,
+    pub clientid: clientid4,
+    /// The client asked for the reply to be cached (`sa_cachethis`).
+    pub cachethis: bool,
+    /// The session's `ca_maxresponsesize` and `ca_maxresponsesize_cached`.
+    pub max_response: u32,
+    pub max_cached: u32,
+}
+
+pub(crate) struct Compound<'a> {
+    pub core: &'a Core,
+    pub call: &'a Call<'a>,
+    pub minor: u32,
+    pub cfh: Option<Fh>,
+    pub sfh: Option<Fh>,
+    pub current_stateid: Option<stateid4>,
+    pub saved_stateid: Option<stateid4>,
+    pub seq: Option<SeqCtx>,
+    /// Index of the operation being run (0-based).
+    pub op_index: usize,
+    /// Operations in the compound.
+    pub op_count: usize,
+}
+
+/// A resolved object in an export.
+pub(crate) struct Obj<'a> {
+    pub export: &'a Export,
+    pub rule: &'a ClientRule,
+    pub creds: Creds,
+    pub id: FileId,
+    pub attrs: Attrs,
+}
+
+impl<'a> Obj<'a> {
+    pub fn fs(&self) -> &'a dyn Vfs {
+        &*self.export.fs
+    }
+    pub fn read_only(&self) -> bool {
+        self.rule.options.read_only
+    }
+    pub fn is_dir(&self) -> bool {
+        self.attrs.ftype == FileType::Directory
+    }
+    pub fn fh(&self) -> Fh {
+        Fh::Obj { export_id: self.export.id, id: self.id, generation: self.attrs.generation }
+    }
+}
+
+impl<'a> Compound<'a> {
+    pub fn new(core: &'a Core, call: &'a Call<'a>, minor: u32) -> Self {
+        Compound {
+            core,
+            call,
+            minor,
+            cfh: None,
+            sfh: None,
+            current_stateid: None,
+            saved_stateid: None,
+            seq: None,
+            op_index: 0,
+            op_count: 0,
+        }
+    }
+
+    pub fn state(&self) -> &'a State4 {
+        &self.core.v4
+    }
+
+    /// The connection the call arrived on (for back channels).
+    pub fn conn(&self) -> u64 {
+        self.call.peer.conn
+    }
+
+    /// The current file handle, or NFS4ERR_NOFILEHANDLE.
+    pub fn cfh(&self) -> Result<Fh, nfsstat4> {
+        self.cfh.ok_or(nfsstat4::NFS4ERR_NOFILEHANDLE)
+    }
+
+    /// The current file handle as an object of an export. Pseudo-fs
+    /// directories are refused with `pseudo_err` (what the operation
+    /// should say about them, e.g. ROFS for changes, ISDIR for READ).
+    pub fn cobj(&self, pseudo_err: nfsstat4) -> Result<Obj<'a>, nfsstat4> {
+        match self.cfh()? {
+            Fh::Pseudo(_) => Err(pseudo_err),
+            fh => self.resolve(fh),
+        }
+    }
+
+    /// The saved file handle as an object (RENAME, LINK).
+    pub fn sobj(&self, pseudo_err: nfsstat4) -> Result<Obj<'a>, nfsstat4> {
+        match self.sfh.ok_or(nfsstat4::NFS4ERR_NOFILEHANDLE)? {
+            Fh::Pseudo(_) => Err(pseudo_err),
+            fh => self.resolve(fh),
+        }
+    }
+
+    /// Resolves an export object, checking the export rules for the peer
+    /// and that the object is still the one the handle named.
+    pub fn resolve(&self, fh: Fh) -> Result<Obj<'a>, nfsstat4> {
+        let Fh::Obj { export_id, id, generation } = fh else {
+            return Err(nfsstat4::NFS4ERR_INVAL);
+        };
+        let core = self.core;
+        let Some(export) = core.export_by_id(export_id) else {
+            return Err(nfsstat4::NFS4ERR_STALE);
+        };
+        let rule = core.rule_for(export, self.call.peer, "NFSv4 request").map_err(|_| nfsstat4::NFS4ERR_ACCESS)?;
+        let creds = match &self.call.auth {
+            Auth::Sys { uid, gid, gids, .. } => {
+                Creds { uid: *uid, gid: *gid, gids: gids.clone() }.squash(&rule.options)
+            }
+            Auth::None => Creds::anonymous(&rule.options),
+        };
+        let attrs = match export.fs.getattr(id) {
+            Ok(a) => a,
+            Err(VfsError::NotFound | VfsError::Stale) => return Err(nfsstat4::NFS4ERR_STALE),
+            Err(e) => return Err(stat4(e)),
+        };
+        if attrs.generation != generation {
+            return Err(nfsstat4::NFS4ERR_STALE);
+        }
+        Ok(Obj { export, rule, creds, id, attrs })
+    }
+
+    /// Where LOOKUP of `name` in pseudo directory `node` leads.
+    pub fn pseudo_lookup(&self, node: u32, name: &[u8]) -> Result<Fh, nfsstat4> {
+        match self.core.pseudo.child(node, name) {
+            Some(Child::Node(n)) => Ok(Fh::Pseudo(n)),
+            Some(Child::Export(id)) => {
+                let export = self.core.export_by_id(id).ok_or(nfsstat4::NFS4ERR_NOENT)?;
+                self.core.rule_for(export, self.call.peer, "NFSv4 lookup").map_err(|_| nfsstat4::NFS4ERR_ACCESS)?;
+                let root = export.fs.root();
+                let attrs = export.fs.getattr(root).map_err(stat4)?;
+                Ok(Fh::Obj { export_id: id, id: root, generation: attrs.generation })
+            }
+            None => Err(nfsstat4::NFS4ERR_NOENT),
+        }
+    }
+
+    /// The parent of a handle across the pseudo-fs/export boundary:
+    /// `Ok(None)` for the root.
+    pub fn parent_of_export_root(&self, export_id: u32) -> Option<Fh> {
+        self.core.pseudo.mount_point(export_id).map(|(node, _)| Fh::Pseudo(node))
+    }
+
+    /// The root handle (PUTROOTFH): the pseudo root, or the export
+    /// mounted at `/`.
+    pub fn root_fh(&self) -> Result<Fh, nfsstat4> {
+        match self.core.pseudo.root_export {
+            None => Ok(Fh::Pseudo(0)),
+            Some(id) => {
+                let export = self.core.export_by_id(id).ok_or(nfsstat4::NFS4ERR_STALE)?;
+                let root = export.fs.root();
+                let attrs = export.fs.getattr(root).map_err(stat4)?;
+                Ok(Fh::Obj { export_id: id, id: root, generation: attrs.generation })
+            }
+        }
+    }
+
+    pub fn encode_fh(&self, fh: Fh) -> nfs_fh4 {
+        let h = match fh {
+            Fh::Pseudo(n) => HandleData { export_id: PSEUDO_EXPORT_ID, fileid: n.into(), generation: 0 },
+            Fh::Obj { export_id, id, generation } => HandleData { export_id, fileid: id, generation },
+        };
+        Bytes::copy_from_slice(&self.core.fh.encode(&h))
+    }
+
+    /// BADHANDLE for malformed or forged handles, STALE for pseudo nodes
+    /// that no longer exist; export objects are checked when used.
+    pub fn decode_fh(&self, fh: &nfs_fh4) -> Result<Fh, nfsstat4> {
+        let Ok(h) = self.core.fh.decode(fh) else {
+            let peer = self.call.peer;
+            self.core.warn(
+                WarnKind::Handle,
+                || tracing::warn!(peer = %peer.addr, len = fh.len(), "malformed or forged NFSv4 file handle"),
+            );
+            return Err(nfsstat4::NFS4ERR_BADHANDLE);
+        };
+        if h.export_id == PSEUDO_EXPORT_ID {
+            let n = u32::try_from(h.fileid).map_err(|_| nfsstat4::NFS4ERR_BADHANDLE)?;
+            if !self.core.pseudo.exists(n) {
+                return Err(nfsstat4::NFS4ERR_STALE);
+            }
+            return Ok(Fh::Pseudo(n));
+        }
+        Ok(Fh::Obj { export_id: h.export_id, id: h.fileid, generation: h.generation })
+    }
+
+    /// The client this compound acts for: the session's owner in 4.1.
+    pub fn session_client(&self) -> Option<clientid4> {
+        self.seq.as_ref().map(|s| s.clientid)
+    }
+
+    /// Replaces the "current stateid" special value (RFC 8881 16.2.3.1.2:
+    /// seqid 1, other all zero) with the compound's current stateid.
+    pub fn resolve_stateid(&self, s: &stateid4) -> Result<stateid4, nfsstat4> {
+        if self.minor >= 1 && s.seqid == 1 && s.other == [0u8; 12] {
+            return self.current_stateid.clone().ok_or(nfsstat4::NFS4ERR_BAD_STATEID);
+        }
+        Ok(s.clone())
+    }
+}

@@ -1,0 +1,10 @@
+//! LOCKU (RFC 8881 section 18).
+
+use proto::nfs4::*;
+
+use super::Compound;
+
+pub(super) fn run(cx: &mut Compound, args: LOCKU4args) -> Result<stateid4, nfsstat4> {
+    let _ = (cx, args);
+    Err(nfsstat4::NFS4ERR_NOTSUPP)
+}

@@ -1,0 +1,332 @@
+//! NFSv4 (RFC 7530 for minor version 0, RFC 8881 for minor version 1):
+//! the NULL procedure and COMPOUND. Operations are decoded one at a time
+//! and run as they are decoded, so a compound of any length costs memory
+//! for its replies only; each operation lives in its own file and the
+//! table in `table.rs` wraps its result.
+
+pub(crate) mod attrs;
+pub(crate) mod compound;
+pub(crate) mod pseudo;
+pub(crate) mod status;
+mod table;
+
+mod access;
+mod close;
+mod commit;
+mod create;
+mod delegreturn;
+mod getattr;
+mod getfh;
+mod link;
+mod lock;
+mod lockt;
+mod locku;
+mod lookup;
+mod lookupp;
+mod nverify;
+mod open;
+mod open_confirm;
+mod open_downgrade;
+mod putfh;
+mod putpubfh;
+mod putrootfh;
+mod read;
+mod readdir;
+mod readlink;
+mod remove;
+mod rename;
+mod renew;
+mod restorefh;
+mod savefh;
+mod secinfo;
+mod setattr;
+mod setclientid;
+mod setclientid_confirm;
+mod verify;
+mod write;
+mod release_lockowner;
+mod backchannel_ctl;
+mod bind_conn_to_session;
+mod exchange_id;
+mod create_session;
+mod destroy_session;
+mod free_stateid;
+mod secinfo_no_name;
+mod sequence;
+mod set_ssv;
+mod test_stateid;
+mod destroy_clientid;
+mod reclaim_complete;
+
+use bytes::Bytes;
+use proto::nfs4::*;
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+use crate::rpc::{success_header, Call, Dispatched};
+use crate::Core;
+#[allow(unused_imports)]
+pub(crate) use compound::{Compound, Fh, Obj};
+
+pub const PROGRAM: u32 = 100003;
+pub const VERSION: u32 = 4;
+/// Highest minor version served.
+pub const MAX_MINOR: u32 = 1;
+/// `OP_RELEASE_LOCKOWNER`: the last operation minor version 0 defines.
+const LAST_V40_OP: u32 = 39;
+/// `OP_RECLAIM_COMPLETE`: the last operation minor version 1 defines.
+const LAST_V41_OP: u32 = 58;
+/// Longest COMPOUND tag accepted (RFC 7530 gives none; it is echoed back).
+const MAX_TAG_LEN: u32 = 1024;
+
+/// Status of a result the handler built whole.
+pub(crate) trait Status {
+    fn status(&self) -> nfsstat4;
+}
+
+impl Status for LOCK4res {
+    fn status(&self) -> nfsstat4 {
+        self.discriminant()
+    }
+}
+impl Status for LOCKT4res {
+    fn status(&self) -> nfsstat4 {
+        self.discriminant()
+    }
+}
+impl Status for SETCLIENTID4res {
+    fn status(&self) -> nfsstat4 {
+        self.discriminant()
+    }
+}
+impl Status for SETATTR4res {
+    fn status(&self) -> nfsstat4 {
+        self.status
+    }
+}
+
+pub(crate) fn status_of(r: Result<(), nfsstat4>) -> nfsstat4 {
+    match r {
+        Ok(()) => nfsstat4::NFS4_OK,
+        Err(s) => s,
+    }
+}
+
+pub(crate) fn dispatch(core: &Core, call: &Call, args: &mut Decoder, e: &mut Encoder) -> Dispatched {
+    match call.proc_ {
+        0 => crate::rpc::run(call, args, e, "nfs4.NULL", |_| Ok(()), |()| ((), true)),
+        1 => compound(core, call, args, e),
+        _ => Dispatched::ProcUnavail { label: "nfs4.unknown" },
+    }
+}
+
+/// The operations that may open a minor-version-1 compound without a
+/// SEQUENCE, as its only operation (RFC 8881 section 2.6.3.1.1.1 and
+/// each operation's description).
+fn sessionless(op: u32) -> bool {
+    use nfs_opnum4::*;
+    [OP_EXCHANGE_ID, OP_CREATE_SESSION, OP_DESTROY_SESSION, OP_DESTROY_CLIENTID, OP_BIND_CONN_TO_SESSION]
+        .iter()
+        .any(|o| *o as u32 == op)
+}
+
+/// Operations minor version 1 removed (RFC 8881 section 15.2: they are
+/// answered NFS4ERR_NOTSUPP).
+fn v40_only(op: u32) -> bool {
+    use nfs_opnum4::*;
+    [OP_SETCLIENTID, OP_SETCLIENTID_CONFIRM, OP_RENEW, OP_OPEN_CONFIRM, OP_RELEASE_LOCKOWNER]
+        .iter()
+        .any(|o| *o as u32 == op)
+}
+
+/// An undecodable operation's result: its opcode and a status (every
+/// result type encodes its error case as the status alone, except
+/// SETATTR which adds an empty bitmap).
+fn error_result(opcode: u32, status: nfsstat4, e: &mut Encoder) {
+    e.u32(opcode);
+    status.encode(e);
+    if opcode == nfs_opnum4::OP_SETATTR as u32 {
+        e.u32(0);
+    }
+}
+
+struct Replies {
+    status: nfsstat4,
+    count: u32,
+    enc: Encoder,
+}
+
+fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
+    let label = "nfs4.COMPOUND";
+    // The digest lets SEQUENCE tell a retransmission from a different
+    // request reusing the slot (NFS4ERR_SEQ_FALSE_RETRY).
+    let raw = d.clone().rest();
+    let header = (|| -> xdr::Result<_> { Ok((d.opaque_var(MAX_TAG_LEN)?, d.u32()?, d.u32()?)) })();
+    let Ok((tag, minor, count)) = header else {
+        return Dispatched::GarbageArgs { label };
+    };
+    let mut out = Replies { status: nfsstat4::NFS4_OK, count: 0, enc: Encoder::with_capacity(512) };
+    let finish = |out: Replies, e: &mut Encoder| {
+        success_header(call.xid, e);
+        out.status.encode(e);
+        e.opaque_bytes(&tag);
+        e.u32(out.count);
+        e.append_segments(out.enc.into_segments());
+    };
+    if std::str::from_utf8(&tag).is_err() {
+        out.status = nfsstat4::NFS4ERR_INVAL;
+        finish(out, e);
+        return Dispatched::Done { label, ok: false };
+    }
+    if minor > MAX_MINOR {
+        out.status = nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH;
+        finish(out, e);
+        return Dispatched::Done { label, ok: false };
+    }
+    let mut cx = Compound::new(core, call, minor);
+    cx.op_count = count as usize;
+    let last_op = if minor == 0 { LAST_V40_OP } else { LAST_V41_OP };
+    if minor == 0 && count > core.v4.settings.max_ops {
+        out.status = nfsstat4::NFS4ERR_RESOURCE;
+        finish(out, e);
+        return Dispatched::Done { label, ok: false };
+    }
+    for i in 0..count as usize {
+        cx.op_index = i;
+        let Ok(opcode) = d.clone().u32() else {
+            // The array promised more operations than the record holds.
+            out.status = nfsstat4::NFS4ERR_BADXDR;
+            break;
+        };
+        if !(3..=last_op).contains(&opcode) {
+            let _ = d.u32();
+            error_result(nfs_opnum4::OP_ILLEGAL as u32, nfsstat4::NFS4ERR_OP_ILLEGAL, &mut out.enc);
+            out.count += 1;
+            out.status = nfsstat4::NFS4ERR_OP_ILLEGAL;
+            break;
+        }
+        if minor >= 1 {
+            let status = if i == 0 {
+                if opcode == nfs_opnum4::OP_SEQUENCE as u32 {
+                    None
+                } else if !sessionless(opcode) {
+                    Some(nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)
+                } else if count > 1 {
+                    Some(nfsstat4::NFS4ERR_NOT_ONLY_OP)
+                } else {
+                    None
+                }
+            } else if opcode == nfs_opnum4::OP_SEQUENCE as u32 {
+                Some(nfsstat4::NFS4ERR_SEQUENCE_POS)
+            } else if v40_only(opcode) {
+                Some(nfsstat4::NFS4ERR_NOTSUPP)
+            } else {
+                None
+            };
+            if let Some(s) = status {
+                let _ = nfs_argop4::decode(d);
+                error_result(opcode, s, &mut out.enc);
+                out.count += 1;
+                out.status = s;
+                break;
+            }
+        }
+        let op = match nfs_argop4::decode(d) {
+            Ok(op) => op,
+            Err(_) => {
+                error_result(opcode, nfsstat4::NFS4ERR_BADXDR, &mut out.enc);
+                out.count += 1;
+                out.status = nfsstat4::NFS4ERR_BADXDR;
+                break;
+            }
+        };
+        if let (0, nfs_argop4::OP_SEQUENCE(args)) = (i, &op) {
+            match sequence::begin(&mut cx, args, &raw) {
+                sequence::Begin::Replay(body) => {
+                    success_header(call.xid, e);
+                    e.append_segments(body);
+                    return Dispatched::Done { label, ok: true };
+                }
+                sequence::Begin::Fail(s) => {
+                    error_result(opcode, s, &mut out.enc);
+                    out.count += 1;
+                    out.status = s;
+                    break;
+                }
+                sequence::Begin::Run(ok) => {
+                    SEQUENCE4res::NFS4_OK(ok).encode_as_op(&mut out.enc);
+                    out.count += 1;
+                    continue;
+                }
+            }
+        }
+        let before = out.enc.len();
+        let (res, status) = table::run_op(&mut cx, op);
+        res.encode(&mut out.enc);
+        out.count += 1;
+        if let Some(seq) = &cx.seq {
+            if out.enc.len() > seq.max_response as usize {
+                // The reply outgrew what the session allows: this
+                // operation's result becomes REP_TOO_BIG and the compound
+                // stops (RFC 8881 section 2.10.6.4).
+                let mut trimmed = Encoder::new();
+                let keep = out.enc.into_bytes().slice(..before);
+                trimmed.append_segments(vec![keep]);
+                error_result(opcode, nfsstat4::NFS4ERR_REP_TOO_BIG, &mut trimmed);
+                out.enc = trimmed;
+                out.status = nfsstat4::NFS4ERR_REP_TOO_BIG;
+                break;
+            }
+        }
+        if status != nfsstat4::NFS4_OK {
+            out.status = status;
+            break;
+        }
+    }
+    let ok = out.status == nfsstat4::NFS4_OK;
+    if cx.seq.is_some() {
+        // The reply body (everything after the RPC header) is what a
+        // retransmission on this slot gets back.
+        let mut body = Encoder::with_capacity(64);
+        out.status.encode(&mut body);
+        body.opaque_bytes(&tag);
+        body.u32(out.count);
+        body.append_segments(out.enc.into_segments());
+        let body = body.into_segments();
+        sequence::finish(&cx, &body);
+        success_header(call.xid, e);
+        e.append_segments(body);
+    } else {
+        finish(out, e);
+    }
+    Dispatched::Done { label, ok }
+}
+
+/// Encoding a result union as one element of `resarray`.
+trait EncodeAsOp {
+    fn encode_as_op(self, e: &mut Encoder);
+}
+
+impl EncodeAsOp for SEQUENCE4res {
+    fn encode_as_op(self, e: &mut Encoder) {
+        nfs_resop4::OP_SEQUENCE(self).encode(e);
+    }
+}
+
+/// Checks a name component (RFC 8881 section 14.2): empty names are
+/// INVAL, names that are not UTF-8 are INVAL, `.` and `..` and names with
+/// `/` or NUL are BADNAME, over-long names NAMETOOLONG.
+pub(crate) fn check_name<'b>(core: &Core, name: &'b Bytes) -> Result<&'b [u8], nfsstat4> {
+    if name.is_empty() {
+        return Err(nfsstat4::NFS4ERR_INVAL);
+    }
+    if std::str::from_utf8(name).is_err() {
+        return Err(nfsstat4::NFS4ERR_INVAL);
+    }
+    if name.len() > core.settings().name_max as usize {
+        return Err(nfsstat4::NFS4ERR_NAMETOOLONG);
+    }
+    if &name[..] == b"." || &name[..] == b".." || name.iter().any(|b| *b == b'/' || *b == 0) {
+        return Err(nfsstat4::NFS4ERR_BADNAME);
+    }
+    Ok(name)
+}

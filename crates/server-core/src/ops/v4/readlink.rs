@@ -1,0 +1,10 @@
+//! READLINK (RFC 8881 section 18).
+
+use proto::nfs4::*;
+
+use super::Compound;
+
+pub(super) fn run(cx: &mut Compound) -> Result<READLINK4resok, nfsstat4> {
+    let _ = cx;
+    Err(nfsstat4::NFS4ERR_NOTSUPP)
+}

@@ -1,0 +1,10 @@
+//! RENEW (RFC 8881 section 18).
+
+use proto::nfs4::*;
+
+use super::Compound;
+
+pub(super) fn run(cx: &mut Compound, args: RENEW4args) -> Result<(), nfsstat4> {
+    let _ = (cx, args);
+    Err(nfsstat4::NFS4ERR_NOTSUPP)
+}

@@ -1,0 +1,10 @@
+//! SECINFO_NO_NAME (RFC 8881 section 18).
+
+use proto::nfs4::*;
+
+use super::Compound;
+
+pub(super) fn run(cx: &mut Compound, args: SECINFO_NO_NAME4args) -> Result<SECINFO4resok, nfsstat4> {
+    let _ = (cx, args);
+    Err(nfsstat4::NFS4ERR_NOTSUPP)
+}

@@ -1,0 +1,36 @@
+//! The one mapping from backend errors to NFSv4 status.
+
+use proto::nfs4::nfsstat4;
+use vfs::VfsError;
+
+pub(crate) fn stat4(e: VfsError) -> nfsstat4 {
+    use nfsstat4::*;
+    match e {
+        VfsError::Perm => NFS4ERR_PERM,
+        VfsError::NotFound => NFS4ERR_NOENT,
+        VfsError::Io(msg) => {
+            tracing::error!("backend I/O error: {msg}");
+            NFS4ERR_IO
+        }
+        VfsError::NxIo => NFS4ERR_NXIO,
+        VfsError::Access => NFS4ERR_ACCESS,
+        VfsError::Exists => NFS4ERR_EXIST,
+        VfsError::XDev => NFS4ERR_XDEV,
+        VfsError::NotDir => NFS4ERR_NOTDIR,
+        VfsError::IsDir => NFS4ERR_ISDIR,
+        VfsError::Invalid => NFS4ERR_INVAL,
+        VfsError::FBig => NFS4ERR_FBIG,
+        VfsError::NoSpace => NFS4ERR_NOSPC,
+        VfsError::ReadOnly => NFS4ERR_ROFS,
+        VfsError::MLink => NFS4ERR_MLINK,
+        VfsError::NameTooLong => NFS4ERR_NAMETOOLONG,
+        VfsError::NotEmpty => NFS4ERR_NOTEMPTY,
+        VfsError::Quota => NFS4ERR_DQUOT,
+        VfsError::Stale => NFS4ERR_STALE,
+        VfsError::BadCookie => NFS4ERR_BAD_COOKIE,
+        VfsError::NotSync => NFS4ERR_NOT_SAME,
+        VfsError::NotSupported => NFS4ERR_NOTSUPP,
+        VfsError::Delay => NFS4ERR_DELAY,
+        VfsError::BadType => NFS4ERR_BADTYPE,
+    }
+}

@@ -1,0 +1,1 @@
+//! Read and write delegations: grant policy, recall, revocation.

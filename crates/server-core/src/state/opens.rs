@@ -1,0 +1,1 @@
+//! Open-owners, opens and share reservations.

@@ -1,0 +1,113 @@
+//! NFSv4 limits and policies (`[core.nfs4]` in the configuration file).
+
+use serde::Deserialize;
+
+/// Which delegations OPEN may hand out when no conflict exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DelegationPolicy {
+    /// Never.
+    None,
+    /// Read delegations only.
+    Read,
+    /// Read delegations, and write delegations to writers.
+    ReadWrite,
+}
+
+/// How `owner` and `owner_group` are sent: `user@domain` names looked up
+/// in the host's passwd/group files, or the bare numeric id (what Linux
+/// clients send with `nfs4_disable_idmapping`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OwnerFormat {
+    Name,
+    Numeric,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Nfs4Settings {
+    /// Lease time in seconds (`lease_time` attribute): a client that sends
+    /// nothing for this long loses its state once another client needs it.
+    pub lease_secs: u32,
+    /// Grace period after a restart during which clients known from the
+    /// state directory reclaim their opens and locks and no new state is
+    /// granted. Ends early once every known client sent RECLAIM_COMPLETE.
+    pub grace_secs: u32,
+    /// Expired clients keep their state ("courtesy clients") until another
+    /// client conflicts with it or this many seconds pass.
+    pub courtesy_secs: u32,
+    /// Client records (EXCHANGE_ID / SETCLIENTID); beyond it new clients get
+    /// NFS4ERR_RESOURCE after expired ones have been reclaimed.
+    pub max_clients: usize,
+    /// Sessions one client may hold.
+    pub max_sessions_per_client: usize,
+    /// Fore-channel slots granted per session (upper bound on what the
+    /// client asks for in CREATE_SESSION).
+    pub max_slots: u32,
+    /// Slots the server first asks the client to use
+    /// (`sr_target_highest_slotid + 1`); raised towards `max_slots` while
+    /// the client keeps them busy, lowered again when it idles.
+    pub initial_target_slots: u32,
+    /// Back-channel slots the server uses for callbacks.
+    pub max_cb_slots: u32,
+    /// Operations allowed in one COMPOUND (`ca_maxoperations`; for minor
+    /// version 0 longer compounds get NFS4ERR_RESOURCE).
+    pub max_ops: u32,
+    /// Largest request and reply a session is offered (`ca_maxrequestsize`,
+    /// `ca_maxresponsesize`).
+    pub max_request_size: u32,
+    pub max_response_size: u32,
+    /// Largest reply kept in a slot's reply cache (`ca_maxresponsesize_cached`).
+    pub max_cached_response: u32,
+    /// Open-owners plus lock-owners one client may create.
+    pub max_owners_per_client: usize,
+    /// Byte-range locks one client may hold.
+    pub max_locks_per_client: usize,
+    /// Stateids (opens, locks, delegations) one client may hold.
+    pub max_stateids_per_client: usize,
+    pub delegations: DelegationPolicy,
+    pub owner_format: OwnerFormat,
+    /// The NFSv4 id-mapping domain (`user@domain`).
+    pub domain: String,
+}
+
+impl Default for Nfs4Settings {
+    fn default() -> Self {
+        Nfs4Settings {
+            lease_secs: 90,
+            grace_secs: 90,
+            courtesy_secs: 24 * 3600,
+            max_clients: 4096,
+            max_sessions_per_client: 16,
+            max_slots: 1024,
+            initial_target_slots: 64,
+            max_cb_slots: 16,
+            max_ops: 64,
+            max_request_size: 1024 * 1024 + 64 * 1024,
+            max_response_size: 1024 * 1024 + 64 * 1024,
+            max_cached_response: 64 * 1024,
+            max_owners_per_client: 65536,
+            max_locks_per_client: 65536,
+            max_stateids_per_client: 1 << 20,
+            delegations: DelegationPolicy::ReadWrite,
+            owner_format: OwnerFormat::Name,
+            domain: "localdomain".into(),
+        }
+    }
+}
+
+impl Nfs4Settings {
+    pub(crate) fn sanitized(mut self) -> Self {
+        self.lease_secs = self.lease_secs.max(1);
+        self.max_slots = self.max_slots.max(1);
+        self.initial_target_slots = self.initial_target_slots.clamp(1, self.max_slots);
+        self.max_cb_slots = self.max_cb_slots.max(1);
+        self.max_ops = self.max_ops.max(2);
+        self.max_clients = self.max_clients.max(1);
+        self.max_sessions_per_client = self.max_sessions_per_client.max(1);
+        self.max_request_size = self.max_request_size.max(8192);
+        self.max_response_size = self.max_response_size.max(8192);
+        self
+    }
+}
