@@ -117,3 +117,12 @@ impl State4 {
         self.clock.now()
     }
 }
+
+impl Tables {
+    /// Takes everything away from a client whose lease ran out and whose
+    /// state conflicts with another client's request (courtesy ends).
+    pub fn expire_client(&mut self, client: u64) {
+        self.stateids.purge_client(client, &mut self.locks);
+        self.clients.expire(client);
+    }
+}
