@@ -15,6 +15,8 @@ use vfs::memfs::MemFsSettings;
 use vfs::{MemFs, Vfs};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
+pub mod v4;
+
 pub const SECRET: [u8; 32] = [7; 32];
 pub const VERF: [u8; 8] = *b"bootverf";
 pub const NFS: u32 = NFS_PROGRAM;

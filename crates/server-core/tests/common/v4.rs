@@ -1,0 +1,99 @@
+//! NFSv4 helpers for the whole-request harness: COMPOUNDs built from the
+//! generated types, and a 4.1 session (EXCHANGE_ID, CREATE_SESSION, then
+//! SEQUENCE in front of every compound).
+
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use super::{user, Cred, Env};
+
+pub const NFS4: u32 = 100003;
+
+pub fn ok(r: &COMPOUND4res) {
+    assert_eq!(r.status, nfsstat4::NFS4_OK, "compound failed: {:?}", r.resarray.last());
+}
+
+pub fn channel(slots: u32) -> channel_attrs4 {
+    channel_attrs4 {
+        ca_headerpadsize: 0,
+        ca_maxrequestsize: 1 << 20,
+        ca_maxresponsesize: 1 << 20,
+        ca_maxresponsesize_cached: 64 << 10,
+        ca_maxoperations: 32,
+        ca_maxrequests: slots,
+        ca_rdma_ird: vec![],
+    }
+}
+
+impl Env {
+    /// One COMPOUND as `cred`, decoded.
+    pub fn compound_as(&self, cred: &Cred, minor: u32, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        let args = COMPOUND4args { tag: Bytes::from_static(b"t"), minorversion: minor, argarray: ops };
+        let bytes = xdr::to_bytes(&args);
+        self.call_as(NFS4, 4, 1, cred, &bytes).result()
+    }
+
+    pub fn compound(&self, minor: u32, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        self.compound_as(&user(), minor, ops)
+    }
+}
+
+/// A 4.1 client with one session; `seq` tracks each slot's sequence id.
+pub struct Session {
+    pub clientid: clientid4,
+    pub sessionid: sessionid4,
+    pub seq: Vec<u32>,
+}
+
+impl Session {
+    /// EXCHANGE_ID + CREATE_SESSION for owner `name`.
+    pub fn new(env: &Env, name: &str) -> Session {
+        let eid = EXCHANGE_ID4args {
+            eia_clientowner: client_owner4 { co_verifier: [1; 8], co_ownerid: Bytes::copy_from_slice(name.as_bytes()) },
+            eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
+            eia_state_protect: state_protect4_a::SP4_NONE,
+            eia_client_impl_id: vec![],
+        };
+        let r = env.compound(1, vec![nfs_argop4::OP_EXCHANGE_ID(eid)]);
+        ok(&r);
+        let nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::NFS4_OK(eid)) = &r.resarray[0] else { panic!("{r:?}") };
+        let cs = CREATE_SESSION4args {
+            csa_clientid: eid.eir_clientid,
+            csa_sequence: eid.eir_sequenceid,
+            csa_flags: 0,
+            csa_fore_chan_attrs: channel(16),
+            csa_back_chan_attrs: channel(4),
+            csa_cb_program: 0x40000000,
+            csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
+        };
+        let r = env.compound(1, vec![nfs_argop4::OP_CREATE_SESSION(cs)]);
+        ok(&r);
+        let nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::NFS4_OK(cs)) = &r.resarray[0] else { panic!("{r:?}") };
+        let slots = cs.csr_fore_chan_attrs.ca_maxrequests as usize;
+        Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; slots] }
+    }
+
+    /// The SEQUENCE op for the next request on `slot`.
+    pub fn sequence(&mut self, slot: u32) -> nfs_argop4 {
+        self.seq[slot as usize] += 1;
+        nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+            sa_sessionid: self.sessionid,
+            sa_sequenceid: self.seq[slot as usize],
+            sa_slotid: slot,
+            sa_highest_slotid: slot,
+            sa_cachethis: true,
+        })
+    }
+
+    /// `ops` behind a SEQUENCE on slot 0; the SEQUENCE result is dropped
+    /// from the returned array so indexes match `ops`.
+    pub fn run(&mut self, env: &Env, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        let mut all = vec![self.sequence(0)];
+        all.extend(ops);
+        let mut r = env.compound(1, all);
+        if !r.resarray.is_empty() {
+            r.resarray.remove(0);
+        }
+        r
+    }
+}
