@@ -23,6 +23,9 @@ use bytes::Bytes;
 use crate::clock::Clock;
 pub use settings::{DelegationPolicy, Nfs4Settings, OwnerFormat};
 
+/// A file as state is kept for it: (export id, file id).
+pub(crate) type FileKey = (u32, u64);
+
 /// Sends records to a client over a connection it opened to us (the
 /// NFSv4.1 back channel). Implemented by the transport.
 pub trait Backchannel: Send + Sync + 'static {
