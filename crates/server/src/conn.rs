@@ -22,7 +22,7 @@ const MAX_REPLIES_PER_WRITE: usize = 64;
 /// iovecs handed to one writev call (Linux IOV_MAX is 1024).
 const MAX_IOVECS: usize = 512;
 
-pub async fn serve(stream: TcpStream, peer: PeerInfo, shared: Arc<Shared>) {
+pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::warn!(peer = %peer.addr, "TCP_NODELAY failed: {e}");
     }
@@ -30,6 +30,8 @@ pub async fn serve(stream: TcpStream, peer: PeerInfo, shared: Arc<Shared>) {
     let limit = shared.settings.max_in_flight_per_connection;
     let (tx, rx) = mpsc::channel::<Vec<Bytes>>(limit);
     let writer = tokio::spawn(write_loop(wr, rx, shared.clone(), peer.addr));
+    let conn_id = shared.connections.register(tx.clone());
+    peer.conn = conn_id;
     let permits = Arc::new(Semaphore::new(limit));
     let peer = Arc::new(peer);
     let mut decoder = RecordDecoder::new(shared.settings.max_record_size);
@@ -88,6 +90,8 @@ pub async fn serve(stream: TcpStream, peer: PeerInfo, shared: Arc<Shared>) {
                         shared.metrics.record(out.label, out.ok, start.elapsed());
                         if let Some(reply) = out.reply {
                             let _ = tx.send(frame_segments(reply)).await;
+                        } else if out.ok {
+                            // A client's reply to one of our callbacks.
                         } else {
                             shared.metrics.bad_records.fetch_add(1, Relaxed);
                             tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
@@ -103,6 +107,7 @@ pub async fn serve(stream: TcpStream, peer: PeerInfo, shared: Arc<Shared>) {
     }
     // Requests already running still hold senders; the writer ends when the
     // last of them has sent its reply.
+    shared.connections.unregister(conn_id);
     drop(tx);
     let _ = writer.await;
 }

@@ -6,10 +6,12 @@
 //! replies go out in completion order, so one slow request (an fsync) does
 //! not hold up the others on the connection.
 
+pub mod backchannel;
 pub mod conn;
 pub mod exports;
 pub mod metrics;
 pub mod settings;
+pub mod stable;
 pub mod state;
 
 use std::net::SocketAddr;
@@ -22,7 +24,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify, Semaphore};
 
-use server_core::{Core, PeerInfo, ServicePorts};
+use server_core::{Core, PeerInfo, ServicePorts, SystemClock};
 
 pub use exports::Backend;
 pub use metrics::Metrics;
@@ -46,6 +48,8 @@ pub struct Shared {
     pub shutdown: watch::Sender<bool>,
     /// Notified whenever a request finishes (shutdown waits on it).
     pub idle: Notify,
+    /// Open connections by number, for NFSv4.1 callbacks.
+    pub connections: Arc<backchannel::Connections>,
     resolve_hostnames: bool,
 }
 
@@ -75,7 +79,13 @@ impl Server {
         let portmap_addr = portmap.as_ref().and_then(|l| l.local_addr().ok());
 
         let ports = ServicePorts { tcp: local_addr.port(), udp: None };
-        let core = Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports);
+        let connections = Arc::new(backchannel::Connections::default());
+        let store = Arc::new(stable::FileStore::open(&state_dir)?);
+        let core = Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports).with_nfs4_env(
+            Arc::new(SystemClock::default()),
+            connections.clone(),
+            store,
+        );
         let (shutdown, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             core: Arc::new(core),
@@ -83,6 +93,7 @@ impl Server {
             metrics: Arc::new(Metrics::default()),
             shutdown,
             idle: Notify::new(),
+            connections,
             resolve_hostnames,
         });
         let mut tasks = vec![tokio::spawn(accept_loop(listener, shared.clone()))];
@@ -101,7 +112,7 @@ impl Server {
             listen = %local_addr,
             portmap = ?portmap_addr,
             state_dir = %state_dir.display(),
-            "nfsx serving NFSv3, MOUNT v3 and portmap"
+            "nfsx serving NFSv3, NFSv4.0/4.1, MOUNT v3 and portmap"
         );
         Ok(Server { shared, local_addr, portmap_addr, tasks })
     }
