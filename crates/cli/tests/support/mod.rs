@@ -248,3 +248,4 @@ pub fn random_file(path: &Path, len: u64, seed: u64) {
     }
     f.flush().unwrap();
 }
+pub mod v4;

@@ -1,0 +1,334 @@
+//! A small NFSv4.1 client for the integration tests: one TCP connection
+//! with a reader thread that matches replies to calls by xid and answers
+//! the server's callbacks on the same connection (CB_NULL, and
+//! CB_COMPOUND with CB_SEQUENCE + CB_RECALL, reporting each recall).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::nfs4::*;
+use proto::rpc::*;
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+pub const NFS4: u32 = 100003;
+pub const CB_PROGRAM: u32 = 0x4000_0001;
+
+type Pending = Arc<Mutex<HashMap<u32, mpsc::Sender<Bytes>>>>;
+
+/// A delegation recall the server sent.
+#[derive(Debug, Clone)]
+pub struct Recall {
+    pub stateid: stateid4,
+    pub fh: nfs_fh4,
+    pub at: std::time::Instant,
+}
+
+pub struct Conn {
+    writer: Arc<Mutex<TcpStream>>,
+    pending: Pending,
+    xid: AtomicU32,
+    pub recalls: Mutex<mpsc::Receiver<Recall>>,
+}
+
+fn cred() -> opaque_auth {
+    let p = proto::rpc::authsys_parms { stamp: 1, machinename: Bytes::from_static(b"nfsx-test"), uid: 0, gid: 0, gids: vec![0] };
+    opaque_auth { flavor: proto::rpc::auth_flavor::AUTH_SYS, body: xdr::to_bytes(&p) }
+}
+
+fn none() -> opaque_auth {
+    opaque_auth { flavor: proto::rpc::auth_flavor::AUTH_NONE, body: Bytes::new() }
+}
+
+fn write_record(w: &Mutex<TcpStream>, body: &[u8]) {
+    let mut rec = Vec::with_capacity(body.len() + 4);
+    rec.extend_from_slice(&(0x8000_0000u32 | body.len() as u32).to_be_bytes());
+    rec.extend_from_slice(body);
+    let _ = w.lock().unwrap().write_all(&rec);
+}
+
+fn read_record(r: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let mut h = [0u8; 4];
+        r.read_exact(&mut h).ok()?;
+        let h = u32::from_be_bytes(h);
+        let mut frag = vec![0u8; (h & 0x7fff_ffff) as usize];
+        r.read_exact(&mut frag).ok()?;
+        out.extend_from_slice(&frag);
+        if h & 0x8000_0000 != 0 {
+            return Some(out);
+        }
+    }
+}
+
+/// Answers one callback: CB_NULL with nothing, CB_COMPOUND with OK for
+/// CB_SEQUENCE (echoing it) and CB_RECALL (reporting it).
+fn answer_callback(msg: rpc_msg, d: &mut Decoder, w: &Mutex<TcpStream>, recalls: &mpsc::Sender<Recall>) {
+    let rpc_msg_body::CALL(call) = msg.body else { return };
+    let mut e = Encoder::new();
+    let reply = rpc_msg {
+        xid: msg.xid,
+        body: rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply {
+            verf: none(),
+            reply_data: reply_data::SUCCESS,
+        })),
+    };
+    reply.encode(&mut e);
+    if call.proc == 1 {
+        let Ok(args) = CB_COMPOUND4args::decode(d) else { return };
+        let mut res = Vec::new();
+        for op in args.argarray {
+            match op {
+                nfs_cb_argop4::OP_CB_SEQUENCE(s) => {
+                    res.push(nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(CB_SEQUENCE4resok {
+                        csr_sessionid: s.csa_sessionid,
+                        csr_sequenceid: s.csa_sequenceid,
+                        csr_slotid: s.csa_slotid,
+                        csr_highest_slotid: s.csa_highest_slotid,
+                        csr_target_highest_slotid: s.csa_highest_slotid,
+                    })))
+                }
+                nfs_cb_argop4::OP_CB_RECALL(r) => {
+                    let _ = recalls.send(Recall { stateid: r.stateid, fh: r.fh, at: std::time::Instant::now() });
+                    res.push(nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status: nfsstat4::NFS4_OK }))
+                }
+                _ => break,
+            }
+        }
+        CB_COMPOUND4res { status: nfsstat4::NFS4_OK, tag: args.tag, resarray: res }.encode(&mut e);
+    }
+    write_record(w, &e.into_bytes());
+}
+
+impl Conn {
+    pub fn connect(port: u16) -> Arc<Conn> {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_nodelay(true).unwrap();
+        let mut reader = s.try_clone().unwrap();
+        let writer = Arc::new(Mutex::new(s));
+        let pending: Pending = Arc::default();
+        let (tx, rx) = mpsc::channel();
+        let conn = Arc::new(Conn { writer: writer.clone(), pending: pending.clone(), xid: AtomicU32::new(1), recalls: Mutex::new(rx) });
+        std::thread::spawn(move || {
+            while let Some(rec) = read_record(&mut reader) {
+                let rec = Bytes::from(rec);
+                let mut d = Decoder::new(rec.clone());
+                let Ok(msg) = rpc_msg::decode(&mut d) else { continue };
+                match msg.body {
+                    rpc_msg_body::REPLY(_) => {
+                        if let Some(tx) = pending.lock().unwrap().remove(&msg.xid) {
+                            let _ = tx.send(rec);
+                        }
+                    }
+                    rpc_msg_body::CALL(_) => answer_callback(msg, &mut d, &writer, &tx),
+                }
+            }
+        });
+        conn
+    }
+
+    pub fn next_xid(&self) -> u32 {
+        self.xid.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends `args` as NFSv4 procedure `proc_` with `xid` and returns the
+    /// reply record whole.
+    pub fn call_raw(&self, xid: u32, proc_: u32, args: &[u8]) -> Bytes {
+        let mut e = Encoder::new();
+        rpc_msg {
+            xid,
+            body: rpc_msg_body::CALL(call_body {
+                rpcvers: 2,
+                prog: NFS4,
+                vers: 4,
+                proc: proc_,
+                cred: cred(),
+                verf: none(),
+            }),
+        }
+        .encode(&mut e);
+        let mut rec = e.into_bytes().to_vec();
+        rec.extend_from_slice(args);
+        let (tx, rx) = mpsc::channel();
+        self.pending.lock().unwrap().insert(xid, tx);
+        write_record(&self.writer, &rec);
+        rx.recv_timeout(Duration::from_secs(30)).expect("no reply within 30 s")
+    }
+
+    /// The reply body after the accepted-reply header.
+    pub fn body_of(reply: Bytes) -> Bytes {
+        let mut d = Decoder::new(reply);
+        let msg = rpc_msg::decode(&mut d).expect("reply header");
+        match msg.body {
+            rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply { reply_data: reply_data::SUCCESS, .. })) => {
+                d.rest()
+            }
+            other => panic!("call not accepted: {other:?}"),
+        }
+    }
+
+    pub fn compound(&self, minor: u32, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        let args = COMPOUND4args { tag: Bytes::new(), minorversion: minor, argarray: ops };
+        let body = Self::body_of(self.call_raw(self.next_xid(), 1, &xdr::to_bytes(&args)));
+        COMPOUND4res::decode(&mut Decoder::new(body)).expect("COMPOUND4res")
+    }
+}
+
+/// A 4.1 client: EXCHANGE_ID, CREATE_SESSION with a back channel on the
+/// same connection, and SEQUENCE on slot 0 in front of every compound.
+pub struct Client41 {
+    pub conn: Arc<Conn>,
+    pub clientid: clientid4,
+    pub sessionid: sessionid4,
+    /// Sequence id last used on each slot the server granted.
+    pub seq: Mutex<Vec<u32>>,
+}
+
+pub fn ok_res(r: &COMPOUND4res) {
+    assert_eq!(r.status, nfsstat4::NFS4_OK, "compound failed: {:?}", r.resarray.last());
+}
+
+fn channel(slots: u32) -> channel_attrs4 {
+    channel_attrs4 {
+        ca_headerpadsize: 0,
+        ca_maxrequestsize: 1 << 20,
+        ca_maxresponsesize: 1 << 20,
+        ca_maxresponsesize_cached: 64 << 10,
+        ca_maxoperations: 16,
+        ca_maxrequests: slots,
+        ca_rdma_ird: vec![],
+    }
+}
+
+impl Client41 {
+    pub fn connect(port: u16, owner: &str) -> Client41 {
+        Self::connect_with_slots(port, owner, 8)
+    }
+
+    pub fn connect_with_slots(port: u16, owner: &str, slots: u32) -> Client41 {
+        let conn = Conn::connect(port);
+        let r = conn.compound(
+            1,
+            vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
+                eia_clientowner: client_owner4 {
+                    co_verifier: [7; 8],
+                    co_ownerid: Bytes::copy_from_slice(owner.as_bytes()),
+                },
+                eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
+                eia_state_protect: state_protect4_a::SP4_NONE,
+                eia_client_impl_id: vec![],
+            })],
+        );
+        ok_res(&r);
+        let nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::NFS4_OK(eid)) = &r.resarray[0] else { panic!("{r:?}") };
+        let r = conn.compound(
+            1,
+            vec![nfs_argop4::OP_CREATE_SESSION(CREATE_SESSION4args {
+                csa_clientid: eid.eir_clientid,
+                csa_sequence: eid.eir_sequenceid,
+                csa_flags: CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
+                csa_fore_chan_attrs: channel(slots),
+                csa_back_chan_attrs: channel(2),
+                csa_cb_program: CB_PROGRAM,
+                csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
+            })],
+        );
+        ok_res(&r);
+        let nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::NFS4_OK(cs)) = &r.resarray[0] else { panic!("{r:?}") };
+        let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(1) as usize;
+        Client41 { conn, clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: Mutex::new(vec![0; granted]) }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.seq.lock().unwrap().len()
+    }
+
+    /// The next SEQUENCE on slot 0.
+    pub fn sequence(&self) -> nfs_argop4 {
+        self.sequence_on(0)
+    }
+
+    pub fn sequence_on(&self, slot: usize) -> nfs_argop4 {
+        let mut s = self.seq.lock().unwrap();
+        let highest = s.len() as u32 - 1;
+        s[slot] += 1;
+        nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+            sa_sessionid: self.sessionid,
+            sa_sequenceid: s[slot],
+            sa_slotid: slot as u32,
+            sa_highest_slotid: highest,
+            sa_cachethis: false,
+        })
+    }
+
+    /// `ops` after a SEQUENCE; the SEQUENCE result is removed so indexes
+    /// match `ops`.
+    pub fn run(&self, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        self.run_on(0, ops)
+    }
+
+    /// `ops` after a SEQUENCE on `slot` (one caller per slot at a time).
+    pub fn run_on(&self, slot: usize, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        let mut all = vec![self.sequence_on(slot)];
+        all.extend(ops);
+        let mut r = self.conn.compound(1, all);
+        assert!(!r.resarray.is_empty(), "SEQUENCE missing from the reply: {r:?}");
+        if let nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(s)) = &r.resarray[0] {
+            panic!("SEQUENCE failed: {s:?}");
+        }
+        r.resarray.remove(0);
+        r
+    }
+
+    pub fn reclaim_complete(&self) {
+        ok_res(&self.run(vec![nfs_argop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4args { rca_one_fs: false })]));
+    }
+}
+
+/// PUTROOTFH and a LOOKUP per component of `path`.
+pub fn walk(path: &std::path::Path) -> Vec<nfs_argop4> {
+    let mut ops = vec![nfs_argop4::OP_PUTROOTFH];
+    for c in path.components().skip(1) {
+        ops.push(nfs_argop4::OP_LOOKUP(LOOKUP4args {
+            objname: Bytes::copy_from_slice(c.as_os_str().as_encoded_bytes()),
+        }));
+    }
+    ops
+}
+
+pub fn open_owner(client: &Client41, name: &str) -> open_owner4 {
+    open_owner4 { clientid: client.clientid, owner: Bytes::copy_from_slice(name.as_bytes()) }
+}
+
+/// OPEN (creating with UNCHECKED4 when `create`) of `name` in the
+/// current directory, with `access` (OPEN4_SHARE_ACCESS_*).
+pub fn open_op(client: &Client41, owner: &str, name: &str, access: u32, create: bool) -> nfs_argop4 {
+    let openhow = if create {
+        openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4 { attrmask: vec![], attr_vals: Bytes::new() }))
+    } else {
+        openflag4::default(opentype4::OPEN4_NOCREATE)
+    };
+    nfs_argop4::OP_OPEN(OPEN4args {
+        seqid: 0,
+        share_access: access,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+        owner: open_owner(client, owner),
+        openhow,
+        claim: open_claim4::CLAIM_NULL(Bytes::copy_from_slice(name.as_bytes())),
+    })
+}
+
+/// The OPEN result at `i`.
+pub fn opened(r: &COMPOUND4res, i: usize) -> &OPEN4resok {
+    match &r.resarray[i] {
+        nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok)) => ok,
+        other => panic!("OPEN failed: {other:?}"),
+    }
+}
