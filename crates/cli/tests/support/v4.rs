@@ -264,7 +264,7 @@ impl Client41 {
             sa_sequenceid: s[slot],
             sa_slotid: slot as u32,
             sa_highest_slotid: highest,
-            sa_cachethis: false,
+            sa_cachethis: true,
         })
     }
 
