@@ -1,5 +1,356 @@
 //! Byte-range locks, shared by NFSv4 LOCK and NLM so that v3 and v4
 //! locks conflict with each other.
+//!
+//! Locks are POSIX-style and advisory: each owner holds a set of
+//! non-overlapping ranges per file, each READ (shared) or WRITE
+//! (exclusive). Locking a range an owner already holds in part replaces
+//! that part (upgrade or downgrade, splitting as needed); unlocking a
+//! sub-range splits a lock; adjacent or overlapping ranges of one owner
+//! and type merge. Ranges are inclusive (`start..=end`), so a lock to
+//! the end of the file (`end == u64::MAX`) needs no special value.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use super::FileKey;
+
+/// Who holds a lock. Locks of different owners conflict; one owner's
+/// locks never conflict with each other.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum LockOwner {
+    /// An NFSv4 lock-owner.
+    V4 { client: u64, owner: Bytes },
+    /// An NLM lock holder: the caller's host name, its process id
+    /// (`svid`) and its opaque owner handle.
+    Nlm { caller: Bytes, svid: u32, oh: Bytes },
+}
+
+impl LockOwner {
+    pub fn client(&self) -> Option<u64> {
+        match self {
+            LockOwner::V4 { client, .. } => Some(*client),
+            LockOwner::Nlm { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockKind {
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lock {
+    pub owner: LockOwner,
+    pub kind: LockKind,
+    /// First byte.
+    pub start: u64,
+    /// Last byte (inclusive); `u64::MAX` for "to the end of the file".
+    pub end: u64,
+}
+
+impl Lock {
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.start <= end && start <= self.end
+    }
+
+    /// The NFSv4 length of this lock (`u64::MAX` when it runs to the end).
+    pub fn length(&self) -> u64 {
+        if self.end == u64::MAX {
+            u64::MAX
+        } else {
+            self.end - self.start + 1
+        }
+    }
+}
+
+/// The inclusive range of an NFSv4 (offset, length) pair (RFC 8881
+/// 18.10.3): NFS4ERR_INVAL, given as `None`, for a zero length or a range
+/// that runs past `u64::MAX` without being "to the end of the file".
+pub(crate) fn range_of(offset: u64, length: u64) -> Option<(u64, u64)> {
+    if length == 0 {
+        return None;
+    }
+    if length == u64::MAX {
+        return Some((offset, u64::MAX));
+    }
+    let end = offset.checked_add(length)?;
+    Some((offset, end - 1))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LockError {
+    /// Another owner holds this conflicting lock.
+    Conflict(Lock),
+    /// The owner's client would hold more locks than allowed.
+    TooMany,
+}
 
 #[derive(Debug, Default)]
-pub(crate) struct LockManager {}
+pub(crate) struct LockManager {
+    files: HashMap<FileKey, Vec<Lock>>,
+    /// Locks held per NFSv4 client (for `max_locks_per_client`).
+    per_client: HashMap<u64, usize>,
+}
+
+fn conflicts(a: LockKind, b: LockKind) -> bool {
+    a == LockKind::Write || b == LockKind::Write
+}
+
+/// Removes `owner`'s coverage of `start..=end` from `locks`, splitting
+/// locks that extend beyond it.
+fn carve(locks: &mut Vec<Lock>, owner: &LockOwner, start: u64, end: u64) {
+    let mut out = Vec::with_capacity(locks.len() + 1);
+    for l in locks.drain(..) {
+        if l.owner != *owner || !l.overlaps(start, end) {
+            out.push(l);
+            continue;
+        }
+        if l.start < start {
+            out.push(Lock { end: start - 1, ..l.clone() });
+        }
+        if l.end > end {
+            out.push(Lock { start: end + 1, ..l.clone() });
+        }
+    }
+    *locks = out;
+}
+
+/// Inserts `new` into `locks` (where its owner holds nothing in its
+/// range), merging it with the owner's adjacent locks of the same kind.
+fn insert_merged(locks: &mut Vec<Lock>, mut new: Lock) {
+    locks.retain(|l| {
+        let adjacent = l.owner == new.owner
+            && l.kind == new.kind
+            && (l.overlaps(new.start, new.end)
+                || (l.end != u64::MAX && l.end + 1 == new.start)
+                || (new.end != u64::MAX && new.end + 1 == l.start));
+        if adjacent {
+            new.start = new.start.min(l.start);
+            new.end = new.end.max(l.end);
+        }
+        !adjacent
+    });
+    locks.push(new);
+}
+
+impl LockManager {
+    /// The first lock of another owner that conflicts with `kind` on
+    /// `start..=end` (LOCKT, NLM TEST, and LOCK's conflict check).
+    pub fn test(&self, file: FileKey, owner: &LockOwner, kind: LockKind, start: u64, end: u64) -> Option<Lock> {
+        self.files.get(&file)?.iter().find(|l| l.owner != *owner && l.overlaps(start, end) && conflicts(l.kind, kind)).cloned()
+    }
+
+    /// Takes `kind` on `start..=end` for `owner`, replacing whatever the
+    /// owner held in that range. `max_per_client` bounds the number of
+    /// locks an NFSv4 client holds after the change.
+    pub fn lock(
+        &mut self,
+        file: FileKey,
+        owner: &LockOwner,
+        kind: LockKind,
+        start: u64,
+        end: u64,
+        max_per_client: usize,
+    ) -> Result<(), LockError> {
+        if let Some(c) = self.test(file, owner, kind, start, end) {
+            return Err(LockError::Conflict(c));
+        }
+        let mut next = self.files.get(&file).cloned().unwrap_or_default();
+        let before = next.iter().filter(|l| l.owner == *owner).count();
+        carve(&mut next, owner, start, end);
+        insert_merged(&mut next, Lock { owner: owner.clone(), kind, start, end });
+        let after = next.iter().filter(|l| l.owner == *owner).count();
+        if let Some(client) = owner.client() {
+            let held = self.per_client.get(&client).copied().unwrap_or(0);
+            if after > before && held - before + after > max_per_client {
+                return Err(LockError::TooMany);
+            }
+        }
+        self.files.insert(file, next);
+        self.adjust(owner, before, after);
+        Ok(())
+    }
+
+    /// Releases `owner`'s locks on `start..=end` (splitting as needed).
+    /// Unlocking what is not locked is not an error.
+    pub fn unlock(&mut self, file: FileKey, owner: &LockOwner, start: u64, end: u64) {
+        let Some(locks) = self.files.get_mut(&file) else { return };
+        let before = locks.iter().filter(|l| l.owner == *owner).count();
+        carve(locks, owner, start, end);
+        let after = locks.iter().filter(|l| l.owner == *owner).count();
+        if locks.is_empty() {
+            self.files.remove(&file);
+        }
+        self.adjust(owner, before, after);
+    }
+
+    fn adjust(&mut self, owner: &LockOwner, before: usize, after: usize) {
+        if let Some(client) = owner.client() {
+            let n = self.per_client.entry(client).or_default();
+            *n = (*n + after).saturating_sub(before);
+            if *n == 0 {
+                self.per_client.remove(&client);
+            }
+        }
+    }
+
+    /// Releases all of `owner`'s locks on `file`.
+    pub fn unlock_file(&mut self, file: FileKey, owner: &LockOwner) {
+        self.unlock(file, owner, 0, u64::MAX);
+    }
+
+    /// Whether `owner` holds any lock on `file`.
+    pub fn holds_on(&self, file: FileKey, owner: &LockOwner) -> bool {
+        self.files.get(&file).is_some_and(|ls| ls.iter().any(|l| l.owner == *owner))
+    }
+
+    /// Whether `owner` holds any lock anywhere.
+    pub fn holds_any(&self, owner: &LockOwner) -> bool {
+        self.files.values().any(|ls| ls.iter().any(|l| l.owner == *owner))
+    }
+
+    /// Releases every lock `pred` selects (an NFSv4 client going, an NLM
+    /// host rebooting).
+    pub fn release_where(&mut self, mut pred: impl FnMut(&LockOwner) -> bool) {
+        let mut dropped: Vec<LockOwner> = Vec::new();
+        self.files.retain(|_, ls| {
+            ls.retain(|l| {
+                let drop = pred(&l.owner);
+                if drop {
+                    dropped.push(l.owner.clone());
+                }
+                !drop
+            });
+            !ls.is_empty()
+        });
+        for o in dropped {
+            self.adjust(&o, 1, 0);
+        }
+    }
+
+    /// Releases every lock of NFSv4 `client`.
+    pub fn release_client(&mut self, client: u64) {
+        self.release_where(|o| o.client() == Some(client));
+    }
+
+    /// The locks on `file` (tests, diagnostics).
+    pub fn locks_on(&self, file: FileKey) -> Vec<Lock> {
+        let mut v = self.files.get(&file).cloned().unwrap_or_default();
+        v.sort_by_key(|l| (l.start, l.end));
+        v
+    }
+
+    /// Locks held by NFSv4 `client`.
+    pub fn count_for_client(&self, client: u64) -> usize {
+        self.per_client.get(&client).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: FileKey = (1, 10);
+    const MAX: usize = 1000;
+
+    fn v4(client: u64, o: &'static str) -> LockOwner {
+        LockOwner::V4 { client, owner: Bytes::from_static(o.as_bytes()) }
+    }
+
+    fn ranges(m: &LockManager) -> Vec<(u64, u64, LockKind)> {
+        m.locks_on(F).into_iter().map(|l| (l.start, l.end, l.kind)).collect()
+    }
+
+    #[test]
+    fn range_rules() {
+        assert_eq!(range_of(0, 0), None);
+        assert_eq!(range_of(5, u64::MAX), Some((5, u64::MAX)));
+        assert_eq!(range_of(u64::MAX - 1, 2), None);
+        assert_eq!(range_of(u64::MAX - 1, 1), Some((u64::MAX - 1, u64::MAX - 1)));
+        assert_eq!(range_of(10, 10), Some((10, 19)));
+    }
+
+    #[test]
+    fn conflicts_between_owners_only() {
+        let mut m = LockManager::default();
+        let a = v4(1, "a");
+        let b = v4(2, "b");
+        m.lock(F, &a, LockKind::Write, 0, 99, MAX).unwrap();
+        // The same owner may lock over its own lock.
+        m.lock(F, &a, LockKind::Write, 50, 149, MAX).unwrap();
+        assert_eq!(ranges(&m), vec![(0, 149, LockKind::Write)]);
+        let Err(LockError::Conflict(c)) = m.lock(F, &b, LockKind::Read, 100, 100, MAX) else { panic!() };
+        assert_eq!((c.owner.clone(), c.start, c.length()), (a.clone(), 0, 150));
+        assert!(m.lock(F, &b, LockKind::Read, 150, u64::MAX, MAX).is_ok());
+        // Readers share.
+        let c = v4(2, "c");
+        assert!(m.lock(F, &c, LockKind::Read, 200, 300, MAX).is_ok());
+        assert!(m.test(F, &c, LockKind::Write, 200, 300).is_some());
+        assert!(m.test(F, &a, LockKind::Read, 0, u64::MAX).is_none());
+        // Another file is independent.
+        assert!(m.test((1, 11), &c, LockKind::Write, 0, u64::MAX).is_none());
+    }
+
+    #[test]
+    fn unlock_splits_and_lock_merges() {
+        let mut m = LockManager::default();
+        let a = v4(1, "a");
+        m.lock(F, &a, LockKind::Write, 0, u64::MAX, MAX).unwrap();
+        m.unlock(F, &a, 100, 199);
+        assert_eq!(ranges(&m), vec![(0, 99, LockKind::Write), (200, u64::MAX, LockKind::Write)]);
+        assert_eq!(m.count_for_client(1), 2);
+        m.lock(F, &a, LockKind::Write, 100, 199, MAX).unwrap();
+        assert_eq!(ranges(&m), vec![(0, u64::MAX, LockKind::Write)]);
+        assert_eq!(m.count_for_client(1), 1);
+        m.unlock(F, &a, 0, u64::MAX);
+        assert!(ranges(&m).is_empty());
+        assert_eq!(m.count_for_client(1), 0);
+        // Unlocking nothing is fine.
+        m.unlock(F, &a, 5, 6);
+    }
+
+    #[test]
+    fn downgrade_and_upgrade_split() {
+        let mut m = LockManager::default();
+        let a = v4(1, "a");
+        let b = v4(2, "b");
+        m.lock(F, &a, LockKind::Write, 0, 99, MAX).unwrap();
+        m.lock(F, &a, LockKind::Read, 40, 59, MAX).unwrap();
+        assert_eq!(
+            ranges(&m),
+            vec![(0, 39, LockKind::Write), (40, 59, LockKind::Read), (60, 99, LockKind::Write)]
+        );
+        // Another reader fits in the downgraded part only.
+        assert!(m.lock(F, &b, LockKind::Read, 40, 59, MAX).is_ok());
+        assert!(m.lock(F, &b, LockKind::Read, 39, 40, MAX).is_err());
+        // Upgrading the middle back conflicts with b's reader.
+        let Err(LockError::Conflict(c)) = m.lock(F, &a, LockKind::Write, 40, 59, MAX) else { panic!() };
+        assert_eq!(c.owner, b);
+        m.unlock_file(F, &b);
+        m.lock(F, &a, LockKind::Write, 40, 59, MAX).unwrap();
+        assert_eq!(ranges(&m), vec![(0, 99, LockKind::Write)]);
+    }
+
+    #[test]
+    fn limits_and_release() {
+        let mut m = LockManager::default();
+        let a = v4(1, "a");
+        m.lock(F, &a, LockKind::Read, 0, 9, 2).unwrap();
+        m.lock(F, &a, LockKind::Read, 20, 29, 2).unwrap();
+        assert_eq!(m.lock(F, &a, LockKind::Read, 40, 49, 2), Err(LockError::TooMany));
+        // Merging does not add a lock.
+        m.lock(F, &a, LockKind::Read, 10, 19, 2).unwrap();
+        assert_eq!(m.count_for_client(1), 1);
+        let n = LockOwner::Nlm { caller: Bytes::from_static(b"host"), svid: 7, oh: Bytes::new() };
+        assert!(m.lock(F, &n, LockKind::Write, 0, 0, 0).is_err());
+        m.lock(F, &n, LockKind::Write, 100, 100, 0).unwrap();
+        assert!(m.holds_any(&n));
+        m.release_client(1);
+        assert!(!m.holds_any(&a));
+        assert!(m.holds_on(F, &n));
+        assert_eq!(m.count_for_client(1), 0);
+    }
+}
