@@ -12,6 +12,7 @@ pub mod clock;
 pub mod exports;
 pub mod fh;
 mod mount;
+mod nlm;
 mod ops;
 mod portmap;
 mod rpc;
@@ -19,10 +20,10 @@ mod settings;
 #[allow(dead_code)]
 pub mod state;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use portmap::uaddr;
 pub use rpc::Auth;
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use settings::CoreSettings;
 pub use state::{Backchannel, MemStore, NoBackchannel, StableStore};
 

@@ -35,6 +35,9 @@ const SERVICES: &[(u32, u32)] = &[
     (PMAP_PROGRAM, 4),
     (crate::mount::PROGRAM, crate::mount::VERSION),
     (crate::ops::v3::PROGRAM, crate::ops::v3::VERSION),
+    (crate::ops::v4::PROGRAM, crate::ops::v4::VERSION),
+    (crate::nlm::PROGRAM, crate::nlm::VERSION),
+    (crate::nlm::nsm::PROGRAM, crate::nlm::nsm::VERSION),
 ];
 
 impl Core {

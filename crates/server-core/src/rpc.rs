@@ -177,6 +177,14 @@ impl Core {
                 crate::ops::v4::VERSION => crate::ops::v4::dispatch(self, &call, &mut d, &mut e),
                 _ => return self.prog_mismatch(&call, 3, 4, "nfs.prog_mismatch"),
             },
+            crate::nlm::PROGRAM => match vers {
+                crate::nlm::VERSION => crate::nlm::dispatch(self, &call, &mut d, &mut e),
+                _ => return self.prog_mismatch(&call, 4, 4, "nlm.prog_mismatch"),
+            },
+            crate::nlm::nsm::PROGRAM => match vers {
+                crate::nlm::nsm::VERSION => crate::nlm::nsm::dispatch(self, &call, &mut d, &mut e),
+                _ => return self.prog_mismatch(&call, 1, 1, "nsm.prog_mismatch"),
+            },
             _ => {
                 self.warn(
                     WarnKind::Garbage,

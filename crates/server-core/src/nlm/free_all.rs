@@ -1,0 +1,18 @@
+//! NLM4_FREE_ALL: a client host restarted; drop every lock it held.
+
+use proto::nlm::*;
+
+use crate::state::lockmgr::LockOwner;
+use crate::Core;
+
+pub(super) fn free_all(core: &Core, a: nlm4_notify) -> ((), bool) {
+    release_host(core, &a.name);
+    ((), true)
+}
+
+/// Releases all NLM locks of the host `name` (also on SM_NOTIFY).
+pub(crate) fn release_host(core: &Core, name: &[u8]) {
+    let mut t = core.v4.tables.lock();
+    t.locks.release_where(|o| matches!(o, LockOwner::Nlm { caller, .. } if caller[..] == *name));
+    tracing::info!(host = %String::from_utf8_lossy(name), "released the NLM locks of a restarted client");
+}
