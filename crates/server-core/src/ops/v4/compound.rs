@@ -23,7 +23,11 @@ pub(crate) const PSEUDO_EXPORT_ID: u32 = u32::MAX;
 pub(crate) enum Fh {
     /// A directory of the pseudo file system (index into its nodes).
     Pseudo(u32),
-    Obj { export_id: u32, id: FileId, generation: u64 },
+    Obj {
+        export_id: u32,
+        id: FileId,
+        generation: u64,
+    },
 }
 
 /// The session slot this compound runs in (set by SEQUENCE).
