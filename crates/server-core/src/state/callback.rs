@@ -1,18 +1,196 @@
 //! The callback program over the back channel: CB_NULL, CB_SEQUENCE,
 //! CB_RECALL.
 
-use proto::nfs4::{nfs_fh4, stateid4};
-use xdr::Decoder;
+use std::time::Duration;
 
+use bytes::Bytes;
+use proto::nfs4::*;
+use proto::rpc::{reply_body, reply_data};
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+use super::sessions::{BackChannel, CbSlot, CbState, MAX_QUEUED_RECALLS};
 use super::{State4, Tables};
 use crate::Core;
+
+/// The callback program's version (RFC 8881 section 20).
+const CB_VERSION: u32 = 1;
+
+/// A callback sent and not yet answered.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub session: sessionid4,
+    pub client: u64,
+    /// The back-channel slot of a CB_COMPOUND; `None` for CB_NULL.
+    pub slot: Option<u32>,
+    pub sent: Duration,
+}
+
+/// The credential flavours we can send callbacks with.
+pub(crate) fn usable_sec(parms: &[callback_sec_parms4]) -> Option<callback_sec_parms4> {
+    parms.iter().find(|p| !matches!(p, callback_sec_parms4::RPCSEC_GSS(_))).cloned()
+}
+
+fn call_header(e: &mut Encoder, xid: u32, program: u32, proc_: u32, sec: &callback_sec_parms4) {
+    for v in [xid, 0, 2, program, CB_VERSION, proc_] {
+        e.u32(v);
+    }
+    match sec {
+        callback_sec_parms4::AUTH_SYS(p) => {
+            e.u32(1);
+            e.opaque_var(&xdr::to_bytes(p));
+        }
+        _ => {
+            e.u32(0);
+            e.u32(0);
+        }
+    }
+    // Verifier: AUTH_NONE.
+    e.u32(0);
+    e.u32(0);
+}
+
+/// Binds connection `conn` as `session`'s back channel (replacing any
+/// earlier one) and probes it with CB_NULL. False when the client gave no
+/// security flavour we can use.
+pub(crate) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64) -> bool {
+    let max_cb = st.settings.max_cb_slots;
+    let Some(s) = t.sessions.get_mut(session) else { return false };
+    let Some(sec) = usable_sec(&s.cb_sec) else { return false };
+    let slots = s.back.ca_maxrequests.clamp(1, max_cb);
+    let queue = s.backchannel.take().map(|b| b.queue).unwrap_or_default();
+    s.backchannel = Some(BackChannel {
+        conn,
+        program: s.cb_program,
+        sec,
+        state: CbState::Unknown,
+        slots: vec![CbSlot::default(); slots as usize],
+        max_request: s.back.ca_maxrequestsize,
+        max_ops: s.back.ca_maxoperations,
+        queue,
+    });
+    let sid = *session;
+    t.sessions.pending.retain(|_, p| p.session != sid);
+    probe(st, t, &sid);
+    true
+}
+
+/// Sends CB_NULL on `session`'s back channel.
+pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
+    let xid = t.sessions.next_xid();
+    let Some(s) = t.sessions.get_mut(session) else { return };
+    let client = s.client;
+    let Some(bc) = s.backchannel.as_mut() else { return };
+    let mut e = Encoder::with_capacity(64);
+    call_header(&mut e, xid, bc.program, CB_NULL, &bc.sec);
+    let conn = bc.conn;
+    if st.backchannel.send(conn, e.into_segments()) {
+        t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: None, sent: st.now() });
+    } else {
+        bc.state = CbState::Down;
+    }
+}
+
+/// Encodes CB_COMPOUND { CB_SEQUENCE, CB_RECALL } for slot `slot` and
+/// sends it. False if the connection is gone.
+fn send_recall(st: &State4, t: &mut Tables, session: &sessionid4, slot: u32, stateid: &stateid4, fh: &nfs_fh4) -> bool {
+    let xid = t.sessions.next_xid();
+    let Some(s) = t.sessions.get_mut(session) else { return false };
+    let client = s.client;
+    let Some(bc) = s.backchannel.as_mut() else { return false };
+    let i = slot as usize;
+    let seqid = bc.slots[i].seqid.wrapping_add(1);
+    let highest = bc.slots.iter().enumerate().filter(|(j, x)| x.busy.is_some() || *j == i).map(|(j, _)| j).max();
+    let args = CB_COMPOUND4args {
+        tag: Bytes::new(),
+        minorversion: 1,
+        callback_ident: 0,
+        argarray: vec![
+            nfs_cb_argop4::OP_CB_SEQUENCE(CB_SEQUENCE4args {
+                csa_sessionid: *session,
+                csa_sequenceid: seqid,
+                csa_slotid: slot,
+                csa_highest_slotid: highest.unwrap_or(i) as u32,
+                csa_cachethis: false,
+                csa_referring_call_lists: vec![],
+            }),
+            nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args { stateid: stateid.clone(), truncate: false, fh: fh.clone() }),
+        ],
+    };
+    let mut e = Encoder::with_capacity(256);
+    call_header(&mut e, xid, bc.program, CB_COMPOUND, &bc.sec);
+    args.encode(&mut e);
+    let conn = bc.conn;
+    if !st.backchannel.send(conn, e.into_segments()) {
+        bc.state = CbState::Down;
+        return false;
+    }
+    bc.slots[i].seqid = seqid;
+    bc.slots[i].busy = Some(xid);
+    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot), sent: st.now() });
+    true
+}
 
 /// A reply record that arrived on connection `conn` (a client answering
 /// one of our callbacks); `body` starts after the xid and message type.
 /// Returns whether it matched an outstanding callback.
-pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, body: Decoder) -> bool {
-    let _ = (core, conn, xid, body);
-    false
+pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> bool {
+    let st = &core.v4;
+    let mut guard = st.tables.lock();
+    let t = &mut *guard;
+    let Some(p) = t.sessions.pending.remove(&(conn, xid)) else { return false };
+    // None: the call failed at the RPC level or the reply is garbage.
+    let accepted = match reply_body::decode(&mut body) {
+        Ok(reply_body::MSG_ACCEPTED(a)) => matches!(a.reply_data, reply_data::SUCCESS),
+        _ => false,
+    };
+    let compound = if accepted && p.slot.is_some() { CB_COMPOUND4res::decode(&mut body).ok() } else { None };
+    let sid = p.session;
+    let Some(s) = t.sessions.get_mut(&sid) else { return true };
+    let Some(bc) = s.backchannel.as_mut() else { return true };
+    match p.slot {
+        None => {
+            bc.state = if accepted { CbState::Up } else { CbState::Down };
+            if !accepted {
+                tracing::info!(client = format_args!("{:#x}", p.client), "NFSv4.1 back channel probe failed");
+            }
+        }
+        Some(slot) => {
+            let i = slot as usize;
+            if i < bc.slots.len() && bc.slots[i].busy == Some(xid) {
+                bc.slots[i].busy = None;
+            }
+            match compound {
+                Some(r) => {
+                    let seq_ok = matches!(
+                        r.resarray.first(),
+                        Some(nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(_)))
+                    );
+                    if !seq_ok && i < bc.slots.len() {
+                        // The client did not take the sequence id.
+                        bc.slots[i].seqid = bc.slots[i].seqid.wrapping_sub(1);
+                    }
+                    if r.status == nfsstat4::NFS4_OK || seq_ok {
+                        bc.state = CbState::Up;
+                    } else {
+                        tracing::info!(client = format_args!("{:#x}", p.client), status = ?r.status, "NFSv4.1 callback refused; back channel marked down");
+                        bc.state = CbState::Down;
+                    }
+                }
+                None => bc.state = CbState::Down,
+            }
+        }
+    }
+    if bc.state == CbState::Down {
+        bc.queue.clear();
+        return true;
+    }
+    // A slot came free: send the next queued recall.
+    if let Some(slot) = bc.slots.iter().position(|x| x.busy.is_none()) {
+        if let Some((stateid, fh)) = bc.queue.pop_front() {
+            send_recall(st, t, &sid, slot as u32, &stateid, &fh);
+        }
+    }
+    true
 }
 
 /// Sends CB_RECALL for delegation `stateid` on `fh` to `client` over one
@@ -20,13 +198,57 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, body: Decoder) -> bool 
 /// back channel (the caller then treats the delegation as unrecallable
 /// and revokes it once the lease passes).
 pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid4, fh: &nfs_fh4) -> bool {
-    let _ = (st, t, client, stateid, fh);
-    false
+    loop {
+        // Prefer a back channel that answered, then one not yet probed.
+        let mut candidates: Vec<(u8, sessionid4)> = t
+            .sessions
+            .map
+            .values()
+            .filter(|s| s.client == client)
+            .filter_map(|s| {
+                let bc = s.backchannel.as_ref()?;
+                if bc.max_ops < 2 {
+                    return None;
+                }
+                match bc.state {
+                    CbState::Up => Some((0, s.id)),
+                    CbState::Unknown => Some((1, s.id)),
+                    CbState::Down => None,
+                }
+            })
+            .collect();
+        candidates.sort();
+        let Some(&(_, sid)) = candidates.first() else { return false };
+        let bc = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()).expect("candidate");
+        match bc.slots.iter().position(|x| x.busy.is_none()) {
+            Some(slot) => {
+                if send_recall(st, t, &sid, slot as u32, stateid, fh) {
+                    return true;
+                }
+                // That connection is gone (marked down): try another.
+            }
+            None => {
+                if bc.queue.len() >= MAX_QUEUED_RECALLS {
+                    return false;
+                }
+                bc.queue.push_back((stateid.clone(), fh.clone()));
+                return true;
+            }
+        }
+    }
 }
 
 /// Whether `client` has a back channel that answered (CB_PATH_DOWN
 /// otherwise); delegations are only granted to such clients.
 pub(crate) fn has_backchannel(t: &Tables, client: u64) -> bool {
-    let _ = (t, client);
-    false
+    t.sessions
+        .map
+        .values()
+        .any(|s| s.client == client && s.backchannel.as_ref().is_some_and(|b| b.state == CbState::Up))
+}
+
+/// Whether `client` has any back channel not known to be down (for
+/// SEQ4_STATUS_CB_PATH_DOWN).
+pub(crate) fn path_up(t: &Tables, client: u64) -> bool {
+    t.sessions.map.values().any(|s| s.client == client && s.back_bound())
 }

@@ -1,5 +1,6 @@
 //! The grace period after a restart (RFC 8881 section 8.4.2).
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// Which clients may reclaim, and until when.
@@ -9,12 +10,14 @@ pub(crate) struct Grace {
     pub known: Vec<Vec<u8>>,
     /// End of the grace period on the state clock; `None`: not in grace.
     pub until: Option<Duration>,
+    /// Known owners that sent RECLAIM_COMPLETE.
+    pub completed: HashSet<Vec<u8>>,
 }
 
 impl Grace {
     pub fn start(known: Vec<Vec<u8>>, now: Duration, length: Duration) -> Grace {
         let until = if known.is_empty() { None } else { Some(now + length) };
-        Grace { known, until }
+        Grace { known, until, completed: HashSet::new() }
     }
 
     /// True while new (non-reclaim) opens and locks must get NFS4ERR_GRACE.
@@ -22,10 +25,40 @@ impl Grace {
         match self.until {
             Some(t) if now < t => true,
             Some(_) => {
-                self.until = None;
+                self.end("time ran out");
                 false
             }
             None => false,
         }
+    }
+
+    /// Whether `owner` held state before the restart.
+    pub fn is_known(&self, owner: &[u8]) -> bool {
+        self.until.is_some() && self.known.iter().any(|k| &k[..] == owner)
+    }
+
+    /// `owner` finished reclaiming; grace ends once every known client has.
+    pub fn complete(&mut self, owner: &[u8]) {
+        if self.until.is_none() || !self.known.iter().any(|k| &k[..] == owner) {
+            return;
+        }
+        self.completed.insert(owner.to_vec());
+        if self.known.iter().all(|k| self.completed.contains(k)) {
+            self.end("every client completed reclaim");
+        }
+    }
+
+    /// A known owner that will not reclaim (it expired or was destroyed)
+    /// no longer holds the grace period open.
+    pub fn forget(&mut self, owner: &[u8]) {
+        self.complete(owner);
+    }
+
+    fn end(&mut self, why: &str) {
+        if self.until.take().is_some() {
+            tracing::info!("NFSv4 grace period over: {why}");
+        }
+        self.known.clear();
+        self.completed.clear();
     }
 }

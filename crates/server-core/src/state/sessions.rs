@@ -1,4 +1,222 @@
 //! Sessions, slot tables and the per-slot reply cache (RFC 8881 2.10).
 
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hasher;
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::nfs4::{callback_sec_parms4, channel_attrs4, nfs_fh4, sessionid4, stateid4};
+
+/// What a slot remembers of its last request.
+#[derive(Debug, Clone)]
+pub(crate) enum Cached {
+    /// Never used: a request with sequence id 0 is SEQ_MISORDERED.
+    Initial,
+    /// The reply body (status, tag, results) to send again.
+    Reply(Vec<Bytes>),
+    /// The reply was not kept (`sa_cachethis` false or too large).
+    Uncached,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Slot {
+    pub seqid: u32,
+    pub busy: bool,
+    /// Digest of the request that last used the slot.
+    pub digest: u64,
+    pub cached: Cached,
+}
+
+/// Digest of a request's bytes, to tell retransmissions from different
+/// requests reusing a slot and sequence id.
+pub(crate) fn digest(raw: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write_usize(raw.len());
+    h.write(raw);
+    h.finish()
+}
+
+/// Whether the back channel answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CbState {
+    /// Bound, the CB_NULL probe not answered yet.
+    Unknown,
+    Up,
+    Down,
+}
+
+/// A back-channel slot (we are the requester).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CbSlot {
+    pub seqid: u32,
+    /// Xid of the callback in flight on the slot.
+    pub busy: Option<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct BackChannel {
+    pub conn: u64,
+    pub program: u32,
+    pub sec: callback_sec_parms4,
+    pub state: CbState,
+    pub slots: Vec<CbSlot>,
+    /// Largest CB request the client takes and operations per CB_COMPOUND.
+    pub max_request: u32,
+    pub max_ops: u32,
+    /// Recalls waiting for a free back-channel slot (bounded).
+    pub queue: VecDeque<(stateid4, nfs_fh4)>,
+}
+
+/// Longest recall queue per back channel.
+pub(crate) const MAX_QUEUED_RECALLS: usize = 1024;
+
+/// Connection directions bound to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConnBinding {
+    pub conn: u64,
+    pub fore: bool,
+    pub back: bool,
+}
+
+/// Length of the window over which slot use is measured before the target
+/// highest slot is raised or lowered.
+pub(crate) const TARGET_WINDOW: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub id: sessionid4,
+    pub client: u64,
+    pub flags: u32,
+    pub fore: channel_attrs4,
+    pub back: channel_attrs4,
+    pub slots: Vec<Slot>,
+    /// Slots the client is asked to use (`sr_target_highest_slotid + 1`).
+    pub target: u32,
+    /// Most slots in use (or declared by `sa_highest_slotid`) in the
+    /// current window.
+    pub peak: u32,
+    pub window_start: Duration,
+    pub conns: Vec<ConnBinding>,
+    pub cb_program: u32,
+    pub cb_sec: Vec<callback_sec_parms4>,
+    pub backchannel: Option<BackChannel>,
+}
+
+impl Session {
+    pub fn new(
+        id: sessionid4,
+        client: u64,
+        fore: channel_attrs4,
+        back: channel_attrs4,
+        initial_target: u32,
+        now: Duration,
+    ) -> Session {
+        let n = fore.ca_maxrequests.max(1);
+        let slot = Slot { seqid: 0, busy: false, digest: 0, cached: Cached::Initial };
+        Session {
+            id,
+            client,
+            flags: 0,
+            fore,
+            back,
+            slots: vec![slot; n as usize],
+            target: initial_target.clamp(1, n),
+            peak: 0,
+            window_start: now,
+            conns: Vec::new(),
+            cb_program: 0,
+            cb_sec: Vec::new(),
+            backchannel: None,
+        }
+    }
+
+    pub fn busy_slots(&self) -> u32 {
+        self.slots.iter().filter(|s| s.busy).count() as u32
+    }
+
+    /// Raises or lowers the target highest slot from the use seen in the
+    /// windows that ended; `in_use` is what the request at `now` shows
+    /// (slots busy including its own, or the client's `sa_highest_slotid`
+    /// + 1, whichever is more). Doubling when three quarters of the
+    /// target were in use, shrinking by a quarter per window in which
+    /// under half was.
+    pub fn adjust_target(&mut self, now: Duration, in_use: u32) {
+        let n = self.slots.len() as u32;
+        let elapsed = now.saturating_sub(self.window_start);
+        if elapsed >= TARGET_WINDOW {
+            let windows = (elapsed.as_nanos() / TARGET_WINDOW.as_nanos()).min(64) as u32;
+            let mut peak = self.peak;
+            for _ in 0..windows {
+                if peak * 4 >= self.target * 3 {
+                    self.target = (self.target.saturating_mul(2)).min(n);
+                } else if peak * 2 < self.target {
+                    let lowered = self.target - (self.target / 4).max(1);
+                    self.target = lowered.max(peak).max(1);
+                }
+                // Windows after the first saw no requests at all.
+                peak = 0;
+            }
+            self.window_start = now;
+            self.peak = 0;
+        }
+        self.peak = self.peak.max(in_use);
+        // Use beyond the whole target within one window raises it at once
+        // (the client is obviously able to use more).
+        if self.peak > self.target {
+            self.target = self.peak.min(n);
+        }
+    }
+
+    pub fn back_bound(&self) -> bool {
+        self.backchannel.as_ref().is_some_and(|b| b.state != CbState::Down)
+    }
+}
+
 #[derive(Debug, Default)]
-pub(crate) struct Sessions {}
+pub(crate) struct Sessions {
+    pub map: HashMap<sessionid4, Session>,
+    counter: u64,
+    /// Callbacks sent and not answered, by (connection, xid).
+    pub pending: HashMap<(u64, u32), super::callback::Pending>,
+    pub cb_xid: u32,
+}
+
+impl Sessions {
+    /// A new session id: the boot time, a counter and the client id, so
+    /// ids never repeat within or across server instances.
+    pub fn new_id(&mut self, boot: u32, client: u64) -> sessionid4 {
+        self.counter += 1;
+        let mut id = [0u8; 16];
+        id[..4].copy_from_slice(&boot.to_be_bytes());
+        id[4..12].copy_from_slice(&self.counter.to_be_bytes());
+        id[12..].copy_from_slice(&(client as u32).to_be_bytes());
+        id
+    }
+
+    pub fn get(&self, id: &sessionid4) -> Option<&Session> {
+        self.map.get(id)
+    }
+
+    pub fn get_mut(&mut self, id: &sessionid4) -> Option<&mut Session> {
+        self.map.get_mut(id)
+    }
+
+    pub fn ids_of(&self, client: u64) -> Vec<sessionid4> {
+        self.map.values().filter(|s| s.client == client).map(|s| s.id).collect()
+    }
+
+    /// Removes a session and forgets its outstanding callbacks.
+    pub fn remove(&mut self, id: &sessionid4) -> Option<Session> {
+        let s = self.map.remove(id)?;
+        self.pending.retain(|_, p| p.session != *id);
+        Some(s)
+    }
+
+    pub fn next_xid(&mut self) -> u32 {
+        self.cb_xid = self.cb_xid.wrapping_add(1);
+        if self.cb_xid == 0 {
+            self.cb_xid = 1;
+        }
+        self.cb_xid
+    }
+}

@@ -97,3 +97,108 @@ impl Session {
         r
     }
 }
+
+// ---- NFSv4 state environment: virtual clock, recorded back channel ----
+
+use std::sync::{Arc, Mutex};
+
+use server_core::state::Nfs4Settings;
+use server_core::{Backchannel, CoreSettings, ManualClock, MemStore};
+
+/// A back channel that keeps every record sent, with its connection.
+#[derive(Default)]
+pub struct RecordingBackchannel {
+    pub sent: Mutex<Vec<(u64, Bytes)>>,
+}
+
+impl Backchannel for RecordingBackchannel {
+    fn send(&self, conn: u64, record: Vec<Bytes>) -> bool {
+        self.sent.lock().unwrap().push((conn, super::join(&record)));
+        true
+    }
+}
+
+/// An Env whose NFSv4 state runs on a manual clock, sends callbacks into a
+/// recorder and persists client records in `store`.
+pub fn env_with_nfs4(nfs4: Nfs4Settings, store: Arc<MemStore>) -> (Env, Arc<ManualClock>, Arc<RecordingBackchannel>) {
+    let settings = CoreSettings { nfs4, ..CoreSettings::default() };
+    let mut env = super::env_with("/export *(rw,insecure)\n", settings);
+    let clock = Arc::new(ManualClock::default());
+    let cb = Arc::new(RecordingBackchannel::default());
+    env.core = env.core.with_nfs4_env(clock.clone(), cb.clone(), store);
+    (env, clock, cb)
+}
+
+pub fn exchange_id_as(env: &Env, cred: &Cred, name: &str, verifier: [u8; 8], flags: u32) -> EXCHANGE_ID4res {
+    let eid = EXCHANGE_ID4args {
+        eia_clientowner: client_owner4 { co_verifier: verifier, co_ownerid: Bytes::copy_from_slice(name.as_bytes()) },
+        eia_flags: flags,
+        eia_state_protect: state_protect4_a::SP4_NONE,
+        eia_client_impl_id: vec![],
+    };
+    let r = env.compound_as(cred, 1, vec![nfs_argop4::OP_EXCHANGE_ID(eid)]);
+    let nfs_resop4::OP_EXCHANGE_ID(res) = r.resarray.into_iter().next().expect("a result") else { panic!() };
+    res
+}
+
+pub fn create_session_args(clientid: clientid4, sequence: u32, flags: u32, slots: u32) -> CREATE_SESSION4args {
+    CREATE_SESSION4args {
+        csa_clientid: clientid,
+        csa_sequence: sequence,
+        csa_flags: flags,
+        csa_fore_chan_attrs: channel(slots),
+        csa_back_chan_attrs: channel(4),
+        csa_cb_program: 0x40000000,
+        csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
+    }
+}
+
+pub fn create_session(env: &Env, args: CREATE_SESSION4args) -> CREATE_SESSION4res {
+    let r = env.compound(1, vec![nfs_argop4::OP_CREATE_SESSION(args)]);
+    let nfs_resop4::OP_CREATE_SESSION(res) = r.resarray.into_iter().next().expect("a result") else { panic!() };
+    res
+}
+
+impl Session {
+    /// EXCHANGE_ID + CREATE_SESSION with `flags` and `slots` fore-channel
+    /// slots asked for.
+    pub fn with(env: &Env, name: &str, flags: u32, slots: u32) -> Session {
+        let EXCHANGE_ID4res::NFS4_OK(eid) = exchange_id_as(env, &user(), name, [1; 8], EXCHGID4_FLAG_USE_NON_PNFS)
+        else {
+            panic!("EXCHANGE_ID failed")
+        };
+        let res = create_session(env, create_session_args(eid.eir_clientid, eid.eir_sequenceid, flags, slots));
+        let CREATE_SESSION4res::NFS4_OK(cs) = res else { panic!("CREATE_SESSION failed: {res:?}") };
+        let n = cs.csr_fore_chan_attrs.ca_maxrequests as usize;
+        Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; n] }
+    }
+
+    /// The SEQUENCE op for the next request on `slot`, declaring
+    /// `highest` as the client's highest slot in use.
+    pub fn sequence_hi(&mut self, slot: u32, highest: u32) -> nfs_argop4 {
+        self.seq[slot as usize] += 1;
+        nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+            sa_sessionid: self.sessionid,
+            sa_sequenceid: self.seq[slot as usize],
+            sa_slotid: slot,
+            sa_highest_slotid: highest,
+            sa_cachethis: true,
+        })
+    }
+
+    /// `ops` behind a SEQUENCE on `slot`; the whole result, SEQUENCE
+    /// included.
+    pub fn run_on(&mut self, env: &Env, slot: u32, highest: u32, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        let mut all = vec![self.sequence_hi(slot, highest)];
+        all.extend(ops);
+        env.compound(1, all)
+    }
+}
+
+/// The SEQUENCE result at the head of a compound reply.
+pub fn seq_res(r: &COMPOUND4res) -> &SEQUENCE4resok {
+    match r.resarray.first() {
+        Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::NFS4_OK(ok))) => ok,
+        other => panic!("no SEQUENCE result: {other:?} (status {:?})", r.status),
+    }
+}

@@ -4,7 +4,10 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
+use super::compound::SeqCtx;
 use super::Compound;
+use crate::state::sessions::{digest, Cached};
+use crate::state::{callback, clients};
 
 /// What SEQUENCE at the head of a compound decided.
 pub(super) enum Begin {
@@ -18,13 +21,104 @@ pub(super) enum Begin {
 /// `raw` is the whole COMPOUND argument as received, for telling a
 /// retransmission from a different request on the same slot.
 pub(super) fn begin(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Begin {
-    let _ = (cx, args, raw);
-    Begin::Fail(nfsstat4::NFS4ERR_BADSESSION)
+    match claim(cx, args, raw) {
+        Ok(Ok(res)) => Begin::Run(res),
+        Ok(Err(body)) => Begin::Replay(body),
+        Err(s) => Begin::Fail(s),
+    }
+}
+
+/// `Ok(Ok)`: run; `Ok(Err(body))`: replay.
+#[allow(clippy::type_complexity)]
+fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<SEQUENCE4resok, Vec<Bytes>>, nfsstat4> {
+    let st = cx.state();
+    let now = st.now();
+    let mut guard = st.tables.lock();
+    let t = &mut *guard;
+    clients::tidy(st, t);
+    let sid = args.sa_sessionid;
+    let Some(s) = t.sessions.get(&sid) else { return Err(nfsstat4::NFS4ERR_BADSESSION) };
+    let client = s.client;
+    if t.clients.confirmed(client).is_none() {
+        // The client expired or was destroyed: its sessions are gone.
+        t.sessions.remove(&sid);
+        return Err(nfsstat4::NFS4ERR_BADSESSION);
+    }
+    let s = t.sessions.get_mut(&sid).expect("session");
+    let slotid = args.sa_slotid;
+    if slotid as usize >= s.slots.len() {
+        return Err(nfsstat4::NFS4ERR_BADSLOT);
+    }
+    let d = digest(raw);
+    let slot = &mut s.slots[slotid as usize];
+    if args.sa_sequenceid == slot.seqid {
+        if slot.busy {
+            return Err(nfsstat4::NFS4ERR_DELAY);
+        }
+        return match &slot.cached {
+            Cached::Initial => Err(nfsstat4::NFS4ERR_SEQ_MISORDERED),
+            _ if slot.digest != d => Err(nfsstat4::NFS4ERR_SEQ_FALSE_RETRY),
+            Cached::Reply(body) => Ok(Err(body.clone())),
+            Cached::Uncached => Err(nfsstat4::NFS4ERR_RETRY_UNCACHED_REP),
+        };
+    }
+    if args.sa_sequenceid != slot.seqid.wrapping_add(1) || slot.busy {
+        return Err(nfsstat4::NFS4ERR_SEQ_MISORDERED);
+    }
+    if cx.op_count > s.fore.ca_maxoperations as usize {
+        return Err(nfsstat4::NFS4ERR_TOO_MANY_OPS);
+    }
+    if raw.len() > s.fore.ca_maxrequestsize as usize {
+        return Err(nfsstat4::NFS4ERR_REQ_TOO_BIG);
+    }
+    let slot = &mut s.slots[slotid as usize];
+    slot.seqid = args.sa_sequenceid;
+    slot.busy = true;
+    slot.digest = d;
+    slot.cached = Cached::Uncached;
+    let in_use = s.busy_slots().max(args.sa_highest_slotid.saturating_add(1));
+    s.adjust_target(now, in_use);
+    let res = SEQUENCE4resok {
+        sr_sessionid: sid,
+        sr_sequenceid: args.sa_sequenceid,
+        sr_slotid: slotid,
+        sr_highest_slotid: s.slots.len() as u32 - 1,
+        sr_target_highest_slotid: s.target - 1,
+        sr_status_flags: 0,
+    };
+    cx.seq = Some(SeqCtx {
+        sessionid: sid,
+        slotid,
+        clientid: client,
+        cachethis: args.sa_cachethis,
+        max_response: s.fore.ca_maxresponsesize,
+        max_cached: s.fore.ca_maxresponsesize_cached,
+    });
+    let _ = t.clients.renew(client, now);
+    let mut flags = t.clients.get(client).map_or(0, |c| c.status_flags);
+    if !callback::path_up(t, client) {
+        flags |= SEQ4_STATUS_CB_PATH_DOWN;
+    }
+    if !t.sessions.get(&sid).is_some_and(|s| s.back_bound()) {
+        flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
+    }
+    Ok(Ok(SEQUENCE4resok { sr_status_flags: flags, ..res }))
 }
 
 /// Stores the reply body in the slot and releases it.
 pub(super) fn finish(cx: &Compound, body: &[Bytes]) {
-    let _ = (cx, body);
+    let Some(seq) = &cx.seq else { return };
+    let st = cx.state();
+    let mut t = st.tables.lock();
+    let Some(s) = t.sessions.get_mut(&seq.sessionid) else { return };
+    let Some(slot) = s.slots.get_mut(seq.slotid as usize) else { return };
+    let len: usize = body.iter().map(|b| b.len()).sum();
+    slot.busy = false;
+    slot.cached = if seq.cachethis && len <= seq.max_cached as usize {
+        Cached::Reply(body.to_vec())
+    } else {
+        Cached::Uncached
+    };
 }
 
 /// SEQUENCE anywhere but first (the dispatcher answers that before
