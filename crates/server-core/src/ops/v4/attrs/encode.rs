@@ -88,7 +88,7 @@ pub(crate) fn supported_mask(minor: u32) -> bitmap4 {
     m
 }
 
-pub(crate) fn pseudo_fileid(node: u32) -> u64 {
+fn pseudo_fileid(node: u32) -> u64 {
     PSEUDO_FILEID | u64::from(node)
 }
 

@@ -13,7 +13,7 @@ use vfs::SetAttrs;
 
 use super::Compound;
 
-pub(crate) use encode::{encode, pseudo_fileid, rdattr_error_only, supported_mask, Subject};
+pub(crate) use encode::{encode, rdattr_error_only, supported_mask, Subject};
 
 /// Attributes a client may only set (RFC 8881 section 5.7): asking for
 /// them in GETATTR, READDIR, VERIFY or NVERIFY is NFS4ERR_INVAL.
