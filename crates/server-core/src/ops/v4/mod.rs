@@ -6,6 +6,7 @@
 
 pub(crate) mod attrs;
 pub(crate) mod compound;
+pub(crate) mod dirops;
 pub(crate) mod pseudo;
 pub(crate) mod status;
 mod table;

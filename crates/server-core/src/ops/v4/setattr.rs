@@ -1,10 +1,55 @@
-//! SETATTR (RFC 8881 section 18).
+//! SETATTR (RFC 8881 section 18.30). Permission follows POSIX as in
+//! NFSv3 (`auth::check_setattr`). A size change is a write: its stateid
+//! is checked against opens, locks and delegations like WRITE's; other
+//! changes ignore the stateid. `attrsset` is empty on failure: the
+//! backend applies the change in one step or not at all.
 
 use proto::nfs4::*;
+use vfs::FileType;
 
-use super::Compound;
+use super::attrs;
+use super::dirops::writable;
+use super::status::stat4;
+use super::{Compound, Fh};
+use crate::auth::{check_setattr, filter_mode, SetattrDenied};
+use crate::state::stateids::{check_io, IoKind};
 
 pub(super) fn run(cx: &mut Compound, args: SETATTR4args) -> SETATTR4res {
-    let _ = (cx, args);
-    SETATTR4res { status: nfsstat4::NFS4ERR_NOTSUPP, attrsset: Vec::new() }
+    match set(cx, &args) {
+        Ok(attrsset) => SETATTR4res { status: nfsstat4::NFS4_OK, attrsset },
+        Err(status) => SETATTR4res { status, attrsset: Vec::new() },
+    }
+}
+
+fn set(cx: &Compound, args: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
+    let fh = cx.cfh()?;
+    let (mut set, given) = attrs::decode_set(cx, &args.obj_attributes)?;
+    if let Fh::Pseudo(_) = fh {
+        return Err(nfsstat4::NFS4ERR_ROFS);
+    }
+    let o = cx.resolve(fh)?;
+    writable(&o)?;
+    if let Some(size) = set.size {
+        match o.attrs.ftype {
+            FileType::Regular => {}
+            FileType::Directory => return Err(nfsstat4::NFS4ERR_ISDIR),
+            _ => return Err(nfsstat4::NFS4ERR_INVAL),
+        }
+        let stateid = cx.resolve_stateid(&args.stateid)?;
+        let st = cx.state();
+        let mut t = st.tables.lock();
+        check_io(st, &mut t, cx.session_client(), &stateid, (o.export.id, o.id), IoKind::Write, (size, u64::MAX))?;
+    }
+    match check_setattr(&o.attrs, &o.creds, &set) {
+        Ok(()) => {}
+        Err(SetattrDenied::Perm) => return Err(nfsstat4::NFS4ERR_PERM),
+        Err(SetattrDenied::Access) => return Err(nfsstat4::NFS4ERR_ACCESS),
+    }
+    if let Some(m) = set.mode {
+        set.mode = Some(filter_mode(set.gid.unwrap_or(o.attrs.gid), &o.creds, m));
+    }
+    if given.iter().any(|w| *w != 0) {
+        o.fs().setattr(o.id, &set, None).map_err(stat4)?;
+    }
+    Ok(given)
 }

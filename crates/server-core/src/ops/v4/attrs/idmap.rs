@@ -1,0 +1,108 @@
+//! `owner` / `owner_group` strings (RFC 8881 section 5.9): `user@domain`
+//! from the host's /etc/passwd and /etc/group (read once), or bare
+//! numeric ids, per `OwnerFormat`. Numeric strings are always accepted
+//! from clients.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use proto::nfs4::nfsstat4;
+
+use crate::state::{Nfs4Settings, OwnerFormat};
+
+#[derive(Default)]
+struct Table {
+    names: HashMap<u32, String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Table {
+    /// `name:password:id:...` lines; the first line for a name or id wins.
+    fn parse(text: &str) -> Table {
+        let mut t = Table::default();
+        for line in text.lines() {
+            let mut f = line.split(':');
+            let (Some(name), Some(_), Some(id)) = (f.next(), f.next(), f.next()) else { continue };
+            let Ok(id) = id.trim().parse::<u32>() else { continue };
+            if name.is_empty() || name.starts_with('#') {
+                continue;
+            }
+            t.names.entry(id).or_insert_with(|| name.to_owned());
+            t.ids.entry(name.to_owned()).or_insert(id);
+        }
+        t
+    }
+
+    fn load(path: &str) -> Table {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Table::parse(&text),
+            Err(e) => {
+                tracing::warn!("cannot read {path} for NFSv4 owner names, sending numeric ids: {e}");
+                Table::default()
+            }
+        }
+    }
+}
+
+fn users() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| Table::load("/etc/passwd"))
+}
+
+fn groups() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| Table::load("/etc/group"))
+}
+
+/// The wire form of uid (or gid with `group`).
+pub(crate) fn to_name(s: &Nfs4Settings, id: u32, group: bool) -> String {
+    if s.owner_format == OwnerFormat::Name {
+        let t = if group { groups() } else { users() };
+        if let Some(name) = t.names.get(&id) {
+            return format!("{name}@{}", s.domain);
+        }
+    }
+    id.to_string()
+}
+
+/// A client's owner string: a decimal id, or `name@domain` in our domain
+/// with a name the host knows; anything else is NFS4ERR_BADOWNER.
+pub(crate) fn from_name(s: &Nfs4Settings, owner: &[u8], group: bool) -> Result<u32, nfsstat4> {
+    let owner = std::str::from_utf8(owner).map_err(|_| nfsstat4::NFS4ERR_INVAL)?;
+    if !owner.is_empty() && owner.bytes().all(|b| b.is_ascii_digit()) {
+        return owner.parse::<u32>().map_err(|_| nfsstat4::NFS4ERR_BADOWNER);
+    }
+    let Some((name, domain)) = owner.rsplit_once('@') else {
+        return Err(nfsstat4::NFS4ERR_BADOWNER);
+    };
+    if !domain.eq_ignore_ascii_case(&s.domain) {
+        return Err(nfsstat4::NFS4ERR_BADOWNER);
+    }
+    let t = if group { groups() } else { users() };
+    t.ids.get(name).copied().ok_or(nfsstat4::NFS4ERR_BADOWNER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_passwd_lines() {
+        let t = Table::parse("root:x:0:0:root:/root:/bin/sh\n# comment\nbad\nalice:x:1000:1000::/home/a:/bin/sh\nalias:x:1000:1\n");
+        assert_eq!(t.names.get(&0).map(String::as_str), Some("root"));
+        assert_eq!(t.names.get(&1000).map(String::as_str), Some("alice"));
+        assert_eq!(t.ids.get("alias"), Some(&1000));
+        assert_eq!(t.ids.len(), 3);
+    }
+
+    #[test]
+    fn numeric_and_foreign_owners() {
+        let s = Nfs4Settings::default();
+        assert_eq!(from_name(&s, b"1234", false), Ok(1234));
+        assert_eq!(from_name(&s, b"99999999999", false), Err(nfsstat4::NFS4ERR_BADOWNER));
+        assert_eq!(from_name(&s, b"root@elsewhere.org", false), Err(nfsstat4::NFS4ERR_BADOWNER));
+        assert_eq!(from_name(&s, b"", false), Err(nfsstat4::NFS4ERR_BADOWNER));
+        let n = Nfs4Settings { owner_format: OwnerFormat::Numeric, ..Nfs4Settings::default() };
+        assert_eq!(to_name(&n, 0, false), "0");
+    }
+}

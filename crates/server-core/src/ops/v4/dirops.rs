@@ -1,0 +1,68 @@
+//! What the NFSv4 file-system operations share: the read-only and type
+//! checks, change_info4, and the owner and attributes of new objects
+//! (the same rules as NFSv3's, in NFSv4 statuses).
+
+use proto::nfs4::*;
+use vfs::{Attrs, FileType, SetAttrs, Vfs};
+
+use super::Obj;
+use crate::auth::Creds;
+
+/// Every change on a read-only export.
+pub(crate) fn writable(o: &Obj) -> Result<(), nfsstat4> {
+    if o.read_only() {
+        tracing::debug!(export = %o.export.path, "change refused on read-only export");
+        return Err(nfsstat4::NFS4ERR_ROFS);
+    }
+    Ok(())
+}
+
+/// The current handle must be a directory: symbolic links get
+/// NFS4ERR_SYMLINK where the RFC says so (LOOKUP), NFS4ERR_NOTDIR
+/// otherwise.
+pub(crate) fn directory(o: &Obj, symlink_err: bool) -> Result<(), nfsstat4> {
+    match o.attrs.ftype {
+        FileType::Directory => Ok(()),
+        FileType::Symlink if symlink_err => Err(nfsstat4::NFS4ERR_SYMLINK),
+        _ => Err(nfsstat4::NFS4ERR_NOTDIR),
+    }
+}
+
+/// change_info4 of a directory changed by an operation: `before` is its
+/// snapshot, `after` read now. Not atomic: other changes may fall between.
+pub(crate) fn cinfo(before: &Attrs, fs: &dyn Vfs, id: vfs::FileId) -> change_info4 {
+    let after = fs.getattr(id).map_or(before.change, |a| a.change);
+    change_info4 { atomic: false, before: before.change, after }
+}
+
+/// Attributes a non-root caller may give a new object: its own uid, and
+/// a group it belongs to.
+pub(crate) fn check_create_attrs(creds: &Creds, set: &SetAttrs) -> Result<(), nfsstat4> {
+    if creds.is_root() {
+        return Ok(());
+    }
+    if set.uid.is_some_and(|u| u != creds.uid) || set.gid.is_some_and(|g| !creds.in_group(g)) {
+        return Err(nfsstat4::NFS4ERR_PERM);
+    }
+    Ok(())
+}
+
+/// The owner of a new object in `dir`: the caller, with the directory's
+/// group when the directory is setgid.
+pub(crate) fn new_owner(dir: &Attrs, creds: &Creds) -> vfs::Owner {
+    let mut o = creds.owner();
+    if dir.mode & 0o2000 != 0 {
+        o.gid = dir.gid;
+    }
+    o
+}
+
+/// An object of the wrong type with no more specific error: NFSv4.0 says
+/// NFS4ERR_INVAL, NFSv4.1 NFS4ERR_WRONG_TYPE (RFC 8881 section 15.1.2.9).
+pub(crate) fn wrong_type(minor: u32) -> nfsstat4 {
+    if minor == 0 {
+        nfsstat4::NFS4ERR_INVAL
+    } else {
+        nfsstat4::NFS4ERR_WRONG_TYPE
+    }
+}
