@@ -1,1 +1,174 @@
 //! Read and write delegations: grant policy, recall, revocation.
+//!
+//! A delegation is granted on OPEN when no other client has the file
+//! open or delegated and the client has a working back channel: a READ
+//! delegation to readers, a WRITE delegation to writers (policy
+//! `read-write`). A request of another client that conflicts (an OPEN,
+//! I/O, or a REMOVE/RENAME/SETATTR through [`recall_conflicting`]) sends
+//! CB_RECALL once and gets NFS4ERR_DELAY until the holder returns the
+//! delegation; one not returned within a lease of the recall is revoked
+//! on the next conflicting request, and its stateid then answers
+//! NFS4ERR_DELEG_REVOKED until FREE_STATEID.
+
+use proto::nfs4::*;
+
+use super::settings::DelegationPolicy;
+use super::stateids::{DelegState, Entry, Kind, Other};
+use super::{callback, FileKey, State4, Tables};
+
+/// Whether a delegation of another client conflicts with access
+/// `for_write` (any delegation) or reading (write delegations only).
+fn conflicts(d: &DelegState, for_write: bool) -> bool {
+    !d.revoked && (for_write || d.write)
+}
+
+/// Recalls the delegations on `file` that conflict with a request of
+/// `requesting_client` (`None`: unknown, e.g. NFSv4.0 anonymous I/O or
+/// NFSv3) that reads, or changes (`for_write`) the file: data writes,
+/// opens for writing, REMOVE, RENAME, SETATTR. Ok when nothing (any
+/// more) stands in the way; NFS4ERR_DELAY while a recall is outstanding.
+/// Delegations of expired clients are taken with their client's state;
+/// delegations not returned within a lease of their recall are revoked.
+pub(crate) fn recall_conflicting(
+    st: &State4,
+    t: &mut Tables,
+    file: FileKey,
+    requesting_client: Option<u64>,
+    for_write: bool,
+) -> Result<(), nfsstat4> {
+    let now = st.now();
+    let lease = st.lease();
+    let found: Vec<(Other, Entry)> = t
+        .stateids
+        .on_file(file)
+        .filter(|(_, e)| Some(e.client) != requesting_client)
+        .filter(|(_, e)| matches!(&e.kind, Kind::Deleg(d) if conflicts(d, for_write)))
+        .map(|(o, e)| (*o, e.clone()))
+        .collect();
+    let mut wait = false;
+    for (other, e) in found {
+        let Kind::Deleg(d) = &e.kind else { continue };
+        if t.clients.lease_expired(e.client, now, lease) {
+            t.expire_client(e.client);
+            continue;
+        }
+        match d.recalled {
+            None => {
+                let sid = e.stateid(other);
+                let sent = callback::recall(st, t, e.client, &sid, &d.fh);
+                if !sent {
+                    tracing::debug!(client = e.client, "delegation recall could not be sent");
+                }
+                if let Some(Kind::Deleg(d)) = t.stateids.ids.get_mut(&other).map(|e| &mut e.kind) {
+                    d.recalled = Some(now);
+                }
+                wait = true;
+            }
+            Some(at) if now.saturating_sub(at) >= lease => {
+                tracing::info!(client = e.client, "delegation not returned within the lease; revoked");
+                revoke(t, &other);
+            }
+            Some(_) => wait = true,
+        }
+    }
+    if wait {
+        Err(nfsstat4::NFS4ERR_DELAY)
+    } else {
+        Ok(())
+    }
+}
+
+/// Marks a delegation revoked: it no longer conflicts, and its stateid
+/// stays (DELEG_REVOKED) until the client frees it.
+pub(crate) fn revoke(t: &mut Tables, other: &Other) {
+    if let Some(Kind::Deleg(d)) = t.stateids.ids.get_mut(other).map(|e| &mut e.kind) {
+        d.revoked = true;
+    }
+}
+
+/// The delegation an OPEN of `file` by `client` with `access` gets
+/// (after the open was recorded): READ or WRITE per the policy, or none
+/// when another client has the file open or delegated, the client has no
+/// back channel, already holds one on the file, or asked for none.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn grant(
+    st: &State4,
+    t: &mut Tables,
+    minor: u32,
+    file: FileKey,
+    client: u64,
+    fh: &nfs_fh4,
+    share_access: u32,
+) -> open_delegation4 {
+    let none = open_delegation4::OPEN_DELEGATE_NONE;
+    let policy = st.settings.delegations;
+    if policy == DelegationPolicy::None {
+        return none;
+    }
+    let want = share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
+    if minor >= 1 && want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
+        return none;
+    }
+    let write = share_access & OPEN4_SHARE_ACCESS_WRITE != 0;
+    if write && policy != DelegationPolicy::ReadWrite {
+        return none;
+    }
+    if minor >= 1 && want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG && write {
+        return none;
+    }
+    let blocked = t.stateids.on_file(file).any(|(_, e)| match &e.kind {
+        Kind::Open(_) => e.client != client,
+        Kind::Deleg(d) => e.client == client || !d.revoked,
+        Kind::Lock(_) => false,
+    });
+    if blocked || !callback::has_backchannel(t, client) {
+        return none;
+    }
+    let entry = Entry {
+        seqid: 1,
+        client,
+        file,
+        kind: Kind::Deleg(DelegState { write, fh: fh.clone(), recalled: None, revoked: false }),
+    };
+    let Ok(other) = t.stateids.insert(st.boot, st.settings.max_stateids_per_client, minor, entry) else {
+        return none;
+    };
+    let stateid = stateid4 { seqid: 1, other };
+    // The client still checks access itself (ACCESS): the ACE grants
+    // nothing beyond what the mode bits say.
+    let permissions = nfsace4 {
+        r#type: ACE4_ACCESS_ALLOWED_ACE_TYPE,
+        flag: 0,
+        access_mask: 0,
+        who: bytes::Bytes::from_static(b"EVERYONE@"),
+    };
+    if write {
+        open_delegation4::OPEN_DELEGATE_WRITE(open_write_delegation4 {
+            stateid,
+            recall: false,
+            space_limit: nfs_space_limit4::NFS_LIMIT_SIZE(u64::MAX),
+            permissions,
+        })
+    } else {
+        open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 { stateid, recall: false, permissions })
+    }
+}
+
+/// DELEGRETURN: the delegation `s` of `client` on `file` goes.
+pub(crate) fn delegreturn(
+    st: &State4,
+    t: &mut Tables,
+    minor: u32,
+    client: Option<u64>,
+    s: &stateid4,
+    file: FileKey,
+) -> Result<(), nfsstat4> {
+    let e = t.stateids.find(st.boot, minor, client, s)?;
+    if !matches!(e.kind, Kind::Deleg(_)) || e.file != file {
+        return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+    }
+    let holder = e.client;
+    t.clients.renew(holder, st.now())?;
+    t.stateids.remove(&s.other);
+    Ok(())
+}

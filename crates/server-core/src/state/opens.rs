@@ -1,1 +1,301 @@
-//! Open-owners, opens and share reservations.
+//! Open-owners, opens and share reservations (RFC 8881 9.7, 18.16,
+//! 18.2, 18.18).
+//!
+//! One open stateid exists per (open-owner, file); further OPENs by the
+//! same owner upgrade it (the union of the access and deny modes, seqid
+//! + 1), OPEN_DOWNGRADE narrows it to modes some of those OPENs used,
+//! and CLOSE drops it with the byte-range locks taken under it.
+
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use super::lockmgr::LockManager;
+use super::stateids::{resource_error, v4_lock_owner, Entry, Kind, OpenState, Other, OwnerKey, Stateids};
+use super::FileKey;
+
+/// Checks share_access (without the 4.1 WANT bits) and share_deny
+/// (RFC 8881 18.16.3): NFS4ERR_INVAL for values outside 1..=3 and 0..=3.
+pub(crate) fn check_share(minor: u32, share_access: u32, share_deny: u32) -> Result<(u32, u32), nfsstat4> {
+    let access = if minor >= 1 { share_access & !OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { share_access };
+    let extra = if minor >= 1 {
+        OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED
+    } else {
+        0
+    };
+    let access = access & !extra;
+    if !(1..=3).contains(&access) || share_deny > 3 {
+        return Err(nfsstat4::NFS4ERR_INVAL);
+    }
+    Ok((access, share_deny))
+}
+
+/// Clients whose opens of `file` (other than `except`) conflict with
+/// `access`/`deny`: another open denies what we access, or accesses what
+/// we deny.
+pub(crate) fn share_conflicts(ids: &Stateids, file: FileKey, except: Option<&Other>, access: u32, deny: u32) -> Vec<u64> {
+    let mut v: Vec<u64> = ids
+        .on_file(file)
+        .filter(|(o, _)| Some(*o) != except)
+        .filter_map(|(_, e)| {
+            let o = e.open()?;
+            (o.deny & access != 0 || o.access & deny != 0).then_some(e.client)
+        })
+        .collect();
+    v.dedup();
+    v
+}
+
+/// What an OPEN did to the open state.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Opened {
+    pub stateid: stateid4,
+    /// A new open (not an upgrade of the owner's open of the file).
+    pub new: bool,
+}
+
+impl Stateids {
+    /// Records an OPEN by `owner` of `file` with checked `access`/`deny`
+    /// (share conflicts already ruled out): upgrades the owner's open of
+    /// the file or creates one. `confirmed`: NFSv4.0 owners that still
+    /// need OPEN_CONFIRM get an unconfirmed open.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
+        &mut self,
+        boot: u32,
+        max_stateids: usize,
+        minor: u32,
+        owner: &OwnerKey,
+        file: FileKey,
+        access: u32,
+        deny: u32,
+        confirmed: bool,
+    ) -> Result<Opened, nfsstat4> {
+        if let Some(other) = self.opens_by.get(&(owner.clone(), file)).copied() {
+            if let Some(Kind::Open(o)) = self.ids.get_mut(&other).map(|e| &mut e.kind) {
+                o.access |= access;
+                o.deny |= deny;
+                o.access_seen |= 1 << access;
+                o.deny_seen |= 1 << deny;
+                let stateid = self.bump(&other);
+                return Ok(Opened { stateid, new: false });
+            }
+        }
+        let entry = Entry {
+            seqid: 1,
+            client: owner.client,
+            file,
+            kind: Kind::Open(OpenState {
+                owner: owner.owner.clone(),
+                access,
+                deny,
+                access_seen: 1 << access,
+                deny_seen: 1 << deny,
+                confirmed,
+                locks: vec![],
+            }),
+        };
+        let other = self.insert(boot, max_stateids, minor, entry)?;
+        Ok(Opened { stateid: stateid4 { seqid: 1, other }, new: true })
+    }
+
+    /// OPEN_DOWNGRADE of open `other` to `access`/`deny` (already range
+    /// checked): each must be a union of modes the OPENs behind the
+    /// stateid used (RFC 8881 18.18.3), else NFS4ERR_INVAL.
+    pub fn downgrade(&mut self, other: &Other, access: u32, deny: u32) -> Result<stateid4, nfsstat4> {
+        let Some(Kind::Open(o)) = self.ids.get_mut(other).map(|e| &mut e.kind) else {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+        };
+        let union_of = |seen: u8, want: u32| {
+            (0..4u32).filter(|v| seen & (1 << v) != 0 && v & !want == 0).fold(0, |a, v| a | v) == want
+        };
+        if !union_of(o.access_seen, access) || !union_of(o.deny_seen, deny) {
+            return Err(nfsstat4::NFS4ERR_INVAL);
+        }
+        o.access = access;
+        o.deny = deny;
+        o.access_seen &= (0..4u32).filter(|v| v & !access == 0).fold(0u8, |a, v| a | (1 << v));
+        o.deny_seen &= (0..4u32).filter(|v| v & !deny == 0).fold(0u8, |a, v| a | (1 << v));
+        o.access_seen |= 1 << access;
+        o.deny_seen |= 1 << deny;
+        Ok(self.bump(other))
+    }
+
+    /// CLOSE of open `other`: its byte-range locks are released with it
+    /// (RFC 8881 18.2.3 lets the server free them). Returns the stateid
+    /// as it was last (seqid + 1) for NFSv4.0 replies.
+    pub fn close(&mut self, other: &Other, locks: &mut LockManager, keep_for_replay: bool) -> Result<stateid4, nfsstat4> {
+        let e = self.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+        let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
+        let (client, file, owner) = (e.client, e.file, o.owner.clone());
+        for l in o.locks.clone() {
+            if let Some(Kind::Lock(ls)) = self.ids.get(&l).map(|e| &e.kind) {
+                locks.unlock_file(file, &v4_lock_owner(client, &ls.owner));
+            }
+        }
+        let stateid = self.bump(other);
+        let key = OwnerKey { client, owner: owner.clone() };
+        self.remove(other);
+        if keep_for_replay {
+            if let Some(ow) = self.open_owners.get_mut(&key) {
+                if let Some(prev) = ow.closed.replace(*other) {
+                    self.closed.remove(&prev);
+                }
+                self.closed.insert(*other, key);
+            }
+        }
+        Ok(stateid)
+    }
+
+    /// OPEN_CONFIRM (NFSv4.0): confirms the owner of open `other` and its
+    /// opens.
+    pub fn confirm(&mut self, other: &Other) -> Result<stateid4, nfsstat4> {
+        let e = self.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+        let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
+        if o.confirmed {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+        }
+        let key = OwnerKey { client: e.client, owner: o.owner.clone() };
+        if let Some(ow) = self.open_owners.get_mut(&key) {
+            ow.confirmed = true;
+        }
+        let mine: Vec<Other> = self.opens_by.iter().filter(|((k, _), _)| *k == key).map(|(_, o)| *o).collect();
+        for m in mine {
+            if let Some(Kind::Open(o)) = self.ids.get_mut(&m).map(|e| &mut e.kind) {
+                o.confirmed = true;
+            }
+        }
+        Ok(self.bump(other))
+    }
+
+    /// Forgets an unconfirmed NFSv4.0 open-owner and its opens (a new
+    /// OPEN arrived for it with an unexpected seqid: RFC 7530 16.16.5).
+    pub fn reset_unconfirmed(&mut self, key: &OwnerKey, locks: &mut LockManager) -> bool {
+        let Some(o) = self.open_owners.get(key) else { return false };
+        if o.confirmed {
+            return false;
+        }
+        let mine: Vec<Other> = self.opens_by.iter().filter(|((k, _), _)| k == key).map(|(_, o)| *o).collect();
+        for m in mine {
+            let _ = self.close(&m, locks, false);
+        }
+        self.open_owners.remove(key);
+        true
+    }
+
+    /// A new lock stateid for lock-owner `owner` under open `open`, or
+    /// the existing one of that owner on the file.
+    pub fn lock_stateid(
+        &mut self,
+        boot: u32,
+        max_stateids: usize,
+        minor: u32,
+        owner: &Bytes,
+        open: &Other,
+    ) -> Result<Other, nfsstat4> {
+        let e = self.ids.get(open).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+        if e.open().is_none() {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+        }
+        let key = OwnerKey { client: e.client, owner: owner.clone() };
+        if let Some(o) = self.locks_by.get(&(key, e.file)) {
+            return Ok(*o);
+        }
+        let entry = Entry {
+            seqid: 0,
+            client: e.client,
+            file: e.file,
+            kind: Kind::Lock(super::stateids::LockState { owner: owner.clone(), open: *open }),
+        };
+        self.insert(boot, max_stateids, minor, entry).map_err(|_| resource_error(minor))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::lockmgr::LockKind;
+
+    const BOOT: u32 = 99;
+    const F: FileKey = (1, 5);
+
+    fn key(client: u64, o: &'static str) -> OwnerKey {
+        OwnerKey { client, owner: Bytes::from_static(o.as_bytes()) }
+    }
+
+    #[test]
+    fn share_values() {
+        assert_eq!(check_share(0, 3, 0), Ok((3, 0)));
+        assert_eq!(check_share(0, 0, 0), Err(nfsstat4::NFS4ERR_INVAL));
+        assert_eq!(check_share(0, 1, 4), Err(nfsstat4::NFS4ERR_INVAL));
+        assert_eq!(check_share(0, 1 | OPEN4_SHARE_ACCESS_WANT_NO_DELEG, 0), Err(nfsstat4::NFS4ERR_INVAL));
+        assert_eq!(check_share(1, 1 | OPEN4_SHARE_ACCESS_WANT_NO_DELEG, 0), Ok((1, 0)));
+    }
+
+    #[test]
+    fn share_reservations() {
+        let mut ids = Stateids::default();
+        let a = ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true).unwrap();
+        assert!(a.new);
+        // Writers are denied, readers are not.
+        assert_eq!(share_conflicts(&ids, F, None, OPEN4_SHARE_ACCESS_WRITE, 0), vec![1]);
+        assert!(share_conflicts(&ids, F, None, OPEN4_SHARE_ACCESS_READ, 0).is_empty());
+        // Denying read conflicts with the existing reader.
+        assert_eq!(share_conflicts(&ids, F, None, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_READ), vec![1]);
+        // The owner's own open is left out of its upgrade check.
+        assert!(share_conflicts(&ids, F, Some(&a.stateid.other), OPEN4_SHARE_ACCESS_BOTH, 0).is_empty());
+        // Another file is unaffected.
+        assert!(share_conflicts(&ids, (1, 6), None, OPEN4_SHARE_ACCESS_WRITE, 3).is_empty());
+    }
+
+    #[test]
+    fn upgrade_downgrade_close() {
+        let mut ids = Stateids::default();
+        let mut locks = LockManager::default();
+        let k = key(1, "a");
+        let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true).unwrap();
+        let b = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true).unwrap();
+        assert!(!b.new);
+        assert_eq!(b.stateid.other, a.stateid.other);
+        assert_eq!(b.stateid.seqid, 2);
+        let o = ids.ids[&a.stateid.other].open().unwrap().clone();
+        assert_eq!((o.access, o.deny), (OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_READ));
+        // BOTH was never asked for alone but is the union of READ and WRITE.
+        assert!(ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_BOTH, 0).is_ok());
+        let s = ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_READ, 0).unwrap();
+        assert_eq!(s.seqid, 4);
+        // Now WRITE was dropped: going back "down" to it is INVAL.
+        assert_eq!(ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_WRITE, 0), Err(nfsstat4::NFS4ERR_INVAL));
+        assert_eq!(ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE), Err(nfsstat4::NFS4ERR_INVAL));
+        // A lock under the open goes with CLOSE.
+        let lo = Bytes::from_static(b"lo");
+        let l = ids.lock_stateid(BOOT, 100, 1, &lo, &a.stateid.other).unwrap();
+        assert_eq!(ids.lock_stateid(BOOT, 100, 1, &lo, &a.stateid.other).unwrap(), l);
+        locks.lock(F, &v4_lock_owner(1, &lo), LockKind::Write, 0, 9, 10).unwrap();
+        let c = ids.close(&a.stateid.other, &mut locks, false).unwrap();
+        assert_eq!(c.seqid, 5);
+        assert!(locks.locks_on(F).is_empty());
+        assert!(!ids.ids.contains_key(&l));
+        assert!(!ids.has_state(1));
+        assert!(ids.lock_owners.is_empty() && ids.open_owners.is_empty());
+    }
+
+    #[test]
+    fn confirm_and_reset() {
+        let mut ids = Stateids::default();
+        let mut locks = LockManager::default();
+        let k = key(1, "a");
+        ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k, 10, 0).unwrap();
+        let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false).unwrap();
+        assert!(!ids.ids[&a.stateid.other].open().unwrap().confirmed);
+        let s = ids.confirm(&a.stateid.other).unwrap();
+        assert_eq!(s.seqid, 2);
+        assert!(ids.ids[&a.stateid.other].open().unwrap().confirmed);
+        assert_eq!(ids.confirm(&a.stateid.other), Err(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert!(!ids.reset_unconfirmed(&k, &mut locks));
+        let k2 = key(1, "b");
+        ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k2, 10, 0).unwrap();
+        ids.open(BOOT, 100, 0, &k2, (1, 9), OPEN4_SHARE_ACCESS_READ, 0, false).unwrap();
+        assert!(ids.reset_unconfirmed(&k2, &mut locks));
+        assert_eq!(ids.on_file((1, 9)).count(), 0);
+    }
+}

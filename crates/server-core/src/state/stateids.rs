@@ -1,9 +1,29 @@
 //! Stateids and the state they name: opens, locks, delegations.
+//!
+//! A stateid's `other` is the server's boot time (4 bytes) followed by a
+//! 64-bit counter that never repeats within one server instance, so a
+//! stateid from before a restart is recognised as stale and a forged or
+//! freed one as bad. Every stateid maps to one [`Entry`] holding its
+//! current `seqid` (bumped on each change of the state it names), its
+//! client, its file and what it is.
+//!
+//! Owners (open-owners and lock-owners) are kept per client. In NFSv4.0
+//! each owner carries the seqid of its last state-changing request and
+//! that request's reply, for replays (RFC 7530 9.1.7); NFSv4.1 ignores
+//! owner seqids (the session's slots give exactly-once semantics).
 
-use proto::nfs4::{nfsstat4, stateid4};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
-use super::lockmgr::LockManager;
+use bytes::Bytes;
+use proto::nfs4::*;
+
+use super::lockmgr::{LockManager, LockOwner};
 use super::{FileKey, State4, Tables};
+use crate::ops::v4::Fh;
+
+/// The server-chosen part of a stateid.
+pub(crate) type Other = [u8; 12];
 
 /// What a stateid is presented for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,11 +33,467 @@ pub(crate) enum IoKind {
     Write,
 }
 
+/// The special stateids READ, WRITE and SETATTR accept (RFC 8881 8.2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Special {
+    /// All zeros: no state.
+    Anonymous,
+    /// All ones: READ may bypass share reservations.
+    Bypass,
+}
+
+/// `Ok(Some(_))` for the anonymous and bypass stateids, `Ok(None)` for an
+/// ordinary stateid, NFS4ERR_BAD_STATEID for the other reserved values
+/// (including the "current stateid" value once it could not be resolved,
+/// and the invalid stateid).
+pub(crate) fn special(s: &stateid4) -> Result<Option<Special>, nfsstat4> {
+    if s.other == [0; 12] {
+        return if s.seqid == 0 { Ok(Some(Special::Anonymous)) } else { Err(nfsstat4::NFS4ERR_BAD_STATEID) };
+    }
+    if s.other == [0xff; 12] {
+        return if s.seqid == u32::MAX { Ok(Some(Special::Bypass)) } else { Err(nfsstat4::NFS4ERR_BAD_STATEID) };
+    }
+    Ok(None)
+}
+
+/// The stateid CLOSE returns in 4.1 (RFC 8881 18.2.4): the invalid one.
+pub(crate) fn invalid_stateid() -> stateid4 {
+    stateid4 { seqid: u32::MAX, other: [0; 12] }
+}
+
+/// The next seqid of a stateid (0 is never used: it means "current" in 4.1).
+pub(crate) fn next_seqid(s: u32) -> u32 {
+    if s == u32::MAX {
+        1
+    } else {
+        s + 1
+    }
+}
+
+/// The error for running out of a per-client resource: NFSv4.0 has
+/// NFS4ERR_RESOURCE; NFSv4.1 removed it and lists SERVERFAULT instead.
+pub(crate) fn resource_error(minor: u32) -> nfsstat4 {
+    if minor == 0 {
+        nfsstat4::NFS4ERR_RESOURCE
+    } else {
+        nfsstat4::NFS4ERR_SERVERFAULT
+    }
+}
+
+/// An open-owner or lock-owner.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct OwnerKey {
+    pub client: u64,
+    pub owner: Bytes,
+}
+
+/// A reply kept for NFSv4.0 replays, by the operation it answered.
+#[derive(Debug, Clone)]
+pub(crate) enum Replay {
+    Open(Result<OPEN4resok, nfsstat4>, Option<Fh>),
+    Close(Result<stateid4, nfsstat4>),
+    Confirm(Result<stateid4, nfsstat4>),
+    Downgrade(Result<stateid4, nfsstat4>),
+    Lock(LOCK4res),
+    Locku(Result<stateid4, nfsstat4>),
+}
+
+/// What the seqid of an NFSv4.0 request says.
+#[derive(Debug)]
+pub(crate) enum SeqCheck {
+    /// The next request: process it.
+    Go,
+    /// A retransmission of the last request: answer this again.
+    Replay(Replay),
+}
+
+/// Errors after which an NFSv4.0 owner's seqid does not advance
+/// (RFC 7530 9.1.7).
+pub(crate) fn seqid_advances(s: nfsstat4) -> bool {
+    use nfsstat4::*;
+    !matches!(
+        s,
+        NFS4ERR_STALE_CLIENTID
+            | NFS4ERR_STALE_STATEID
+            | NFS4ERR_BAD_STATEID
+            | NFS4ERR_BAD_SEQID
+            | NFS4ERR_BADXDR
+            | NFS4ERR_RESOURCE
+            | NFS4ERR_NOFILEHANDLE
+            | NFS4ERR_MOVED
+    )
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OwnerSort {
+    Open,
+    Lock,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Owner {
+    /// NFSv4.0: the seqid of the last request that advanced it.
+    pub seqid: Option<u32>,
+    pub last: Option<Replay>,
+    /// NFSv4.0 open-owners: confirmed by OPEN_CONFIRM (or by a
+    /// successful first OPEN for owners that need no confirmation).
+    pub confirmed: bool,
+    /// Stateids naming this owner.
+    pub stateids: usize,
+    /// NFSv4.0: the open stateid this owner last closed, kept so that a
+    /// retransmitted CLOSE finds the owner to replay from.
+    pub closed: Option<Other>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct OpenState {
+    pub owner: Bytes,
+    pub access: u32,
+    pub deny: u32,
+    /// Bit `1 << v` for every share_access value `v` used by the OPENs
+    /// behind this stateid (what OPEN_DOWNGRADE may return to).
+    pub access_seen: u8,
+    pub deny_seen: u8,
+    /// NFSv4.0: usable only once the owner is confirmed.
+    pub confirmed: bool,
+    /// Lock stateids derived from this open.
+    pub locks: Vec<Other>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LockState {
+    pub owner: Bytes,
+    pub open: Other,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct DelegState {
+    pub write: bool,
+    pub fh: nfs_fh4,
+    /// When CB_RECALL was sent (once).
+    pub recalled: Option<Duration>,
+    /// Revoked: answers DELEG_REVOKED until FREE_STATEID.
+    pub revoked: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Kind {
+    Open(OpenState),
+    Lock(LockState),
+    Deleg(DelegState),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub seqid: u32,
+    pub client: u64,
+    pub file: FileKey,
+    pub kind: Kind,
+}
+
+impl Entry {
+    pub fn stateid(&self, other: Other) -> stateid4 {
+        stateid4 { seqid: self.seqid, other }
+    }
+    pub fn open(&self) -> Option<&OpenState> {
+        match &self.kind {
+            Kind::Open(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Stateids {
+    next: u64,
+    pub(crate) ids: HashMap<Other, Entry>,
+    pub(crate) open_owners: HashMap<OwnerKey, Owner>,
+    pub(crate) lock_owners: HashMap<OwnerKey, Owner>,
+    /// The open stateid of (open-owner, file).
+    pub(crate) opens_by: HashMap<(OwnerKey, FileKey), Other>,
+    /// The lock stateid of (lock-owner, file).
+    pub(crate) locks_by: HashMap<(OwnerKey, FileKey), Other>,
+    /// Open and delegation stateids per file.
+    pub(crate) files: HashMap<FileKey, Vec<Other>>,
+    /// Every stateid of each client.
+    pub(crate) by_client: HashMap<u64, HashSet<Other>>,
+    /// NFSv4.0 closed open stateids → their owner (replays of CLOSE).
+    pub(crate) closed: HashMap<Other, OwnerKey>,
+}
+
+pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
+    LockOwner::V4 { client, owner: owner.clone() }
+}
+
+impl Stateids {
+    /// A new `other`, never handed out before by this server instance.
+    fn new_other(&mut self, boot: u32) -> Other {
+        self.next += 1;
+        let mut o = [0u8; 12];
+        o[..4].copy_from_slice(&boot.to_be_bytes());
+        o[4..].copy_from_slice(&self.next.to_be_bytes());
+        o
+    }
+
+    /// Adds a stateid for `entry`, or the resource error when its client
+    /// already holds `max` stateids.
+    pub fn insert(&mut self, boot: u32, max: usize, minor: u32, entry: Entry) -> Result<Other, nfsstat4> {
+        if self.by_client.get(&entry.client).is_some_and(|s| s.len() >= max) {
+            return Err(resource_error(minor));
+        }
+        let other = self.new_other(boot);
+        self.by_client.entry(entry.client).or_default().insert(other);
+        match &entry.kind {
+            Kind::Open(o) => {
+                self.files.entry(entry.file).or_default().push(other);
+                let key = OwnerKey { client: entry.client, owner: o.owner.clone() };
+                self.open_owners.entry(key.clone()).or_default().stateids += 1;
+                self.opens_by.insert((key, entry.file), other);
+            }
+            Kind::Lock(l) => {
+                let key = OwnerKey { client: entry.client, owner: l.owner.clone() };
+                self.lock_owners.entry(key.clone()).or_default().stateids += 1;
+                self.locks_by.insert((key, entry.file), other);
+                if let Some(Kind::Open(o)) = self.ids.get_mut(&l.open).map(|e| &mut e.kind) {
+                    o.locks.push(other);
+                }
+            }
+            Kind::Deleg(_) => self.files.entry(entry.file).or_default().push(other),
+        }
+        self.ids.insert(other, entry);
+        Ok(other)
+    }
+
+    /// Removes one stateid and its indexes (not the locks it holds in the
+    /// lock manager: callers release those first). An open takes its lock
+    /// stateids with it.
+    pub fn remove(&mut self, other: &Other) -> Option<Entry> {
+        let e = self.ids.remove(other)?;
+        if let Some(set) = self.by_client.get_mut(&e.client) {
+            set.remove(other);
+            if set.is_empty() {
+                self.by_client.remove(&e.client);
+            }
+        }
+        let unfile = |files: &mut HashMap<FileKey, Vec<Other>>| {
+            if let Some(v) = files.get_mut(&e.file) {
+                v.retain(|o| o != other);
+                if v.is_empty() {
+                    files.remove(&e.file);
+                }
+            }
+        };
+        match &e.kind {
+            Kind::Open(o) => {
+                unfile(&mut self.files);
+                let key = OwnerKey { client: e.client, owner: o.owner.clone() };
+                self.opens_by.remove(&(key.clone(), e.file));
+                self.release_owner_ref(OwnerSort::Open, &key);
+                for l in o.locks.clone() {
+                    self.remove(&l);
+                }
+            }
+            Kind::Lock(l) => {
+                let key = OwnerKey { client: e.client, owner: l.owner.clone() };
+                self.locks_by.remove(&(key.clone(), e.file));
+                self.release_owner_ref(OwnerSort::Lock, &key);
+                if let Some(Kind::Open(o)) = self.ids.get_mut(&l.open).map(|e| &mut e.kind) {
+                    o.locks.retain(|x| x != other);
+                }
+            }
+            Kind::Deleg(_) => unfile(&mut self.files),
+        }
+        Some(e)
+    }
+
+    fn owners(&mut self, sort: OwnerSort) -> &mut HashMap<OwnerKey, Owner> {
+        match sort {
+            OwnerSort::Open => &mut self.open_owners,
+            OwnerSort::Lock => &mut self.lock_owners,
+        }
+    }
+
+    /// One stateid less names `key`; an owner with none left that keeps
+    /// nothing for replays goes.
+    fn release_owner_ref(&mut self, sort: OwnerSort, key: &OwnerKey) {
+        let owners = self.owners(sort);
+        if let Some(o) = owners.get_mut(key) {
+            o.stateids = o.stateids.saturating_sub(1);
+            if o.stateids == 0 && o.last.is_none() {
+                owners.remove(key);
+            }
+        }
+    }
+
+    /// Owners `client` has (open and lock).
+    pub fn owner_count(&self, client: u64) -> usize {
+        self.open_owners.keys().filter(|k| k.client == client).count()
+            + self.lock_owners.keys().filter(|k| k.client == client).count()
+    }
+
+    /// Makes sure owner `key` exists, within `max` owners per client. Idle
+    /// NFSv4.0 owners (kept only for replays) give way to new ones.
+    pub fn ensure_owner(&mut self, sort: OwnerSort, key: &OwnerKey, max: usize, minor: u32) -> Result<(), nfsstat4> {
+        if self.owners(sort).contains_key(key) {
+            return Ok(());
+        }
+        if self.owner_count(key.client) >= max {
+            let idle = |m: &HashMap<OwnerKey, Owner>| {
+                m.iter().find(|(k, o)| k.client == key.client && o.stateids == 0).map(|(k, _)| k.clone())
+            };
+            if let Some(k) = idle(&self.open_owners) {
+                self.drop_owner(OwnerSort::Open, &k);
+            } else if let Some(k) = idle(&self.lock_owners) {
+                self.drop_owner(OwnerSort::Lock, &k);
+            } else {
+                return Err(resource_error(minor));
+            }
+        }
+        self.owners(sort).insert(key.clone(), Owner::default());
+        Ok(())
+    }
+
+    fn drop_owner(&mut self, sort: OwnerSort, key: &OwnerKey) {
+        if let Some(o) = self.owners(sort).remove(key) {
+            if let Some(c) = o.closed {
+                self.closed.remove(&c);
+            }
+        }
+    }
+
+    /// NFSv4.0 seqid check of owner `key` (RFC 7530 9.1.7): the next
+    /// seqid goes on, the last one replays, anything else is BAD_SEQID.
+    /// An owner without history accepts any seqid.
+    pub fn seqid_check(&self, sort: OwnerSort, key: &OwnerKey, seqid: u32) -> Result<SeqCheck, nfsstat4> {
+        let owners = match sort {
+            OwnerSort::Open => &self.open_owners,
+            OwnerSort::Lock => &self.lock_owners,
+        };
+        let Some(o) = owners.get(key) else { return Ok(SeqCheck::Go) };
+        match o.seqid {
+            None => Ok(SeqCheck::Go),
+            Some(last) if seqid == last.wrapping_add(1) => Ok(SeqCheck::Go),
+            Some(last) if seqid == last => match &o.last {
+                Some(r) => Ok(SeqCheck::Replay(r.clone())),
+                None => Err(nfsstat4::NFS4ERR_BAD_SEQID),
+            },
+            Some(_) => Err(nfsstat4::NFS4ERR_BAD_SEQID),
+        }
+    }
+
+    /// Records an NFSv4.0 request's seqid and reply on owner `key` (when
+    /// the reply's status advances the seqid).
+    pub fn seqid_record(&mut self, sort: OwnerSort, key: &OwnerKey, seqid: u32, status: nfsstat4, reply: Replay) {
+        if !seqid_advances(status) {
+            return;
+        }
+        if let Some(o) = self.owners(sort).get_mut(key) {
+            o.seqid = Some(seqid);
+            o.last = Some(reply);
+        }
+    }
+
+    /// Finds the entry of an ordinary stateid (RFC 8881 8.2.4): stale
+    /// (4.0) or bad (4.1) from another server instance, bad when unknown
+    /// or another client's, DELEG_REVOKED (4.1) for revoked delegations,
+    /// and the seqid rules (in 4.1 seqid 0 means "the current one").
+    pub fn find(&self, boot: u32, minor: u32, client: Option<u64>, s: &stateid4) -> Result<&Entry, nfsstat4> {
+        if s.other[..4] != boot.to_be_bytes() {
+            return Err(if minor == 0 { nfsstat4::NFS4ERR_STALE_STATEID } else { nfsstat4::NFS4ERR_BAD_STATEID });
+        }
+        let e = self.ids.get(&s.other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+        if client.is_some_and(|c| c != e.client) {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+        }
+        if let Kind::Deleg(d) = &e.kind {
+            if d.revoked {
+                return Err(if minor == 0 { nfsstat4::NFS4ERR_BAD_STATEID } else { nfsstat4::NFS4ERR_DELEG_REVOKED });
+            }
+        }
+        if minor >= 1 && s.seqid == 0 {
+            return Ok(e);
+        }
+        if s.seqid > e.seqid {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+        }
+        if s.seqid < e.seqid {
+            return Err(nfsstat4::NFS4ERR_OLD_STATEID);
+        }
+        Ok(e)
+    }
+
+    /// The status TEST_STATEID reports for `s` of `client`.
+    pub fn test(&self, boot: u32, client: u64, s: &stateid4) -> nfsstat4 {
+        if s.other == [0; 12] || s.other == [0xff; 12] {
+            return nfsstat4::NFS4ERR_BAD_STATEID;
+        }
+        match self.find(boot, 1, Some(client), s) {
+            Ok(_) => nfsstat4::NFS4_OK,
+            Err(e) => e,
+        }
+    }
+
+    /// Bumps the seqid of `other` and returns the new stateid.
+    pub fn bump(&mut self, other: &Other) -> stateid4 {
+        let e = self.ids.get_mut(other).expect("bump of a live stateid");
+        e.seqid = next_seqid(e.seqid);
+        e.stateid(*other)
+    }
+
+    /// The open and delegation stateids on `file`.
+    pub fn on_file(&self, file: FileKey) -> impl Iterator<Item = (&Other, &Entry)> {
+        self.files.get(&file).into_iter().flatten().filter_map(move |o| self.ids.get(o).map(|e| (o, e)))
+    }
+
+    /// Drops everything `client` holds (expiry, DESTROY_CLIENTID, a new
+    /// incarnation of the client), releasing its locks in `locks`.
+    pub fn purge_client(&mut self, client: u64, locks: &mut LockManager) {
+        locks.release_client(client);
+        if let Some(set) = self.by_client.remove(&client) {
+            for o in set {
+                self.remove(&o);
+            }
+        }
+        self.open_owners.retain(|k, _| k.client != client);
+        self.lock_owners.retain(|k, _| k.client != client);
+        self.closed.retain(|_, k| k.client != client);
+    }
+
+    /// Whether `client` still holds opens, locks or delegations.
+    pub fn has_state(&self, client: u64) -> bool {
+        self.by_client.get(&client).is_some_and(|s| !s.is_empty())
+    }
+
+    /// Frees a stateid (FREE_STATEID, RFC 8881 18.38): a lock stateid
+    /// without locks, or a revoked delegation. Opens, held locks and live
+    /// delegations are LOCKS_HELD.
+    pub fn free(&mut self, other: &Other, locks: &LockManager) -> Result<(), nfsstat4> {
+        let e = self.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+        match &e.kind {
+            Kind::Open(_) => return Err(nfsstat4::NFS4ERR_LOCKS_HELD),
+            Kind::Lock(l) => {
+                if locks.holds_on(e.file, &v4_lock_owner(e.client, &l.owner)) {
+                    return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
+                }
+            }
+            Kind::Deleg(d) => {
+                if !d.revoked {
+                    return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
+                }
+            }
+        }
+        self.remove(other);
+        Ok(())
+    }
+}
+
 /// Checks the stateid of READ, WRITE or SETATTR(size) on `file`
 /// (RFC 8881 8.2 and 9.1.4): the special stateids, the seqid rules, share
-/// reservations (OPENMODE), mandatory conflicts with other owners' locks
-/// and delegations, and the grace period. `client` is the session's
-/// client (4.1) or `None` (4.0).
+/// reservations (OPENMODE for the stateid's own access, LOCKED for other
+/// opens' deny modes against special stateids), and other clients'
+/// delegations (recalled, then DELAY). Byte-range locks are advisory and
+/// do not stop I/O. `client` is the session's client (4.1) or `None`
+/// (4.0). The stateid's client's lease is renewed.
 pub(crate) fn check_io(
     st: &State4,
     t: &mut Tables,
@@ -27,23 +503,165 @@ pub(crate) fn check_io(
     kind: IoKind,
     range: (u64, u64),
 ) -> Result<(), nfsstat4> {
-    let _ = (st, t, client, stateid, file, kind, range);
-    Ok(())
+    let _ = range;
+    let minor = if client.is_some() { 1 } else { 0 };
+    let now = st.now();
+    let write = kind == IoKind::Write;
+    match special(stateid)? {
+        Some(sp) => {
+            if let Some(c) = client {
+                t.clients.renew(c, now)?;
+            }
+            let bypass = sp == Special::Bypass && !write;
+            if !bypass {
+                let deny = if write { OPEN4_SHARE_DENY_WRITE } else { OPEN4_SHARE_DENY_READ };
+                if t.stateids.on_file(file).any(|(_, e)| e.open().is_some_and(|o| o.deny & deny != 0)) {
+                    return Err(nfsstat4::NFS4ERR_LOCKED);
+                }
+            }
+            super::delegations::recall_conflicting(st, t, file, client, write)
+        }
+        None => {
+            let e = t.stateids.find(st.boot, minor, client, stateid)?;
+            if e.file != file {
+                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+            }
+            let owner_client = e.client;
+            let (access, open_other) = match &e.kind {
+                Kind::Open(o) => {
+                    if !o.confirmed {
+                        return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+                    }
+                    (o.access, Some(stateid.other))
+                }
+                Kind::Lock(l) => {
+                    let o = t.stateids.ids.get(&l.open).and_then(|e| e.open()).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+                    (o.access, Some(l.open))
+                }
+                Kind::Deleg(d) => (if d.write { OPEN4_SHARE_ACCESS_BOTH } else { OPEN4_SHARE_ACCESS_READ }, None),
+            };
+            if write && access & OPEN4_SHARE_ACCESS_WRITE == 0 {
+                return Err(nfsstat4::NFS4ERR_OPENMODE);
+            }
+            if !write && access & OPEN4_SHARE_ACCESS_READ == 0 {
+                // Reading through a write-only open is allowed (clients
+                // read to fill partial pages), but not past another
+                // open's DENY_READ.
+                let denied = t.stateids.on_file(file).any(|(o, e)| {
+                    Some(*o) != open_other && e.open().is_some_and(|x| x.deny & OPEN4_SHARE_DENY_READ != 0)
+                });
+                if denied {
+                    return Err(nfsstat4::NFS4ERR_LOCKED);
+                }
+            }
+            t.clients.renew(owner_client, now)?;
+            super::delegations::recall_conflicting(st, t, file, Some(owner_client), write)
+        }
+    }
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Stateids {}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Stateids {
-    /// Drops everything `client` holds (expiry, DESTROY_CLIENTID, a new
-    /// incarnation of the client), releasing its locks in `locks`.
-    pub fn purge_client(&mut self, client: u64, locks: &mut LockManager) {
-        let _ = (client, locks);
+    const BOOT: u32 = 0x1234_5678;
+    const F: FileKey = (1, 7);
+
+    fn open_entry(client: u64, owner: &'static str) -> Entry {
+        Entry {
+            seqid: 1,
+            client,
+            file: F,
+            kind: Kind::Open(OpenState {
+                owner: Bytes::from_static(owner.as_bytes()),
+                access: OPEN4_SHARE_ACCESS_READ,
+                deny: 0,
+                access_seen: 1 << 1,
+                deny_seen: 1,
+                confirmed: true,
+                locks: vec![],
+            }),
+        }
     }
 
-    /// Whether `client` still holds opens, locks or delegations.
-    pub fn has_state(&self, client: u64) -> bool {
-        let _ = client;
-        false
+    #[test]
+    fn special_stateids() {
+        let s = |seqid, b: u8| stateid4 { seqid, other: [b; 12] };
+        assert_eq!(special(&s(0, 0)), Ok(Some(Special::Anonymous)));
+        assert_eq!(special(&s(u32::MAX, 0xff)), Ok(Some(Special::Bypass)));
+        assert_eq!(special(&s(1, 0)), Err(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert_eq!(special(&s(u32::MAX, 0)), Err(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert_eq!(special(&s(0, 0xff)), Err(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert_eq!(special(&s(3, 5)), Ok(None));
+    }
+
+    #[test]
+    fn seqid_rules() {
+        let mut ids = Stateids::default();
+        let o = ids.insert(BOOT, 100, 1, open_entry(1, "o")).unwrap();
+        ids.bump(&o);
+        ids.bump(&o);
+        let s = |seqid| stateid4 { seqid, other: o };
+        assert_eq!(ids.find(BOOT, 1, Some(1), &s(3)).unwrap().seqid, 3);
+        assert!(ids.find(BOOT, 1, Some(1), &s(0)).is_ok());
+        assert_eq!(ids.find(BOOT, 0, None, &s(0)).err(), Some(nfsstat4::NFS4ERR_OLD_STATEID));
+        assert_eq!(ids.find(BOOT, 1, Some(1), &s(2)).err(), Some(nfsstat4::NFS4ERR_OLD_STATEID));
+        assert_eq!(ids.find(BOOT, 1, Some(1), &s(4)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        // Another client's stateid.
+        assert_eq!(ids.find(BOOT, 1, Some(2), &s(3)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        // Another server instance.
+        assert_eq!(ids.find(BOOT + 1, 0, None, &s(3)).err(), Some(nfsstat4::NFS4ERR_STALE_STATEID));
+        assert_eq!(ids.find(BOOT + 1, 1, Some(1), &s(3)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        // Forged.
+        let mut forged = s(1);
+        forged.other[11] ^= 0x55;
+        assert_eq!(ids.find(BOOT, 1, Some(1), &forged).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert_eq!(next_seqid(u32::MAX), 1);
+        // Freed.
+        ids.remove(&o);
+        assert_eq!(ids.find(BOOT, 1, Some(1), &s(3)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert!(!ids.has_state(1));
+        assert!(ids.open_owners.is_empty());
+    }
+
+    #[test]
+    fn limits_and_purge() {
+        let mut ids = Stateids::default();
+        let mut locks = LockManager::default();
+        ids.insert(BOOT, 2, 0, open_entry(1, "a")).unwrap();
+        let mut b = open_entry(1, "b");
+        b.file = (1, 8);
+        ids.insert(BOOT, 2, 0, b).unwrap();
+        assert_eq!(ids.insert(BOOT, 2, 0, open_entry(1, "c")), Err(nfsstat4::NFS4ERR_RESOURCE));
+        assert_eq!(ids.insert(BOOT, 2, 1, open_entry(1, "c")), Err(nfsstat4::NFS4ERR_SERVERFAULT));
+        ids.insert(BOOT, 2, 0, open_entry(2, "a")).unwrap();
+        assert!(ids.has_state(1));
+        ids.purge_client(1, &mut locks);
+        assert!(!ids.has_state(1));
+        assert!(ids.has_state(2));
+        assert_eq!(ids.on_file(F).count(), 1);
+        assert_eq!(ids.owner_count(1), 0);
+    }
+
+    #[test]
+    fn owner_seqids() {
+        let mut ids = Stateids::default();
+        let k = OwnerKey { client: 1, owner: Bytes::from_static(b"o") };
+        ids.ensure_owner(OwnerSort::Open, &k, 10, 0).unwrap();
+        assert!(matches!(ids.seqid_check(OwnerSort::Open, &k, 17), Ok(SeqCheck::Go)));
+        ids.seqid_record(OwnerSort::Open, &k, 17, nfsstat4::NFS4ERR_NOENT, Replay::Close(Err(nfsstat4::NFS4ERR_NOENT)));
+        assert!(matches!(ids.seqid_check(OwnerSort::Open, &k, 18), Ok(SeqCheck::Go)));
+        assert!(matches!(
+            ids.seqid_check(OwnerSort::Open, &k, 17),
+            Ok(SeqCheck::Replay(Replay::Close(Err(nfsstat4::NFS4ERR_NOENT))))
+        ));
+        assert_eq!(ids.seqid_check(OwnerSort::Open, &k, 19).err(), Some(nfsstat4::NFS4ERR_BAD_SEQID));
+        // Errors that do not advance the seqid leave it.
+        ids.seqid_record(OwnerSort::Open, &k, 18, nfsstat4::NFS4ERR_BAD_STATEID, Replay::Close(Err(nfsstat4::NFS4ERR_BAD_STATEID)));
+        assert!(matches!(ids.seqid_check(OwnerSort::Open, &k, 18), Ok(SeqCheck::Go)));
+        // Owner limit: idle owners give way.
+        let k2 = OwnerKey { client: 1, owner: Bytes::from_static(b"p") };
+        ids.ensure_owner(OwnerSort::Open, &k2, 1, 0).unwrap();
+        assert!(!ids.open_owners.contains_key(&k));
     }
 }

@@ -1,10 +1,65 @@
-//! CLOSE (RFC 8881 section 18).
+//! CLOSE (RFC 8881 section 18.2; RFC 7530 16.2).
+//!
+//! Drops the open and the byte-range locks taken under it (the server
+//! MAY free them, RFC 8881 18.2.3). In 4.1 the reply carries the invalid
+//! special stateid (18.2.4); in 4.0 the open stateid with its seqid
+//! bumped, and a retransmission is answered from the owner's last reply.
 
 use proto::nfs4::*;
 
+use super::open::{file_key, io_client};
 use super::Compound;
+use crate::state::stateids::{invalid_stateid, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
 
 pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsstat4> {
-    let _ = (cx, args);
-    Err(nfsstat4::NFS4ERR_NOTSUPP)
+    let st = cx.state();
+    let sid = cx.resolve_stateid(&args.open_stateid)?;
+    let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
+    let file = file_key(&obj);
+    let minor = cx.minor;
+    let mut t = st.tables.lock();
+    let owner = owner_of_open(&t.stateids, &sid.other);
+    if minor == 0 {
+        let Some(key) = owner.clone() else {
+            return Err(t.stateids.find(st.boot, 0, None, &sid).err().unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
+        };
+        t.clients.renew(key.client, st.now())?;
+        match t.stateids.seqid_check(OwnerSort::Open, &key, args.seqid)? {
+            SeqCheck::Replay(Replay::Close(r)) => return r,
+            SeqCheck::Replay(_) => return Err(nfsstat4::NFS4ERR_BAD_SEQID),
+            SeqCheck::Go => {}
+        }
+    }
+    let r = (|| {
+        let e = t.stateids.find(st.boot, minor, io_client(cx), &sid)?;
+        if e.open().is_none() || e.file != file {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+        }
+        let client = e.client;
+        if minor >= 1 {
+            t.clients.renew(client, st.now())?;
+        }
+        let crate::state::Tables { stateids, locks, .. } = &mut *t;
+        let s = stateids.close(&sid.other, locks, minor == 0)?;
+        Ok(if minor == 0 { s } else { invalid_stateid() })
+    })();
+    if minor == 0 {
+        if let Some(key) = owner {
+            let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
+            t.stateids.seqid_record(OwnerSort::Open, &key, args.seqid, status, Replay::Close(r.clone()));
+        }
+    }
+    if let Ok(s) = &r {
+        cx.current_stateid = Some(s.clone());
+    }
+    r
+}
+
+/// The open-owner of an open stateid, live or (4.0) just closed.
+pub(super) fn owner_of_open(ids: &crate::state::stateids::Stateids, other: &[u8; 12]) -> Option<OwnerKey> {
+    match ids.ids.get(other).map(|e| (e.client, &e.kind)) {
+        Some((client, Kind::Open(o))) => Some(OwnerKey { client, owner: o.owner.clone() }),
+        Some(_) => None,
+        None => ids.closed.get(other).cloned(),
+    }
 }

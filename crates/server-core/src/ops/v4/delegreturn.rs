@@ -1,10 +1,20 @@
-//! DELEGRETURN (RFC 8881 section 18).
+//! DELEGRETURN (RFC 8881 section 18.6): the client gives a delegation
+//! back, so requests of other clients waiting on its recall go through.
 
 use proto::nfs4::*;
 
+use super::open::{file_key, io_client};
 use super::Compound;
+use crate::state::delegations;
 
 pub(super) fn run(cx: &mut Compound, args: DELEGRETURN4args) -> Result<(), nfsstat4> {
-    let _ = (cx, args);
-    Err(nfsstat4::NFS4ERR_NOTSUPP)
+    let st = cx.state();
+    let sid = cx.resolve_stateid(&args.deleg_stateid)?;
+    if sid.other == [0; 12] || sid.other == [0xff; 12] {
+        return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+    }
+    let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
+    let file = file_key(&obj);
+    let mut t = st.tables.lock();
+    delegations::delegreturn(st, &mut t, cx.minor, io_client(cx), &sid, file)
 }

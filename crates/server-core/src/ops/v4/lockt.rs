@@ -1,10 +1,34 @@
-//! LOCKT (RFC 8881 section 18).
+//! LOCKT (RFC 8881 section 18.11): tests for a conflicting lock without
+//! creating any state.
 
 use proto::nfs4::*;
 
+use super::lock::{check_grace, denied, lock_kind};
+use super::open::{check_regular, client_of, file_key};
 use super::Compound;
+use crate::state::lockmgr::range_of;
+use crate::state::stateids::v4_lock_owner;
 
 pub(super) fn run(cx: &mut Compound, args: LOCKT4args) -> LOCKT4res {
-    let _ = (cx, args);
-    LOCKT4res::default(nfsstat4::NFS4ERR_NOTSUPP)
+    match run_inner(cx, args) {
+        Ok(r) => r,
+        Err(s) => LOCKT4res::default(s),
+    }
+}
+
+fn run_inner(cx: &mut Compound, args: LOCKT4args) -> Result<LOCKT4res, nfsstat4> {
+    let st = cx.state();
+    let (start, end) = range_of(args.offset, args.length).ok_or(nfsstat4::NFS4ERR_INVAL)?;
+    let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
+    check_regular(cx, &obj)?;
+    let file = file_key(&obj);
+    let client = client_of(cx, args.owner.clientid);
+    let mut t = st.tables.lock();
+    t.clients.renew(client, st.now())?;
+    check_grace(cx, &mut t, client, false)?;
+    let owner = v4_lock_owner(client, &args.owner.owner);
+    Ok(match t.locks.test(file, &owner, lock_kind(args.locktype), start, end) {
+        Some(c) => LOCKT4res::NFS4ERR_DENIED(denied(&c)),
+        None => LOCKT4res::NFS4_OK,
+    })
 }
