@@ -18,8 +18,10 @@ fn getport_v2() {
     assert_eq!(q(MOUNT, 3, 6), 2049);
     assert_eq!(q(PMAP, 2, 6), 2049);
     assert_eq!(q(NFS, 3, 17), 0, "no UDP");
-    assert_eq!(q(NFS, 4, 6), 0);
-    assert_eq!(q(100021, 4, 6), 0);
+    assert_eq!(q(NFS, 4, 6), 2049);
+    assert_eq!(q(100021, 4, 6), 2049, "NLM v4");
+    assert_eq!(q(100024, 1, 6), 2049, "NSM");
+    assert_eq!(q(100021, 1, 6), 0);
     // SET is refused.
     let r: u32 = e.call(PMAP, 2, PMAP2_SET, &pmap2_mapping { prog: 1, vers: 1, prot: 6, port: 1 }).result();
     assert_eq!(r, 0);
@@ -27,7 +29,7 @@ fn getport_v2() {
     let r = e.call(PMAP, 2, PMAP2_CALLIT, &pmap2_call_args { prog: NFS, vers: 3, proc: 0, args: Bytes::new() });
     assert_eq!(r.accept_stat(), Some(proto::rpc::accept_stat::PROC_UNAVAIL));
     let dump: pmap2_dump_result = e.call(PMAP, 2, PMAP2_DUMP, &()).result();
-    assert_eq!(dump.list.len(), 5);
+    assert_eq!(dump.list.len(), 8);
     assert!(dump.list.iter().all(|m| m.map.prot == 6 && m.map.port == 2049));
 }
 
@@ -88,10 +90,10 @@ fn getaddr_v3_v4() {
         e.call(PMAP, 4, PMAP4_GETADDR, &pmap4_mapping { netid: Bytes::from_static(b"tcp6"), ..m4.clone() }).result();
     assert_eq!(r.addr, "::1.8.1");
     let dump: pmap4_dump_result = e.call(PMAP, 4, PMAP4_DUMP, &()).result();
-    assert_eq!(dump.list.len(), 5);
+    assert_eq!(dump.list.len(), 8);
     assert!(dump.list.iter().all(|m| m.map.netid == "tcp6" && m.map.addr == "::1.8.1"));
     let dump: pmap3_dump_result = e.call(PMAP, 3, PMAP3_DUMP, &()).result();
-    assert_eq!(dump.list.len(), 5);
+    assert_eq!(dump.list.len(), 8);
 }
 
 fn mnt_status(r: &mountres3) -> mountstat3 {

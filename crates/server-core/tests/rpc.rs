@@ -83,7 +83,7 @@ fn program_and_version_errors() {
     let e = rw_env();
     let r = e.call_as(100099, 1, 0, &user(), &[]);
     assert_eq!(r.accept_stat(), Some(accept_stat::PROG_UNAVAIL));
-    for (prog, vers, low, high) in [(NFS, 2, 3, 3), (NFS, 4, 3, 3), (MOUNT, 1, 3, 3), (PMAP, 5, 2, 4)] {
+    for (prog, vers, low, high) in [(NFS, 2, 3, 4), (NFS, 5, 3, 4), (MOUNT, 1, 3, 3), (PMAP, 5, 2, 4)] {
         let r = e.call_as(prog, vers, 0, &user(), &[]);
         match &r.body {
             reply_body::MSG_ACCEPTED(a) => {
