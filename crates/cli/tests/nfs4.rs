@@ -47,7 +47,7 @@ fn lock_op(c: &Client41, open: &stateid4, owner: &str, offset: u64, length: u64)
 fn open_file(srv: &TestServer, c: &Client41, owner: &str, name: &str, access: u32) -> (stateid4, nfs_fh4) {
     let ops = with(export_ops(srv), vec![open_op(c, owner, name, access, true), nfs_argop4::OP_GETFH]);
     let n = ops.len();
-    let r = c.run(ops);
+    let r = c.run_retry(ops);
     ok_res(&r);
     let st = opened(&r, n - 2).stateid.clone();
     let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!() };
@@ -120,7 +120,7 @@ fn locks_conflict_between_two_clients() {
 fn delegation_granted_then_recalled_by_a_conflicting_open() {
     let srv = start();
     std::fs::write(srv.export.join("shared"), b"data").unwrap();
-    let a = Client41::connect(srv.port, "client-a");
+    let a = Client41::connect_manual(srv.port, "client-a");
     let b = Client41::connect(srv.port, "client-b");
     // The server probes the back channel with CB_NULL before it trusts
     // it with delegations; give the probe a moment.

@@ -181,7 +181,7 @@ fn delegation_recall_time() {
     let srv = TestServer::start(ServerOpts::default());
     let mut json = Vec::new();
     for target in targets(&srv) {
-        let a = Client41::connect(target.port, &format!("holder-{}", std::process::id()));
+        let a = Client41::connect_manual(target.port, &format!("holder-{}", std::process::id()));
         let b = Client41::connect(target.port, &format!("opener-{}", std::process::id()));
         a.reclaim_complete();
         b.reclaim_complete();

@@ -35,6 +35,42 @@ pub struct Conn {
     pending: Pending,
     xid: AtomicU32,
     pub recalls: Mutex<mpsc::Receiver<Recall>>,
+    /// When set, recalled delegations are returned at once, as a real
+    /// client does, on this (session, slot) — else recalls are only
+    /// reported through `recalls`.
+    pub auto_return: Mutex<Option<AutoReturn>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AutoReturn {
+    pub sessionid: sessionid4,
+    pub slot: u32,
+    pub seq: u32,
+}
+
+/// DELEGRETURN for a recall, on the connection's reserved slot.
+fn return_delegation(conn: &Conn, recall: Recall) {
+    let seq = {
+        let mut a = conn.auto_return.lock().unwrap();
+        let Some(a) = a.as_mut() else { return };
+        a.seq += 1;
+        SEQUENCE4args {
+            sa_sessionid: a.sessionid,
+            sa_sequenceid: a.seq,
+            sa_slotid: a.slot,
+            sa_highest_slotid: a.slot,
+            sa_cachethis: true,
+        }
+    };
+    let r = conn.compound(
+        1,
+        vec![
+            nfs_argop4::OP_SEQUENCE(seq),
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: recall.fh }),
+            nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: recall.stateid }),
+        ],
+    );
+    assert_eq!(r.status, nfsstat4::NFS4_OK, "DELEGRETURN after a recall failed: {r:?}");
 }
 
 fn cred() -> opaque_auth {
@@ -115,7 +151,28 @@ impl Conn {
         let writer = Arc::new(Mutex::new(s));
         let pending: Pending = Arc::default();
         let (tx, rx) = mpsc::channel();
-        let conn = Arc::new(Conn { writer: writer.clone(), pending: pending.clone(), xid: AtomicU32::new(1), recalls: Mutex::new(rx) });
+        let conn = Arc::new(Conn {
+            writer: writer.clone(),
+            pending: pending.clone(),
+            xid: AtomicU32::new(1),
+            recalls: Mutex::new(rx),
+            auto_return: Mutex::new(None),
+        });
+        let weak = Arc::downgrade(&conn);
+        let (rtx, rrx) = mpsc::channel::<Recall>();
+        // Recalls are handled off the reader thread: returning one needs
+        // a reply the reader must be free to deliver.
+        std::thread::spawn(move || {
+            for recall in rrx {
+                let Some(conn) = weak.upgrade() else { return };
+                if conn.auto_return.lock().unwrap().is_some() {
+                    return_delegation(&conn, recall);
+                } else {
+                    let _ = tx.send(recall);
+                }
+            }
+        });
+        let tx = rtx;
         std::thread::spawn(move || {
             while let Some(rec) = read_record(&mut reader) {
                 let rec = Bytes::from(rec);
@@ -208,8 +265,16 @@ fn channel(slots: u32) -> channel_attrs4 {
 }
 
 impl Client41 {
+    /// A client that returns recalled delegations by itself.
     pub fn connect(port: u16, owner: &str) -> Client41 {
         Self::connect_with_slots(port, owner, 8)
+    }
+
+    /// A client that only reports recalls (through `conn.recalls`).
+    pub fn connect_manual(port: u16, owner: &str) -> Client41 {
+        let c = Self::connect_with_slots(port, owner, 8);
+        *c.conn.auto_return.lock().unwrap() = None;
+        c
     }
 
     pub fn connect_with_slots(port: u16, owner: &str, slots: u32) -> Client41 {
@@ -242,8 +307,11 @@ impl Client41 {
         );
         ok_res(&r);
         let nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::NFS4_OK(cs)) = &r.resarray[0] else { panic!("{r:?}") };
-        let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(1) as usize;
-        Client41 { conn, clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: Mutex::new(vec![0; granted]) }
+        let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(2) as usize;
+        // The last slot is kept for returning delegations.
+        *conn.auto_return.lock().unwrap() =
+            Some(AutoReturn { sessionid: cs.csr_sessionid, slot: granted as u32 - 1, seq: 0 });
+        Client41 { conn, clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: Mutex::new(vec![0; granted - 1]) }
     }
 
     pub fn slots(&self) -> usize {
@@ -257,7 +325,7 @@ impl Client41 {
 
     pub fn sequence_on(&self, slot: usize) -> nfs_argop4 {
         let mut s = self.seq.lock().unwrap();
-        let highest = s.len() as u32 - 1;
+        let highest = s.len() as u32;
         s[slot] += 1;
         nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
             sa_sessionid: self.sessionid,
@@ -272,6 +340,21 @@ impl Client41 {
     /// match `ops`.
     pub fn run(&self, ops: Vec<nfs_argop4>) -> COMPOUND4res {
         self.run_on(0, ops)
+    }
+
+    /// `run`, retrying NFS4ERR_DELAY (a delegation being recalled) from
+    /// 1 ms with doubling waits, as clients do.
+    pub fn run_retry(&self, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        let mut wait = Duration::from_millis(1);
+        for _ in 0..20 {
+            let r = self.run(ops.clone());
+            if r.status != nfsstat4::NFS4ERR_DELAY {
+                return r;
+            }
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(Duration::from_millis(500));
+        }
+        panic!("still NFS4ERR_DELAY after 20 tries");
     }
 
     /// `ops` after a SEQUENCE on `slot` (one caller per slot at a time).
