@@ -1,0 +1,395 @@
+//! NFSv4 open, lock and delegation state through whole COMPOUNDs:
+//! OPEN/WRITE/READ/CLOSE, share reservations, byte-range locks between
+//! clients, OPEN_DOWNGRADE, TEST_STATEID/FREE_STATEID, delegations.
+
+mod common;
+
+use bytes::Bytes;
+use common::v4::*;
+use common::*;
+use proto::nfs4::*;
+
+use nfs_argop4 as A;
+use nfs_resop4 as R;
+
+/// An NFSv4.0 client id: SETCLIENTID + SETCLIENTID_CONFIRM, or (while
+/// the server answers SETCLIENTID with NOTSUPP) an id of our own, which
+/// lease renewal then does not check.
+fn client40(env: &Env, name: &str) -> clientid4 {
+    let args = SETCLIENTID4args {
+        client: nfs_client_id4 { verifier: [7; 8], id: Bytes::copy_from_slice(name.as_bytes()) },
+        callback: cb_client4 {
+            cb_program: 0x40000000,
+            cb_location: netaddr4 { na_r_netid: Bytes::from_static(b"tcp"), na_r_addr: Bytes::from_static(b"127.0.0.1.3.4") },
+        },
+        callback_ident: 1,
+    };
+    let r = env.compound(0, vec![A::OP_SETCLIENTID(args)]);
+    match &r.resarray[0] {
+        R::OP_SETCLIENTID(SETCLIENTID4res::NFS4_OK(ok)) => {
+            let c = SETCLIENTID_CONFIRM4args { clientid: ok.clientid, setclientid_confirm: ok.setclientid_confirm };
+            ok_(&env.compound(0, vec![A::OP_SETCLIENTID_CONFIRM(c)]));
+            ok.clientid
+        }
+        _ => name.bytes().fold(0x1000u64, |a, b| a.wrapping_mul(31).wrapping_add(b.into())),
+    }
+}
+
+fn ok_(r: &COMPOUND4res) {
+    ok(r)
+}
+
+fn name(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+/// The export's root as the current file handle (two operations, so
+/// that the results of what follows sit at fixed indexes). The handle
+/// comes from MOUNT: NFSv3 and NFSv4 handles are the same.
+fn export_ops(env: &Env) -> Vec<nfs_argop4> {
+    vec![A::OP_PUTROOTFH, A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data })]
+}
+
+fn open_args(seqid: u32, client: clientid4, owner: &str, file: &str, access: u32, deny: u32, create: bool) -> OPEN4args {
+    OPEN4args {
+        seqid,
+        share_access: access,
+        share_deny: deny,
+        owner: open_owner4 { clientid: client, owner: name(owner) },
+        openhow: if create {
+            openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default()))
+        } else {
+            openflag4::default(opentype4::OPEN4_NOCREATE)
+        },
+        claim: open_claim4::CLAIM_NULL(name(file)),
+    }
+}
+
+fn open_res(r: &COMPOUND4res, i: usize) -> OPEN4resok {
+    match &r.resarray[i] {
+        R::OP_OPEN(OPEN4res::NFS4_OK(ok)) => ok.clone(),
+        other => panic!("OPEN failed: {other:?}"),
+    }
+}
+
+fn fh_res(r: &COMPOUND4res, i: usize) -> nfs_fh4 {
+    match &r.resarray[i] {
+        R::OP_GETFH(GETFH4res::NFS4_OK(ok)) => ok.object.clone(),
+        other => panic!("GETFH failed: {other:?}"),
+    }
+}
+
+/// A 4.0 open (confirmed when the server asks): (file handle, stateid).
+fn open40(env: &Env, seqid: &mut u32, client: clientid4, owner: &str, file: &str, access: u32, deny: u32) -> (nfs_fh4, stateid4) {
+    let mut ops = export_ops(env);
+    ops.push(A::OP_OPEN(open_args(*seqid, client, owner, file, access, deny, true)));
+    ops.push(A::OP_GETFH);
+    let r = env.compound(0, ops);
+    ok(&r);
+    *seqid += 1;
+    let o = open_res(&r, 2);
+    assert_ne!(o.rflags & OPEN4_RESULT_LOCKTYPE_POSIX, 0);
+    let fh = fh_res(&r, 3);
+    let mut sid = o.stateid;
+    if o.rflags & OPEN4_RESULT_CONFIRM != 0 {
+        let r = env.compound(
+            0,
+            vec![
+                A::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+                A::OP_OPEN_CONFIRM(OPEN_CONFIRM4args { open_stateid: sid.clone(), seqid: *seqid }),
+            ],
+        );
+        ok(&r);
+        *seqid += 1;
+        let R::OP_OPEN_CONFIRM(OPEN_CONFIRM4res::NFS4_OK(c)) = &r.resarray[1] else { panic!() };
+        sid = c.open_stateid.clone();
+    }
+    (fh, sid)
+}
+
+fn putfh(fh: &nfs_fh4) -> nfs_argop4 {
+    A::OP_PUTFH(PUTFH4args { object: fh.clone() })
+}
+
+fn write_op(sid: &stateid4, offset: u64, data: &[u8]) -> nfs_argop4 {
+    A::OP_WRITE(WRITE4args { stateid: sid.clone(), offset, stable: stable_how4::FILE_SYNC4, data: Bytes::copy_from_slice(data) })
+}
+
+fn read_op(sid: &stateid4, offset: u64, count: u32) -> nfs_argop4 {
+    A::OP_READ(READ4args { stateid: sid.clone(), offset, count })
+}
+
+fn anon() -> stateid4 {
+    stateid4 { seqid: 0, other: [0; 12] }
+}
+
+#[test]
+fn v40_open_write_read_close() {
+    let env = rw_env();
+    let c = client40(&env, "c1");
+    let mut seq = 1;
+    let (fh, sid) = open40(&env, &mut seq, c, "owner", "f1", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE);
+    let r = env.compound(0, vec![putfh(&fh), write_op(&sid, 0, b"hello world"), read_op(&sid, 6, 100)]);
+    ok(&r);
+    let R::OP_WRITE(WRITE4res::NFS4_OK(w)) = &r.resarray[1] else { panic!() };
+    assert_eq!(w.count, 11);
+    let R::OP_READ(READ4res::NFS4_OK(rd)) = &r.resarray[2] else { panic!() };
+    assert_eq!(&rd.data[..], b"world");
+    assert!(rd.eof);
+    // An older seqid of the stateid is OLD_STATEID.
+    let old = stateid4 { seqid: sid.seqid - 1, ..sid.clone() };
+    if old.seqid > 0 {
+        let r = env.compound(0, vec![putfh(&fh), read_op(&old, 0, 1)]);
+        assert_eq!(r.status, nfsstat4::NFS4ERR_OLD_STATEID);
+    }
+    // A forged one is BAD_STATEID.
+    let mut forged = sid.clone();
+    forged.other[11] ^= 0xff;
+    let r = env.compound(0, vec![putfh(&fh), read_op(&forged, 0, 1)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_BAD_STATEID);
+    // CLOSE, and its retransmission is replayed.
+    let close = A::OP_CLOSE(CLOSE4args { seqid: seq, open_stateid: sid.clone() });
+    let r1 = env.compound(0, vec![putfh(&fh), close.clone()]);
+    ok(&r1);
+    let r2 = env.compound(0, vec![putfh(&fh), close]);
+    ok(&r2);
+    assert_eq!(r1.resarray[1], r2.resarray[1]);
+    seq += 1;
+    // The stateid is gone; a seqid out of order is BAD_SEQID.
+    let r = env.compound(0, vec![putfh(&fh), read_op(&sid, 0, 1)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_BAD_STATEID);
+    let mut ops = export_ops(&env);
+    ops.push(A::OP_OPEN(open_args(seq + 5, c, "owner", "f1", OPEN4_SHARE_ACCESS_READ, 0, false)));
+    assert_eq!(env.compound(0, ops).status, nfsstat4::NFS4ERR_BAD_SEQID);
+}
+
+#[test]
+fn v40_openmode_and_anonymous_io() {
+    let env = rw_env();
+    let c = client40(&env, "c1");
+    let mut seq = 1;
+    let (fh, sid) = open40(&env, &mut seq, c, "o", "ro", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE);
+    let r = env.compound(0, vec![putfh(&fh), write_op(&sid, 0, b"x")]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_OPENMODE);
+    // Anonymous writes meet the deny-write reservation; reads pass.
+    let r = env.compound(0, vec![putfh(&fh), write_op(&anon(), 0, b"x")]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_LOCKED);
+    ok(&env.compound(0, vec![putfh(&fh), read_op(&anon(), 0, 1)]));
+    // OPEN of a directory.
+    env.mkdir(&env.mount("/export"), "d");
+    let mut ops = export_ops(&env);
+    ops.push(A::OP_OPEN(open_args(seq, c, "o", "d", OPEN4_SHARE_ACCESS_READ, 0, false)));
+    assert_eq!(env.compound(0, ops).status, nfsstat4::NFS4ERR_ISDIR);
+}
+
+#[test]
+fn v40_share_deny_conflict_and_downgrade() {
+    let env = rw_env();
+    let c1 = client40(&env, "c1");
+    let c2 = client40(&env, "c2");
+    let (mut s1, mut s2) = (1, 1);
+    let (fh, sid) = open40(&env, &mut s1, c1, "a", "shared", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE);
+    let mut ops = export_ops(&env);
+    ops.push(A::OP_OPEN(open_args(s2, c2, "b", "shared", OPEN4_SHARE_ACCESS_WRITE, 0, false)));
+    let r = env.compound(0, ops);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_SHARE_DENIED);
+    s2 += 1;
+    // Downgrade to READ/NONE: "WRITE" alone was never opened -> INVAL.
+    let dg = |seqid, sid: &stateid4, access, deny| {
+        A::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4args { open_stateid: sid.clone(), seqid, share_access: access, share_deny: deny })
+    };
+    let r = env.compound(0, vec![putfh(&fh), dg(s1, &sid, OPEN4_SHARE_ACCESS_READ, 0)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_INVAL);
+    s1 += 1;
+    // Open again for READ/NONE by the same owner (upgrade: same other),
+    // then downgrade to it.
+    let mut ops = vec![putfh(&fh)];
+    ops.push(A::OP_OPEN(OPEN4args {
+        claim: open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
+        ..open_args(s1, c1, "a", "shared", OPEN4_SHARE_ACCESS_READ, 0, false)
+    }));
+    let r = env.compound(0, ops);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_NO_GRACE);
+    s1 += 1;
+    let mut ops = export_ops(&env);
+    ops.push(A::OP_OPEN(open_args(s1, c1, "a", "shared", OPEN4_SHARE_ACCESS_READ, 0, false)));
+    let r = env.compound(0, ops);
+    ok(&r);
+    s1 += 1;
+    let up = open_res(&r, 2).stateid;
+    assert_eq!(up.other, sid.other);
+    assert_eq!(up.seqid, sid.seqid + 1);
+    let r = env.compound(0, vec![putfh(&fh), dg(s1, &up, OPEN4_SHARE_ACCESS_READ, 0)]);
+    ok(&r);
+    s1 += 1;
+    let R::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4res::NFS4_OK(d)) = &r.resarray[1] else { panic!() };
+    assert_eq!(d.open_stateid.seqid, up.seqid + 1);
+    // Now the other client may open for writing.
+    let mut ops = export_ops(&env);
+    ops.push(A::OP_OPEN(open_args(s2, c2, "b", "shared", OPEN4_SHARE_ACCESS_WRITE, 0, false)));
+    ok(&env.compound(0, ops));
+    let _ = s1;
+}
+
+fn lock_new(seq_open: u32, open: &stateid4, client: clientid4, owner: &str, kind: nfs_lock_type4, off: u64, len: u64) -> nfs_argop4 {
+    A::OP_LOCK(LOCK4args {
+        locktype: kind,
+        reclaim: false,
+        offset: off,
+        length: len,
+        locker: locker4::TRUE(open_to_lock_owner4 {
+            open_seqid: seq_open,
+            open_stateid: open.clone(),
+            lock_seqid: 0,
+            lock_owner: lock_owner4 { clientid: client, owner: name(owner) },
+        }),
+    })
+}
+
+#[test]
+fn v40_locks_between_clients() {
+    let env = rw_env();
+    let c1 = client40(&env, "c1");
+    let c2 = client40(&env, "c2");
+    let (mut s1, mut s2) = (1, 1);
+    let (fh, o1) = open40(&env, &mut s1, c1, "a", "locked", OPEN4_SHARE_ACCESS_BOTH, 0);
+    let (_, o2) = open40(&env, &mut s2, c2, "b", "locked", OPEN4_SHARE_ACCESS_BOTH, 0);
+    let r = env.compound(0, vec![putfh(&fh), lock_new(s1, &o1, c1, "la", nfs_lock_type4::WRITE_LT, 0, 100)]);
+    ok(&r);
+    let R::OP_LOCK(LOCK4res::NFS4_OK(l1)) = &r.resarray[1] else { panic!() };
+    let l1 = l1.lock_stateid.clone();
+    // The other client is denied and told who holds the lock.
+    let r = env.compound(0, vec![putfh(&fh), lock_new(s2, &o2, c2, "lb", nfs_lock_type4::READ_LT, 50, u64::MAX)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_DENIED);
+    s2 += 1;
+    let R::OP_LOCK(LOCK4res::NFS4ERR_DENIED(d)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!((d.offset, d.length, d.locktype), (0, 100, nfs_lock_type4::WRITE_LT));
+    assert_eq!(d.owner, lock_owner4 { clientid: c1, owner: name("la") });
+    // LOCKT agrees; bad ranges are INVAL.
+    let lockt = |off, len| {
+        A::OP_LOCKT(LOCKT4args { locktype: nfs_lock_type4::WRITE_LT, offset: off, length: len, owner: lock_owner4 { clientid: c2, owner: name("lb") } })
+    };
+    assert_eq!(env.compound(0, vec![putfh(&fh), lockt(99, 1)]).status, nfsstat4::NFS4ERR_DENIED);
+    ok(&env.compound(0, vec![putfh(&fh), lockt(100, u64::MAX)]));
+    assert_eq!(env.compound(0, vec![putfh(&fh), lockt(5, 0)]).status, nfsstat4::NFS4ERR_INVAL);
+    assert_eq!(env.compound(0, vec![putfh(&fh), lockt(u64::MAX, 2)]).status, nfsstat4::NFS4ERR_INVAL);
+    // RELEASE_LOCKOWNER while locks are held.
+    let rel = A::OP_RELEASE_LOCKOWNER(RELEASE_LOCKOWNER4args { lock_owner: lock_owner4 { clientid: c1, owner: name("la") } });
+    assert_eq!(env.compound(0, vec![rel.clone()]).status, nfsstat4::NFS4ERR_LOCKS_HELD);
+    // LOCKU, then the other client gets its lock.
+    let r = env.compound(
+        0,
+        vec![
+            putfh(&fh),
+            A::OP_LOCKU(LOCKU4args { locktype: nfs_lock_type4::WRITE_LT, seqid: 1, lock_stateid: l1.clone(), offset: 0, length: 100 }),
+        ],
+    );
+    ok(&r);
+    let R::OP_LOCKU(LOCKU4res::NFS4_OK(u)) = &r.resarray[1] else { panic!() };
+    assert_eq!(u.seqid, l1.seqid + 1);
+    let r = env.compound(0, vec![putfh(&fh), lock_new(s2, &o2, c2, "lb", nfs_lock_type4::READ_LT, 50, u64::MAX)]);
+    ok(&r);
+    ok(&env.compound(0, vec![rel]));
+}
+
+fn export_ops41(env: &Env) -> Vec<nfs_argop4> {
+    export_ops(env)
+}
+
+fn open41(s: &mut Session, env: &Env, owner: &str, file: &str, access: u32, deny: u32) -> COMPOUND4res {
+    let mut ops = export_ops41(env);
+    ops.push(A::OP_OPEN(open_args(0, 0, owner, file, access, deny, true)));
+    ops.push(A::OP_GETFH);
+    s.run(env, ops)
+}
+
+#[test]
+#[ignore = "needs sessions"]
+fn v41_open_write_read_close() {
+    let env = rw_env();
+    let mut s = Session::new(&env, "c1");
+    let cur = stateid4 { seqid: 1, other: [0; 12] };
+    let mut ops = export_ops41(&env);
+    ops.push(A::OP_OPEN(open_args(0, 0, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0, true)));
+    // The current stateid carries OPEN's stateid into WRITE, READ, CLOSE.
+    ops.push(write_op(&cur, 0, b"abc"));
+    ops.push(read_op(&cur, 0, 10));
+    ops.push(A::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: cur.clone() }));
+    let r = s.run(&env, ops);
+    ok(&r);
+    let o = open_res(&r, 2);
+    assert_eq!(o.rflags & OPEN4_RESULT_CONFIRM, 0);
+    let R::OP_READ(READ4res::NFS4_OK(rd)) = &r.resarray[4] else { panic!() };
+    assert_eq!(&rd.data[..], b"abc");
+    let R::OP_CLOSE(CLOSE4res::NFS4_OK(c)) = &r.resarray[5] else { panic!() };
+    assert_eq!(*c, stateid4 { seqid: u32::MAX, other: [0; 12] });
+}
+
+#[test]
+#[ignore = "needs sessions"]
+fn v41_share_deny_and_locks() {
+    let env = rw_env();
+    let mut a = Session::new(&env, "a");
+    let mut b = Session::new(&env, "b");
+    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE);
+    ok(&r);
+    let oa = open_res(&r, 2).stateid;
+    let fh = fh_res(&r, 3);
+    let r = open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_WRITE, 0);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_SHARE_DENIED);
+    let r = open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_READ, 0);
+    ok(&r);
+    let ob = open_res(&r, 2).stateid;
+    let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, u64::MAX)]);
+    ok(&r);
+    let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!() };
+    let r = b.run(&env, vec![putfh(&fh), lock_new(0, &ob, 0, "lb", nfs_lock_type4::READ_LT, 10, 1)]);
+    let R::OP_LOCK(LOCK4res::NFS4ERR_DENIED(d)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!(d.owner.clientid, a.clientid);
+    assert_eq!(d.length, u64::MAX);
+    // TEST_STATEID: a's stateids are good for a, bad for b.
+    let ts = |ids: Vec<stateid4>| A::OP_TEST_STATEID(TEST_STATEID4args { ts_stateids: ids });
+    let r = a.run(&env, vec![ts(vec![oa.clone(), la.lock_stateid.clone(), anon()])]);
+    let R::OP_TEST_STATEID(TEST_STATEID4res::NFS4_OK(t)) = &r.resarray[0] else { panic!() };
+    assert_eq!(t.tsr_status_codes, vec![nfsstat4::NFS4_OK, nfsstat4::NFS4_OK, nfsstat4::NFS4ERR_BAD_STATEID]);
+    let r = b.run(&env, vec![ts(vec![oa.clone()])]);
+    let R::OP_TEST_STATEID(TEST_STATEID4res::NFS4_OK(t)) = &r.resarray[0] else { panic!() };
+    assert_eq!(t.tsr_status_codes, vec![nfsstat4::NFS4ERR_BAD_STATEID]);
+    // FREE_STATEID: an open or a lock stateid with locks is LOCKS_HELD.
+    let free = |s: &stateid4| A::OP_FREE_STATEID(FREE_STATEID4args { fsa_stateid: s.clone() });
+    assert_eq!(a.run(&env, vec![free(&oa)]).status, nfsstat4::NFS4ERR_LOCKS_HELD);
+    assert_eq!(a.run(&env, vec![free(&la.lock_stateid)]).status, nfsstat4::NFS4ERR_LOCKS_HELD);
+    let r = a.run(
+        &env,
+        vec![
+            putfh(&fh),
+            A::OP_LOCKU(LOCKU4args { locktype: nfs_lock_type4::WRITE_LT, seqid: 0, lock_stateid: la.lock_stateid.clone(), offset: 0, length: u64::MAX }),
+        ],
+    );
+    ok(&r);
+    ok(&a.run(&env, vec![free(&la.lock_stateid)]));
+    let r = a.run(&env, vec![ts(vec![la.lock_stateid.clone()])]);
+    let R::OP_TEST_STATEID(TEST_STATEID4res::NFS4_OK(t)) = &r.resarray[0] else { panic!() };
+    assert_eq!(t.tsr_status_codes, vec![nfsstat4::NFS4ERR_BAD_STATEID]);
+    // b's lock now goes through.
+    ok(&b.run(&env, vec![putfh(&fh), lock_new(0, &ob, 0, "lb", nfs_lock_type4::READ_LT, 10, 1)]));
+}
+
+#[test]
+#[ignore = "needs sessions with a back channel"]
+fn v41_delegation_recall() {
+    let env = rw_env();
+    let mut a = Session::new(&env, "a");
+    let mut b = Session::new(&env, "b");
+    let r = open41(&mut a, &env, "o", "dfile", OPEN4_SHARE_ACCESS_READ, 0);
+    ok(&r);
+    let fh = fh_res(&r, 3);
+    let open_delegation4::OPEN_DELEGATE_READ(d) = open_res(&r, 2).delegation else {
+        panic!("no read delegation granted");
+    };
+    // Another client's writer triggers a recall and waits.
+    let r = open41(&mut b, &env, "o", "dfile", OPEN4_SHARE_ACCESS_WRITE, 0);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_DELAY);
+    ok(&a.run(&env, vec![putfh(&fh), A::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: d.stateid.clone() })]));
+    ok(&open41(&mut b, &env, "o", "dfile", OPEN4_SHARE_ACCESS_WRITE, 0));
+}
