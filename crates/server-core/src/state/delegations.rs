@@ -173,46 +173,5 @@ pub(crate) fn delegreturn(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    use super::*;
-    use crate::clock::ManualClock;
-    use crate::state::{MemStore, Nfs4Settings, NoBackchannel};
-
-    const F: FileKey = (1, 3);
-
-    #[test]
-    fn recall_then_revoke_then_free() {
-        let clock = Arc::new(ManualClock::default());
-        let st = State4::new(Nfs4Settings::default(), clock.clone(), Arc::new(NoBackchannel), Arc::new(MemStore::default()));
-        let mut t = st.tables.lock();
-        let entry = Entry {
-            seqid: 1,
-            client: 1,
-            file: F,
-            kind: Kind::Deleg(DelegState { write: false, fh: Default::default(), recalled: None, revoked: false }),
-        };
-        let other = t.stateids.insert(st.boot, 100, 1, entry).unwrap();
-        // Readers of other clients and the holder itself do not conflict.
-        assert_eq!(recall_conflicting(&st, &mut t, F, Some(2), false), Ok(()));
-        assert_eq!(recall_conflicting(&st, &mut t, F, Some(1), true), Ok(()));
-        // A writer waits while the recall is out.
-        assert_eq!(recall_conflicting(&st, &mut t, F, Some(2), true), Err(nfsstat4::NFS4ERR_DELAY));
-        assert!(matches!(&t.stateids.ids[&other].kind, Kind::Deleg(d) if d.recalled.is_some()));
-        clock.advance(Duration::from_secs(10));
-        assert_eq!(recall_conflicting(&st, &mut t, F, None, true), Err(nfsstat4::NFS4ERR_DELAY));
-        // Not returned within the lease: revoked, the writer goes ahead.
-        clock.advance(st.lease());
-        assert_eq!(recall_conflicting(&st, &mut t, F, Some(2), true), Ok(()));
-        let sid = stateid4 { seqid: 1, other };
-        assert_eq!(t.stateids.find(st.boot, 1, Some(1), &sid).err(), Some(nfsstat4::NFS4ERR_DELEG_REVOKED));
-        assert_eq!(t.stateids.test(st.boot, 1, &sid), nfsstat4::NFS4ERR_DELEG_REVOKED);
-        assert_eq!(delegreturn(&st, &mut t, 1, Some(1), &sid, F), Err(nfsstat4::NFS4ERR_DELEG_REVOKED));
-        let Tables { stateids, locks, .. } = &mut *t;
-        assert_eq!(stateids.free(&other, locks), Ok(()));
-        assert!(!t.stateids.has_state(1));
-    }
-}
+// Grant, recall, revocation and FREE_STATEID are tested end to end with
+// real clients in tests/nfs4_state.rs and crates/cli/tests/nfs4.rs.
