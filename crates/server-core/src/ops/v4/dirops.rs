@@ -5,7 +5,7 @@
 use proto::nfs4::*;
 use vfs::{Attrs, FileType, SetAttrs, Vfs};
 
-use super::Obj;
+use super::{Compound, Obj};
 use crate::auth::Creds;
 
 /// Every change on a read-only export.
@@ -65,4 +65,13 @@ pub(crate) fn wrong_type(minor: u32) -> nfsstat4 {
     } else {
         nfsstat4::NFS4ERR_WRONG_TYPE
     }
+}
+
+/// Recalls other clients' delegations on `file` before a change they
+/// would not see through their cached state (removing or renaming it,
+/// changing its attributes); NFS4ERR_DELAY while a recall is out.
+pub(crate) fn recall_delegations(cx: &Compound, export_id: u32, file: vfs::FileId) -> Result<(), nfsstat4> {
+    let st = cx.state();
+    let mut t = st.tables.lock();
+    crate::state::delegations::recall_conflicting(st, &mut t, (export_id, file), cx.session_client(), true)
 }

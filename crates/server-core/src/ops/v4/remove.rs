@@ -5,7 +5,7 @@
 use proto::nfs4::*;
 use vfs::FileType;
 
-use super::dirops::{cinfo, directory, writable};
+use super::dirops::{cinfo, directory, recall_delegations, writable};
 use super::status::stat4;
 use super::{check_name, Compound};
 use crate::auth::may_delete_entry;
@@ -16,10 +16,11 @@ pub(super) fn run(cx: &mut Compound, args: REMOVE4args) -> Result<REMOVE4resok, 
     directory(&dir, false)?;
     let name = check_name(cx.core, &args.target)?;
     let fs = dir.fs();
-    let (_, victim) = fs.lookup(dir.id, name).map_err(stat4)?;
+    let (victim_id, victim) = fs.lookup(dir.id, name).map_err(stat4)?;
     if !may_delete_entry(&dir.attrs, Some(&victim), &dir.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
+    recall_delegations(cx, dir.export.id, victim_id)?;
     let r = if victim.ftype == FileType::Directory { fs.rmdir(dir.id, name) } else { fs.remove(dir.id, name) };
     r.map_err(stat4)?;
     Ok(REMOVE4resok { cinfo: cinfo(&dir.attrs, fs, dir.id) })

@@ -9,7 +9,7 @@
 use proto::nfs4::*;
 use vfs::VfsError;
 
-use super::dirops::{directory, writable};
+use super::dirops::{directory, recall_delegations, writable};
 use super::status::stat4;
 use super::{check_name, Compound, Fh};
 use crate::auth::{may_add_entry, may_delete_entry};
@@ -34,14 +34,16 @@ pub(super) fn run(cx: &mut Compound, args: RENAME4args) -> Result<RENAME4resok, 
     let old = check_name(cx.core, &args.oldname)?;
     let new = check_name(cx.core, &args.newname)?;
     let fs = from.fs();
-    let (_, victim) = fs.lookup(from.id, old).map_err(stat4)?;
+    let (victim_id, victim) = fs.lookup(from.id, old).map_err(stat4)?;
     if !may_delete_entry(&from.attrs, Some(&victim), &from.creds) || !may_add_entry(&to.attrs, &to.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
-    if let Ok((_, replaced)) = fs.lookup(to.id, new) {
+    recall_delegations(cx, from.export.id, victim_id)?;
+    if let Ok((replaced_id, replaced)) = fs.lookup(to.id, new) {
         if !may_delete_entry(&to.attrs, Some(&replaced), &to.creds) {
             return Err(nfsstat4::NFS4ERR_ACCESS);
         }
+        recall_delegations(cx, to.export.id, replaced_id)?;
     }
     fs.rename(from.id, old, to.id, new).map_err(|e| match e {
         VfsError::NotEmpty | VfsError::Exists | VfsError::IsDir | VfsError::NotDir => nfsstat4::NFS4ERR_EXIST,
