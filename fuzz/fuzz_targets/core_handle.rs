@@ -5,7 +5,6 @@
 //! instead mutations of valid calls that carry a real root handle (taken
 //! from a MOUNT at start-up): those reach the NFSv3 operations themselves.
 #![no_main]
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -14,32 +13,15 @@ use proto::mount3;
 use proto::nfs3::*;
 use proto::rpc::*;
 use server_core::exports::{ClientMatcher, ClientRule, ExportOptions};
-use server_core::{Core, CoreSettings, Export, PeerInfo, ServicePorts};
-use xdr::{Decode, Decoder, Encode, Encoder};
+use server_core::{Core, CoreSettings, Export, ServicePorts};
+use xdr::{Decode, Decoder};
+#[path = "core_common.rs"]
+mod core_common;
+use core_common::{call, peer, record};
 
 struct State {
     core: Core,
     templates: Vec<Vec<u8>>,
-}
-
-fn peer() -> PeerInfo {
-    PeerInfo {
-        addr: SocketAddr::from(([127, 0, 0, 1], 700)),
-        local: SocketAddr::from(([127, 0, 0, 1], 2049)),
-        hostname: None,
-        conn: 1,
-    }
-}
-
-fn call<A: Encode>(prog: u32, vers: u32, proc_: u32, args: &A) -> Vec<u8> {
-    let parms = authsys_parms { stamp: 1, machinename: Bytes::from_static(b"fuzz"), uid: 0, gid: 0, gids: vec![] };
-    let cred = opaque_auth { flavor: auth_flavor::AUTH_SYS, body: xdr::to_bytes(&parms) };
-    let verf = opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() };
-    let msg = rpc_msg { xid: 9, body: rpc_msg_body::CALL(call_body { rpcvers: 2, prog, vers, proc: proc_, cred, verf }) };
-    let mut e = Encoder::new();
-    msg.encode(&mut e);
-    args.encode(&mut e);
-    e.into_bytes().to_vec()
 }
 
 fn state() -> &'static State {
@@ -106,22 +88,6 @@ fn state() -> &'static State {
 
 fuzz_target!(|data: &[u8]| {
     let st = state();
-    let Some((&mode, rest)) = data.split_first() else { return };
-    let record = if mode & 0x80 == 0 {
-        rest.to_vec()
-    } else {
-        // (position, value) byte pairs overwrite a valid call; an odd
-        // trailing byte truncates it.
-        let mut t = st.templates[mode as usize % st.templates.len()].clone();
-        let mut pairs = rest.chunks_exact(2);
-        for p in &mut pairs {
-            let i = p[0] as usize * 7 % t.len();
-            t[i] = p[1];
-        }
-        if let [cut] = pairs.remainder() {
-            t.truncate(*cut as usize * t.len() / 256);
-        }
-        t
-    };
+    let Some(record) = record(&st.templates, data) else { return };
     let _ = st.core.handle(Bytes::from(record), &peer());
 });
