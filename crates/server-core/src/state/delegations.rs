@@ -80,9 +80,13 @@ pub(crate) fn recall_conflicting(
 
 /// Marks a delegation revoked: it no longer conflicts, and its stateid
 /// stays (DELEG_REVOKED) until the client frees it.
+/// The holder learns of it through SEQUENCE's status flags.
 pub(crate) fn revoke(t: &mut Tables, other: &Other) {
-    if let Some(Kind::Deleg(d)) = t.stateids.ids.get_mut(other).map(|e| &mut e.kind) {
+    let Some(e) = t.stateids.ids.get_mut(other) else { return };
+    if let Kind::Deleg(d) = &mut e.kind {
         d.revoked = true;
+        let holder = e.client;
+        t.clients.set_status_flags(holder, SEQ4_STATUS_RECALLABLE_STATE_REVOKED);
     }
 }
 

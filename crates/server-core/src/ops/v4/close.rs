@@ -8,14 +8,18 @@
 use proto::nfs4::*;
 
 use super::open::{file_key, io_client};
-use super::Compound;
+use super::{Compound, Fh};
 use crate::state::stateids::{invalid_stateid, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
 
 pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsstat4> {
     let st = cx.state();
     let sid = cx.resolve_stateid(&args.open_stateid)?;
-    let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
-    let file = file_key(&obj);
+    // The file may be gone (removed, or renamed over) while still open:
+    // closing it must work all the same, so the handle is not resolved.
+    let file = match cx.cfh()? {
+        Fh::Obj { export_id, id, .. } => (export_id, id),
+        Fh::Pseudo(_) => return Err(nfsstat4::NFS4ERR_ISDIR),
+    };
     let minor = cx.minor;
     let mut t = st.tables.lock();
     let owner = owner_of_open(&t.stateids, &sid.other);

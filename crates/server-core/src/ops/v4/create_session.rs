@@ -13,6 +13,11 @@ use crate::state::callback;
 const MIN_MSG: u32 = 256;
 
 pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE_SESSION4resok, nfsstat4> {
+    const KNOWN_FLAGS: u32 =
+        CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_BACK_CHAN | CREATE_SESSION4_FLAG_CONN_RDMA;
+    if args.csa_flags & !KNOWN_FLAGS != 0 {
+        return Err(nfsstat4::NFS4ERR_INVAL);
+    }
     let st = cx.state();
     let set = &st.settings;
     let now = st.now();

@@ -18,7 +18,7 @@ pub(super) fn parent(cx: &Compound) -> Result<Fh, nfsstat4> {
         Fh::Pseudo(n) => cx.core.pseudo.parent(n).map(Fh::Pseudo).ok_or(nfsstat4::NFS4ERR_STALE),
         fh => {
             let o = cx.resolve(fh)?;
-            directory(&o, false)?;
+            directory(&o, true)?;
             if o.id == o.fs().root() {
                 return cx.parent_of_export_root(o.export.id).ok_or(nfsstat4::NFS4ERR_NOENT);
             }

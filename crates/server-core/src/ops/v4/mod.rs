@@ -265,16 +265,24 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
         res.encode(&mut out.enc);
         out.count += 1;
         if let Some(seq) = &cx.seq {
-            if out.enc.len() > seq.max_response as usize {
-                // The reply outgrew what the session allows: this
-                // operation's result becomes REP_TOO_BIG and the compound
-                // stops (RFC 8881 section 2.10.6.4).
+            // A reply the client asked to be cached must fit the cache
+            // (REP_TOO_BIG_TO_CACHE), and any reply the session's limit
+            // (REP_TOO_BIG): the operation that outgrew it gets the error
+            // and the compound stops (RFC 8881 section 2.10.6.4).
+            let too_big = if out.enc.len() > seq.max_response as usize {
+                Some(nfsstat4::NFS4ERR_REP_TOO_BIG)
+            } else if seq.cachethis && out.enc.len() > seq.max_cached as usize {
+                Some(nfsstat4::NFS4ERR_REP_TOO_BIG_TO_CACHE)
+            } else {
+                None
+            };
+            if let Some(err) = too_big {
                 let mut trimmed = Encoder::new();
                 let keep = out.enc.into_bytes().slice(..before);
                 trimmed.append_segments(vec![keep]);
-                error_result(opcode, nfsstat4::NFS4ERR_REP_TOO_BIG, &mut trimmed);
+                error_result(opcode, err, &mut trimmed);
                 out.enc = trimmed;
-                out.status = nfsstat4::NFS4ERR_REP_TOO_BIG;
+                out.status = err;
                 break;
             }
         }
