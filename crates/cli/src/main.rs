@@ -37,14 +37,21 @@ enum BackendArg {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Export a directory over NFSv3 (with MOUNT v3 and a portmapper).
+    /// Export a directory over NFSv3 and NFSv4.0/4.1 (with MOUNT v3, NLM v4
+    /// and NSM locking for v3 clients, and a portmapper).
     ///
     /// With no --exports file, DIR is exported read-write to localhost
     /// (127.0.0.0/8 and ::1) without root squashing. Clients mount DIR's
-    /// absolute path, as with /etc/exports:
+    /// absolute path, as with /etc/exports; NFSv4 clients find it under
+    /// the pseudo root `/`, which joins all exports:
     ///
     ///   nfsx serve /srv/data
     ///   nfs-ls 'nfs://127.0.0.1/srv/data?version=3'
+    ///   nfs-ls 'nfs://127.0.0.1/srv/data?version=4'
+    ///
+    /// NFSv4 state (leases, grace period, delegations, slot tables) is set
+    /// in the `[core.nfs4]` table of the --config file; client records for
+    /// reclaim after a restart are kept in the state directory.
     ///
     /// NFS, MOUNT and the portmapper all answer on the listen port; the
     /// portmapper also answers on port 111 when that port is free, so plain
