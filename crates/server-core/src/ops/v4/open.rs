@@ -49,13 +49,15 @@ pub(super) fn file_key(obj: &Obj) -> FileKey {
 }
 
 /// OPEN and LOCK work on regular files only (RFC 8881 18.16.3, 18.10.3).
+/// Other types are WRONG_TYPE in 4.1; RFC 7530 (16.16.5) has 4.0 answer
+/// SYMLINK for everything that is neither a file nor a directory.
 pub(super) fn check_regular(cx: &Compound, obj: &Obj) -> Result<(), nfsstat4> {
     match obj.attrs.ftype {
         FileType::Regular => Ok(()),
         FileType::Directory => Err(nfsstat4::NFS4ERR_ISDIR),
         FileType::Symlink => Err(nfsstat4::NFS4ERR_SYMLINK),
         _ if cx.minor >= 1 => Err(nfsstat4::NFS4ERR_WRONG_TYPE),
-        _ => Err(nfsstat4::NFS4ERR_INVAL),
+        _ => Err(nfsstat4::NFS4ERR_SYMLINK),
     }
 }
 

@@ -31,6 +31,11 @@ pub(super) fn run(cx: &mut Compound, args: READ4args) -> Result<READ4resok, nfss
     if !may_read(&obj.attrs, &obj.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
+    // At or past the end there is nothing to read, however large the
+    // offset (backends may refuse offsets beyond what they can address).
+    if args.offset >= obj.attrs.size {
+        return Ok(READ4resok { eof: true, data: bytes::Bytes::new() });
+    }
     let r = obj.fs().read(obj.id, args.offset, count).map_err(stat4)?;
     let mut data = r.data;
     let mut eof = r.eof;

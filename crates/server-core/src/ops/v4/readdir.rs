@@ -27,8 +27,9 @@ use crate::fh::HandleData;
 
 /// Added to backend cookies on the wire.
 const COOKIE_OFFSET: u64 = 2;
-/// Status, verifier, the list terminator and eof.
-const FIXED_REPLY: usize = 4 + 8 + 4 + 4;
+/// Verifier, the list terminator and eof: what `maxcount` counts besides
+/// the entries (RFC 8881 18.23.3 — the status is not part of it).
+const FIXED_REPLY: usize = 8 + 4 + 4;
 
 fn xdr_len(n: usize) -> usize {
     4 + n + xdr::pad_len(n)

@@ -69,6 +69,10 @@ pub(crate) fn to_name(s: &Nfs4Settings, id: u32, group: bool) -> String {
 /// with a name the host knows; anything else is NFS4ERR_BADOWNER.
 pub(crate) fn from_name(s: &Nfs4Settings, owner: &[u8], group: bool) -> Result<u32, nfsstat4> {
     let owner = std::str::from_utf8(owner).map_err(|_| nfsstat4::NFS4ERR_INVAL)?;
+    // An empty principal is malformed, not unknown (RFC 8881 5.9).
+    if owner.is_empty() {
+        return Err(nfsstat4::NFS4ERR_INVAL);
+    }
     if !owner.is_empty() && owner.bytes().all(|b| b.is_ascii_digit()) {
         return owner.parse::<u32>().map_err(|_| nfsstat4::NFS4ERR_BADOWNER);
     }
@@ -101,7 +105,7 @@ mod tests {
         assert_eq!(from_name(&s, b"1234", false), Ok(1234));
         assert_eq!(from_name(&s, b"99999999999", false), Err(nfsstat4::NFS4ERR_BADOWNER));
         assert_eq!(from_name(&s, b"root@elsewhere.org", false), Err(nfsstat4::NFS4ERR_BADOWNER));
-        assert_eq!(from_name(&s, b"", false), Err(nfsstat4::NFS4ERR_BADOWNER));
+        assert_eq!(from_name(&s, b"", false), Err(nfsstat4::NFS4ERR_INVAL));
         let n = Nfs4Settings { owner_format: OwnerFormat::Numeric, ..Nfs4Settings::default() };
         assert_eq!(to_name(&n, 0, false), "0");
     }
