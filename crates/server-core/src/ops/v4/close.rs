@@ -7,7 +7,7 @@
 
 use proto::nfs4::*;
 
-use super::open::{file_key, io_client};
+use super::open::io_client;
 use super::{Compound, Fh};
 use crate::state::stateids::{invalid_stateid, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
 
