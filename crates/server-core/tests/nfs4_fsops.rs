@@ -77,9 +77,20 @@ fn values(f: &fattr4) -> HashMap<u32, Bytes> {
                     d.u64().unwrap();
                     d.u32().unwrap();
                 }
-                FATTR4_CHANGE | FATTR4_SIZE | FATTR4_FILEID | FATTR4_FILES_AVAIL | FATTR4_FILES_FREE
-                | FATTR4_FILES_TOTAL | FATTR4_MAXFILESIZE | FATTR4_MAXREAD | FATTR4_MAXWRITE | FATTR4_RAWDEV
-                | FATTR4_SPACE_AVAIL | FATTR4_SPACE_FREE | FATTR4_SPACE_TOTAL | FATTR4_SPACE_USED
+                FATTR4_CHANGE
+                | FATTR4_SIZE
+                | FATTR4_FILEID
+                | FATTR4_FILES_AVAIL
+                | FATTR4_FILES_FREE
+                | FATTR4_FILES_TOTAL
+                | FATTR4_MAXFILESIZE
+                | FATTR4_MAXREAD
+                | FATTR4_MAXWRITE
+                | FATTR4_RAWDEV
+                | FATTR4_SPACE_AVAIL
+                | FATTR4_SPACE_FREE
+                | FATTR4_SPACE_TOTAL
+                | FATTR4_SPACE_USED
                 | FATTR4_MOUNTED_ON_FILEID => {
                     d.u64().unwrap();
                 }
@@ -169,12 +180,23 @@ fn getattr_leaves_out_unsupported_and_refuses_write_only() {
     let Some(nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(g))) = r.resarray.last() else { panic!() };
     assert_eq!(g.obj_attributes.attrmask, vec![1 << FATTR4_SIZE]);
     // Words far beyond the known attributes are tolerated.
-    let r = env.compound(0, with(at(&["export"]), [Op::OP_GETATTR(GETATTR4args { attr_request: vec![1 << 1, 0, 0, 0, 0, 7] })]));
+    let r = env.compound(
+        0,
+        with(at(&["export"]), [Op::OP_GETATTR(GETATTR4args { attr_request: vec![1 << 1, 0, 0, 0, 0, 7] })]),
+    );
     assert_eq!(attrs_of(&r).len(), 1);
     let r = env.compound(0, with(at(&["export"]), [getattr(&[FATTR4_TIME_MODIFY_SET])]));
     assert_eq!(status(&r), nfsstat4::NFS4ERR_INVAL);
     // The supported set comes back whole and decodes.
-    let a = attrs_of(&env.compound(0, with(at(&["export"]), [getattr(&(0..80).filter(|n| ![FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET].contains(n)).collect::<Vec<_>>())])));
+    let a = attrs_of(&env.compound(
+        0,
+        with(
+            at(&["export"]),
+            [getattr(
+                &(0..80).filter(|n| ![FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET].contains(n)).collect::<Vec<_>>(),
+            )],
+        ),
+    ));
     assert!(a.contains_key(&FATTR4_OWNER) && a.contains_key(&FATTR4_FILEHANDLE) && a.contains_key(&FATTR4_SPACE_TOTAL));
     assert!(!a.contains_key(&FATTR4_SUPPATTR_EXCLCREAT), "4.0 has no suppattr_exclcreat");
 }
@@ -199,7 +221,8 @@ fn lookup_errors() {
     ok(&env.compound(0, with(at(&["export"]), [sym])));
     let r = env.compound(0, at(&["export", "link", "x"]));
     assert_eq!(status(&r), nfsstat4::NFS4ERR_SYMLINK);
-    let fifo = Op::OP_CREATE(CREATE4args { objtype: createtype4::NF4FIFO, objname: name("f"), createattrs: fattr(&[]) });
+    let fifo =
+        Op::OP_CREATE(CREATE4args { objtype: createtype4::NF4FIFO, objname: name("f"), createattrs: fattr(&[]) });
     ok(&env.compound(0, with(at(&["export"]), [fifo])));
     let r = env.compound(0, at(&["export", "f", "x"]));
     assert_eq!(status(&r), nfsstat4::NFS4ERR_NOTDIR);
@@ -214,7 +237,8 @@ fn lookup_errors() {
 #[test]
 fn lookupp_climbs_into_the_pseudo_fs() {
     let env = two_exports();
-    let fileid = |ops: Vec<Op>| u64_of(&attrs_of(&env.compound(0, with(ops, [getattr(&[FATTR4_FILEID])])))[&FATTR4_FILEID]);
+    let fileid =
+        |ops: Vec<Op>| u64_of(&attrs_of(&env.compound(0, with(ops, [getattr(&[FATTR4_FILEID])])))[&FATTR4_FILEID]);
     let srv = fileid(at(&["srv"]));
     assert_eq!(fileid(with(at(&["srv", "other"]), [Op::OP_LOOKUPP])), srv);
     assert_eq!(fileid(with(at(&["srv"]), [Op::OP_LOOKUPP])), fileid(at(&[])));
@@ -298,7 +322,8 @@ fn create_remove_and_change_info() {
 fn rename_and_link() {
     let env = two_exports();
     ok(&env.compound(0, with(at(&["export"]), [mkdir("a"), Op::OP_LOOKUPP, mkdir("b")])));
-    let fifo = Op::OP_CREATE(CREATE4args { objtype: createtype4::NF4FIFO, objname: name("p"), createattrs: fattr(&[]) });
+    let fifo =
+        Op::OP_CREATE(CREATE4args { objtype: createtype4::NF4FIFO, objname: name("p"), createattrs: fattr(&[]) });
     ok(&env.compound(0, with(at(&["export", "a"]), [fifo])));
     let rename = |o: &str, n: &str| Op::OP_RENAME(RENAME4args { oldname: name(o), newname: name(n) });
     // saved = source directory, current = target directory.
@@ -365,7 +390,11 @@ fn setattr_mode_and_owner_round_trip() {
     let r = env.compound_as(&root(), 0, with(at(&["export", "d"]), [to_root, getattr(&[FATTR4_OWNER])]));
     assert_eq!(str_of(&attrs_of(&r)[&FATTR4_OWNER]), "root@localdomain");
     // Errors: foreign domain, read-only attribute, unsupported, short value.
-    let r = env.compound_as(&root(), 0, with(at(&["export", "d"]), [setattr(fattr(&[(FATTR4_OWNER, str_val("root@example.org"))]))]));
+    let r = env.compound_as(
+        &root(),
+        0,
+        with(at(&["export", "d"]), [setattr(fattr(&[(FATTR4_OWNER, str_val("root@example.org"))]))]),
+    );
     assert_eq!(status(&r), nfsstat4::NFS4ERR_BADOWNER);
     let r = env.compound(0, with(at(&["export", "d"]), [setattr(fattr(&[(FATTR4_FILEID, vec![0; 8])]))]));
     assert_eq!(status(&r), nfsstat4::NFS4ERR_INVAL);
@@ -419,7 +448,11 @@ fn readdir_pages_through_300_entries() {
     let (mut cookie, mut verf) = (0u64, [0u8; 8]);
     let mut pages = 0;
     loop {
-        let d = readdir_res(&env.compound(0, with(at(&["export", "big"]), [readdir(cookie, verf, 2048, &[FATTR4_FILEID, FATTR4_TYPE])])));
+        let d =
+            readdir_res(&env.compound(
+                0,
+                with(at(&["export", "big"]), [readdir(cookie, verf, 2048, &[FATTR4_FILEID, FATTR4_TYPE])]),
+            ));
         pages += 1;
         for e in &d.reply.entries {
             assert!(e.cookie > 2, "reserved cookie {}", e.cookie);
@@ -441,7 +474,7 @@ fn readdir_pages_through_300_entries() {
     assert_eq!(status(&r), nfsstat4::NFS4ERR_NOT_SAME);
     let r = env.compound(0, with(at(&["export", "big"]), [readdir(0, [0; 8], 40, &[])]));
     assert_eq!(status(&r), nfsstat4::NFS4ERR_TOOSMALL);
-    let r = env.compound(0, with(at(&["export", "big", "entry-000"]), [readdir(0, [0; 8], 4096, &[]), ]));
+    let r = env.compound(0, with(at(&["export", "big", "entry-000"]), [readdir(0, [0; 8], 4096, &[])]));
     ok(&r);
     let r = env.compound(0, with(at(&["export"]), [lookup("nope"), readdir(0, [0; 8], 4096, &[])]));
     assert_eq!(status(&r), nfsstat4::NFS4ERR_NOENT);
@@ -450,7 +483,9 @@ fn readdir_pages_through_300_entries() {
 #[test]
 fn readdir_of_the_pseudo_fs() {
     let env = two_exports();
-    let d = readdir_res(&env.compound(0, with(at(&[]), [readdir(0, [0; 8], 8192, &[FATTR4_FSID, FATTR4_MOUNTED_ON_FILEID])])));
+    let d = readdir_res(
+        &env.compound(0, with(at(&[]), [readdir(0, [0; 8], 8192, &[FATTR4_FSID, FATTR4_MOUNTED_ON_FILEID])])),
+    );
     let names: Vec<_> = d.reply.entries.iter().map(|e| String::from_utf8(e.name.to_vec()).unwrap()).collect();
     assert_eq!(names, ["export", "srv", "ro"]);
     assert!(d.reply.eof);

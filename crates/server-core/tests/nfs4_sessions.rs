@@ -89,13 +89,16 @@ fn slot_and_sequence_errors() {
     assert_eq!(status(&env, &req), nfsstat4::NFS4_OK);
     let mut bad = s.sessionid;
     bad[15] ^= 0xff;
-    let req = compound_bytes("x", vec![nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
-        sa_sessionid: bad,
-        sa_sequenceid: 1,
-        sa_slotid: 0,
-        sa_highest_slotid: 0,
-        sa_cachethis: false,
-    })]);
+    let req = compound_bytes(
+        "x",
+        vec![nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+            sa_sessionid: bad,
+            sa_sequenceid: 1,
+            sa_slotid: 0,
+            sa_highest_slotid: 0,
+            sa_cachethis: false,
+        })],
+    );
     assert_eq!(status(&env, &req), nfsstat4::NFS4ERR_BADSESSION);
 }
 
@@ -162,7 +165,10 @@ fn setclientid(env: &Env, cred: &Cred, name: &str, verifier: [u8; 8]) -> Result<
         client: nfs_client_id4 { verifier, id: Bytes::copy_from_slice(name.as_bytes()) },
         callback: cb_client4 {
             cb_program: 0x40000000,
-            cb_location: netaddr4 { na_r_netid: Bytes::from_static(b"tcp"), na_r_addr: Bytes::from_static(b"127.0.0.1.3.1") },
+            cb_location: netaddr4 {
+                na_r_netid: Bytes::from_static(b"tcp"),
+                na_r_addr: Bytes::from_static(b"127.0.0.1.3.1"),
+            },
         },
         callback_ident: 1,
     };
@@ -253,7 +259,8 @@ fn exchange_id_cases() {
     assert_ne!(c.eir_clientid, b.eir_clientid);
     let mut old = Session { clientid: b.eir_clientid, sessionid: s1.csr_sessionid, seq: vec![0; 8] };
     ok(&old.run(&env, vec![nfs_argop4::OP_PUTROOTFH]));
-    let CREATE_SESSION4res::NFS4_OK(_) = create_session(&env, create_session_args(c.eir_clientid, c.eir_sequenceid, 0, 8))
+    let CREATE_SESSION4res::NFS4_OK(_) =
+        create_session(&env, create_session_args(c.eir_clientid, c.eir_sequenceid, 0, 8))
     else {
         panic!()
     };
@@ -278,7 +285,8 @@ fn destroy_clientid_and_session() {
     let s = Session::new(&env, "doomed");
     let dc = |id| env.compound(1, vec![nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args { dca_clientid: id })]);
     assert_eq!(dc(s.clientid).status, nfsstat4::NFS4ERR_CLIENTID_BUSY);
-    let ds = || env.compound(1, vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args { dsa_sessionid: s.sessionid })]);
+    let ds =
+        || env.compound(1, vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args { dsa_sessionid: s.sessionid })]);
     ok(&ds());
     assert_eq!(ds().status, nfsstat4::NFS4ERR_BADSESSION);
     ok(&dc(s.clientid));
@@ -291,11 +299,14 @@ fn destroy_clientid_and_session() {
 fn bind_conn_and_set_ssv() {
     let env = rw_env();
     let mut s = Session::new(&env, "binder");
-    let r = env.compound(1, vec![nfs_argop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4args {
-        bctsa_sessid: s.sessionid,
-        bctsa_dir: channel_dir_from_client4::CDFC4_FORE_OR_BOTH,
-        bctsa_use_conn_in_rdma_mode: false,
-    })]);
+    let r = env.compound(
+        1,
+        vec![nfs_argop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4args {
+            bctsa_sessid: s.sessionid,
+            bctsa_dir: channel_dir_from_client4::CDFC4_FORE_OR_BOTH,
+            bctsa_use_conn_in_rdma_mode: false,
+        })],
+    );
     ok(&r);
     let nfs_resop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4res::NFS4_OK(b)) = &r.resarray[0] else { panic!() };
     assert_eq!(b.bctsr_sessid, s.sessionid);

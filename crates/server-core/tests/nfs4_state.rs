@@ -20,7 +20,10 @@ fn client40(env: &Env, name: &str) -> clientid4 {
         client: nfs_client_id4 { verifier: [7; 8], id: Bytes::copy_from_slice(name.as_bytes()) },
         callback: cb_client4 {
             cb_program: 0x40000000,
-            cb_location: netaddr4 { na_r_netid: Bytes::from_static(b"tcp"), na_r_addr: Bytes::from_static(b"127.0.0.1.3.4") },
+            cb_location: netaddr4 {
+                na_r_netid: Bytes::from_static(b"tcp"),
+                na_r_addr: Bytes::from_static(b"127.0.0.1.3.4"),
+            },
         },
         callback_ident: 1,
     };
@@ -50,7 +53,15 @@ fn export_ops(env: &Env) -> Vec<nfs_argop4> {
     vec![A::OP_PUTROOTFH, A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data })]
 }
 
-fn open_args(seqid: u32, client: clientid4, owner: &str, file: &str, access: u32, deny: u32, create: bool) -> OPEN4args {
+fn open_args(
+    seqid: u32,
+    client: clientid4,
+    owner: &str,
+    file: &str,
+    access: u32,
+    deny: u32,
+    create: bool,
+) -> OPEN4args {
     OPEN4args {
         seqid,
         share_access: access,
@@ -80,7 +91,15 @@ fn fh_res(r: &COMPOUND4res, i: usize) -> nfs_fh4 {
 }
 
 /// A 4.0 open (confirmed when the server asks): (file handle, stateid).
-fn open40(env: &Env, seqid: &mut u32, client: clientid4, owner: &str, file: &str, access: u32, deny: u32) -> (nfs_fh4, stateid4) {
+fn open40(
+    env: &Env,
+    seqid: &mut u32,
+    client: clientid4,
+    owner: &str,
+    file: &str,
+    access: u32,
+    deny: u32,
+) -> (nfs_fh4, stateid4) {
     let mut ops = export_ops(env);
     ops.push(A::OP_OPEN(open_args(*seqid, client, owner, file, access, deny, true)));
     ops.push(A::OP_GETFH);
@@ -112,7 +131,12 @@ fn putfh(fh: &nfs_fh4) -> nfs_argop4 {
 }
 
 fn write_op(sid: &stateid4, offset: u64, data: &[u8]) -> nfs_argop4 {
-    A::OP_WRITE(WRITE4args { stateid: sid.clone(), offset, stable: stable_how4::FILE_SYNC4, data: Bytes::copy_from_slice(data) })
+    A::OP_WRITE(WRITE4args {
+        stateid: sid.clone(),
+        offset,
+        stable: stable_how4::FILE_SYNC4,
+        data: Bytes::copy_from_slice(data),
+    })
 }
 
 fn read_op(sid: &stateid4, offset: u64, count: u32) -> nfs_argop4 {
@@ -196,7 +220,12 @@ fn v40_share_deny_conflict_and_downgrade() {
     s2 += 1;
     // Downgrade to READ/NONE: "WRITE" alone was never opened -> INVAL.
     let dg = |seqid, sid: &stateid4, access, deny| {
-        A::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4args { open_stateid: sid.clone(), seqid, share_access: access, share_deny: deny })
+        A::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4args {
+            open_stateid: sid.clone(),
+            seqid,
+            share_access: access,
+            share_deny: deny,
+        })
     };
     let r = env.compound(0, vec![putfh(&fh), dg(s1, &sid, OPEN4_SHARE_ACCESS_READ, 0)]);
     assert_eq!(r.status, nfsstat4::NFS4ERR_INVAL);
@@ -231,7 +260,15 @@ fn v40_share_deny_conflict_and_downgrade() {
     let _ = s1;
 }
 
-fn lock_new(seq_open: u32, open: &stateid4, client: clientid4, owner: &str, kind: nfs_lock_type4, off: u64, len: u64) -> nfs_argop4 {
+fn lock_new(
+    seq_open: u32,
+    open: &stateid4,
+    client: clientid4,
+    owner: &str,
+    kind: nfs_lock_type4,
+    off: u64,
+    len: u64,
+) -> nfs_argop4 {
     A::OP_LOCK(LOCK4args {
         locktype: kind,
         reclaim: false,
@@ -267,21 +304,33 @@ fn v40_locks_between_clients() {
     assert_eq!(d.owner, lock_owner4 { clientid: c1, owner: name("la") });
     // LOCKT agrees; bad ranges are INVAL.
     let lockt = |off, len| {
-        A::OP_LOCKT(LOCKT4args { locktype: nfs_lock_type4::WRITE_LT, offset: off, length: len, owner: lock_owner4 { clientid: c2, owner: name("lb") } })
+        A::OP_LOCKT(LOCKT4args {
+            locktype: nfs_lock_type4::WRITE_LT,
+            offset: off,
+            length: len,
+            owner: lock_owner4 { clientid: c2, owner: name("lb") },
+        })
     };
     assert_eq!(env.compound(0, vec![putfh(&fh), lockt(99, 1)]).status, nfsstat4::NFS4ERR_DENIED);
     ok(&env.compound(0, vec![putfh(&fh), lockt(100, u64::MAX)]));
     assert_eq!(env.compound(0, vec![putfh(&fh), lockt(5, 0)]).status, nfsstat4::NFS4ERR_INVAL);
     assert_eq!(env.compound(0, vec![putfh(&fh), lockt(u64::MAX, 2)]).status, nfsstat4::NFS4ERR_INVAL);
     // RELEASE_LOCKOWNER while locks are held.
-    let rel = A::OP_RELEASE_LOCKOWNER(RELEASE_LOCKOWNER4args { lock_owner: lock_owner4 { clientid: c1, owner: name("la") } });
+    let rel =
+        A::OP_RELEASE_LOCKOWNER(RELEASE_LOCKOWNER4args { lock_owner: lock_owner4 { clientid: c1, owner: name("la") } });
     assert_eq!(env.compound(0, vec![rel.clone()]).status, nfsstat4::NFS4ERR_LOCKS_HELD);
     // LOCKU, then the other client gets its lock.
     let r = env.compound(
         0,
         vec![
             putfh(&fh),
-            A::OP_LOCKU(LOCKU4args { locktype: nfs_lock_type4::WRITE_LT, seqid: 1, lock_stateid: l1.clone(), offset: 0, length: 100 }),
+            A::OP_LOCKU(LOCKU4args {
+                locktype: nfs_lock_type4::WRITE_LT,
+                seqid: 1,
+                lock_stateid: l1.clone(),
+                offset: 0,
+                length: 100,
+            }),
         ],
     );
     ok(&r);
@@ -361,7 +410,13 @@ fn v41_share_deny_and_locks() {
         &env,
         vec![
             putfh(&fh),
-            A::OP_LOCKU(LOCKU4args { locktype: nfs_lock_type4::WRITE_LT, seqid: 0, lock_stateid: la.lock_stateid.clone(), offset: 0, length: u64::MAX }),
+            A::OP_LOCKU(LOCKU4args {
+                locktype: nfs_lock_type4::WRITE_LT,
+                seqid: 0,
+                lock_stateid: la.lock_stateid.clone(),
+                offset: 0,
+                length: u64::MAX,
+            }),
         ],
     );
     ok(&r);

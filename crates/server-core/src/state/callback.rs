@@ -161,10 +161,8 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
             }
             match compound {
                 Some(r) => {
-                    let seq_ok = matches!(
-                        r.resarray.first(),
-                        Some(nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(_)))
-                    );
+                    let seq_ok =
+                        matches!(r.resarray.first(), Some(nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(_))));
                     if !seq_ok && i < bc.slots.len() {
                         // The client did not take the sequence id.
                         bc.slots[i].seqid = bc.slots[i].seqid.wrapping_sub(1);

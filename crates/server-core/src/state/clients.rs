@@ -190,7 +190,15 @@ impl Clients {
 
     /// Adds an unconfirmed record with a new client id: the boot time in
     /// the high half, so ids from before a restart never match.
-    pub fn insert(&mut self, boot: u32, owner: Bytes, verifier: [u8; 8], principal: Principal, minor: u32, now: Duration) -> u64 {
+    pub fn insert(
+        &mut self,
+        boot: u32,
+        owner: Bytes,
+        verifier: [u8; 8],
+        principal: Principal,
+        minor: u32,
+        now: Duration,
+    ) -> u64 {
         let id = loop {
             self.next = self.next.wrapping_add(1);
             let id = (u64::from(boot) << 32) | u64::from(self.next);

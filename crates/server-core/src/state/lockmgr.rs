@@ -140,7 +140,11 @@ impl LockManager {
     /// The first lock of another owner that conflicts with `kind` on
     /// `start..=end` (LOCKT, NLM TEST, and LOCK's conflict check).
     pub fn test(&self, file: FileKey, owner: &LockOwner, kind: LockKind, start: u64, end: u64) -> Option<Lock> {
-        self.files.get(&file)?.iter().find(|l| l.owner != *owner && l.overlaps(start, end) && conflicts(l.kind, kind)).cloned()
+        self.files
+            .get(&file)?
+            .iter()
+            .find(|l| l.owner != *owner && l.overlaps(start, end) && conflicts(l.kind, kind))
+            .cloned()
     }
 
     /// Takes `kind` on `start..=end` for `owner`, replacing whatever the
@@ -319,10 +323,7 @@ mod tests {
         let b = v4(2, "b");
         m.lock(F, &a, LockKind::Write, 0, 99, MAX).unwrap();
         m.lock(F, &a, LockKind::Read, 40, 59, MAX).unwrap();
-        assert_eq!(
-            ranges(&m),
-            vec![(0, 39, LockKind::Write), (40, 59, LockKind::Read), (60, 99, LockKind::Write)]
-        );
+        assert_eq!(ranges(&m), vec![(0, 39, LockKind::Write), (40, 59, LockKind::Read), (60, 99, LockKind::Write)]);
         // Another reader fits in the downgraded part only.
         assert!(m.lock(F, &b, LockKind::Read, 40, 59, MAX).is_ok());
         assert!(m.lock(F, &b, LockKind::Read, 39, 40, MAX).is_err());

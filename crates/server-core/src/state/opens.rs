@@ -32,7 +32,13 @@ pub(crate) fn check_share(minor: u32, share_access: u32, share_deny: u32) -> Res
 /// Clients whose opens of `file` (other than `except`) conflict with
 /// `access`/`deny`: another open denies what we access, or accesses what
 /// we deny.
-pub(crate) fn share_conflicts(ids: &Stateids, file: FileKey, except: Option<&Other>, access: u32, deny: u32) -> Vec<u64> {
+pub(crate) fn share_conflicts(
+    ids: &Stateids,
+    file: FileKey,
+    except: Option<&Other>,
+    access: u32,
+    deny: u32,
+) -> Vec<u64> {
     let mut v: Vec<u64> = ids
         .on_file(file)
         .filter(|(o, _)| Some(*o) != except)
@@ -123,7 +129,12 @@ impl Stateids {
     /// CLOSE of open `other`: its byte-range locks are released with it
     /// (RFC 8881 18.2.3 lets the server free them). Returns the stateid
     /// as it was last (seqid + 1) for NFSv4.0 replies.
-    pub fn close(&mut self, other: &Other, locks: &mut LockManager, keep_for_replay: bool) -> Result<stateid4, nfsstat4> {
+    pub fn close(
+        &mut self,
+        other: &Other,
+        locks: &mut LockManager,
+        keep_for_replay: bool,
+    ) -> Result<stateid4, nfsstat4> {
         let e = self.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
         let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
         let (client, file, owner) = (e.client, e.file, o.owner.clone());
@@ -265,7 +276,10 @@ mod tests {
         assert_eq!(s.seqid, 4);
         // Now WRITE was dropped: going back "down" to it is INVAL.
         assert_eq!(ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_WRITE, 0), Err(nfsstat4::NFS4ERR_INVAL));
-        assert_eq!(ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE), Err(nfsstat4::NFS4ERR_INVAL));
+        assert_eq!(
+            ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE),
+            Err(nfsstat4::NFS4ERR_INVAL)
+        );
         // A lock under the open goes with CLOSE.
         let lo = Bytes::from_static(b"lo");
         let l = ids.lock_stateid(BOOT, 100, 1, &lo, &a.stateid.other).unwrap();

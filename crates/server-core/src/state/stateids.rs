@@ -657,7 +657,13 @@ mod tests {
         ));
         assert_eq!(ids.seqid_check(OwnerSort::Open, &k, 19).err(), Some(nfsstat4::NFS4ERR_BAD_SEQID));
         // Errors that do not advance the seqid leave it.
-        ids.seqid_record(OwnerSort::Open, &k, 18, nfsstat4::NFS4ERR_BAD_STATEID, Replay::Close(Err(nfsstat4::NFS4ERR_BAD_STATEID)));
+        ids.seqid_record(
+            OwnerSort::Open,
+            &k,
+            18,
+            nfsstat4::NFS4ERR_BAD_STATEID,
+            Replay::Close(Err(nfsstat4::NFS4ERR_BAD_STATEID)),
+        );
         assert!(matches!(ids.seqid_check(OwnerSort::Open, &k, 18), Ok(SeqCheck::Go)));
         // Owner limit: idle owners give way.
         let k2 = OwnerKey { client: 1, owner: Bytes::from_static(b"p") };

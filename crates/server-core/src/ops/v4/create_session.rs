@@ -4,9 +4,9 @@
 use proto::nfs4::*;
 
 use super::Compound;
+use crate::state::callback;
 use crate::state::clients::{self, Principal};
 use crate::state::sessions::{ConnBinding, Session};
-use crate::state::callback;
 
 /// Smallest request and reply sizes a session can work with (a SEQUENCE
 /// and a little more).
@@ -48,7 +48,14 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
         return Err(nfsstat4::NFS4ERR_NOSPC);
     }
     let fa = &args.csa_fore_chan_attrs;
-    if fa.ca_maxrequestsize < MIN_MSG || fa.ca_maxresponsesize < MIN_MSG || fa.ca_maxoperations < 1 {
+    let ba = &args.csa_back_chan_attrs;
+    // Either channel too small to carry a single request or reply is of
+    // no use (RFC 8881 18.36.3); the back channel must fit a CB_COMPOUND.
+    let too_small = |a: &channel_attrs4| a.ca_maxrequestsize < MIN_MSG || a.ca_maxresponsesize < MIN_MSG;
+    if too_small(fa)
+        || fa.ca_maxoperations < 1
+        || (args.csa_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0 && too_small(ba))
+    {
         return Err(nfsstat4::NFS4ERR_TOOSMALL);
     }
     let resp = fa.ca_maxresponsesize.min(set.max_response_size);

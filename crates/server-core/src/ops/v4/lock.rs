@@ -78,7 +78,11 @@ fn run_inner(cx: &mut Compound, args: LOCK4args) -> Result<LOCK4res, nfsstat4> {
             let e = t.stateids.ids.get(&open_sid.other);
             if minor == 0 {
                 let Some(Kind::Open(o)) = e.map(|e| &e.kind) else {
-                    return Err(t.stateids.find(st.boot, 0, None, &open_sid).err().unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
+                    return Err(t
+                        .stateids
+                        .find(st.boot, 0, None, &open_sid)
+                        .err()
+                        .unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
                 };
                 let okey = OwnerKey { client: e.map(|e| e.client).unwrap_or(0), owner: o.owner.clone() };
                 t.clients.renew(okey.client, st.now())?;
@@ -96,7 +100,11 @@ fn run_inner(cx: &mut Compound, args: LOCK4args) -> Result<LOCK4res, nfsstat4> {
         locker4::FALSE(el) => {
             let lock_sid = cx.resolve_stateid(&el.lock_stateid)?;
             let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&lock_sid.other).map(|e| (e.client, &e.kind)) else {
-                return Err(t.stateids.find(st.boot, minor, io_client(cx), &lock_sid).err().unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
+                return Err(t
+                    .stateids
+                    .find(st.boot, minor, io_client(cx), &lock_sid)
+                    .err()
+                    .unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
             };
             let lkey = OwnerKey { client, owner: l.owner.clone() };
             let open = stateid4 { seqid: 0, other: l.open };

@@ -18,7 +18,11 @@ pub(super) fn run(cx: &mut Compound, args: LOCKU4args) -> Result<stateid4, nfsst
     let file = file_key(&obj);
     let mut t = st.tables.lock();
     let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) else {
-        return Err(t.stateids.find(st.boot, minor, io_client(cx), &sid).err().unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
+        return Err(t
+            .stateids
+            .find(st.boot, minor, io_client(cx), &sid)
+            .err()
+            .unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
     };
     let key = OwnerKey { client, owner: l.owner.clone() };
     if minor == 0 {

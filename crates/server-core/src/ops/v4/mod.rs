@@ -256,6 +256,15 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
                 sequence::Begin::Run(ok) => {
                     SEQUENCE4res::NFS4_OK(ok).encode_as_op(&mut out.enc);
                     out.count += 1;
+                    // Even SEQUENCE's own reply may not fit the cache the
+                    // client allowed; the reply says so (it is then cached
+                    // as that error).
+                    if cx.seq.as_ref().is_some_and(|s| s.cachethis && out.enc.len() > s.max_cached as usize) {
+                        out.enc = Encoder::new();
+                        error_result(opcode, nfsstat4::NFS4ERR_REP_TOO_BIG_TO_CACHE, &mut out.enc);
+                        out.status = nfsstat4::NFS4ERR_REP_TOO_BIG_TO_CACHE;
+                        break;
+                    }
                     continue;
                 }
             }

@@ -23,7 +23,9 @@ pub(super) fn run(cx: &mut Compound, args: OPEN_DOWNGRADE4args) -> Result<OPEN_D
         };
         t.clients.renew(key.client, st.now())?;
         match t.stateids.seqid_check(OwnerSort::Open, &key, args.seqid)? {
-            SeqCheck::Replay(Replay::Downgrade(r)) => return r.map(|open_stateid| OPEN_DOWNGRADE4resok { open_stateid }),
+            SeqCheck::Replay(Replay::Downgrade(r)) => {
+                return r.map(|open_stateid| OPEN_DOWNGRADE4resok { open_stateid })
+            }
             SeqCheck::Replay(_) => return Err(nfsstat4::NFS4ERR_BAD_SEQID),
             SeqCheck::Go => {}
         }

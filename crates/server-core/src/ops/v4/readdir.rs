@@ -83,7 +83,8 @@ pub(super) fn run(cx: &mut Compound, args: READDIR4args) -> Result<READDIR4resok
         return Err(nfsstat4::NFS4ERR_INVAL);
     }
     let limit = (args.maxcount as usize).min(cx.core.settings().max_readdir_reply as usize);
-    let mut reply = Reply { entries: Vec::new(), used: FIXED_REPLY, limit, dir_used: 0, dircount: args.dircount as usize };
+    let mut reply =
+        Reply { entries: Vec::new(), used: FIXED_REPLY, limit, dir_used: 0, dircount: args.dircount as usize };
     let (cookieverf, eof) = match fh {
         Fh::Pseudo(node) => pseudo(cx, node, &args, &mut reply)?,
         fh => {

@@ -16,8 +16,7 @@ pub(super) fn run(cx: &mut Compound, args: RELEASE_LOCKOWNER4args) -> Result<(),
         return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
     }
     let key = OwnerKey { client, owner: args.lock_owner.owner.clone() };
-    let mine: Vec<[u8; 12]> =
-        t.stateids.locks_by.iter().filter(|((k, _), _)| *k == key).map(|(_, o)| *o).collect();
+    let mine: Vec<[u8; 12]> = t.stateids.locks_by.iter().filter(|((k, _), _)| *k == key).map(|(_, o)| *o).collect();
     for o in mine {
         t.stateids.remove(&o);
     }

@@ -114,11 +114,8 @@ pub(super) fn finish(cx: &Compound, body: &[Bytes]) {
     let Some(slot) = s.slots.get_mut(seq.slotid as usize) else { return };
     let len: usize = body.iter().map(|b| b.len()).sum();
     slot.busy = false;
-    slot.cached = if seq.cachethis && len <= seq.max_cached as usize {
-        Cached::Reply(body.to_vec())
-    } else {
-        Cached::Uncached
-    };
+    slot.cached =
+        if seq.cachethis && len <= seq.max_cached as usize { Cached::Reply(body.to_vec()) } else { Cached::Uncached };
 }
 
 /// SEQUENCE anywhere but first (the dispatcher answers that before

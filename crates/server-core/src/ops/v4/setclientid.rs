@@ -34,10 +34,11 @@ fn set(cx: &mut Compound, args: SETCLIENTID4args) -> Result<SETCLIENTID4resok, O
         if c.principal != principal {
             let busy = !t.clients.lease_expired(id, now, st.lease()) || t.stateids.has_state(id);
             if busy {
-                let addr = c.v40.as_ref().map(|v| v.callback.clone()).unwrap_or(netaddr4 {
-                    na_r_netid: Default::default(),
-                    na_r_addr: Default::default(),
-                });
+                let addr = c
+                    .v40
+                    .as_ref()
+                    .map(|v| v.callback.clone())
+                    .unwrap_or(netaddr4 { na_r_netid: Default::default(), na_r_addr: Default::default() });
                 return Err(Some(addr));
             }
             clients::destroy(st, t, id);

@@ -96,7 +96,11 @@ fn pseudo_fileid(node: u32) -> u64 {
 pub(crate) enum Subject<'a> {
     /// A pseudo-fs directory.
     Pseudo(u32),
-    Obj { export: &'a Export, id: FileId, attrs: Attrs },
+    Obj {
+        export: &'a Export,
+        id: FileId,
+        attrs: Attrs,
+    },
 }
 
 impl<'a> Subject<'a> {
@@ -115,7 +119,9 @@ impl<'a> Subject<'a> {
     fn fh(&self) -> Fh {
         match self {
             Subject::Pseudo(n) => Fh::Pseudo(*n),
-            Subject::Obj { export, id, attrs } => Fh::Obj { export_id: export.id, id: *id, generation: attrs.generation },
+            Subject::Obj { export, id, attrs } => {
+                Fh::Obj { export_id: export.id, id: *id, generation: attrs.generation }
+            }
         }
     }
 }

@@ -92,7 +92,9 @@ mod tests {
 
     #[test]
     fn parses_passwd_lines() {
-        let t = Table::parse("root:x:0:0:root:/root:/bin/sh\n# comment\nbad\nalice:x:1000:1000::/home/a:/bin/sh\nalias:x:1000:1\n");
+        let t = Table::parse(
+            "root:x:0:0:root:/root:/bin/sh\n# comment\nbad\nalice:x:1000:1000::/home/a:/bin/sh\nalias:x:1000:1\n",
+        );
         assert_eq!(t.names.get(&0).map(String::as_str), Some("root"));
         assert_eq!(t.names.get(&1000).map(String::as_str), Some("alice"));
         assert_eq!(t.ids.get("alias"), Some(&1000));

@@ -35,9 +35,9 @@ pub(crate) fn add(mask: &mut bitmap4, n: u32) {
 
 /// The attribute numbers set in `mask`, lowest first.
 pub(crate) fn bits(mask: &[u32]) -> impl Iterator<Item = u32> + '_ {
-    mask.iter().enumerate().flat_map(|(i, w)| {
-        (0..32u32).filter(move |b| w & (1 << b) != 0).map(move |b| i as u32 * 32 + b)
-    })
+    mask.iter()
+        .enumerate()
+        .flat_map(|(i, w)| (0..32u32).filter(move |b| w & (1 << b) != 0).map(move |b| i as u32 * 32 + b))
 }
 
 /// Decodes the settable attributes in `fattr` (SETATTR, OPEN and CREATE
