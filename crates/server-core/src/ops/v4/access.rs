@@ -14,14 +14,14 @@ const MODIFYING: u32 = ACCESS4_MODIFY | ACCESS4_EXTEND | ACCESS4_DELETE;
 
 pub(super) fn run(cx: &mut Compound, args: ACCESS4args) -> Result<ACCESS4resok, nfsstat4> {
     let fh = cx.cfh()?;
-    // LOOKUP only means something for directories, EXECUTE only for
-    // other objects (RFC 8881 18.1.3): neither is reported supported
+    // LOOKUP and DELETE only mean something for directories, EXECUTE only
+    // for other objects (RFC 8881 18.1.3): none is reported supported
     // where it has no meaning.
     let is_dir = match fh {
         Fh::Pseudo(_) => true,
         fh => cx.resolve(fh)?.is_dir(),
     };
-    let meaningful = if is_dir { KNOWN & !ACCESS4_EXECUTE } else { KNOWN & !ACCESS4_LOOKUP };
+    let meaningful = if is_dir { KNOWN & !ACCESS4_EXECUTE } else { KNOWN & !(ACCESS4_LOOKUP | ACCESS4_DELETE) };
     let supported = args.access & meaningful;
     let access = match fh {
         Fh::Pseudo(_) => ACCESS4_READ | ACCESS4_LOOKUP,

@@ -49,15 +49,20 @@ pub(super) fn file_key(obj: &Obj) -> FileKey {
 }
 
 /// OPEN and LOCK work on regular files only (RFC 8881 18.16.3, 18.10.3).
-/// Other types are WRONG_TYPE in 4.1; RFC 7530 (16.16.5) has 4.0 answer
-/// SYMLINK for everything that is neither a file nor a directory.
+/// Other types are WRONG_TYPE in 4.1; in 4.0 the locking operations say
+/// INVAL (RFC 7530 16.10.5) and OPEN says SYMLINK for everything that is
+/// neither a file nor a directory (16.16.5).
 pub(super) fn check_regular(cx: &Compound, obj: &Obj) -> Result<(), nfsstat4> {
+    check_type(cx, obj, nfsstat4::NFS4ERR_INVAL)
+}
+
+fn check_type(cx: &Compound, obj: &Obj, v40_other: nfsstat4) -> Result<(), nfsstat4> {
     match obj.attrs.ftype {
         FileType::Regular => Ok(()),
         FileType::Directory => Err(nfsstat4::NFS4ERR_ISDIR),
         FileType::Symlink => Err(nfsstat4::NFS4ERR_SYMLINK),
         _ if cx.minor >= 1 => Err(nfsstat4::NFS4ERR_WRONG_TYPE),
-        _ => Err(nfsstat4::NFS4ERR_SYMLINK),
+        _ => Err(v40_other),
     }
 }
 
@@ -278,7 +283,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         CLAIM_DELEGATE_PREV(_) | CLAIM_DELEG_PREV_FH => return Err(nfsstat4::NFS4ERR_NOTSUPP),
     };
     let obj = &target.obj;
-    check_regular(cx, obj)?;
+    check_type(cx, obj, nfsstat4::NFS4ERR_SYMLINK)?;
     if access & OPEN4_SHARE_ACCESS_READ != 0 && !may_read(&obj.attrs, &obj.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
