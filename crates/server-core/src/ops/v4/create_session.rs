@@ -50,11 +50,12 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
     let fa = &args.csa_fore_chan_attrs;
     let ba = &args.csa_back_chan_attrs;
     // Either channel too small to carry a single request or reply is of
-    // no use (RFC 8881 18.36.3); the back channel must fit a CB_COMPOUND.
+    // no use (RFC 8881 18.36.3), the back channel included: it may be
+    // bound later (BIND_CONN_TO_SESSION) and must fit a CB_COMPOUND.
     let too_small = |a: &channel_attrs4| a.ca_maxrequestsize < MIN_MSG || a.ca_maxresponsesize < MIN_MSG;
     if too_small(fa)
         || fa.ca_maxoperations < 1
-        || (args.csa_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0 && too_small(ba))
+        || too_small(ba)
     {
         return Err(nfsstat4::NFS4ERR_TOOSMALL);
     }
