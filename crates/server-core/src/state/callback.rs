@@ -217,7 +217,7 @@ pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid
             .collect();
         candidates.sort();
         let Some(&(_, sid)) = candidates.first() else { return false };
-        let bc = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()).expect("candidate");
+        let Some(bc) = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()) else { return false };
         match bc.slots.iter().position(|x| x.busy.is_none()) {
             Some(slot) => {
                 if send_recall(st, t, &sid, slot as u32, stateid, fh) {

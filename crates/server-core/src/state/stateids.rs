@@ -435,7 +435,13 @@ impl Stateids {
 
     /// Bumps the seqid of `other` and returns the new stateid.
     pub fn bump(&mut self, other: &Other) -> stateid4 {
-        let e = self.ids.get_mut(other).expect("bump of a live stateid");
+        // Callers bump stateids they just looked up under the same lock;
+        // should one be gone, the caller gets a stateid nobody holds
+        // (BAD_STATEID on use) rather than a crash.
+        let Some(e) = self.ids.get_mut(other) else {
+            tracing::error!("seqid bump of a stateid that is no longer held");
+            return stateid4 { seqid: 0, other: *other };
+        };
         e.seqid = next_seqid(e.seqid);
         e.stateid(*other)
     }

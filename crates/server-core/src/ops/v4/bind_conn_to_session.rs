@@ -34,7 +34,7 @@ pub(super) fn run(cx: &mut Compound, args: BIND_CONN_TO_SESSION4args) -> Result<
         }
         back = false;
     }
-    let s = t.sessions.get_mut(&sid).expect("session");
+    let s = t.sessions.get_mut(&sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
     s.conns.retain(|b| b.conn != conn);
     s.conns.push(ConnBinding { conn, fore, back });
     let _ = t.clients.renew(client, st.now());

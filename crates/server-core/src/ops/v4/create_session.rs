@@ -97,7 +97,7 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
             _ => false,
         };
         let known = t.grace.is_known(&owner);
-        let c = t.clients.get_mut(id).expect("client");
+        let c = t.clients.get_mut(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?;
         c.confirmed = true;
         c.reclaimable = known;
         c.recorded = old_recorded;
@@ -128,7 +128,7 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
         csr_fore_chan_attrs: fore,
         csr_back_chan_attrs: back,
     };
-    let c = t.clients.get_mut(id).expect("client");
+    let c = t.clients.get_mut(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?;
     c.sessions.push(sid);
     c.cs_seq = args.csa_sequence;
     c.cs_reply = Some(res.clone());

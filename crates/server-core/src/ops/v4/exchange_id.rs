@@ -57,7 +57,7 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
     if update {
         // Cases 6-9.
         let Some(id) = conf else { return Err(nfsstat4::NFS4ERR_NOENT) };
-        let c = t.clients.get_mut(id).expect("confirmed record");
+        let c = t.clients.get_mut(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?;
         if c.verifier != verifier {
             return Err(nfsstat4::NFS4ERR_NOT_SAME);
         }
@@ -68,7 +68,7 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
         return Ok(reply(id, c.cs_seq.wrapping_add(1), true));
     }
     if let Some(id) = conf {
-        let c = t.clients.get_mut(id).expect("confirmed record");
+        let c = t.clients.get_mut(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?;
         if c.principal == principal {
             if c.verifier == verifier {
                 // Case 2: a retry, or trunking discovery.
@@ -80,7 +80,7 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
         } else {
             // Case 3: collision with another principal.
             let lease_ok = !t.clients.lease_expired(id, now, st.lease());
-            if lease_ok && (t.stateids.has_state(id) || !t.clients.get(id).expect("record").sessions.is_empty()) {
+            if lease_ok && (t.stateids.has_state(id) || t.clients.get(id).is_some_and(|c| !c.sessions.is_empty())) {
                 return Err(nfsstat4::NFS4ERR_CLID_INUSE);
             }
             clients::destroy(st, t, id);

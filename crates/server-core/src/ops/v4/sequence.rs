@@ -44,7 +44,7 @@ fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<
         t.sessions.remove(&sid);
         return Err(nfsstat4::NFS4ERR_BADSESSION);
     }
-    let s = t.sessions.get_mut(&sid).expect("session");
+    let s = t.sessions.get_mut(&sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
     let slotid = args.sa_slotid;
     if slotid as usize >= s.slots.len() {
         return Err(nfsstat4::NFS4ERR_BADSLOT);

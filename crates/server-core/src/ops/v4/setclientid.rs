@@ -30,7 +30,7 @@ fn set(cx: &mut Compound, args: SETCLIENTID4args) -> Result<SETCLIENTID4resok, O
         (n ^ id.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15).to_be_bytes()
     };
     if let Some(id) = conf {
-        let c = t.clients.get(id).expect("record");
+        let c = t.clients.get(id).ok_or(None)?;
         if c.principal != principal {
             let busy = !t.clients.lease_expired(id, now, st.lease()) || t.stateids.has_state(id);
             if busy {
@@ -49,7 +49,7 @@ fn set(cx: &mut Compound, args: SETCLIENTID4args) -> Result<SETCLIENTID4resok, O
                 t.clients.remove(u);
             }
             let k = confirm(id);
-            let c = t.clients.get_mut(id).expect("record");
+            let c = t.clients.get_mut(id).ok_or(None)?;
             c.v40 = Some(V40 { confirm: k, callback: args.callback.cb_location });
             c.last_renew = c.last_renew.max(now);
             return Ok(SETCLIENTID4resok { clientid: id, setclientid_confirm: k });
@@ -65,6 +65,6 @@ fn set(cx: &mut Compound, args: SETCLIENTID4args) -> Result<SETCLIENTID4resok, O
     }
     let id = t.clients.insert(st.boot, owner, verifier, principal, 0, now);
     let k = confirm(id);
-    t.clients.get_mut(id).expect("record").v40 = Some(V40 { confirm: k, callback: args.callback.cb_location });
+    t.clients.get_mut(id).ok_or(None)?.v40 = Some(V40 { confirm: k, callback: args.callback.cb_location });
     Ok(SETCLIENTID4resok { clientid: id, setclientid_confirm: k })
 }

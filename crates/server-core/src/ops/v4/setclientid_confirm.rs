@@ -42,7 +42,7 @@ pub(super) fn run(cx: &mut Compound, args: SETCLIENTID_CONFIRM4args) -> Result<(
         clients::destroy(st, t, old);
     }
     let known = t.grace.is_known(&owner);
-    let c = t.clients.get_mut(id).expect("record");
+    let c = t.clients.get_mut(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?;
     c.confirmed = true;
     c.reclaimable = known;
     c.recorded = recorded;
