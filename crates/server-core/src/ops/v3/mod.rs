@@ -34,7 +34,7 @@ use xdr::{Decode, Decoder, Encoder};
 use crate::auth::Creds;
 use crate::fh::HandleData;
 use crate::rpc::{run, Auth, Call, Dispatched};
-use crate::{ClientRule, Core, Denied, Export, WarnKind};
+use crate::{Core, Denied, Export, WarnKind};
 
 pub const PROGRAM: u32 = NFS_PROGRAM;
 pub const VERSION: u32 = NFS_V3;
@@ -45,29 +45,9 @@ pub(crate) struct Ctx<'a> {
     pub call: &'a Call<'a>,
 }
 
-/// A resolved file handle: the object, its export, the rule the caller
-/// matched there and the caller's squashed identity.
-pub(crate) struct Obj<'a> {
-    pub export: &'a Export,
-    pub rule: &'a ClientRule,
-    pub creds: Creds,
-    pub id: FileId,
-    pub attrs: Attrs,
-}
+pub(crate) use crate::ops::Obj;
 
-impl<'a> Obj<'a> {
-    pub fn fs(&self) -> &'a dyn Vfs {
-        &*self.export.fs
-    }
-
-    pub fn read_only(&self) -> bool {
-        self.rule.options.read_only
-    }
-
-    pub fn is_dir(&self) -> bool {
-        self.attrs.ftype == FileType::Directory
-    }
-
+impl Obj<'_> {
     /// Current attributes (after an operation), or nothing if they cannot
     /// be read.
     pub fn post_op(&self) -> post_op_attr {
@@ -108,12 +88,7 @@ impl Ctx<'_> {
             Ok(r) => r,
             Err(Denied::NoRule | Denied::InsecurePort) => return Err(nfsstat3::NFS3ERR_ACCES),
         };
-        let creds = match &self.call.auth {
-            Auth::Sys { uid, gid, gids, .. } => {
-                Creds { uid: *uid, gid: *gid, gids: gids.clone() }.squash(&rule.options)
-            }
-            Auth::None => Creds::anonymous(&rule.options),
-        };
+        let creds = crate::ops::creds_for(&self.call.auth, rule);
         let attrs = match export.fs.getattr(h.fileid) {
             Ok(a) => a,
             Err(VfsError::NotFound | VfsError::Stale) => return Err(nfsstat3::NFS3ERR_STALE),

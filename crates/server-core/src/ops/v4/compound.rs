@@ -4,15 +4,14 @@
 
 use bytes::Bytes;
 use proto::nfs4::*;
-use vfs::{Attrs, FileId, FileType, Vfs, VfsError};
+use vfs::{FileId, VfsError};
 
 use super::pseudo::Child;
 use super::status::stat4;
-use crate::auth::Creds;
 use crate::fh::HandleData;
-use crate::rpc::{Auth, Call};
+use crate::rpc::Call;
 use crate::state::State4;
-use crate::{ClientRule, Core, Export, WarnKind};
+use crate::{Core, WarnKind};
 
 /// `HandleData::export_id` of pseudo-file-system handles; real export ids
 /// never take it (the transport numbers exports from 1).
@@ -58,25 +57,9 @@ pub(crate) struct Compound<'a> {
     pub op_count: usize,
 }
 
-/// A resolved object in an export.
-pub(crate) struct Obj<'a> {
-    pub export: &'a Export,
-    pub rule: &'a ClientRule,
-    pub creds: Creds,
-    pub id: FileId,
-    pub attrs: Attrs,
-}
+pub(crate) use crate::ops::Obj;
 
-impl<'a> Obj<'a> {
-    pub fn fs(&self) -> &'a dyn Vfs {
-        &*self.export.fs
-    }
-    pub fn read_only(&self) -> bool {
-        self.rule.options.read_only
-    }
-    pub fn is_dir(&self) -> bool {
-        self.attrs.ftype == FileType::Directory
-    }
+impl Obj<'_> {
     pub fn fh(&self) -> Fh {
         Fh::Obj { export_id: self.export.id, id: self.id, generation: self.attrs.generation }
     }
@@ -141,12 +124,7 @@ impl<'a> Compound<'a> {
             return Err(nfsstat4::NFS4ERR_STALE);
         };
         let rule = core.rule_for(export, self.call.peer, "NFSv4 request").map_err(|_| nfsstat4::NFS4ERR_ACCESS)?;
-        let creds = match &self.call.auth {
-            Auth::Sys { uid, gid, gids, .. } => {
-                Creds { uid: *uid, gid: *gid, gids: gids.clone() }.squash(&rule.options)
-            }
-            Auth::None => Creds::anonymous(&rule.options),
-        };
+        let creds = crate::ops::creds_for(&self.call.auth, rule);
         let attrs = match export.fs.getattr(id) {
             Ok(a) => a,
             Err(VfsError::NotFound | VfsError::Stale) => return Err(nfsstat4::NFS4ERR_STALE),
