@@ -17,7 +17,6 @@ mod ops;
 mod portmap;
 mod rpc;
 mod settings;
-#[allow(dead_code)]
 pub mod state;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -2,7 +2,6 @@
 //! an object resolved from a file handle with the caller's identity.
 
 pub mod v3;
-#[allow(dead_code)] // filled in operation by operation
 pub mod v4;
 
 use vfs::{Attrs, FileId, FileType, Vfs};

@@ -1,7 +1,6 @@
 //! The callback program over the back channel: CB_NULL, CB_SEQUENCE,
 //! CB_RECALL.
 
-use std::time::Duration;
 
 use bytes::Bytes;
 use proto::nfs4::*;
@@ -22,7 +21,6 @@ pub(crate) struct Pending {
     pub client: u64,
     /// The back-channel slot of a CB_COMPOUND; `None` for CB_NULL.
     pub slot: Option<u32>,
-    pub sent: Duration,
 }
 
 /// The credential flavours we can send callbacks with.
@@ -64,7 +62,6 @@ pub(crate) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64)
         sec,
         state: CbState::Unknown,
         slots: vec![CbSlot::default(); slots as usize],
-        max_request: s.back.ca_maxrequestsize,
         max_ops: s.back.ca_maxoperations,
         queue,
     });
@@ -84,7 +81,7 @@ pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     call_header(&mut e, xid, bc.program, CB_NULL, &bc.sec);
     let conn = bc.conn;
     if st.backchannel.send(conn, e.into_segments()) {
-        t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: None, sent: st.now() });
+        t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: None });
     } else {
         bc.state = CbState::Down;
     }
@@ -126,7 +123,7 @@ fn send_recall(st: &State4, t: &mut Tables, session: &sessionid4, slot: u32, sta
     }
     bc.slots[i].seqid = seqid;
     bc.slots[i].busy = Some(xid);
-    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot), sent: st.now() });
+    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot) });
     true
 }
 

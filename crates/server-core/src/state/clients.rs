@@ -52,7 +52,6 @@ pub(crate) struct Client {
     pub confirmed: bool,
     /// State was taken away; only the next request's error is left.
     pub expired: bool,
-    pub created: Duration,
     pub last_renew: Duration,
     /// The CREATE_SESSION slot (RFC 8881 18.36.4): the last sequence id
     /// and its cached successful result (`None`: SEQ_MISORDERED).
@@ -216,7 +215,6 @@ impl Clients {
                 minor,
                 confirmed: false,
                 expired: false,
-                created: now,
                 last_renew: now,
                 cs_seq: 0,
                 cs_reply: None,

@@ -240,7 +240,8 @@ impl LockManager {
         self.release_where(|o| o.client() == Some(client));
     }
 
-    /// The locks on `file` (tests, diagnostics).
+    /// The locks on `file`.
+    #[cfg(test)]
     pub fn locks_on(&self, file: FileKey) -> Vec<Lock> {
         let mut v = self.files.get(&file).cloned().unwrap_or_default();
         v.sort_by_key(|l| (l.start, l.end));
@@ -248,6 +249,7 @@ impl LockManager {
     }
 
     /// Locks held by NFSv4 `client`.
+    #[cfg(test)]
     pub fn count_for_client(&self, client: u64) -> usize {
         self.per_client.get(&client).copied().unwrap_or(0)
     }

@@ -60,8 +60,7 @@ pub(crate) struct BackChannel {
     pub sec: callback_sec_parms4,
     pub state: CbState,
     pub slots: Vec<CbSlot>,
-    /// Largest CB request the client takes and operations per CB_COMPOUND.
-    pub max_request: u32,
+    /// Operations per CB_COMPOUND the client takes.
     pub max_ops: u32,
     /// Recalls waiting for a free back-channel slot (bounded).
     pub queue: VecDeque<(stateid4, nfs_fh4)>,

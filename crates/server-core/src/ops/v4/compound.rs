@@ -105,14 +105,6 @@ impl<'a> Compound<'a> {
         }
     }
 
-    /// The saved file handle as an object (RENAME, LINK).
-    pub fn sobj(&self, pseudo_err: nfsstat4) -> Result<Obj<'a>, nfsstat4> {
-        match self.sfh.ok_or(nfsstat4::NFS4ERR_NOFILEHANDLE)? {
-            Fh::Pseudo(_) => Err(pseudo_err),
-            fh => self.resolve(fh),
-        }
-    }
-
     /// Resolves an export object, checking the export rules for the peer
     /// and that the object is still the one the handle named.
     pub fn resolve(&self, fh: Fh) -> Result<Obj<'a>, nfsstat4> {

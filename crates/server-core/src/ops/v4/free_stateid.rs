@@ -5,6 +5,7 @@
 use proto::nfs4::*;
 
 use super::Compound;
+use crate::state::stateids::{Entry, Kind};
 
 pub(super) fn run(cx: &mut Compound, args: FREE_STATEID4args) -> Result<(), nfsstat4> {
     let st = cx.state();
@@ -18,6 +19,16 @@ pub(super) fn run(cx: &mut Compound, args: FREE_STATEID4args) -> Result<(), nfss
         Ok(_) | Err(nfsstat4::NFS4ERR_DELEG_REVOKED) => {}
         Err(e) => return Err(e),
     }
-    let crate::state::Tables { stateids, locks, .. } = &mut *t;
-    stateids.free(&sid.other, locks)
+    let revoked_deleg = |e: &Entry| matches!(&e.kind, Kind::Deleg(d) if d.revoked);
+    let freed_revoked = t.stateids.ids.get(&sid.other).filter(|e| revoked_deleg(e)).map(|e| e.client);
+    let crate::state::Tables { stateids, locks, clients, .. } = &mut *t;
+    stateids.free(&sid.other, locks)?;
+    // SEQ4_STATUS_RECALLABLE_STATE_REVOKED stays up until the client has
+    // freed every revoked delegation (RFC 8881 18.46.3).
+    if let Some(c) = freed_revoked {
+        if !stateids.ids.values().any(|e| e.client == c && revoked_deleg(e)) {
+            clients.clear_status_flags(c, SEQ4_STATUS_RECALLABLE_STATE_REVOKED);
+        }
+    }
+    Ok(())
 }
