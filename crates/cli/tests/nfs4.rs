@@ -214,13 +214,12 @@ fn opens_are_reclaimed_after_a_restart_and_others_wait_for_grace() {
     let mut srv = start();
     let (fh, _) = {
         let a = Client41::connect(srv.port, "client-a");
-        a.reclaim_complete();
         let (st, fh) = open_file(&srv, &a, "oa", "kept", OPEN4_SHARE_ACCESS_BOTH);
         (fh, st)
     };
     srv.restart();
-    let a = Client41::connect(srv.port, "client-a");
-    let b = Client41::connect(srv.port, "client-b");
+    let a = Client41::connect_reclaiming(srv.port, "client-a", 8);
+    let b = Client41::connect_reclaiming(srv.port, "client-b", 8);
     // B is new: while A may still reclaim, B gets no new state.
     let r = b.run(with(export_ops(&srv), vec![open_op(&b, "ob", "other", OPEN4_SHARE_ACCESS_BOTH, true)]));
     assert_eq!(r.status, nfsstat4::NFS4ERR_GRACE);

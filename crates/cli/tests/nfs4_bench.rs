@@ -156,7 +156,6 @@ fn create_rate_by_threads() {
     println!("{:<6} {:>8} {:>22}", "target", "threads", "creates/s (95% CI)");
     for target in targets(&srv) {
         let c = Arc::new(Client41::connect_with_slots(target.port, &format!("bench-{}", std::process::id()), 1024));
-        c.reclaim_complete();
         let root = fh_of(&c, &target.export);
         let base = mkdir(&c, &root, &format!("create-bench-{}", std::process::id()));
         eprintln!("{}: {} slots granted", target.name, c.slots());
@@ -183,8 +182,6 @@ fn delegation_recall_time() {
     for target in targets(&srv) {
         let a = Client41::connect_manual(target.port, &format!("holder-{}", std::process::id()));
         let b = Client41::connect(target.port, &format!("opener-{}", std::process::id()));
-        a.reclaim_complete();
-        b.reclaim_complete();
         std::thread::sleep(Duration::from_millis(200));
         let root = fh_of(&a, &target.export);
         let mut samples = Vec::new();

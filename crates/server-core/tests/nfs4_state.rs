@@ -355,7 +355,7 @@ fn open41(s: &mut Session, env: &Env, owner: &str, file: &str, access: u32, deny
 #[test]
 fn v41_open_write_read_close() {
     let env = rw_env();
-    let mut s = Session::new(&env, "c1");
+    let mut s = Session::ready(&env, "c1");
     let cur = stateid4 { seqid: 1, other: [0; 12] };
     let mut ops = export_ops41(&env);
     ops.push(A::OP_OPEN(open_args(0, 0, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0, true)));
@@ -376,8 +376,8 @@ fn v41_open_write_read_close() {
 #[test]
 fn v41_share_deny_and_locks() {
     let env = rw_env();
-    let mut a = Session::new(&env, "a");
-    let mut b = Session::new(&env, "b");
+    let mut a = Session::ready(&env, "a");
+    let mut b = Session::ready(&env, "b");
     let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE);
     ok(&r);
     let oa = open_res(&r, 2).stateid;
@@ -431,3 +431,79 @@ fn v41_share_deny_and_locks() {
 
 // Delegation grant and recall need a back channel that answers CB_NULL:
 // crates/cli/tests/nfs4.rs tests them over TCP.
+
+#[test]
+fn v41_an_owners_own_deny_binds_its_upgrades() {
+    let env = rw_env();
+    let mut a = Session::ready(&env, "a");
+    ok(&open41(&mut a, &env, "o", "g", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_READ));
+    // Already holding read access does not let the same owner read past
+    // its own DENY_READ (RFC 7530 9.9), nor deny what it accesses.
+    let r = open41(&mut a, &env, "o", "g", OPEN4_SHARE_ACCESS_READ, 0);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_SHARE_DENIED);
+    let r = open41(&mut a, &env, "o", "g", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_WRITE);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_SHARE_DENIED);
+    ok(&open41(&mut a, &env, "o", "g", OPEN4_SHARE_ACCESS_WRITE, 0));
+}
+
+fn size_attr(n: u64) -> fattr4 {
+    fattr4 { attrmask: vec![1 << FATTR4_SIZE], attr_vals: Bytes::copy_from_slice(&n.to_be_bytes()) }
+}
+
+#[test]
+fn v41_unchecked_open_of_an_existing_file_only_truncates() {
+    let env = rw_env();
+    let mut a = Session::ready(&env, "a");
+    let unchecked = |owner: &str, size| {
+        let mut args = open_args(0, 0, owner, "u", OPEN4_SHARE_ACCESS_BOTH, 0, true);
+        args.openhow = openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(size_attr(size)));
+        let mut ops = export_ops41(&env);
+        ops.push(A::OP_OPEN(args));
+        ops.push(read_op(&stateid4 { seqid: 1, other: [0; 12] }, 0, 100));
+        ops
+    };
+    let read_len = |r: &COMPOUND4res| match &r.resarray[3] {
+        R::OP_READ(READ4res::NFS4_OK(rd)) => rd.data.len(),
+        other => panic!("{other:?}"),
+    };
+    let r = a.run(&env, unchecked("o1", 32));
+    ok(&r);
+    assert_eq!(open_res(&r, 2).attrset, vec![1 << FATTR4_SIZE]);
+    assert_eq!(read_len(&r), 32);
+    // The file exists: its attributes stay (RFC 8881 18.16.3)...
+    let r = a.run(&env, unchecked("o2", 16));
+    ok(&r);
+    assert!(open_res(&r, 2).attrset.iter().all(|w| *w == 0));
+    assert_eq!(read_len(&r), 32);
+    // ...except a size of zero, which truncates.
+    let r = a.run(&env, unchecked("o3", 0));
+    ok(&r);
+    assert_eq!(open_res(&r, 2).attrset, vec![1 << FATTR4_SIZE]);
+    assert_eq!(read_len(&r), 0);
+}
+
+#[test]
+fn v41_a_client_that_wants_no_delegation_is_told_why() {
+    let env = rw_env();
+    let mut a = Session::ready(&env, "a");
+    let r = open41(&mut a, &env, "o", "n", OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG, 0);
+    ok(&r);
+    assert_eq!(
+        open_res(&r, 2).delegation,
+        open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::default(why_no_delegation4::WND4_NOT_WANTED))
+    );
+    // No wish expressed: plain NONE (this session has no back channel).
+    let r = open41(&mut a, &env, "o2", "n", OPEN4_SHARE_ACCESS_READ, 0);
+    ok(&r);
+    assert_eq!(open_res(&r, 2).delegation, open_delegation4::OPEN_DELEGATE_NONE);
+}
+
+#[test]
+fn v41_new_opens_wait_for_reclaim_complete() {
+    let env = rw_env();
+    let mut a = Session::new(&env, "a");
+    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_GRACE, "before RECLAIM_COMPLETE (RFC 8881 18.51.3)");
+    a.reclaim_complete(&env);
+    ok(&open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0));
+}

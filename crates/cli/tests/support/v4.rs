@@ -74,7 +74,13 @@ fn return_delegation(conn: &Conn, recall: Recall) {
 }
 
 fn cred() -> opaque_auth {
-    let p = proto::rpc::authsys_parms { stamp: 1, machinename: Bytes::from_static(b"nfsx-test"), uid: 0, gid: 0, gids: vec![0] };
+    let p = proto::rpc::authsys_parms {
+        stamp: 1,
+        machinename: Bytes::from_static(b"nfsx-test"),
+        uid: 0,
+        gid: 0,
+        gids: vec![0],
+    };
     opaque_auth { flavor: proto::rpc::auth_flavor::AUTH_SYS, body: xdr::to_bytes(&p) }
 }
 
@@ -224,9 +230,9 @@ impl Conn {
         let mut d = Decoder::new(reply);
         let msg = rpc_msg::decode(&mut d).expect("reply header");
         match msg.body {
-            rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply { reply_data: reply_data::SUCCESS, .. })) => {
-                d.rest()
-            }
+            rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply {
+                reply_data: reply_data::SUCCESS, ..
+            })) => d.rest(),
             other => panic!("call not accepted: {other:?}"),
         }
     }
@@ -277,7 +283,17 @@ impl Client41 {
         c
     }
 
+    /// EXCHANGE_ID, CREATE_SESSION with `slots` slots and a back channel,
+    /// then RECLAIM_COMPLETE: a client with nothing to reclaim.
     pub fn connect_with_slots(port: u16, owner: &str, slots: u32) -> Client41 {
+        let c = Self::connect_reclaiming(port, owner, slots);
+        c.reclaim_complete();
+        c
+    }
+
+    /// A session without RECLAIM_COMPLETE: a client back from before a
+    /// server restart, which may reclaim until it sends it.
+    pub fn connect_reclaiming(port: u16, owner: &str, slots: u32) -> Client41 {
         let conn = Conn::connect(port);
         let r = conn.compound(
             1,
@@ -311,7 +327,12 @@ impl Client41 {
         // The last slot is kept for returning delegations.
         *conn.auto_return.lock().unwrap() =
             Some(AutoReturn { sessionid: cs.csr_sessionid, slot: granted as u32 - 1, seq: 0 });
-        Client41 { conn, clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: Mutex::new(vec![0; granted - 1]) }
+        Client41 {
+            conn,
+            clientid: eid.eir_clientid,
+            sessionid: cs.csr_sessionid,
+            seq: Mutex::new(vec![0; granted - 1]),
+        }
     }
 
     pub fn slots(&self) -> usize {

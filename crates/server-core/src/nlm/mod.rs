@@ -63,7 +63,7 @@ pub(crate) fn file_of(core: &Core, call: &Call, fh: &Bytes) -> Result<FileKey, n
         Err(Denied::NoRule | Denied::InsecurePort) => return Err(nlm4_stats::nlm4_denied),
     }
     match export.fs.getattr(h.fileid) {
-        Ok(a) if a.generation == h.generation => Ok((h.export_id, h.fileid)),
+        Ok(a) if a.generation == h.generation => Ok((h.export_id, h.fileid, h.generation)),
         Ok(_) | Err(VfsError::NotFound | VfsError::Stale) => Err(nlm4_stats::nlm4_stale_fh),
         Err(_) => Err(nlm4_stats::nlm4_failed),
     }

@@ -1,7 +1,6 @@
 //! The callback program over the back channel: CB_NULL, CB_SEQUENCE,
 //! CB_RECALL.
 
-
 use bytes::Bytes;
 use proto::nfs4::*;
 use proto::rpc::{reply_body, reply_data};

@@ -128,6 +128,11 @@ impl Clients {
         }
     }
 
+    /// Whether `client` (4.1) sent RECLAIM_COMPLETE.
+    pub fn reclaim_completed(&self, client: u64) -> bool {
+        self.map.get(&client).is_some_and(|c| c.reclaim_complete)
+    }
+
     /// Whether `client` may reclaim state now (it was known before the
     /// restart and has not sent RECLAIM_COMPLETE).
     pub fn may_reclaim(&self, client: u64) -> bool {

@@ -104,29 +104,38 @@ pub(crate) fn grant(
     fh: &nfs_fh4,
     share_access: u32,
 ) -> open_delegation4 {
-    let none = open_delegation4::OPEN_DELEGATE_NONE;
+    let want = if minor >= 1 { share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { 0 };
+    // A 4.1 client that said what it wants is told why it got nothing
+    // (RFC 8881 18.16.3); everyone else gets plain NONE.
+    let none = |why: open_none_delegation4| {
+        if want == 0 {
+            open_delegation4::OPEN_DELEGATE_NONE
+        } else {
+            open_delegation4::OPEN_DELEGATE_NONE_EXT(why)
+        }
+    };
+    let not_wanted = || none(open_none_delegation4::default(why_no_delegation4::WND4_NOT_WANTED));
     let policy = st.settings.delegations;
-    if policy == DelegationPolicy::None {
-        return none;
-    }
-    let want = share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
-    if minor >= 1 && want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
-        return none;
+    if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
+        return not_wanted();
     }
     let write = share_access & OPEN4_SHARE_ACCESS_WRITE != 0;
-    if write && policy != DelegationPolicy::ReadWrite {
-        return none;
+    if policy == DelegationPolicy::None || (write && policy != DelegationPolicy::ReadWrite) {
+        return none(open_none_delegation4::WND4_RESOURCE(false));
     }
-    if minor >= 1 && want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG && write {
-        return none;
+    if want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG && write {
+        return not_wanted();
     }
     let blocked = t.stateids.on_file(file).any(|(_, e)| match &e.kind {
         Kind::Open(_) => e.client != client,
         Kind::Deleg(d) => e.client == client || !d.revoked,
         Kind::Lock(_) => false,
     });
-    if blocked || !callback::has_backchannel(t, client) {
-        return none;
+    if blocked {
+        return none(open_none_delegation4::WND4_CONTENTION(false));
+    }
+    if !callback::has_backchannel(t, client) {
+        return none(open_none_delegation4::WND4_RESOURCE(false));
     }
     let entry = Entry {
         seqid: 1,
@@ -135,7 +144,7 @@ pub(crate) fn grant(
         kind: Kind::Deleg(DelegState { write, fh: fh.clone(), recalled: None, revoked: false }),
     };
     let Ok(other) = t.stateids.insert(st.boot, st.settings.max_stateids_per_client, minor, entry) else {
-        return none;
+        return none(open_none_delegation4::WND4_RESOURCE(false));
     };
     let stateid = stateid4 { seqid: 1, other };
     // The client still checks access itself (ACCESS): the ACE grants

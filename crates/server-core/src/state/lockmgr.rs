@@ -259,7 +259,7 @@ impl LockManager {
 mod tests {
     use super::*;
 
-    const F: FileKey = (1, 10);
+    const F: FileKey = (1, 10, 1);
     const MAX: usize = 1000;
 
     fn v4(client: u64, o: &'static str) -> LockOwner {
@@ -297,7 +297,7 @@ mod tests {
         assert!(m.test(F, &c, LockKind::Write, 200, 300).is_some());
         assert!(m.test(F, &a, LockKind::Read, 0, u64::MAX).is_none());
         // Another file is independent.
-        assert!(m.test((1, 11), &c, LockKind::Write, 0, u64::MAX).is_none());
+        assert!(m.test((1, 11, 1), &c, LockKind::Write, 0, u64::MAX).is_none());
     }
 
     #[test]

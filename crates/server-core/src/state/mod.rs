@@ -23,8 +23,11 @@ use bytes::Bytes;
 use crate::clock::Clock;
 pub use settings::{DelegationPolicy, Nfs4Settings, OwnerFormat};
 
-/// A file as state is kept for it: (export id, file id).
-pub(crate) type FileKey = (u32, u64);
+/// A file as state is kept for it: (export id, file id, generation). The
+/// generation keeps a new file that reuses a removed one's id (inode
+/// numbers are recycled) from inheriting opens, locks and delegations
+/// still held on the removed one.
+pub(crate) type FileKey = (u32, u64, u64);
 
 /// Sends records to a client over a connection it opened to us (the
 /// NFSv4.1 back channel). Implemented by the transport.
@@ -107,6 +110,7 @@ impl State4 {
         let boot = clock.wall_secs() as u32;
         let settings = settings.sanitized();
         let mut tables = Tables::default();
+        tables.stateids.expired_cap = settings.max_expired_stateids;
         let grace = Duration::from_secs(settings.grace_secs.into());
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
         State4 { settings, clock, backchannel, store, boot, tables: parking_lot::Mutex::new(tables) }

@@ -227,7 +227,7 @@ mod tests {
     use crate::state::lockmgr::LockKind;
 
     const BOOT: u32 = 99;
-    const F: FileKey = (1, 5);
+    const F: FileKey = (1, 5, 1);
 
     fn key(client: u64, o: &'static str) -> OwnerKey {
         OwnerKey { client, owner: Bytes::from_static(o.as_bytes()) }
@@ -255,7 +255,7 @@ mod tests {
         // The owner's own open is left out of its upgrade check.
         assert!(share_conflicts(&ids, F, Some(&a.stateid.other), OPEN4_SHARE_ACCESS_BOTH, 0).is_empty());
         // Another file is unaffected.
-        assert!(share_conflicts(&ids, (1, 6), None, OPEN4_SHARE_ACCESS_WRITE, 3).is_empty());
+        assert!(share_conflicts(&ids, (1, 6, 1), None, OPEN4_SHARE_ACCESS_WRITE, 3).is_empty());
     }
 
     #[test]
@@ -308,8 +308,8 @@ mod tests {
         assert!(!ids.reset_unconfirmed(&k, &mut locks));
         let k2 = key(1, "b");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k2, 10, 0).unwrap();
-        ids.open(BOOT, 100, 0, &k2, (1, 9), OPEN4_SHARE_ACCESS_READ, 0, false).unwrap();
+        ids.open(BOOT, 100, 0, &k2, (1, 9, 1), OPEN4_SHARE_ACCESS_READ, 0, false).unwrap();
         assert!(ids.reset_unconfirmed(&k2, &mut locks));
-        assert_eq!(ids.on_file((1, 9)).count(), 0);
+        assert_eq!(ids.on_file((1, 9, 1)).count(), 0);
     }
 }

@@ -15,8 +15,11 @@ pub enum DelegationPolicy {
 }
 
 /// How `owner` and `owner_group` are sent: `user@domain` names looked up
-/// in the host's passwd/group files, or the bare numeric id (what Linux
-/// clients send with `nfs4_disable_idmapping`).
+/// in the host's passwd/group files, or the bare numeric id. Numeric is
+/// the default because it is what the Linux server sends AUTH_SYS clients
+/// (`nfs4_disable_idmapping`) and what Linux clients send: it needs no
+/// id-mapping domain shared by client and server, and an id set by a
+/// client reads back unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OwnerFormat {
@@ -66,6 +69,11 @@ pub struct Nfs4Settings {
     pub max_locks_per_client: usize,
     /// Stateids (opens, locks, delegations) one client may hold.
     pub max_stateids_per_client: usize,
+    /// Stateids of purged clients (lease expired and another client
+    /// conflicted, or the client rebooted) remembered so that their use
+    /// answers NFS4ERR_EXPIRED instead of BAD_STATEID; oldest forgotten
+    /// first, 0 remembers none.
+    pub max_expired_stateids: usize,
     pub delegations: DelegationPolicy,
     pub owner_format: OwnerFormat,
     /// The NFSv4 id-mapping domain (`user@domain`).
@@ -90,8 +98,9 @@ impl Default for Nfs4Settings {
             max_owners_per_client: 65536,
             max_locks_per_client: 65536,
             max_stateids_per_client: 1 << 20,
+            max_expired_stateids: 65536,
             delegations: DelegationPolicy::ReadWrite,
-            owner_format: OwnerFormat::Name,
+            owner_format: OwnerFormat::Numeric,
             domain: "localdomain".into(),
         }
     }

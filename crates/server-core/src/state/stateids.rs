@@ -12,7 +12,7 @@
 //! that request's reply, for replays (RFC 7530 9.1.7); NFSv4.1 ignores
 //! owner seqids (the session's slots give exactly-once semantics).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -219,6 +219,12 @@ pub(crate) struct Stateids {
     pub(crate) by_client: HashMap<u64, HashSet<Other>>,
     /// NFSv4.0 closed open stateids → their owner (replays of CLOSE).
     pub(crate) closed: HashMap<Other, OwnerKey>,
+    /// Stateids of purged clients (lease expiry, a new incarnation), so
+    /// that their use answers NFS4ERR_EXPIRED (RFC 7530 9.6.3) rather than
+    /// BAD_STATEID; oldest forgotten first once `expired_cap` are kept.
+    expired: HashSet<Other>,
+    expired_order: VecDeque<Other>,
+    pub(crate) expired_cap: usize,
 }
 
 pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
@@ -398,10 +404,22 @@ impl Stateids {
     /// or another client's, DELEG_REVOKED (4.1) for revoked delegations,
     /// and the seqid rules (in 4.1 seqid 0 means "the current one").
     pub fn find(&self, boot: u32, minor: u32, client: Option<u64>, s: &stateid4) -> Result<&Entry, nfsstat4> {
-        if s.other[..4] != boot.to_be_bytes() {
-            return Err(if minor == 0 { nfsstat4::NFS4ERR_STALE_STATEID } else { nfsstat4::NFS4ERR_BAD_STATEID });
+        // The special stateids name no state: an operation that needs
+        // state gets BAD_STATEID for them, not STALE.
+        if s.other == [0; 12] || s.other == [0xff; 12] {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
         }
-        let e = self.ids.get(&s.other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+        let stamp = u32::from_be_bytes([s.other[0], s.other[1], s.other[2], s.other[3]]);
+        if stamp != boot {
+            // Only an earlier instance can have handed it out; a stamp
+            // from after our boot is forged.
+            let stale = minor == 0 && stamp < boot;
+            return Err(if stale { nfsstat4::NFS4ERR_STALE_STATEID } else { nfsstat4::NFS4ERR_BAD_STATEID });
+        }
+        let Some(e) = self.ids.get(&s.other) else {
+            let expired = self.expired.contains(&s.other);
+            return Err(if expired { nfsstat4::NFS4ERR_EXPIRED } else { nfsstat4::NFS4ERR_BAD_STATEID });
+        };
         if client.is_some_and(|c| c != e.client) {
             return Err(nfsstat4::NFS4ERR_BAD_STATEID);
         }
@@ -458,11 +476,24 @@ impl Stateids {
         if let Some(set) = self.by_client.remove(&client) {
             for o in set {
                 self.remove(&o);
+                self.remember_expired(o);
             }
         }
         self.open_owners.retain(|k, _| k.client != client);
         self.lock_owners.retain(|k, _| k.client != client);
         self.closed.retain(|_, k| k.client != client);
+    }
+
+    fn remember_expired(&mut self, other: Other) {
+        if self.expired_cap == 0 || !self.expired.insert(other) {
+            return;
+        }
+        self.expired_order.push_back(other);
+        while self.expired_order.len() > self.expired_cap {
+            if let Some(old) = self.expired_order.pop_front() {
+                self.expired.remove(&old);
+            }
+        }
     }
 
     /// Whether `client` still holds opens, locks or delegations.
@@ -571,7 +602,7 @@ mod tests {
     use super::*;
 
     const BOOT: u32 = 0x1234_5678;
-    const F: FileKey = (1, 7);
+    const F: FileKey = (1, 7, 1);
 
     fn open_entry(client: u64, owner: &'static str) -> Entry {
         Entry {
@@ -615,9 +646,14 @@ mod tests {
         assert_eq!(ids.find(BOOT, 1, Some(1), &s(4)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
         // Another client's stateid.
         assert_eq!(ids.find(BOOT, 1, Some(2), &s(3)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
-        // Another server instance.
+        // Another server instance: an earlier one is stale, a later one forged.
         assert_eq!(ids.find(BOOT + 1, 0, None, &s(3)).err(), Some(nfsstat4::NFS4ERR_STALE_STATEID));
         assert_eq!(ids.find(BOOT + 1, 1, Some(1), &s(3)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert_eq!(ids.find(BOOT - 1, 0, None, &s(3)).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        // The special stateids name no state.
+        for sp in [stateid4 { seqid: 0, other: [0; 12] }, stateid4 { seqid: u32::MAX, other: [0xff; 12] }] {
+            assert_eq!(ids.find(BOOT, 0, None, &sp).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        }
         // Forged.
         let mut forged = s(1);
         forged.other[11] ^= 0x55;
@@ -636,17 +672,38 @@ mod tests {
         let mut locks = LockManager::default();
         ids.insert(BOOT, 2, 0, open_entry(1, "a")).unwrap();
         let mut b = open_entry(1, "b");
-        b.file = (1, 8);
+        b.file = (1, 8, 1);
         ids.insert(BOOT, 2, 0, b).unwrap();
         assert_eq!(ids.insert(BOOT, 2, 0, open_entry(1, "c")), Err(nfsstat4::NFS4ERR_RESOURCE));
         assert_eq!(ids.insert(BOOT, 2, 1, open_entry(1, "c")), Err(nfsstat4::NFS4ERR_SERVERFAULT));
         ids.insert(BOOT, 2, 0, open_entry(2, "a")).unwrap();
         assert!(ids.has_state(1));
+        let first = *ids.by_client[&1].iter().next().unwrap();
         ids.purge_client(1, &mut locks);
         assert!(!ids.has_state(1));
+        // A purged client's stateid is expired, not unknown, until the
+        // remembered ones overflow the cap (0 here: none).
+        let old = stateid4 { seqid: 1, other: first };
+        assert_eq!(ids.find(BOOT, 0, None, &old).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
         assert!(ids.has_state(2));
         assert_eq!(ids.on_file(F).count(), 1);
         assert_eq!(ids.owner_count(1), 0);
+    }
+
+    #[test]
+    fn purged_stateids_are_expired_up_to_the_cap() {
+        let mut ids = Stateids { expired_cap: 2, ..Stateids::default() };
+        let mut locks = LockManager::default();
+        let mut purged = vec![];
+        for (client, file) in [(1, 1), (2, 2), (3, 3)] {
+            let mut e = open_entry(client, "o");
+            e.file = (1, file, 1);
+            purged.push(stateid4 { seqid: 1, other: ids.insert(BOOT, 10, 0, e).unwrap() });
+            ids.purge_client(client, &mut locks);
+        }
+        assert_eq!(ids.find(BOOT, 0, None, &purged[0]).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert_eq!(ids.find(BOOT, 0, None, &purged[1]).err(), Some(nfsstat4::NFS4ERR_EXPIRED));
+        assert_eq!(ids.find(BOOT, 0, None, &purged[2]).err(), Some(nfsstat4::NFS4ERR_EXPIRED));
     }
 
     #[test]

@@ -73,6 +73,18 @@ impl Session {
         Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; slots] }
     }
 
+    /// [`Session::new`] followed by RECLAIM_COMPLETE, as a client with
+    /// nothing to reclaim starts (new opens are GRACE until then).
+    pub fn ready(env: &Env, name: &str) -> Session {
+        let mut s = Session::new(env, name);
+        s.reclaim_complete(env);
+        s
+    }
+
+    pub fn reclaim_complete(&mut self, env: &Env) {
+        ok(&self.run(env, vec![nfs_argop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4args { rca_one_fs: false })]));
+    }
+
     /// The SEQUENCE op for the next request on `slot`.
     pub fn sequence(&mut self, slot: u32) -> nfs_argop4 {
         self.seq[slot as usize] += 1;

@@ -17,7 +17,7 @@ pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsst
     // The file may be gone (removed, or renamed over) while still open:
     // closing it must work all the same, so the handle is not resolved.
     let file = match cx.cfh()? {
-        Fh::Obj { export_id, id, .. } => (export_id, id),
+        Fh::Obj { export_id, id, generation } => (export_id, id, generation),
         Fh::Pseudo(_) => return Err(nfsstat4::NFS4ERR_ISDIR),
     };
     let minor = cx.minor;

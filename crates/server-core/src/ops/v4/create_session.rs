@@ -53,10 +53,7 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
     // no use (RFC 8881 18.36.3), the back channel included: it may be
     // bound later (BIND_CONN_TO_SESSION) and must fit a CB_COMPOUND.
     let too_small = |a: &channel_attrs4| a.ca_maxrequestsize < MIN_MSG || a.ca_maxresponsesize < MIN_MSG;
-    if too_small(fa)
-        || fa.ca_maxoperations < 1
-        || too_small(ba)
-    {
+    if too_small(fa) || fa.ca_maxoperations < 1 || too_small(ba) {
         return Err(nfsstat4::NFS4ERR_TOOSMALL);
     }
     let resp = fa.ca_maxresponsesize.min(set.max_response_size);

@@ -70,8 +70,8 @@ pub(crate) fn wrong_type(minor: u32) -> nfsstat4 {
 /// Recalls other clients' delegations on `file` before a change they
 /// would not see through their cached state (removing or renaming it,
 /// changing its attributes); NFS4ERR_DELAY while a recall is out.
-pub(crate) fn recall_delegations(cx: &Compound, export_id: u32, file: vfs::FileId) -> Result<(), nfsstat4> {
+pub(crate) fn recall_delegations(cx: &Compound, file: crate::state::FileKey) -> Result<(), nfsstat4> {
     let st = cx.state();
     let mut t = st.tables.lock();
-    crate::state::delegations::recall_conflicting(st, &mut t, (export_id, file), cx.session_client(), true)
+    crate::state::delegations::recall_conflicting(st, &mut t, file, cx.session_client(), true)
 }

@@ -45,7 +45,7 @@ pub(super) fn io_client(cx: &Compound) -> Option<clientid4> {
 }
 
 pub(super) fn file_key(obj: &Obj) -> FileKey {
-    (obj.export.id, obj.id)
+    (obj.export.id, obj.id, obj.attrs.generation)
 }
 
 /// OPEN and LOCK work on regular files only (RFC 8881 18.16.3, 18.10.3).
@@ -184,16 +184,21 @@ fn by_name<'a>(cx: &Compound<'a>, name: &component4, how: Option<&createhow4>) -
     };
     let (vhow, mut attrset, after_set) = match how {
         createhow4::UNCHECKED4(f) | createhow4::GUARDED4(f) => {
-            let (set, bits) = create_attrs(cx, f)?;
+            let (mut set, mut bits) = create_attrs(cx, f)?;
             crate::ops::v3::check_create_attrs(&dir.creds, &set).map_err(|_| nfsstat4::NFS4ERR_PERM)?;
             if matches!(how, createhow4::GUARDED4(_)) {
                 (CreateHow::Guarded(set), bits, None)
             } else {
-                if set.size.is_some() {
-                    if let Ok((_, existing)) = dir.fs().lookup(dir.id, name) {
-                        if existing.ftype == FileType::Regular && !may_write(&existing, &dir.creds) {
+                // An existing file keeps its attributes: only a size of
+                // zero applies, truncating it (RFC 8881 18.16.3).
+                if let Ok((_, existing)) = dir.fs().lookup(dir.id, name) {
+                    if existing.ftype == FileType::Regular {
+                        let truncate = set.size == Some(0);
+                        if truncate && !may_write(&existing, &dir.creds) {
                             return Err(nfsstat4::NFS4ERR_ACCESS);
                         }
+                        set = SetAttrs { size: set.size.filter(|_| truncate), ..SetAttrs::default() };
+                        bits = if truncate { vec![1 << FATTR4_SIZE] } else { vec![] };
                     }
                 }
                 (CreateHow::Unchecked(set), bits, None)
@@ -266,7 +271,9 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
             // with anything being reclaimed.
             CLAIM_DELEGATE_CUR(_) | CLAIM_DELEG_CUR_FH(_) => {}
             CLAIM_NULL(_) | CLAIM_FH => {
-                if in_grace {
+                // A 4.1 client must say RECLAIM_COMPLETE before its first
+                // new open, even with nothing to reclaim (RFC 8881 18.51.3).
+                if in_grace || (minor >= 1 && !t.clients.reclaim_completed(client)) {
                     return Err(nfsstat4::NFS4ERR_GRACE);
                 }
             }
@@ -313,6 +320,10 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     delegations::recall_conflicting(st, &mut t, file, Some(client), access & OPEN4_SHARE_ACCESS_WRITE != 0)?;
     let existing = t.stateids.opens_by.get(&(key.clone(), file)).copied();
     let (all_access, all_deny) = match existing.and_then(|o| t.stateids.ids.get(&o)).and_then(|e| e.open()) {
+        // The owner's own open counts too (RFC 7530 9.9, 16.16.5): an
+        // upgrade may not access what that open denies nor deny what it
+        // accesses.
+        Some(o) if access & o.deny != 0 || deny & o.access != 0 => return Err(nfsstat4::NFS4ERR_SHARE_DENIED),
         Some(o) => (o.access | access, o.deny | deny),
         None => (access, deny),
     };

@@ -38,12 +38,12 @@ pub(super) fn run(cx: &mut Compound, args: RENAME4args) -> Result<RENAME4resok, 
     if !may_delete_entry(&from.attrs, Some(&victim), &from.creds) || !may_add_entry(&to.attrs, &to.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
-    recall_delegations(cx, from.export.id, victim_id)?;
+    recall_delegations(cx, (from.export.id, victim_id, victim.generation))?;
     if let Ok((replaced_id, replaced)) = fs.lookup(to.id, new) {
         if !may_delete_entry(&to.attrs, Some(&replaced), &to.creds) {
             return Err(nfsstat4::NFS4ERR_ACCESS);
         }
-        recall_delegations(cx, to.export.id, replaced_id)?;
+        recall_delegations(cx, (to.export.id, replaced_id, replaced.generation))?;
     }
     fs.rename(from.id, old, to.id, new).map_err(|e| match e {
         VfsError::NotEmpty | VfsError::Exists | VfsError::IsDir | VfsError::NotDir => nfsstat4::NFS4ERR_EXIST,

@@ -38,9 +38,17 @@ fn set(cx: &Compound, args: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
         let stateid = cx.resolve_stateid(&args.stateid)?;
         let st = cx.state();
         let mut t = st.tables.lock();
-        check_io(st, &mut t, cx.session_client(), &stateid, (o.export.id, o.id), IoKind::Write, (size, u64::MAX))?;
+        check_io(
+            st,
+            &mut t,
+            cx.session_client(),
+            &stateid,
+            super::open::file_key(&o),
+            IoKind::Write,
+            (size, u64::MAX),
+        )?;
     }
-    super::dirops::recall_delegations(cx, o.export.id, o.id)?;
+    super::dirops::recall_delegations(cx, super::open::file_key(&o))?;
     match check_setattr(&o.attrs, &o.creds, &set) {
         Ok(()) => {}
         Err(SetattrDenied::Perm) => return Err(nfsstat4::NFS4ERR_PERM),

@@ -32,7 +32,9 @@ fn set(cx: &mut Compound, args: SETCLIENTID4args) -> Result<SETCLIENTID4resok, O
     if let Some(id) = conf {
         let c = t.clients.get(id).ok_or(None)?;
         if c.principal != principal {
-            let busy = !t.clients.lease_expired(id, now, st.lease()) || t.stateids.has_state(id);
+            // Only a record with state under a live lease is in use (RFC 7530
+            // 9.1.2): otherwise the new principal takes the id over.
+            let busy = !t.clients.lease_expired(id, now, st.lease()) && t.stateids.has_state(id);
             if busy {
                 let addr = c
                     .v40
