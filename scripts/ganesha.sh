@@ -11,9 +11,12 @@
 # it, which is why the test suite runs this after the cargo tests).
 #
 #   PEER_DIR  [/tmp/nfsx-ganesha]  config, logs, pid files; the export is PEER_DIR/export
+#   GANESHA_DELEGATIONS  [none]     NFSv4 delegations Ganesha grants: none, r or rw
+#                                   (off by default in Ganesha; rw for the recall benchmark)
 set -euo pipefail
 
 PEER_DIR=${PEER_DIR:-/tmp/nfsx-ganesha}
+DELEGATIONS=${GANESHA_DELEGATIONS:-none}
 EXPORT=$PEER_DIR/export
 CONF=$PEER_DIR/ganesha.conf
 
@@ -45,6 +48,7 @@ NFS_CORE_PARAM {
 }
 NFSV4 {
     Graceless = true;
+    Delegations = $([[ $DELEGATIONS == none ]] && echo false || echo true);
     RecoveryBackend = fs;
     RecoveryRoot = $PEER_DIR/recovery;
 }
@@ -57,6 +61,7 @@ EXPORT {
     Access_Type = RW;
     Squash = No_Root_Squash;
     SecType = sys;
+    Delegations = $DELEGATIONS;
     FSAL { Name = VFS; }
 }
 LOG { Default_Log_Level = EVENT; }

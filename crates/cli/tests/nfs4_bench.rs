@@ -9,7 +9,8 @@
 //! ```text
 //! cargo test --release -p nfsx --test nfs4_bench -- --ignored --nocapture --test-threads 1
 //! NFS4_BENCH_PEER=127.0.0.1:2049/export  # also run against another server (e.g. NFS-Ganesha)
-//! NFS4_BENCH_JSON=out.json               # write every sample as JSON
+//! NFS4_BENCH_JSON=$PWD/out               # write every sample as JSON (out.<bench>.json)
+//! NFS4_BENCH_SLOTS=32                    # slots the create-rate session asks for (default 1024)
 //! ```
 
 mod support;
@@ -25,7 +26,7 @@ use support::v4::*;
 use support::*;
 
 const THREADS: [usize; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
-const RUNS: usize = 3;
+const RUNS: usize = 5;
 const RUN_TIME: Duration = Duration::from_secs(2);
 
 struct Target {
@@ -148,26 +149,53 @@ fn write_json(name: &str, value: String) {
     }
 }
 
+/// One target's session and the directory creations go into.
+struct CreateTarget {
+    name: String,
+    client: Arc<Client41>,
+    base: nfs_fh4,
+}
+
 #[test]
 #[ignore = "benchmark: run on demand"]
 fn create_rate_by_threads() {
     let srv = TestServer::start(ServerOpts::default());
+    let slots: u32 = std::env::var("NFS4_BENCH_SLOTS").ok().and_then(|s| s.parse().ok()).unwrap_or(1024);
+    let targets: Vec<CreateTarget> = targets(&srv)
+        .into_iter()
+        .map(|t| {
+            let c = Arc::new(Client41::connect_with_slots(t.port, &format!("bench-{}", std::process::id()), slots));
+            let root = fh_of(&c, &t.export);
+            let base = mkdir(&c, &root, &format!("create-bench-{}", std::process::id()));
+            eprintln!("{}: {} slots granted", t.name, c.slots());
+            CreateTarget { name: t.name, client: c, base }
+        })
+        .collect();
+    // One discarded run per target first: the first creations into a new
+    // tree pay for the host's caches filling.
+    for t in &targets {
+        let dir = mkdir(&t.client, &t.base, "warm-up");
+        create_rate(&t.client, &dir, 8, 0);
+    }
     let mut json = Vec::new();
     println!("{:<6} {:>8} {:>22}", "target", "threads", "creates/s (95% CI)");
-    for target in targets(&srv) {
-        let c = Arc::new(Client41::connect_with_slots(target.port, &format!("bench-{}", std::process::id()), 1024));
-        let root = fh_of(&c, &target.export);
-        let base = mkdir(&c, &root, &format!("create-bench-{}", std::process::id()));
-        eprintln!("{}: {} slots granted", target.name, c.slots());
-        for threads in THREADS {
-            let dir = mkdir(&c, &base, &format!("t{threads}"));
-            let samples: Vec<f64> = (0..RUNS).map(|run| create_rate(&c, &dir, threads, run)).collect();
+    for threads in THREADS {
+        let dirs: Vec<nfs_fh4> = targets.iter().map(|t| mkdir(&t.client, &t.base, &format!("t{threads}"))).collect();
+        let mut samples = vec![Vec::new(); targets.len()];
+        // Runs alternate between targets so that drift on the host (cache
+        // state, other load) falls on both alike.
+        for run in 0..RUNS {
+            for (i, t) in targets.iter().enumerate() {
+                samples[i].push(create_rate(&t.client, &dirs[i], threads, run));
+            }
+        }
+        for (t, samples) in targets.iter().zip(samples) {
             let (m, ci) = mean_ci(&samples);
-            println!("{:<6} {:>8} {:>12.0} ± {:<8.0}", target.name, threads, m, ci);
+            println!("{:<6} {:>8} {:>12.0} ± {:<8.0}", t.name, threads, m, ci);
             json.push(format!(
                 "{{\"target\":\"{}\",\"threads\":{threads},\"slots\":{},\"creates_per_s\":{samples:?}}}",
-                target.name,
-                c.slots()
+                t.name,
+                t.client.slots()
             ));
         }
     }
