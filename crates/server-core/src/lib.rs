@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod clock;
+mod drc;
 pub mod exports;
 pub mod fh;
 mod mount;
@@ -97,6 +98,9 @@ pub struct Core {
     ports: ServicePorts,
     mounts: parking_lot::Mutex<mount::MountList>,
     warn_counts: [AtomicU64; WarnKind::COUNT],
+    /// Replies to recent non-idempotent NFSv3 / NFSv4.0 calls, for
+    /// retransmissions.
+    drc: drc::Drc,
     /// NFSv4 state: clients, sessions, opens, locks, delegations.
     pub(crate) v4: state::State4,
     /// The NFSv4 pseudo file system joining the exports.
@@ -157,7 +161,13 @@ impl Core {
             Arc::new(MemStore::default()),
         );
         let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
+        let drc = drc::Drc::new(
+            settings.drc_entries,
+            settings.drc_max_reply_bytes,
+            std::time::Duration::from_secs(settings.drc_secs.into()),
+        );
         Core {
+            drc,
             settings,
             v4,
             pseudo,

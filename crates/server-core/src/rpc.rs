@@ -15,6 +15,7 @@ use proto::rpc::{
 };
 use xdr::{Decoder, Encode, Encoder};
 
+use crate::drc::Lookup;
 use crate::{Core, Outcome, PeerInfo, WarnKind};
 
 pub const RPC_VERSION: u32 = 2;
@@ -116,6 +117,7 @@ impl Core {
     /// One complete RPC record in, the reply record out (without record
     /// marking).
     pub fn handle(&self, record: Bytes, peer: &PeerInfo) -> Outcome {
+        let record_len = record.len();
         let mut d = Decoder::new(record);
         let (Ok(xid), Ok(mtype)) = (d.u32(), d.u32()) else {
             self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"));
@@ -162,28 +164,50 @@ impl Core {
             }
         };
         let call = Call { xid, prog, vers, proc_, auth, peer };
+        let ticket = match self.drc.begin(&call, record_len, &d, || self.v4.now()) {
+            Lookup::NotCached => None,
+            Lookup::Miss(ticket) => Some(ticket),
+            Lookup::InProgress => {
+                tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission of a call still running; dropped");
+                return Outcome { reply: None, label: "rpc.drc_in_progress", ok: false };
+            }
+            Lookup::Replay(reply) => {
+                tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission answered with the cached reply");
+                return outcome(vec![reply], "rpc.drc_replay", true);
+            }
+        };
+        let out = self.dispatch(&call, &mut d);
+        if let Some(ticket) = ticket {
+            ticket.finish(out.reply.as_deref());
+        }
+        out
+    }
+
+    /// Runs a call whose header has been read; `d` is at its arguments.
+    fn dispatch(&self, call: &Call, d: &mut Decoder) -> Outcome {
+        let Call { xid, prog, vers, proc_, peer, .. } = *call;
         let mut e = Encoder::with_capacity(256);
         let dispatched = match prog {
             crate::portmap::PROGRAM => match vers {
-                2..=4 => crate::portmap::dispatch(self, &call, &mut d, &mut e),
-                _ => return self.prog_mismatch(&call, 2, 4, "portmap.prog_mismatch"),
+                2..=4 => crate::portmap::dispatch(self, call, d, &mut e),
+                _ => return self.prog_mismatch(call, 2, 4, "portmap.prog_mismatch"),
             },
             crate::mount::PROGRAM => match vers {
-                crate::mount::VERSION => crate::mount::dispatch(self, &call, &mut d, &mut e),
-                _ => return self.prog_mismatch(&call, 3, 3, "mount.prog_mismatch"),
+                crate::mount::VERSION => crate::mount::dispatch(self, call, d, &mut e),
+                _ => return self.prog_mismatch(call, 3, 3, "mount.prog_mismatch"),
             },
             crate::ops::v3::PROGRAM => match vers {
-                crate::ops::v3::VERSION => crate::ops::v3::dispatch(self, &call, &mut d, &mut e),
-                crate::ops::v4::VERSION => crate::ops::v4::dispatch(self, &call, &mut d, &mut e),
-                _ => return self.prog_mismatch(&call, 3, 4, "nfs.prog_mismatch"),
+                crate::ops::v3::VERSION => crate::ops::v3::dispatch(self, call, d, &mut e),
+                crate::ops::v4::VERSION => crate::ops::v4::dispatch(self, call, d, &mut e),
+                _ => return self.prog_mismatch(call, 3, 4, "nfs.prog_mismatch"),
             },
             crate::nlm::PROGRAM => match vers {
-                crate::nlm::VERSION => crate::nlm::dispatch(self, &call, &mut d, &mut e),
-                _ => return self.prog_mismatch(&call, 4, 4, "nlm.prog_mismatch"),
+                crate::nlm::VERSION => crate::nlm::dispatch(self, call, d, &mut e),
+                _ => return self.prog_mismatch(call, 4, 4, "nlm.prog_mismatch"),
             },
             crate::nlm::nsm::PROGRAM => match vers {
-                crate::nlm::nsm::VERSION => crate::nlm::nsm::dispatch(self, &call, &mut d, &mut e),
-                _ => return self.prog_mismatch(&call, 1, 1, "nsm.prog_mismatch"),
+                crate::nlm::nsm::VERSION => crate::nlm::nsm::dispatch(self, call, d, &mut e),
+                _ => return self.prog_mismatch(call, 1, 1, "nsm.prog_mismatch"),
             },
             _ => {
                 self.warn(

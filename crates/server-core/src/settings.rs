@@ -45,6 +45,18 @@ pub struct CoreSettings {
     pub warn_burst: u64,
     /// After `warn_burst`, one warning in this many is logged.
     pub warn_sample_every: u64,
+    /// Replies kept in the duplicate request cache, which answers a
+    /// retransmitted non-idempotent NFSv3 call or NFSv4.0 COMPOUND with the
+    /// first execution's reply instead of running it again; the oldest is
+    /// dropped when full. 0 turns the cache off.
+    pub drc_entries: usize,
+    /// Largest reply (bytes, RPC header included) the duplicate request
+    /// cache keeps; bigger ones are not cached. Bounds its memory at about
+    /// `drc_entries` times this.
+    pub drc_max_reply_bytes: usize,
+    /// Seconds a cached reply is used; clients retransmit within a minute
+    /// or two, older entries only take room.
+    pub drc_secs: u32,
     /// NFSv4 limits and policies (`[core.nfs4]`).
     pub nfs4: crate::state::Nfs4Settings,
 }
@@ -66,6 +78,9 @@ impl Default for CoreSettings {
             max_mount_entries: 4096,
             warn_burst: 100,
             warn_sample_every: 1000,
+            drc_entries: 4096,
+            drc_max_reply_bytes: 4096,
+            drc_secs: 120,
             nfs4: Default::default(),
         }
     }

@@ -283,7 +283,13 @@ fn commit_failure_changes_the_verifier() {
         server_core::ServicePorts { tcp: 2049, udp: None },
     );
     let p = peer("127.0.0.1:700");
-    let call = |proc_: u32, args: Bytes| parse_reply(core.handle(call_record(1, NFS, 3, proc_, &user(), &args), &p));
+    // Every call gets its own xid, as from a real client: the resent WRITE
+    // below must run again, not be answered from the duplicate request cache.
+    let xid = std::cell::Cell::new(1);
+    let call = |proc_: u32, args: Bytes| {
+        xid.set(xid.get() + 1);
+        parse_reply(core.handle(call_record(xid.get(), NFS, 3, proc_, &user(), &args), &p))
+    };
     let mnt = call_record(1, MOUNT, 3, 1, &user(), &xdr::to_bytes(&Bytes::from_static(b"/x")));
     let proto::mount3::mountres3::MNT3_OK(ok) = parse_reply(core.handle(mnt, &p)).result() else { panic!() };
     let root = nfs_fh3 { data: ok.fhandle };
