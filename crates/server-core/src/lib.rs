@@ -79,7 +79,8 @@ impl std::fmt::Debug for Export {
 pub struct Outcome {
     /// The reply record (without record marking) as segments for a
     /// vectored write; `None` when nothing must be sent (the record was a
-    /// reply, or not an RPC message at all).
+    /// reply, not an RPC message at all, or a retransmission of a call
+    /// still running).
     pub reply: Option<Vec<bytes::Bytes>>,
     /// What was called, for metrics and logs: "nfs3.READ", "mount3.MNT",
     /// "portmap.GETPORT", "rpc.garbage", ...

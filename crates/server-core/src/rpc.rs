@@ -169,7 +169,8 @@ impl Core {
             Lookup::Miss(ticket) => Some(ticket),
             Lookup::InProgress => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission of a call still running; dropped");
-                return Outcome { reply: None, label: "rpc.drc_in_progress", ok: false };
+                // Not an error: the first copy's reply answers it.
+                return Outcome { reply: None, label: "rpc.drc_in_progress", ok: true };
             }
             Lookup::Replay(reply) => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission answered with the cached reply");

@@ -91,7 +91,9 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                         if let Some(reply) = out.reply {
                             let _ = tx.send(frame_segments(reply)).await;
                         } else if out.ok {
-                            // A client's reply to one of our callbacks.
+                            // Nothing to send: a client's reply to one of
+                            // our callbacks, or a retransmission of a call
+                            // still running (the first copy's reply answers).
                         } else {
                             shared.metrics.bad_records.fetch_add(1, Relaxed);
                             tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
