@@ -11,6 +11,7 @@
 //! NFS4_BENCH_PEER=127.0.0.1:2049/export  # also run against another server (e.g. NFS-Ganesha)
 //! NFS4_BENCH_JSON=$PWD/out               # write every sample as JSON (out.<bench>.json)
 //! NFS4_BENCH_SLOTS=32                    # slots the create-rate session asks for (default 1024)
+//! NFS4_BENCH_NFSX_CONFIG=$'[localfs]\nsync_metadata = false'  # extra TOML for the nfsx server
 //! ```
 
 mod support;
@@ -34,6 +35,12 @@ struct Target {
     port: u16,
     /// The export's path in the server's pseudo file system.
     export: String,
+}
+
+/// The nfsx server under test, with any extra configuration asked for.
+fn start_nfsx() -> TestServer {
+    let extra = std::env::var("NFS4_BENCH_NFSX_CONFIG").unwrap_or_default();
+    TestServer::start(ServerOpts { extra_config: &extra, ..ServerOpts::default() })
 }
 
 fn targets(srv: &TestServer) -> Vec<Target> {
@@ -159,7 +166,7 @@ struct CreateTarget {
 #[test]
 #[ignore = "benchmark: run on demand"]
 fn create_rate_by_threads() {
-    let srv = TestServer::start(ServerOpts::default());
+    let srv = start_nfsx();
     let slots: u32 = std::env::var("NFS4_BENCH_SLOTS").ok().and_then(|s| s.parse().ok()).unwrap_or(1024);
     let targets: Vec<CreateTarget> = targets(&srv)
         .into_iter()
@@ -205,7 +212,7 @@ fn create_rate_by_threads() {
 #[test]
 #[ignore = "benchmark: run on demand"]
 fn delegation_recall_time() {
-    let srv = TestServer::start(ServerOpts::default());
+    let srv = start_nfsx();
     let mut json = Vec::new();
     for target in targets(&srv) {
         let a = Client41::connect_manual(target.port, &format!("holder-{}", std::process::id()));
@@ -216,9 +223,22 @@ fn delegation_recall_time() {
         let mut granted = 0;
         for i in 0..30 {
             let name = format!("deleg-{}-{i}", std::process::id());
+            // The file exists before the holder opens it (some servers give
+            // no delegation on the OPEN that creates a file).
+            let r = b.run(vec![
+                nfs_argop4::OP_PUTFH(PUTFH4args { object: root.clone() }),
+                open_op(&b, "creator", &name, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG, true),
+            ]);
+            ok_res(&r);
+            let created = opened(&r, 1).stateid.clone();
+            ok_res(&b.run(vec![
+                nfs_argop4::OP_PUTFH(PUTFH4args { object: root.clone() }),
+                nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: Bytes::copy_from_slice(name.as_bytes()) }),
+                nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: created }),
+            ]));
             let r = a.run(vec![
                 nfs_argop4::OP_PUTFH(PUTFH4args { object: root.clone() }),
-                open_op(&a, "holder", &name, OPEN4_SHARE_ACCESS_READ, true),
+                open_op(&a, "holder", &name, OPEN4_SHARE_ACCESS_READ, false),
             ]);
             ok_res(&r);
             let open = opened(&r, 1).clone();

@@ -137,10 +137,10 @@ impl LocalFs {
         if set.uid.is_some() || set.gid.is_some() {
             sys::chown_fd(fd, set.uid, set.gid)?;
         }
-        if let Some(mode) = set.mode {
-            if ftype == FileType::Symlink {
-                return Err(VfsError::NotSupported);
-            }
+        // Linux cannot change a symbolic link's mode and never reads it:
+        // a mode for one is ignored, as the kernel NFS server does, rather
+        // than failing the whole SETATTR.
+        if let Some(mode) = set.mode.filter(|_| ftype != FileType::Symlink) {
             sys::chmod_fd(fd, mode)?;
         }
         if set.atime != SetTime::DontChange || set.mtime != SetTime::DontChange {
