@@ -117,6 +117,17 @@ impl FhCodec {
     }
 }
 
+/// The export and file ids a handle claims, without checking its tag:
+/// only for deciding where to run a request, never for acting on it.
+pub fn peek(fh: &[u8]) -> Option<(u32, u64)> {
+    if fh.len() != FH_LEN || fh[0] != FH_VERSION {
+        return None;
+    }
+    let export = u32::from_be_bytes(fh[4..8].try_into().ok()?);
+    let file = u64::from_be_bytes(fh[8..16].try_into().ok()?);
+    Some((export, file))
+}
+
 /// Comparison whose time does not depend on where the inputs differ, so
 /// response timing does not help to guess a tag byte by byte.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -15,6 +15,7 @@ pub mod fh;
 mod mount;
 mod nlm;
 mod ops;
+mod placement;
 mod portmap;
 mod rpc;
 mod settings;
@@ -22,6 +23,7 @@ pub mod state;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
+pub use placement::Placement;
 pub use portmap::uaddr;
 pub use rpc::Auth;
 pub use settings::CoreSettings;

@@ -57,6 +57,11 @@ pub struct CoreSettings {
     /// Seconds a cached reply is used; clients retransmit within a minute
     /// or two, older entries only take room.
     pub drc_secs: u32,
+    /// Run requests that touch no disk (NULL, portmap, attribute reads of
+    /// objects the backend holds resident, SEQUENCE-only compounds) on
+    /// the connection's own thread instead of a worker: no hand-off, no
+    /// context switch. false sends every request to a worker.
+    pub inline_requests: bool,
     /// NFSv4 limits and policies (`[core.nfs4]`).
     pub nfs4: crate::state::Nfs4Settings,
 }
@@ -81,6 +86,7 @@ impl Default for CoreSettings {
             drc_entries: 4096,
             drc_max_reply_bytes: 4096,
             drc_secs: 120,
+            inline_requests: true,
             nfs4: Default::default(),
         }
     }

@@ -1,37 +1,37 @@
-//! One client connection: read records, run each on a worker thread as
-//! soon as it is complete, and write replies in the order they finish.
+//! One client connection: read records, run each where it belongs, and
+//! write its reply from the thread that ran it.
+//!
+//! The core says where a record belongs ([`server_core::Placement`]):
+//! requests that touch no disk run right here on the connection's task
+//! (no hand-off at all), the rest go to a worker thread, which writes the
+//! reply itself (one hand-off). Replies go out in completion order, so
+//! one slow request (an fsync) does not hold up the others.
 
-use std::io::IoSlice;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use bytes::Bytes;
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use proto::framer::{frame_segments, RecordDecoder};
-use server_core::PeerInfo;
+use server_core::{PeerInfo, Placement};
 
+use crate::sink::ReplySink;
 use crate::Shared;
-
-/// Replies gathered into one vectored write when several are ready.
-const MAX_REPLIES_PER_WRITE: usize = 64;
-/// iovecs handed to one writev call (Linux IOV_MAX is 1024).
-const MAX_IOVECS: usize = 512;
 
 pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::warn!(peer = %peer.addr, "TCP_NODELAY failed: {e}");
     }
     let (mut rd, wr) = stream.into_split();
-    let limit = shared.settings.max_in_flight_per_connection;
-    let (tx, rx) = mpsc::channel::<Vec<Bytes>>(limit);
-    let writer = tokio::spawn(write_loop(wr, rx, shared.clone(), peer.addr));
-    let conn_id = shared.connections.register(tx.clone());
+    let sink = ReplySink::new(wr, shared.metrics.clone(), peer.addr);
+    let flusher = tokio::spawn(sink.clone().flush_loop());
+    let conn_id = shared.connections.register(sink.clone());
     peer.conn = conn_id;
+    let limit = shared.settings.max_in_flight_per_connection;
     let permits = Arc::new(Semaphore::new(limit));
     let peer = Arc::new(peer);
     let mut decoder = RecordDecoder::new(shared.settings.max_record_size);
@@ -69,102 +69,62 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                     break 'conn;
                 }
             };
-            // Backpressure: with `limit` requests outstanding the reader
-            // stops here, so TCP flow control slows the client down.
-            let permit = tokio::select! {
-                p = permits.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => break 'conn,
+            // Backpressure: with `limit` requests outstanding (running, or
+            // replied but not yet taken by the socket) the reader stops
+            // here, so TCP flow control slows the client down.
+            let permit = match permits.clone().try_acquire_owned() {
+                Ok(p) => p,
+                Err(_) => tokio::select! {
+                    p = permits.clone().acquire_owned() => match p {
+                        Ok(p) => p,
+                        Err(_) => break 'conn,
+                    },
+                    _ = shutdown.changed() => break 'conn,
                 },
-                _ = shutdown.changed() => break 'conn,
             };
-            let (shared, peer, tx) = (shared.clone(), peer.clone(), tx.clone());
             shared.metrics.in_flight.fetch_add(1, Relaxed);
-            tokio::spawn(async move {
-                let start = Instant::now();
-                let core = shared.core.clone();
-                let peer2 = peer.clone();
-                let outcome = tokio::task::spawn_blocking(move || core.handle(record, &peer2)).await;
-                match outcome {
-                    Ok(out) => {
-                        shared.metrics.record(out.label, out.ok, start.elapsed());
-                        if let Some(reply) = out.reply {
-                            let _ = tx.send(frame_segments(reply)).await;
-                        } else if out.ok {
-                            // Nothing to send: a client's reply to one of
-                            // our callbacks, or a retransmission of a call
-                            // still running (the first copy's reply answers).
-                        } else {
-                            shared.metrics.bad_records.fetch_add(1, Relaxed);
-                            tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
-                        }
-                    }
-                    Err(e) => tracing::error!(peer = %peer.addr, "request handler failed: {e}"),
+            match shared.core.placement(&record) {
+                Placement::Inline => {
+                    shared.metrics.requests_inline.fetch_add(1, Relaxed);
+                    run(&shared, &peer, &sink, record, permit);
                 }
-                shared.metrics.in_flight.fetch_sub(1, Relaxed);
-                shared.idle.notify_waiters();
-                drop(permit);
-            });
+                Placement::Worker => {
+                    shared.metrics.requests_worker.fetch_add(1, Relaxed);
+                    let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
+                    // Not awaited: the worker writes the reply itself.
+                    drop(tokio::task::spawn_blocking(move || run(&shared, &peer, &sink, record, permit)));
+                }
+            }
         }
     }
-    // Requests already running still hold senders; the writer ends when the
-    // last of them has sent its reply.
     shared.connections.unregister(conn_id);
-    drop(tx);
-    let _ = writer.await;
+    // Every permit back means every request has finished and its reply
+    // has been written or dropped with a broken connection.
+    let _ = permits.acquire_many(limit as u32).await;
+    sink.close();
+    let _ = flusher.await;
 }
 
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Vec<Bytes>>,
-    shared: Arc<Shared>,
-    peer: std::net::SocketAddr,
-) {
-    let mut batch: Vec<Bytes> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        batch.clear();
-        batch.extend(first);
-        for _ in 1..MAX_REPLIES_PER_WRITE {
-            match rx.try_recv() {
-                Ok(more) => batch.extend(more),
-                Err(_) => break,
+/// Runs one record and sends its reply; on whichever thread it is called.
+fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit: OwnedSemaphorePermit) {
+    let start = Instant::now();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.core.handle(record, peer)));
+    match outcome {
+        Ok(out) => {
+            shared.metrics.record(out.label, out.ok, start.elapsed());
+            if let Some(reply) = out.reply {
+                sink.send(frame_segments(reply), Some(permit));
+            } else if out.ok {
+                // Nothing to send: a client's reply to one of our
+                // callbacks, or a retransmission of a call still running
+                // (the first copy's reply answers).
+            } else {
+                shared.metrics.bad_records.fetch_add(1, Relaxed);
+                tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
             }
         }
-        let total: usize = batch.iter().map(|b| b.len()).sum();
-        if let Err(e) = write_all_vectored(&mut wr, &mut batch).await {
-            tracing::debug!(%peer, "write failed: {e}");
-            // Drain so senders do not block; their replies are lost with
-            // the connection, as RPC over TCP allows.
-            rx.close();
-            while rx.recv().await.is_some() {}
-            return;
-        }
-        shared.metrics.bytes_sent.fetch_add(total as u64, Relaxed);
+        Err(_) => tracing::error!(peer = %peer.addr, "request handler panicked; request dropped"),
     }
-    let _ = wr.shutdown().await;
-}
-
-async fn write_all_vectored(wr: &mut OwnedWriteHalf, segs: &mut [Bytes]) -> std::io::Result<()> {
-    let mut i = 0;
-    while i < segs.len() {
-        if segs[i].is_empty() {
-            i += 1;
-            continue;
-        }
-        let end = (i + MAX_IOVECS).min(segs.len());
-        let slices: Vec<IoSlice<'_>> = segs[i..end].iter().map(|s| IoSlice::new(s)).collect();
-        let mut n = wr.write_vectored(&slices).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        while n > 0 && i < segs.len() {
-            let take = n.min(segs[i].len());
-            segs[i].advance(take);
-            n -= take;
-            if segs[i].is_empty() {
-                i += 1;
-            }
-        }
-    }
-    Ok(())
+    shared.metrics.in_flight.fetch_sub(1, Relaxed);
+    shared.idle.notify_waiters();
 }

@@ -11,6 +11,7 @@ pub mod conn;
 pub mod exports;
 pub mod metrics;
 pub mod settings;
+pub mod sink;
 pub mod stable;
 pub mod state;
 
@@ -79,7 +80,9 @@ impl Server {
         let portmap_addr = portmap.as_ref().and_then(|l| l.local_addr().ok());
 
         let ports = ServicePorts { tcp: local_addr.port(), udp: None };
-        let connections = Arc::new(backchannel::Connections::default());
+        // A callback is a few hundred bytes; a connection with more than a
+        // whole record still unsent is not being read.
+        let connections = Arc::new(backchannel::Connections::new(settings.max_record_size));
         let store = Arc::new(stable::FileStore::open(&state_dir)?);
         let core = Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports).with_nfs4_env(
             Arc::new(SystemClock::default()),

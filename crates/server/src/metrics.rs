@@ -35,6 +35,13 @@ pub struct Metrics {
     pub bytes_sent: AtomicU64,
     pub bad_records: AtomicU64,
     pub in_flight: AtomicI64,
+    /// Requests run on the connection's own thread.
+    pub requests_inline: AtomicU64,
+    /// Requests handed to a worker thread.
+    pub requests_worker: AtomicU64,
+    /// Replies the socket could not take at once, finished later by the
+    /// connection's flusher.
+    pub replies_deferred: AtomicU64,
 }
 
 impl Metrics {
@@ -69,7 +76,7 @@ impl Metrics {
         for (name, help, v) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
-        let counters: [(&str, &str, u64); 5] = [
+        let counters: [(&str, &str, u64); 8] = [
             ("nfsx_connections_total", "Client connections accepted.", self.connections_total.load(Relaxed)),
             (
                 "nfsx_connections_rejected_total",
@@ -79,6 +86,21 @@ impl Metrics {
             ("nfsx_received_bytes_total", "Bytes read from clients.", self.bytes_received.load(Relaxed)),
             ("nfsx_sent_bytes_total", "Bytes written to clients.", self.bytes_sent.load(Relaxed)),
             ("nfsx_bad_records_total", "Records that could not be framed or parsed.", self.bad_records.load(Relaxed)),
+            (
+                "nfsx_requests_inline_total",
+                "Requests run on the thread that read them (no hand-off).",
+                self.requests_inline.load(Relaxed),
+            ),
+            (
+                "nfsx_requests_worker_total",
+                "Requests handed to a worker thread (may block).",
+                self.requests_worker.load(Relaxed),
+            ),
+            (
+                "nfsx_replies_deferred_total",
+                "Replies the socket could not take at once (sent when it drained).",
+                self.replies_deferred.load(Relaxed),
+            ),
         ];
         for (name, help, v) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");

@@ -40,6 +40,15 @@ pub trait Vfs: Send + Sync + 'static {
 
     fn getattr(&self, id: FileId) -> VfsResult<Attrs>;
 
+    /// Whether `getattr(id)` (and a lookup in `id`, for a directory whose
+    /// entries the host caches) can be answered without waiting on a disk
+    /// or the network. The server runs such requests on the connection's
+    /// own thread instead of handing them to a worker; a backend that
+    /// cannot tell says false and every request goes to a worker.
+    fn resident(&self, _id: FileId) -> bool {
+        false
+    }
+
     /// Applies `set` in one step as far as the platform allows; with
     /// `guard_ctime` the change is refused (`NotSync`) unless the object's
     /// ctime still equals it (NFSv3 SETATTR guard).

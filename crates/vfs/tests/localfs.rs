@@ -520,3 +520,72 @@ fn concurrent_create_write_remove_never_stale() {
         assert!(fs.readdir(d, 0, 10).unwrap().entries.is_empty());
     }
 }
+
+/// Fds of this process open on `path` after it was removed.
+fn open_fds_on_deleted(path: &Path) -> usize {
+    let want = format!("{} (deleted)", path.display());
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|t| t.to_string_lossy() == want)
+        .count()
+}
+
+/// The handle cache never answers for an object removed or replaced
+/// behind the server's back: a cached fd whose inode has no links left is
+/// dropped and the names are walked again.
+#[test]
+fn handle_cache_never_serves_removed_or_replaced_objects() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let path = dirs.export().join("f");
+    for round in 0..20 {
+        let (id, a) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
+        assert_eq!(fs.getattr(id).unwrap().generation, a.generation);
+        assert!(fs.resident(id), "resolved once, now cached");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(fs.getattr(id).unwrap_err(), VfsError::Stale, "round {round}: removed");
+        // Replaced on the host, often under the same inode number.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        std::fs::write(&path, b"new").unwrap();
+        match fs.getattr(id) {
+            Err(VfsError::Stale) => {}
+            Ok(now) => assert_ne!(now.generation, a.generation, "round {round}: replaced object"),
+            Err(e) => panic!("{e:?}"),
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
+/// A file removed on the host while the server holds it (handle and
+/// open-file caches) has its fds closed once idle, so its space is freed.
+#[test]
+fn idle_fds_are_closed_so_removed_files_free_space() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open_with(LocalFsSettings { idle_fd_secs: 1, ..Default::default() });
+    let (id, _) = fs.create(fs.root(), b"big", &guarded(), suite::OWNER).unwrap();
+    fs.write(id, 0, &vec![7u8; 1 << 20], Stability::Unstable).unwrap();
+    fs.getattr(id).unwrap();
+    let path = dirs.export().join("big");
+    std::fs::remove_file(&path).unwrap();
+    assert!(open_fds_on_deleted(&path) > 0, "held while in use");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while open_fds_on_deleted(&path) > 0 {
+        assert!(std::time::Instant::now() < deadline, "removed file still held after 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A file moved out of the export behind the server's back stays
+/// reachable through a cached fd only while it is in use (as with knfsd's
+/// no_subtree_check); once idle it is Stale.
+#[test]
+fn moved_out_of_the_export_is_stale_once_idle() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open_with(LocalFsSettings { idle_fd_secs: 1, ..Default::default() });
+    let (id, _) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
+    fs.getattr(id).unwrap();
+    std::fs::rename(dirs.export().join("f"), dirs.base.join("outside")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert_eq!(fs.getattr(id).unwrap_err(), VfsError::Stale);
+}

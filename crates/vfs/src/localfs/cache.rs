@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
@@ -32,11 +33,13 @@ pub(crate) struct OpenFile {
     pub(crate) generation: u64,
     /// Set by an unstable write, cleared by a successful fsync.
     dirty: AtomicBool,
+    /// Milliseconds since the cache was made, at the last use.
+    last_used: std::sync::atomic::AtomicU64,
 }
 
 impl OpenFile {
     pub(crate) fn new(fd: OwnedFd, writable: bool, generation: u64) -> OpenFile {
-        OpenFile { fd, writable, generation, dirty: AtomicBool::new(false) }
+        OpenFile { fd, writable, generation, dirty: AtomicBool::new(false), last_used: Default::default() }
     }
 
     pub(crate) fn mark_dirty(&self) {
@@ -50,6 +53,7 @@ impl OpenFile {
 }
 
 struct Inner {
+    /// id -> (file, tick of its last use).
     map: HashMap<FileId, (Arc<OpenFile>, u64)>,
     by_tick: BTreeMap<u64, FileId>,
     tick: u64,
@@ -58,11 +62,20 @@ struct Inner {
 pub(crate) struct FileCache {
     capacity: usize,
     inner: Mutex<Inner>,
+    epoch: Instant,
 }
 
 impl FileCache {
     pub(crate) fn new(capacity: usize) -> FileCache {
-        FileCache { capacity, inner: Mutex::new(Inner { map: HashMap::new(), by_tick: BTreeMap::new(), tick: 0 }) }
+        FileCache {
+            capacity,
+            inner: Mutex::new(Inner { map: HashMap::new(), by_tick: BTreeMap::new(), tick: 0 }),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     pub(crate) fn get(&self, id: FileId) -> Option<Arc<OpenFile>> {
@@ -74,7 +87,31 @@ impl FileCache {
         inner.by_tick.remove(t);
         *t = tick;
         inner.by_tick.insert(tick, id);
+        file.last_used.store(self.now_ms(), Ordering::Relaxed);
         Some(file.clone())
+    }
+
+    /// Takes out the files unused for `idle_ms`, for the caller to close
+    /// (after flushing the dirty ones).
+    #[must_use]
+    pub(crate) fn sweep(&self, idle_ms: u64) -> Vec<(FileId, Arc<OpenFile>)> {
+        let cutoff = self.now_ms().saturating_sub(idle_ms);
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        let idle: Vec<(FileId, u64)> = inner
+            .map
+            .iter()
+            .filter(|(_, (f, _))| f.last_used.load(Ordering::Relaxed) < cutoff)
+            .map(|(id, (_, t))| (*id, *t))
+            .collect();
+        let mut out = Vec::with_capacity(idle.len());
+        for (id, t) in idle {
+            inner.by_tick.remove(&t);
+            if let Some((f, _)) = inner.map.remove(&id) {
+                out.push((id, f));
+            }
+        }
+        out
     }
 
     /// Inserts (or replaces) `id`'s entry; returns what had to make room,
@@ -95,6 +132,7 @@ impl FileCache {
         }
         inner.tick += 1;
         let tick = inner.tick;
+        file.last_used.store(self.now_ms(), Ordering::Relaxed);
         if let Some((old, t)) = inner.map.insert(id, (file, tick)) {
             inner.by_tick.remove(&t);
             out.push((id, old));

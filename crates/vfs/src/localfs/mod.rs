@@ -54,12 +54,22 @@
 //! first and any error is kept as the id's pending error, which the next
 //! COMMIT reports, so write-back errors are never silently dropped.
 //!
-//! Known limits: a cached fd of a file deleted behind the server's back
-//! keeps serving the deleted inode until evicted; a file moved out of the
-//! export behind our back stays reachable through a cached fd, as with
-//! knfsd's `no_subtree_check`.
+//! # Handle cache
+//!
+//! Resolving an id walks names only on its first use: the O_PATH fd found
+//! is kept in a sharded cache ([`handles`]), so the next request about the
+//! object costs one `statx` on that fd. An object found with no links left
+//! (removed behind the server's back) is dropped from the cache and walked
+//! for again. Cached fds pin their inodes, so fds unused for
+//! `idle_fd_secs` are closed by a sweeper thread, as knfsd's file cache
+//! does: a file removed on the host has its space back within seconds.
+//!
+//! Known limit: a file moved out of the export behind our back stays
+//! reachable through a cached fd until it has been idle for
+//! `idle_fd_secs`, as with knfsd's `no_subtree_check`.
 
 mod cache;
+mod handles;
 mod ids;
 mod journal;
 mod ops;
@@ -71,11 +81,14 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use rustix::fs::{Mode, OFlags};
 
-use self::cache::FileCache;
+use self::cache::{FileCache, OpenFile};
+use self::handles::HandleCache;
 use self::ids::{same_object, Change, IdMap};
 use self::journal::{Header, Journal};
 use crate::{FileId, VfsError, VfsResult};
@@ -86,6 +99,13 @@ use crate::{FileId, VfsError, VfsResult};
 pub struct LocalFsSettings {
     /// Open files kept for READ/WRITE/COMMIT. Default 1024.
     pub open_file_cache: usize,
+    /// Resolved objects kept as O_PATH fds, so a handle used again costs
+    /// one statx instead of a walk of names (0 disables). Default 16384.
+    pub handle_cache: usize,
+    /// Cached fds (handles and open files) unused this long are closed, so
+    /// a file removed behind the server's back has its space freed; 0
+    /// keeps them until evicted. Default 2 (knfsd's file cache: ~2 s).
+    pub idle_fd_secs: u64,
     /// Make namespace changes (create, mkdir, remove, rename, link, ...)
     /// durable before returning, by fsyncing the directories involved, the
     /// new object and the id journal. NFSv3 requires it; turning it off
@@ -125,6 +145,8 @@ impl Default for LocalFsSettings {
     fn default() -> Self {
         LocalFsSettings {
             open_file_cache: 1024,
+            handle_cache: 16384,
+            idle_fd_secs: 2,
             sync_metadata: true,
             journal_sync_every: 256,
             journal_compact_min: 1 << 20,
@@ -143,19 +165,56 @@ impl Default for LocalFsSettings {
 /// The host-directory backend. See the module documentation.
 pub struct LocalFs {
     settings: LocalFsSettings,
-    root_fd: OwnedFd,
+    root_fd: Arc<OwnedFd>,
     root_id: FileId,
     fsid: u64,
     /// Whether new objects can be given to their owner (needs CAP_CHOWN).
     chown_new: bool,
     ids: RwLock<IdMap>,
     journal: Journal,
-    cache: FileCache,
+    cache: Arc<FileCache>,
+    handles: Arc<HandleCache>,
     /// Write-back errors met outside a COMMIT, reported by the next one,
     /// with the generation of the object they were met on.
-    pending: Mutex<HashMap<FileId, (u64, VfsError)>>,
+    pending: Arc<Pending>,
     /// Held for our lifetime: one LocalFs per state directory.
     _lock: File,
+}
+
+type Pending = Mutex<HashMap<FileId, (u64, VfsError)>>;
+
+/// Closes files pushed out of the open-file cache, first making unstable
+/// data durable so that a write-back error is kept for the next COMMIT.
+fn close_evicted(pending: &Pending, files: Vec<(FileId, Arc<OpenFile>)>) {
+    for (id, f) in files {
+        if f.take_dirty() {
+            if let Err(e) = rustix::fs::fdatasync(&f.fd) {
+                pending.lock().insert(id, (f.generation, sys::errno(e)));
+            }
+        }
+    }
+}
+
+/// Closes cached fds idle for `idle`, every half of it, until the LocalFs
+/// they belong to is dropped.
+fn spawn_sweeper(idle: Duration, handles: Weak<HandleCache>, files: Weak<FileCache>, pending: Weak<Pending>) {
+    let tick = (idle / 2).max(Duration::from_millis(100));
+    let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+    let spawned = std::thread::Builder::new().name("nfsx-fd-sweep".into()).spawn(move || loop {
+        std::thread::sleep(tick);
+        let (Some(h), Some(f), Some(p)) = (handles.upgrade(), files.upgrade(), pending.upgrade()) else {
+            return;
+        };
+        let closed = h.sweep(idle_ms);
+        let evicted = f.sweep(idle_ms);
+        if closed + evicted.len() > 0 {
+            tracing::trace!(handles = closed, files = evicted.len(), "closed idle fds");
+        }
+        close_evicted(&p, evicted);
+    });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the idle-fd sweeper; cached fds stay open until evicted");
+    }
 }
 
 fn fnv64(data: &[u8]) -> u64 {
@@ -171,8 +230,10 @@ impl LocalFs {
     /// Exports `root`, keeping the id journal in `state_dir` (created if
     /// missing; must not be inside `root`, where clients could edit it).
     pub fn open(root: &Path, state_dir: &Path, settings: LocalFsSettings) -> VfsResult<LocalFs> {
-        let root_fd = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(sys::errno)?;
+        let root_fd = Arc::new(
+            rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                .map_err(sys::errno)?,
+        );
         let stx = sys::statx_fd(root_fd.as_fd())?;
         // Files are reopened for I/O through /proc/self/fd (see sys::reopen);
         // without /proc every READ would fail, so say so now.
@@ -211,8 +272,16 @@ impl LocalFs {
             settings.journal_compact_min.max(1),
         )?;
         tracing::info!(root = %canon_root.display(), ids = map.len(), "LocalFs opened");
+        let cache = Arc::new(FileCache::new(settings.open_file_cache));
+        let handles = Arc::new(HandleCache::new(settings.handle_cache));
+        let pending = Arc::new(Mutex::new(HashMap::new()));
+        if settings.idle_fd_secs > 0 {
+            let idle = Duration::from_secs(settings.idle_fd_secs);
+            spawn_sweeper(idle, Arc::downgrade(&handles), Arc::downgrade(&cache), Arc::downgrade(&pending));
+        }
         Ok(LocalFs {
-            cache: FileCache::new(settings.open_file_cache),
+            cache,
+            handles,
             settings,
             root_fd,
             root_id,
@@ -220,13 +289,19 @@ impl LocalFs {
             chown_new: rustix::process::geteuid().is_root(),
             ids: RwLock::new(map),
             journal,
-            pending: Mutex::new(HashMap::new()),
+            pending,
             _lock: lock,
         })
     }
 
     pub fn settings(&self) -> &LocalFsSettings {
         &self.settings
+    }
+
+    /// Handle-cache (hits, misses) and its size, for metrics.
+    pub fn handle_cache_stats(&self) -> (u64, u64, usize) {
+        let (h, m) = self.handles.counts();
+        (h, m, self.handles.len())
     }
 
     /// Applies changes to the id map and journals them; with `sync` the
@@ -264,6 +339,7 @@ impl LocalFs {
     /// what is known about that one is kept.
     fn forget(&self, id: FileId, generation: u64) -> Change {
         self.cache.remove(id, generation);
+        self.handles.remove(id, generation);
         let mut pending = self.pending.lock();
         if pending.get(&id).is_some_and(|(g, _)| same_object(*g, generation)) {
             pending.remove(&id);

@@ -69,16 +69,8 @@ impl LocalFs {
         Ok(f)
     }
 
-    /// Closes files pushed out of the cache, first making unstable data
-    /// durable so a write-back error is kept for the next COMMIT.
     fn evicted(&self, files: Vec<(FileId, Arc<OpenFile>)>) {
-        for (id, f) in files {
-            if f.take_dirty() {
-                if let Err(e) = rustix::fs::fdatasync(&f.fd) {
-                    self.pending.lock().insert(id, (f.generation, errno(e)));
-                }
-            }
-        }
+        super::close_evicted(&self.pending, files);
     }
 
     fn sync_fd(&self, fd: BorrowedFd<'_>) -> VfsResult<()> {
@@ -269,7 +261,7 @@ impl LocalFs {
     /// after the removal, not before it.
     fn hold_entry(dir: &Obj, name: &[u8]) -> VfsResult<Obj> {
         let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(dir.fd.as_fd(), name, flags, Mode::empty()).map_err(errno)?;
+        let fd = Arc::new(rustix::fs::openat(dir.fd.as_fd(), name, flags, Mode::empty()).map_err(errno)?);
         let stx = sys::statx_fd(fd.as_fd())?;
         Ok(Obj { fd, stx })
     }
@@ -329,6 +321,10 @@ impl Vfs for LocalFs {
     fn getattr(&self, id: FileId) -> VfsResult<Attrs> {
         let o = self.resolve(id)?;
         Ok(self.attrs_of(&o.stx))
+    }
+
+    fn resident(&self, id: FileId) -> bool {
+        self.is_cached(id)
     }
 
     /// The guard is compared against a fresh statx and then the changes

@@ -1,6 +1,7 @@
 //! From an id to an O_PATH fd of the object, beneath the root.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
 
 use rustix::fs::{OFlags, Statx};
 use rustix::io::Errno;
@@ -10,9 +11,10 @@ use super::sys;
 use super::LocalFs;
 use crate::{Attrs, FileId, FileType, VfsError, VfsResult};
 
-/// A resolved object: an O_PATH fd and what statx said about it.
+/// A resolved object: an O_PATH fd (shared with the handle cache) and
+/// what statx said about it.
 pub(crate) struct Obj {
-    pub(crate) fd: OwnedFd,
+    pub(crate) fd: Arc<OwnedFd>,
     pub(crate) stx: Statx,
 }
 
@@ -46,22 +48,42 @@ impl LocalFs {
         Ok(o)
     }
 
+    /// Whether `id` resolves from the handle cache (one statx on an open
+    /// fd, no walk and no disk).
+    pub(crate) fn is_cached(&self, id: FileId) -> bool {
+        id == self.root_id || self.handles.contains(id)
+    }
+
     fn resolve_depth(&self, id: FileId, depth: usize) -> VfsResult<Obj> {
         if id == self.root_id {
-            let fd =
-                sys::open_beneath(self.root_fd.as_fd(), b".", OFlags::PATH | OFlags::DIRECTORY).map_err(sys::errno)?;
-            let stx = sys::statx_fd(fd.as_fd())?;
-            return Ok(Obj { fd, stx });
+            let stx = sys::statx_fd(self.root_fd.as_fd())?;
+            return Ok(Obj { fd: self.root_fd.clone(), stx });
         }
-        // Fast path: one openat2 along the remembered names.
-        let path = self.ids.read().path(id, self.settings.max_depth);
-        if let Some(path) = path {
-            let comps: Vec<&[u8]> = path.iter().map(|c| &c[..]).collect();
-            if let Some(o) = self.opened_as(id, sys::open_chain(self.root_fd.as_fd(), &comps))? {
-                return Ok(o);
+        if let Some(h) = self.handles.get(id) {
+            let stx = sys::statx_fd(h.fd.as_fd())?;
+            // No links left: removed behind our back. Walk the names, which
+            // finds a new object under the id or says Stale, and let the fd
+            // go so the removed file's space is freed.
+            if stx.stx_nlink > 0 {
+                return Ok(Obj { fd: h.fd.clone(), stx });
             }
+            drop(self.handles.remove(id, h.generation));
         }
-        self.resolve_slow(id, depth)
+        // One openat2 along the remembered names.
+        let path = self.ids.read().path(id, self.settings.max_depth);
+        let found = match path {
+            Some(path) => {
+                let comps: Vec<&[u8]> = path.iter().map(|c| &c[..]).collect();
+                self.opened_as(id, sys::open_chain(self.root_fd.as_fd(), &comps))?
+            }
+            None => None,
+        };
+        let o = match found {
+            Some(o) => o,
+            None => self.resolve_slow(id, depth)?,
+        };
+        drop(self.handles.insert(id, o.fd.clone(), sys::birth_generation(&o.stx)));
+        Ok(o)
     }
 
     /// The object opened along a remembered name, if it is still inode
@@ -76,7 +98,7 @@ impl LocalFs {
                     return Ok(None);
                 }
                 self.seen(id, &stx);
-                Ok(Some(Obj { fd, stx }))
+                Ok(Some(Obj { fd: Arc::new(fd), stx }))
             }
             Err(e) if !definitive(e) => Err(sys::errno(e)),
             Err(_) => Ok(None),
@@ -131,7 +153,7 @@ impl LocalFs {
                                 ],
                                 false,
                             );
-                            return Ok(Obj { fd, stx });
+                            return Ok(Obj { fd: Arc::new(fd), stx });
                         }
                     }
                 }

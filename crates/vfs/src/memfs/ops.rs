@@ -193,6 +193,10 @@ impl Vfs for MemFs {
         ROOT
     }
 
+    fn resident(&self, _id: FileId) -> bool {
+        true
+    }
+
     fn fsid(&self) -> u64 {
         self.settings.fsid
     }

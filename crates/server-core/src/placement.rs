@@ -1,0 +1,222 @@
+//! Where a record should run: on the connection's own thread, or on a
+//! worker that may block.
+//!
+//! Handing a request to another thread and back costs two context
+//! switches, more than a GETATTR answered from cached state costs in all.
+//! So the transport asks [`Core::placement`] before running a record:
+//! calls that touch no disk (NULL, portmap, NFSv4 SEQUENCE-only compounds
+//! and RENEW, callback replies) and calls whose objects the backend says
+//! are resident (NFSv3 GETATTR, ACCESS, LOOKUP, FSINFO, FSSTAT, PATHCONF;
+//! NFSv4 PUTFH/PUTROOTFH + GETATTR/GETFH/ACCESS) run inline; everything
+//! else goes to a worker.
+//!
+//! This only peeks at the record: nothing is checked here (a forged
+//! handle is refused by the dispatch that follows, wherever it runs), so
+//! a malformed record simply goes to a worker, whose dispatch answers it.
+
+use proto::nfs4::nfs_opnum4;
+
+use crate::Core;
+
+/// Where the transport should run a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Cheap and non-blocking: run it on the thread that read it.
+    Inline,
+    /// May wait on a disk or the network: run it on a worker.
+    Worker,
+}
+
+/// NFSv3 procedures that touch one object's attributes (or one lookup in
+/// a directory) and nothing else.
+const V3_GETATTR: u32 = 1;
+const V3_LOOKUP: u32 = 3;
+const V3_ACCESS: u32 = 4;
+const V3_FSSTAT: u32 = 18;
+const V3_FSINFO: u32 = 19;
+const V3_PATHCONF: u32 = 20;
+/// NFSv4 COMPOUND and the most operations an inline one may hold.
+const V4_COMPOUND: u32 = 1;
+const V4_MAX_INLINE_OPS: u32 = 8;
+
+/// A forward-only reader over the record's bytes.
+struct Peek<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Peek<'a> {
+    fn u32(&mut self) -> Option<u32> {
+        let (head, rest) = self.b.split_first_chunk::<4>()?;
+        self.b = rest;
+        Some(u32::from_be_bytes(*head))
+    }
+
+    fn skip(&mut self, n: usize) -> Option<()> {
+        self.b = self.b.get(n..)?;
+        Some(())
+    }
+
+    /// A variable-length opaque, padded to four bytes.
+    fn opaque(&mut self) -> Option<&'a [u8]> {
+        let len = self.u32()? as usize;
+        let body = self.b.get(..len)?;
+        self.skip(len.checked_add(3)? & !3)?;
+        Some(body)
+    }
+}
+
+impl Core {
+    /// Where to run `record` (see the module documentation).
+    pub fn placement(&self, record: &[u8]) -> Placement {
+        self.peek_placement(record).unwrap_or(Placement::Worker)
+    }
+
+    fn peek_placement(&self, record: &[u8]) -> Option<Placement> {
+        if !self.settings.inline_requests {
+            return Some(Placement::Worker);
+        }
+        let mut p = Peek { b: record };
+        let _xid = p.u32()?;
+        if p.u32()? != 0 {
+            // A reply to one of our callbacks: matched against state only.
+            return Some(Placement::Inline);
+        }
+        let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
+        let _cred_flavor = p.u32()?;
+        p.opaque()?;
+        let _verf_flavor = p.u32()?;
+        p.opaque()?;
+        if proc_ == 0 || prog == crate::portmap::PROGRAM {
+            return Some(Placement::Inline);
+        }
+        if prog != crate::ops::v3::PROGRAM {
+            return Some(Placement::Worker);
+        }
+        match (vers, proc_) {
+            (crate::ops::v3::VERSION, V3_GETATTR | V3_LOOKUP | V3_ACCESS | V3_FSSTAT | V3_FSINFO | V3_PATHCONF) => {
+                // Every one of these starts with the object's handle.
+                Some(self.resident_fh(p.opaque()?))
+            }
+            (crate::ops::v4::VERSION, V4_COMPOUND) => self.peek_compound(&mut p),
+            _ => Some(Placement::Worker),
+        }
+    }
+
+    /// A compound of operations that read state and attributes only.
+    fn peek_compound(&self, p: &mut Peek) -> Option<Placement> {
+        p.opaque()?; // tag
+        let _minor = p.u32()?;
+        let n = p.u32()?;
+        if n > V4_MAX_INLINE_OPS {
+            return Some(Placement::Worker);
+        }
+        for _ in 0..n {
+            let op = p.u32()?;
+            match op {
+                x if x == nfs_opnum4::OP_SEQUENCE as u32 => p.skip(16 + 4 * 4)?,
+                x if x == nfs_opnum4::OP_RENEW as u32 => p.skip(8)?,
+                x if x == nfs_opnum4::OP_PUTFH as u32 => {
+                    if self.resident_fh(p.opaque()?) == Placement::Worker {
+                        return Some(Placement::Worker);
+                    }
+                }
+                x if x == nfs_opnum4::OP_GETATTR as u32 => {
+                    let words = p.u32()? as usize;
+                    p.skip(words.checked_mul(4)?)?;
+                }
+                x if x == nfs_opnum4::OP_ACCESS as u32 => p.skip(4)?,
+                x if x == nfs_opnum4::OP_PUTROOTFH as u32
+                    || x == nfs_opnum4::OP_GETFH as u32
+                    || x == nfs_opnum4::OP_SAVEFH as u32
+                    || x == nfs_opnum4::OP_RESTOREFH as u32 => {}
+                _ => return Some(Placement::Worker),
+            }
+        }
+        Some(Placement::Inline)
+    }
+
+    /// Inline when the handle's object is resident in its backend (the
+    /// NFSv4 pseudo root always is). The handle's tag is not checked here.
+    fn resident_fh(&self, fh: &[u8]) -> Placement {
+        let Some((export_id, fileid)) = crate::fh::peek(fh) else {
+            return Placement::Worker;
+        };
+        if export_id == crate::ops::v4::compound::PSEUDO_EXPORT_ID {
+            return Placement::Inline;
+        }
+        match self.export_by_id(export_id) {
+            Some(x) if x.fs.resident(fileid) => Placement::Inline,
+            _ => Placement::Worker,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fh::HandleData;
+    use crate::{Export, ServicePorts};
+    use std::sync::Arc;
+
+    fn core() -> Core {
+        let fs = Arc::new(vfs::MemFs::new());
+        let export = Export { id: 1, path: "/m".into(), fs, rules: vec![] };
+        Core::new(Default::default(), vec![export], [3; 32], [0; 8], ServicePorts { tcp: 2049, udp: None })
+    }
+
+    fn call(prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Vec<u8> {
+        let mut r = Vec::new();
+        for w in [7u32, 0, 2, prog, vers, proc_, 1, 8, 0, 0, 0, 0] {
+            r.extend_from_slice(&w.to_be_bytes());
+        }
+        r.extend_from_slice(args);
+        r
+    }
+
+    fn fh_arg(c: &Core, export_id: u32) -> Vec<u8> {
+        let fh = c.fh.encode(&HandleData { export_id, fileid: 1, generation: 0 });
+        let mut a = (fh.len() as u32).to_be_bytes().to_vec();
+        a.extend_from_slice(&fh);
+        a
+    }
+
+    #[test]
+    fn cheap_calls_run_inline_and_the_rest_on_workers() {
+        let c = core();
+        let fh = fh_arg(&c, 1);
+        assert_eq!(c.placement(&call(100003, 3, 0, &[])), Placement::Inline, "NULL");
+        assert_eq!(c.placement(&call(100000, 2, 3, &[0; 16])), Placement::Inline, "portmap");
+        assert_eq!(c.placement(&call(100003, 3, 1, &fh)), Placement::Inline, "GETATTR of a resident object");
+        assert_eq!(c.placement(&call(100003, 3, 6, &fh)), Placement::Worker, "READ");
+        assert_eq!(c.placement(&call(100003, 3, 1, &fh_arg(&c, 9))), Placement::Worker, "unknown export");
+        assert_eq!(c.placement(&call(100005, 3, 1, &[])), Placement::Worker, "MNT");
+        assert_eq!(c.placement(&[0, 0, 0, 1]), Placement::Worker, "truncated");
+        assert_eq!(c.placement(&call(100003, 3, 1, &[0, 0, 1, 0])), Placement::Worker, "short handle");
+    }
+
+    #[test]
+    fn compounds_of_state_and_attribute_reads_run_inline() {
+        let c = core();
+        let op = |n: nfs_opnum4| (n as u32).to_be_bytes().to_vec();
+        let compound = |ops: &[Vec<u8>]| {
+            let mut a = vec![0, 0, 0, 0, 0, 0, 0, 1];
+            a.extend_from_slice(&(ops.len() as u32).to_be_bytes());
+            for o in ops {
+                a.extend_from_slice(o);
+            }
+            call(100003, 4, 1, &a)
+        };
+        let mut seq = op(nfs_opnum4::OP_SEQUENCE);
+        seq.extend_from_slice(&[0; 32]);
+        let mut putfh = op(nfs_opnum4::OP_PUTFH);
+        putfh.extend_from_slice(&fh_arg(&c, 1));
+        let mut getattr = op(nfs_opnum4::OP_GETATTR);
+        getattr.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2]);
+        let mut read = op(nfs_opnum4::OP_READ);
+        read.extend_from_slice(&[0; 32]);
+        assert_eq!(c.placement(&compound(&[seq.clone()])), Placement::Inline);
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), getattr.clone()])), Placement::Inline);
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh, read])), Placement::Worker);
+        assert_eq!(c.placement(&compound(&vec![seq; 9])), Placement::Worker, "too long");
+    }
+}
