@@ -89,6 +89,11 @@ pub struct Outcome {
     pub label: &'static str,
     /// The call was accepted and the procedure reported success.
     pub ok: bool,
+    /// File bytes that follow `reply` on the wire (then zero padding to a
+    /// multiple of four), for a transport that sends them from the page
+    /// cache: a READ's data. Only set when the transport said it can
+    /// ([`Core::with_sendfile`]); the record's length counts them.
+    pub tail: Option<vfs::FileRegion>,
 }
 
 /// The server's protocol state, shared by all connections.
@@ -108,6 +113,8 @@ pub struct Core {
     pub(crate) v4: state::State4,
     /// The NFSv4 pseudo file system joining the exports.
     pub(crate) pseudo: ops::v4::pseudo::PseudoFs,
+    /// The transport sends [`Outcome::tail`] regions (sendfile).
+    sendfile: bool,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -180,7 +187,21 @@ impl Core {
             ports,
             mounts: parking_lot::Mutex::new(mount::MountList::default()),
             warn_counts: Default::default(),
+            sendfile: false,
         }
+    }
+
+    /// Says that the transport sends file regions ([`Outcome::tail`]):
+    /// READs of at least `read_sendfile_min` bytes then hand back the
+    /// file instead of its bytes.
+    pub fn with_sendfile(mut self) -> Core {
+        self.sendfile = true;
+        self
+    }
+
+    /// Whether a READ of `count` bytes should go out as a file region.
+    pub(crate) fn sends_file(&self, count: u32) -> bool {
+        self.sendfile && self.settings.read_sendfile_min > 0 && count >= self.settings.read_sendfile_min
     }
 
     /// Replaces the NFSv4 environment: the clock leases run on, the back

@@ -51,6 +51,11 @@ pub enum Dispatched {
         label: &'static str,
         ok: bool,
     },
+    /// Like `Done` (and successful), with file bytes to follow the reply.
+    DoneWithFile {
+        label: &'static str,
+        tail: vfs::FileRegion,
+    },
     ProcUnavail {
         label: &'static str,
     },
@@ -95,7 +100,7 @@ fn accepted_only(xid: u32, data: reply_data) -> Vec<Bytes> {
 }
 
 fn outcome(reply: Vec<Bytes>, label: &'static str, ok: bool) -> Outcome {
-    Outcome { reply: Some(reply), label, ok }
+    Outcome { reply: Some(reply), label, ok, tail: None }
 }
 
 /// Parses the credential; `Err` is the auth_stat to reject with.
@@ -121,10 +126,10 @@ impl Core {
         let mut d = Decoder::new(record);
         let (Ok(xid), Ok(mtype)) = (d.u32(), d.u32()) else {
             self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"));
-            return Outcome { reply: None, label: "rpc.garbage", ok: false };
+            return Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None };
         };
         if mtype == 1 && crate::state::callback::on_reply(self, peer.conn, xid, d.clone()) {
-            return Outcome { reply: None, label: "nfs4.cb_reply", ok: true };
+            return Outcome { reply: None, label: "nfs4.cb_reply", ok: true, tail: None };
         }
         if mtype != 0 {
             let label = if mtype == 1 { "rpc.reply" } else { "rpc.garbage" };
@@ -132,7 +137,7 @@ impl Core {
                 WarnKind::Garbage,
                 || tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored"),
             );
-            return Outcome { reply: None, label, ok: false };
+            return Outcome { reply: None, label, ok: false, tail: None };
         }
         let Ok(rpcvers) = d.u32() else {
             return self.undecodable(peer, xid);
@@ -170,7 +175,7 @@ impl Core {
             Lookup::InProgress => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission of a call still running; dropped");
                 // Not an error: the first copy's reply answers it.
-                return Outcome { reply: None, label: "rpc.drc_in_progress", ok: true };
+                return Outcome { reply: None, label: "rpc.drc_in_progress", ok: true, tail: None };
             }
             Lookup::Replay(reply) => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission answered with the cached reply");
@@ -179,7 +184,9 @@ impl Core {
         };
         let out = self.dispatch(&call, &mut d);
         if let Some(ticket) = ticket {
-            ticket.finish(out.reply.as_deref());
+            // A reply with a file tail is a READ, never cached; should one
+            // be, it is not kept (its bytes are not all in memory).
+            ticket.finish(out.reply.as_deref().filter(|_| out.tail.is_none()));
         }
         out
     }
@@ -224,6 +231,9 @@ impl Core {
         };
         match dispatched {
             Dispatched::Done { label, ok } => outcome(e.into_segments(), label, ok),
+            Dispatched::DoneWithFile { label, tail } => {
+                Outcome { reply: Some(e.into_segments()), label, ok: true, tail: Some(tail) }
+            }
             Dispatched::ProcUnavail { label } => {
                 self.warn(
                     WarnKind::Garbage,
@@ -247,7 +257,7 @@ impl Core {
 
     fn undecodable(&self, peer: &PeerInfo, xid: u32) -> Outcome {
         self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, xid, "undecodable RPC call header"));
-        Outcome { reply: None, label: "rpc.garbage", ok: false }
+        Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None }
     }
 
     fn prog_mismatch(&self, call: &Call, low: u32, high: u32, label: &'static str) -> Outcome {

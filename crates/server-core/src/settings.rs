@@ -62,6 +62,10 @@ pub struct CoreSettings {
     /// the connection's own thread instead of a worker: no hand-off, no
     /// context switch. false sends every request to a worker.
     pub inline_requests: bool,
+    /// READs of at least this many bytes are sent from the page cache
+    /// (sendfile) instead of being read into memory and written from
+    /// there, saving one copy of the data; 0 never does.
+    pub read_sendfile_min: u32,
     /// NFSv4 limits and policies (`[core.nfs4]`).
     pub nfs4: crate::state::Nfs4Settings,
 }
@@ -87,6 +91,7 @@ impl Default for CoreSettings {
             drc_max_reply_bytes: 4096,
             drc_secs: 120,
             inline_requests: true,
+            read_sendfile_min: 64 * 1024,
             nfs4: Default::default(),
         }
     }

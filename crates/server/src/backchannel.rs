@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use proto::framer::frame_segments;
 use server_core::Backchannel;
 
-use crate::sink::ReplySink;
+use crate::sink::{ReplySink, Seg};
 
 #[derive(Default)]
 pub struct Connections {
@@ -50,6 +50,6 @@ impl Backchannel for Connections {
         if sink.queued_bytes() > self.max_queued {
             return false;
         }
-        sink.send(frame_segments(record), None)
+        sink.send(frame_segments(record).into_iter().map(Seg::Bytes).collect(), None)
     }
 }

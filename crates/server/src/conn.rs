@@ -16,7 +16,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use proto::framer::{frame_segments, RecordDecoder};
+use proto::framer::RecordDecoder;
 use server_core::{PeerInfo, Placement};
 
 use crate::sink::ReplySink;
@@ -113,7 +113,12 @@ fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit
         Ok(out) => {
             shared.metrics.record(out.label, out.ok, start.elapsed());
             if let Some(reply) = out.reply {
-                sink.send(frame_segments(reply), Some(permit));
+                match crate::sink::framed(reply, out.tail) {
+                    Some(segs) => {
+                        sink.send(segs, Some(permit));
+                    }
+                    None => tracing::error!(peer = %peer.addr, label = out.label, "reply too large for one record; dropped"),
+                }
             } else if out.ok {
                 // Nothing to send: a client's reply to one of our
                 // callbacks, or a retransmission of a call still running

@@ -88,7 +88,8 @@ impl Server {
             Arc::new(SystemClock::default()),
             connections.clone(),
             store,
-        );
+        )
+        .with_sendfile();
         let (shutdown, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             core: Arc::new(core),

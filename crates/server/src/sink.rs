@@ -10,6 +10,10 @@
 //! is queued, and the connection's flusher task sends it when the socket
 //! drains. Later replies queue behind it, keeping each reply whole.
 //!
+//! A READ's data may be a file region rather than bytes: it is sent with
+//! `sendfile` from the page cache, so the server never copies it through
+//! user space.
+//!
 //! A reply carries its request's in-flight permit until its last byte is
 //! handed to the kernel, so a client that stops reading stops the reader
 //! (at `max_in_flight_per_connection`) instead of growing our memory.
@@ -19,18 +23,39 @@ use std::io::{self, IoSlice};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use std::os::fd::AsFd;
+
 use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
 use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::Interest;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use crate::Metrics;
 
+/// XDR padding.
+static ZEROS: [u8; 3] = [0; 3];
 /// iovecs handed to one writev call (Linux IOV_MAX is 1024).
 const MAX_IOVECS: usize = 512;
 
+/// Part of the outgoing stream.
+pub enum Seg {
+    Bytes(Bytes),
+    /// `len` bytes of a file from `offset`.
+    File { fd: Arc<dyn AsFd + Send + Sync>, offset: u64, len: usize },
+}
+
+impl Seg {
+    fn len(&self) -> usize {
+        match self {
+            Seg::Bytes(b) => b.len(),
+            Seg::File { len, .. } => *len,
+        }
+    }
+}
+
 struct Queued {
-    seg: Bytes,
+    seg: Seg,
     /// Held only to be dropped: released when this, the reply's last
     /// segment, has been written.
     _permit: Option<OwnedSemaphorePermit>,
@@ -60,32 +85,95 @@ pub struct ReplySink {
 fn write_some(wr: &OwnedWriteHalf, segs: &mut VecDeque<Queued>) -> io::Result<usize> {
     let mut total = 0;
     loop {
-        while segs.front().is_some_and(|q| q.seg.is_empty()) {
+        while segs.front().is_some_and(|q| q.seg.len() == 0) {
             segs.pop_front();
         }
-        if segs.is_empty() {
+        let Some(front) = segs.front_mut() else {
             return Ok(total);
-        }
-        let slices: Vec<IoSlice<'_>> = segs.iter().take(MAX_IOVECS).map(|q| IoSlice::new(&q.seg)).collect();
-        let mut n = match wr.try_write_vectored(&slices) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(total),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
         };
-        total += n;
-        while n > 0 {
-            let Some(front) = segs.front_mut() else { break };
-            let take = n.min(front.seg.len());
-            front.seg.advance(take);
-            n -= take;
-            if front.seg.is_empty() {
-                // Dropping it releases the permit of a finished reply.
-                segs.pop_front();
+        let result = match &mut front.seg {
+            Seg::File { fd, offset, len } => send_file(wr, fd.as_fd(), offset, len),
+            Seg::Bytes(_) => {
+                let slices: Vec<IoSlice<'_>> = segs
+                    .iter()
+                    .take(MAX_IOVECS)
+                    .map_while(|q| match &q.seg {
+                        Seg::Bytes(b) => Some(IoSlice::new(b)),
+                        Seg::File { .. } => None,
+                    })
+                    .collect();
+                wr.try_write_vectored(&slices).map(|n| {
+                    advance(segs, n);
+                    n
+                })
             }
+        };
+        match result {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => total += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(total),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// Drops `n` written bytes from the front of `segs` (all of them bytes).
+fn advance(segs: &mut VecDeque<Queued>, mut n: usize) {
+    while n > 0 {
+        let Some(Queued { seg: Seg::Bytes(front), .. }) = segs.front_mut() else { break };
+        let take = n.min(front.len());
+        front.advance(take);
+        n -= take;
+        if front.is_empty() {
+            // Dropping it releases the permit of a finished reply.
+            segs.pop_front();
+        }
+    }
+}
+
+/// One sendfile of a file region into the socket, advancing the region.
+/// A file that has become shorter since the reply was built (truncated
+/// meanwhile) is made up with zeros, so the record keeps the length its
+/// header announced.
+fn send_file(wr: &OwnedWriteHalf, fd: std::os::fd::BorrowedFd<'_>, offset: &mut u64, len: &mut usize) -> io::Result<usize> {
+    let sock: &tokio::net::TcpStream = wr.as_ref();
+    let n = sock.try_io(Interest::WRITABLE, || {
+        let mut off = *offset;
+        let n = rustix::fs::sendfile(sock, fd, Some(&mut off), *len).map_err(io::Error::from)?;
+        if n > 0 {
+            return Ok(n);
+        }
+        // End of file before the region's end: send zeros instead.
+        let zeros = vec![0u8; (*len).min(64 << 10)];
+        rustix::io::write(sock, &zeros).map_err(io::Error::from)
+    })?;
+    *offset += n as u64;
+    *len -= n;
+    Ok(n)
+}
+
+/// A reply record as the sink sends it: record marking, the encoded
+/// segments, then the file tail and its padding. `None` when the record
+/// would exceed one fragment (a tail is only set for READs, far smaller).
+pub fn framed(reply: Vec<Bytes>, tail: Option<vfs::FileRegion>) -> Option<Vec<Seg>> {
+    let Some(tail) = tail else {
+        return Some(proto::framer::frame_segments(reply).into_iter().map(Seg::Bytes).collect());
+    };
+    let len = tail.len as usize;
+    let pad = (4 - len % 4) % 4;
+    let total = reply.iter().map(Bytes::len).sum::<usize>() + len + pad;
+    if total > proto::framer::MAX_FRAGMENT {
+        return None;
+    }
+    let mut out = Vec::with_capacity(reply.len() + 3);
+    out.push(Seg::Bytes(Bytes::copy_from_slice(&proto::framer::record_header(total, true))));
+    out.extend(reply.into_iter().map(Seg::Bytes));
+    out.push(Seg::File { fd: tail.fd, offset: tail.offset, len });
+    if pad > 0 {
+        out.push(Seg::Bytes(Bytes::from_static(&ZEROS[..pad])));
+    }
+    Some(out)
 }
 
 impl ReplySink {
@@ -95,7 +183,7 @@ impl ReplySink {
 
     /// Sends one framed reply (or callback); `permit` is released once it
     /// is all written. false when the connection is gone.
-    pub fn send(&self, segs: Vec<Bytes>, permit: Option<OwnedSemaphorePermit>) -> bool {
+    pub fn send(&self, segs: Vec<Seg>, permit: Option<OwnedSemaphorePermit>) -> bool {
         let mut st = self.st.lock();
         if st.broken {
             return false;

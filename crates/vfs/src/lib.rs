@@ -62,6 +62,14 @@ pub trait Vfs: Send + Sync + 'static {
     /// of the file.
     fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult>;
 
+    /// What [`Vfs::read`] would return, as a region of an open file rather
+    /// than bytes in memory, for a transport that sends it from the page
+    /// cache; with the same `eof`. `None` when the backend has no such
+    /// file or nothing is to be read (the caller then uses `read`).
+    fn read_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
+        Ok(None)
+    }
+
     /// Writes `data` at `offset` with at least the requested stability and
     /// reports the stability actually reached.
     fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult>;

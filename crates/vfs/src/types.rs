@@ -209,6 +209,22 @@ pub enum Stability {
     FileSync,
 }
 
+/// Bytes of an open file, handed to a transport that sends them straight
+/// from the page cache (`sendfile`) instead of reading them into memory
+/// first; see [`crate::Vfs::read_region`].
+#[derive(Clone)]
+pub struct FileRegion {
+    pub fd: std::sync::Arc<dyn std::os::fd::AsFd + Send + Sync>,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl std::fmt::Debug for FileRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileRegion").field("offset", &self.offset).field("len", &self.len).finish()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ReadResult {
     pub data: Bytes,

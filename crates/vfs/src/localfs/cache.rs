@@ -15,7 +15,7 @@
 //! write-back errors are not lost — see [`super::LocalFs`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,6 +35,12 @@ pub(crate) struct OpenFile {
     dirty: AtomicBool,
     /// Milliseconds since the cache was made, at the last use.
     last_used: std::sync::atomic::AtomicU64,
+}
+
+impl AsFd for OpenFile {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
 }
 
 impl OpenFile {

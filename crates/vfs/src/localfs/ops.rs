@@ -14,7 +14,7 @@ use super::sys::{self, errno};
 use super::LocalFs;
 use crate::names::{check_entry_name, classify_lookup, LookupName};
 use crate::{
-    Attrs, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs, SetTime,
+    Attrs, CreateHow, DirEntry, FileId, FileRegion, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs, SetTime,
     Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
 };
 
@@ -369,7 +369,11 @@ impl Vfs for LocalFs {
                 let fd = self.open_entry(&d, n)?;
                 let stx = sys::statx_fd(fd.as_fd())?;
                 let id = stx.stx_ino as FileId;
-                self.note(id, sys::birth_generation(&stx), dir, n);
+                let generation = sys::birth_generation(&stx);
+                self.note(id, generation, dir, n);
+                // The client's next call is about this object (GETATTR,
+                // ACCESS, READ): keep the fd so it resolves without a walk.
+                drop(self.handles.insert(id, Arc::new(fd), generation));
                 Ok((id, self.attrs_of(&stx)))
             }
         }
@@ -394,6 +398,19 @@ impl Vfs for LocalFs {
         let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
         let eof = offset + data.len() as u64 >= size;
         Ok(ReadResult { data: Bytes::from(data), eof })
+    }
+
+    fn read_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
+        let f = self.file(id, false)?;
+        let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
+        if offset >= size || offset > MAX_OFFSET {
+            return Ok(None);
+        }
+        let len = u64::from(count.min(self.settings.max_read)).min(size - offset);
+        // len <= count, a u32.
+        let len = u32::try_from(len).unwrap_or(count);
+        let eof = offset + u64::from(len) >= size;
+        Ok(Some((FileRegion { fd: f, offset, len }, eof)))
     }
 
     fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult> {

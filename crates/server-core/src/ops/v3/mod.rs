@@ -318,6 +318,9 @@ pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> D
         return Dispatched::AuthError { label: "nfs3.auth_none", stat: auth_stat::AUTH_TOOWEAK };
     }
     let ctx = Ctx { core, call };
+    if call.proc_ == NFS3_READ && core.sendfile {
+        return read::dispatch_sendfile(&ctx, d, e);
+    }
     proc_table! { ctx, call, d, e;
         NFS3_GETATTR => "nfs3.GETATTR", GETATTR3args, getattr::getattr, GETATTR3res;
         NFS3_SETATTR => "nfs3.SETATTR", SETATTR3args, setattr::setattr, SETATTR3res;
