@@ -14,7 +14,10 @@
 #                WRITE reply and after COMMIT -> write-nocommit, commit, write-withcommit
 #   create       nfsops URL 'mkdir /c-i' 'createmany /c-i FILES'   (CREATE + close, one at a time)
 # and, as a ceiling, the same file copied by dd on the local file system ("local":
-# write = dd bs=1M conv=fsync, read-devnull = dd bs=1M of=/dev/null from the page cache).
+# write = dd bs=1M conv=fsync, read-devnull = dd bs=1M of=/dev/null from the page cache),
+# and the wire's limit for the read pattern (bench/wire.c: 128-byte requests each
+# answered by 1 MiB over one loopback connection, from memory ("wire") and by
+# sendfile from the file ("wire-sendfile")).
 # The file written over NFS is compared with the source (locally) and read back once
 # through NFS and compared (untimed): a mismatch makes the sample ok=0.
 #
@@ -110,6 +113,7 @@ done
 mkdir -p "$BIN"
 cc -O2 -o "$BIN/nfsops" "$REPO/crates/cli/tests/support/nfsops.c" -lnfs
 cc -O2 -o "$BIN/seqwrite" "$REPO/bench/seqwrite.c" -lnfs
+cc -O2 -o "$BIN/wire" "$REPO/bench/wire.c"
 # A private copy: others may rebuild target/release/nfsx while this runs.
 cp "$NFSX" "$BIN/nfsx.orig" && NFSX_ORIG=$NFSX && NFSX=$BIN/nfsx.orig
 
@@ -346,6 +350,18 @@ measure_local() {  # run: the same copy without NFS, as a ceiling
   if ! skip read-devnull && [[ -f $LOCAL_DIR/f ]]; then
     run_client read-devnull dd if="$LOCAL_DIR/f" of=/dev/null bs=1M status=none
     sample "$I" local read-devnull "$((RC == 0))" "$SECS" "$want" 1 "$(rate "$want" "$SECS" 1e6)" MB/s "dd bs=1M, page cache"
+    # The wire's limit for this pattern: 128-byte requests answered by 1 MiB
+    # over one loopback connection, from memory and by sendfile from the file.
+    local n=$((want / 1048576)) w
+    for w in wire wire-sendfile; do
+      if [[ $w == wire ]]; then run_client read-devnull "$BIN/wire" "$n"; else run_client read-devnull "$BIN/wire" "$n" 1048576 "$LOCAL_DIR/f"; fi
+      local s; s=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$OUT")
+      if ((RC == 0)) && [[ -n $s ]]; then
+        sample "$I" "$w" read-devnull 1 "$s" "$want" "$n" "$(rate "$want" "$s" 1e6)" MB/s "bench/wire.c"
+      else
+        sample "$I" "$w" read-devnull 0 "$SECS" "$want" "$n" 0 MB/s "rc=$RC"
+      fi
+    done
   fi
   rm -rf "$LOCAL_DIR"
 }

@@ -105,9 +105,9 @@ impl Server {
             tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
         }
         if let Some(addr) = shared.settings.metrics {
-            let m = shared.metrics.clone();
+            let (m, core) = (shared.metrics.clone(), shared.core.clone());
             tasks.push(tokio::spawn(async move {
-                if let Err(e) = metrics::serve(addr, m).await {
+                if let Err(e) = metrics::serve(addr, m, core).await {
                     tracing::error!(%addr, "metrics endpoint failed: {e}");
                 }
             }));

@@ -139,13 +139,41 @@ impl Metrics {
 /// needs the request line.
 const MAX_HTTP_REQUEST: usize = 8192;
 
+/// The backends' own counters (handle cache, flushes), one series per
+/// export, appended to the exposition.
+pub fn render_backends(exports: &[server_core::Export]) -> String {
+    let mut by_name: std::collections::BTreeMap<&'static str, (vfs::Counter, Vec<(String, u64)>)> = Default::default();
+    for x in exports {
+        for c in x.fs.counters() {
+            let e = by_name.entry(c.name).or_insert_with(|| (c.clone(), Vec::new()));
+            e.1.push((x.path.clone(), c.value));
+        }
+    }
+    let mut out = String::new();
+    for (name, (c, series)) in by_name {
+        let (full, kind) =
+            if c.gauge { (format!("nfsx_backend_{name}"), "gauge") } else { (format!("nfsx_backend_{name}_total"), "counter") };
+        let _ = writeln!(out, "# HELP {full} {}\n# TYPE {full} {kind}", c.help);
+        for (path, v) in series {
+            let path = path.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(out, "{full}{{export=\"{path}\"}} {v}");
+        }
+    }
+    out
+}
+
 /// Serves `GET /metrics` (anything else is 404) until the task is dropped.
-pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> std::io::Result<()> {
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    core: Arc<server_core::Core>,
+) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     tracing::info!(%addr, "metrics endpoint listening");
     loop {
         let (mut sock, _) = listener.accept().await?;
         let metrics = metrics.clone();
+        let core = core.clone();
         tokio::spawn(async move {
             let mut buf = vec![0u8; MAX_HTTP_REQUEST];
             let n = match tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf)).await {
@@ -154,7 +182,7 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> std::io::Result<(
             };
             let head = String::from_utf8_lossy(&buf[..n]);
             let (status, body) = if head.starts_with("GET /metrics") {
-                ("200 OK", metrics.render())
+                ("200 OK", metrics.render() + &render_backends(core.exports()))
             } else {
                 ("404 Not Found", "see /metrics\n".to_string())
             };

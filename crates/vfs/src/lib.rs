@@ -112,4 +112,9 @@ pub trait Vfs: Send + Sync + 'static {
     fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir>;
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat>;
+
+    /// The backend's own counters (caches, flushes), for metrics.
+    fn counters(&self) -> Vec<Counter> {
+        Vec::new()
+    }
 }

@@ -209,6 +209,27 @@ pub enum Stability {
     FileSync,
 }
 
+/// A backend's own counter or gauge, for the server's metrics endpoint
+/// (exposed as `nfsx_backend_<name>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counter {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub value: u64,
+    /// A level that goes up and down rather than a running total.
+    pub gauge: bool,
+}
+
+impl Counter {
+    pub fn total(name: &'static str, help: &'static str, value: u64) -> Counter {
+        Counter { name, help, value, gauge: false }
+    }
+
+    pub fn gauge(name: &'static str, help: &'static str, value: u64) -> Counter {
+        Counter { name, help, value, gauge: true }
+    }
+}
+
 /// Bytes of an open file, handed to a transport that sends them straight
 /// from the page cache (`sendfile`) instead of reading them into memory
 /// first; see [`crate::Vfs::read_region`].

@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use super::flush::{FlushGroup, Sequential};
 use super::ids::same_object;
 use crate::FileId;
 
@@ -35,6 +36,12 @@ pub(crate) struct OpenFile {
     dirty: AtomicBool,
     /// Milliseconds since the cache was made, at the last use.
     last_used: std::sync::atomic::AtomicU64,
+    /// Flushes with metadata (FILE_SYNC writes, COMMIT), shared.
+    pub(crate) fsyncs: FlushGroup,
+    /// Data-only flushes (DATA_SYNC writes), shared.
+    pub(crate) fdatasyncs: FlushGroup,
+    /// The sequential run of UNSTABLE writes, for early write-back.
+    pub(crate) sequential: Sequential,
 }
 
 impl AsFd for OpenFile {
@@ -45,7 +52,16 @@ impl AsFd for OpenFile {
 
 impl OpenFile {
     pub(crate) fn new(fd: OwnedFd, writable: bool, generation: u64) -> OpenFile {
-        OpenFile { fd, writable, generation, dirty: AtomicBool::new(false), last_used: Default::default() }
+        OpenFile {
+            fd,
+            writable,
+            generation,
+            dirty: AtomicBool::new(false),
+            last_used: Default::default(),
+            fsyncs: FlushGroup::default(),
+            fdatasyncs: FlushGroup::default(),
+            sequential: Sequential::default(),
+        }
     }
 
     pub(crate) fn mark_dirty(&self) {

@@ -69,6 +69,7 @@
 //! `idle_fd_secs`, as with knfsd's `no_subtree_check`.
 
 mod cache;
+mod flush;
 mod handles;
 mod ids;
 mod journal;
@@ -102,6 +103,14 @@ pub struct LocalFsSettings {
     /// Resolved objects kept as O_PATH fds, so a handle used again costs
     /// one statx instead of a walk of names (0 disables). Default 16384.
     pub handle_cache: usize,
+    /// UNSTABLE writes continuing a sequential run start the write-back of
+    /// the run every this many bytes (`sync_file_range`), so a COMMIT
+    /// finds little left to flush; 0 disables. Default 8 MiB.
+    pub writeback_chunk: u64,
+    /// How far a write may land before or after the end of the current
+    /// sequential run (reordered RPCs) and still continue it; write-back
+    /// stays this far behind the run's end. Default 4 MiB.
+    pub sequential_window: u64,
     /// Cached fds (handles and open files) unused this long are closed, so
     /// a file removed behind the server's back has its space freed; 0
     /// keeps them until evicted. Default 2 (knfsd's file cache: ~2 s).
@@ -146,6 +155,8 @@ impl Default for LocalFsSettings {
         LocalFsSettings {
             open_file_cache: 1024,
             handle_cache: 16384,
+            writeback_chunk: 8 << 20,
+            sequential_window: 4 << 20,
             idle_fd_secs: 2,
             sync_metadata: true,
             journal_sync_every: 256,
@@ -174,6 +185,8 @@ pub struct LocalFs {
     journal: Journal,
     cache: Arc<FileCache>,
     handles: Arc<HandleCache>,
+    /// Flushes run and the callers they served (group commit).
+    flush_counts: flush::FlushCounts,
     /// Write-back errors met outside a COMMIT, reported by the next one,
     /// with the generation of the object they were met on.
     pending: Arc<Pending>,
@@ -282,6 +295,7 @@ impl LocalFs {
         Ok(LocalFs {
             cache,
             handles,
+            flush_counts: flush::FlushCounts::default(),
             settings,
             root_fd,
             root_id,
@@ -298,10 +312,25 @@ impl LocalFs {
         &self.settings
     }
 
-    /// Handle-cache (hits, misses) and its size, for metrics.
-    pub fn handle_cache_stats(&self) -> (u64, u64, usize) {
-        let (h, m) = self.handles.counts();
-        (h, m, self.handles.len())
+    /// Counters for the metrics endpoint.
+    pub(crate) fn stats(&self) -> Vec<crate::Counter> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (hits, misses) = self.handles.counts();
+        vec![
+            crate::Counter::total("handle_cache_hits", "Handles resolved from the handle cache.", hits),
+            crate::Counter::total("handle_cache_misses", "Handles resolved by walking names.", misses),
+            crate::Counter::gauge("handle_cache_entries", "Objects held in the handle cache.", self.handles.len() as u64),
+            crate::Counter::total(
+                "flushes",
+                "fsync/fdatasync calls run for stable writes and COMMITs (group commit).",
+                self.flush_counts.flushes.load(Relaxed),
+            ),
+            crate::Counter::total(
+                "flush_callers",
+                "Stable writes and COMMITs that needed a flush; over flushes: callers per flush.",
+                self.flush_counts.callers.load(Relaxed),
+            ),
+        ]
     }
 
     /// Applies changes to the id map and journals them; with `sync` the

@@ -9,6 +9,7 @@ use rustix::io::{Errno, ReadWriteFlags};
 
 use super::cache::OpenFile;
 use super::ids::{same_object, Change};
+use super::flush;
 use super::resolve::Obj;
 use super::sys::{self, errno};
 use super::LocalFs;
@@ -327,6 +328,10 @@ impl Vfs for LocalFs {
         self.is_cached(id)
     }
 
+    fn counters(&self) -> Vec<crate::Counter> {
+        self.stats()
+    }
+
     /// The guard is compared against a fresh statx and then the changes
     /// are applied: another writer can slip in between (a window of a few
     /// system calls), which the NFSv3 guard cannot fully exclude without a
@@ -420,17 +425,25 @@ impl Vfs for LocalFs {
             _ => return Err(VfsError::FBig),
         }
         let f = self.file(id, true)?;
-        let flags = match stable {
-            Stability::Unstable => ReadWriteFlags::empty(),
-            Stability::DataSync => ReadWriteFlags::DSYNC,
-            Stability::FileSync => ReadWriteFlags::SYNC,
-        };
         if stable == Stability::Unstable {
             // Marked before writing: an eviction racing with this write
             // must not skip the flush that keeps its errors.
             f.mark_dirty();
         }
-        sys::pwrite_all(f.fd.as_fd(), offset, data, flags)?;
+        sys::pwrite_all(f.fd.as_fd(), offset, data, ReadWriteFlags::empty())?;
+        match stable {
+            Stability::Unstable => {
+                let s = &self.settings;
+                if let Some((from, len)) =
+                    f.sequential.note(offset, u64::from(count), s.sequential_window, s.writeback_chunk)
+                {
+                    flush::start_writeback(f.fd.as_fd(), from, len);
+                }
+            }
+            // Stable writes arriving together share one flush (see flush).
+            Stability::DataSync => f.fdatasyncs.sync(f.fd.as_fd(), false, &self.flush_counts).map_err(errno)?,
+            Stability::FileSync => f.fsyncs.sync(f.fd.as_fd(), true, &self.flush_counts).map_err(errno)?,
+        }
         Ok(WriteResult { count, committed: stable })
     }
 
@@ -446,7 +459,7 @@ impl Vfs for LocalFs {
         // this one's.
         let pending = pending.filter(|(g, _)| same_object(*g, f.generation)).map(|p| p.1);
         f.take_dirty();
-        if let Err(e) = rustix::fs::fsync(&f.fd) {
+        if let Err(e) = f.fsyncs.sync(f.fd.as_fd(), true, &self.flush_counts) {
             f.mark_dirty();
             return Err(errno(e));
         }
