@@ -81,6 +81,6 @@ measure() { # name command...
     "$name" "$n" "$(echo "$t1 - $t0" | bc)" "$(echo "scale=3; $cs / $n" | bc)" "$(echo "scale=4; $mig / $n" | bc)" \
     "$(echo "scale=2; $cpu * 1000 / $n" | bc)" "$(echo "scale=3; ${sys:-0} / $n2" | bc)" | tee -a "$OUT/summary.txt"
 }
-measure read nfs-cat "$URL/big?$Q"
+measure read bash -c 'exec nfs-cat "$1" >/dev/null' _ "$URL/big?$Q"
 measure smallops "$SMALLOPS" "$URL?$Q" "$FILES"
 echo "per-syscall counts: $OUT/*.strace; raw perf: $OUT/*.perf" | tee -a "$OUT/summary.txt"
