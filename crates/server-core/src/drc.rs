@@ -280,7 +280,7 @@ mod tests {
     }
 
     fn call(peer: &PeerInfo, xid: u32, proc_: u32) -> Call<'_> {
-        Call { xid, prog: 100003, vers: 3, proc_, auth: Auth::None, peer }
+        Call { xid, prog: 100003, vers: 3, proc_, auth: Auth::None, peer, nowait: false }
     }
 
     fn args(b: &'static [u8]) -> Decoder {

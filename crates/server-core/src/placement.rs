@@ -25,11 +25,16 @@ pub enum Placement {
     Inline,
     /// May wait on a disk or the network: run it on a worker.
     Worker,
+    /// Run it here if it can finish without waiting
+    /// ([`Core::try_handle_inline`]), else on a worker: a small READ of a
+    /// file whose data may be in the page cache.
+    TryInline,
 }
 
 /// NFSv3 procedures that touch one object's attributes (or one lookup in
 /// a directory) and nothing else.
 const V3_GETATTR: u32 = 1;
+const V3_READ: u32 = 6;
 const V3_LOOKUP: u32 = 3;
 const V3_ACCESS: u32 = 4;
 const V3_FSSTAT: u32 = 18;
@@ -96,6 +101,17 @@ impl Core {
             (crate::ops::v3::VERSION, V3_GETATTR | V3_LOOKUP | V3_ACCESS | V3_FSSTAT | V3_FSINFO | V3_PATHCONF) => {
                 // Every one of these starts with the object's handle.
                 Some(self.resident_fh(p.opaque()?))
+            }
+            (crate::ops::v3::VERSION, V3_READ) => {
+                let fh = p.opaque()?;
+                p.skip(8)?; // offset
+                let count = p.u32()?;
+                let min = self.settings.read_sendfile_min;
+                let small = min == 0 || count < min;
+                Some(match self.resident_fh(fh) {
+                    Placement::Inline if small && self.settings.inline_cached_reads => Placement::TryInline,
+                    _ => Placement::Worker,
+                })
             }
             (crate::ops::v4::VERSION, V4_COMPOUND) => self.peek_compound(&mut p),
             _ => Some(Placement::Worker),
@@ -187,7 +203,13 @@ mod tests {
         assert_eq!(c.placement(&call(100003, 3, 0, &[])), Placement::Inline, "NULL");
         assert_eq!(c.placement(&call(100000, 2, 3, &[0; 16])), Placement::Inline, "portmap");
         assert_eq!(c.placement(&call(100003, 3, 1, &fh)), Placement::Inline, "GETATTR of a resident object");
-        assert_eq!(c.placement(&call(100003, 3, 6, &fh)), Placement::Worker, "READ");
+        let mut read = fh.clone();
+        read.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0]);
+        assert_eq!(c.placement(&call(100003, 3, 6, &read)), Placement::TryInline, "small READ");
+        let mut big = fh.clone();
+        big.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0]);
+        assert_eq!(c.placement(&call(100003, 3, 6, &big)), Placement::Worker, "1 MiB READ");
+        assert_eq!(c.placement(&call(100003, 3, 6, &fh)), Placement::Worker, "READ without its count");
         assert_eq!(c.placement(&call(100003, 3, 1, &fh_arg(&c, 9))), Placement::Worker, "unknown export");
         assert_eq!(c.placement(&call(100005, 3, 1, &[])), Placement::Worker, "MNT");
         assert_eq!(c.placement(&[0, 0, 0, 1]), Placement::Worker, "truncated");

@@ -41,6 +41,9 @@ pub struct Call<'a> {
     pub proc_: u32,
     pub auth: Auth,
     pub peer: &'a PeerInfo,
+    /// Run on the connection's thread: a procedure that would have to
+    /// wait gives up ([`Dispatched::WouldBlock`]) instead.
+    pub nowait: bool,
 }
 
 /// What a program's dispatcher made of a call.
@@ -62,6 +65,9 @@ pub enum Dispatched {
     GarbageArgs {
         label: &'static str,
     },
+    /// Run with [`Call::nowait`] and it would have to wait: nothing was
+    /// done, run it again where waiting is allowed.
+    WouldBlock,
     /// Rejected for its credential (e.g. AUTH_NONE on an NFS procedure).
     AuthError {
         label: &'static str,
@@ -122,14 +128,32 @@ impl Core {
     /// One complete RPC record in, the reply record out (without record
     /// marking).
     pub fn handle(&self, record: Bytes, peer: &PeerInfo) -> Outcome {
+        // Without nowait no procedure gives up.
+        self.run_record(record, peer, false).unwrap_or(Outcome {
+            reply: None,
+            label: "rpc.would_block",
+            ok: false,
+            tail: None,
+        })
+    }
+
+    /// Runs `record` if it can finish without waiting on a disk; `None`
+    /// when it would have to wait (nothing was done: run it with
+    /// [`Core::handle`] on a thread that may block). For records placed
+    /// [`crate::Placement::TryInline`].
+    pub fn try_handle_inline(&self, record: &Bytes, peer: &PeerInfo) -> Option<Outcome> {
+        self.run_record(record.clone(), peer, true)
+    }
+
+    fn run_record(&self, record: Bytes, peer: &PeerInfo, nowait: bool) -> Option<Outcome> {
         let record_len = record.len();
         let mut d = Decoder::new(record);
         let (Ok(xid), Ok(mtype)) = (d.u32(), d.u32()) else {
             self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"));
-            return Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None };
+            return Some(Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None });
         };
         if mtype == 1 && crate::state::callback::on_reply(self, peer.conn, xid, d.clone()) {
-            return Outcome { reply: None, label: "nfs4.cb_reply", ok: true, tail: None };
+            return Some(Outcome { reply: None, label: "nfs4.cb_reply", ok: true, tail: None });
         }
         if mtype != 0 {
             let label = if mtype == 1 { "rpc.reply" } else { "rpc.garbage" };
@@ -137,15 +161,15 @@ impl Core {
                 WarnKind::Garbage,
                 || tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored"),
             );
-            return Outcome { reply: None, label, ok: false, tail: None };
+            return Some(Outcome { reply: None, label, ok: false, tail: None });
         }
         let Ok(rpcvers) = d.u32() else {
-            return self.undecodable(peer, xid);
+            return Some(self.undecodable(peer, xid));
         };
         if rpcvers != RPC_VERSION {
             self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, xid, rpcvers, "RPC version mismatch"));
             let r = rejected(xid, rejected_reply::RPC_MISMATCH(mismatch_info { low: RPC_VERSION, high: RPC_VERSION }));
-            return outcome(r, "rpc.rpc_mismatch", false);
+            return Some(outcome(r, "rpc.rpc_mismatch", false));
         }
         let header = (|| -> xdr::Result<_> {
             let (prog, vers, proc_) = (d.u32()?, d.u32()?, d.u32()?);
@@ -156,7 +180,7 @@ impl Core {
             Ok((prog, vers, proc_, cred_flavor, cred))
         })();
         let Ok((prog, vers, proc_, cred_flavor, cred)) = header else {
-            return self.undecodable(peer, xid);
+            return Some(self.undecodable(peer, xid));
         };
         let auth = match parse_auth(cred_flavor, cred) {
             Ok(a) => a,
@@ -165,71 +189,72 @@ impl Core {
                     WarnKind::Auth,
                     || tracing::warn!(peer = %peer.addr, xid, cred_flavor, ?stat, "credential rejected"),
                 );
-                return outcome(rejected(xid, rejected_reply::AUTH_ERROR(stat)), "rpc.auth_error", false);
+                return Some(outcome(rejected(xid, rejected_reply::AUTH_ERROR(stat)), "rpc.auth_error", false));
             }
         };
-        let call = Call { xid, prog, vers, proc_, auth, peer };
+        let call = Call { xid, prog, vers, proc_, auth, peer, nowait };
         let ticket = match self.drc.begin(&call, record_len, &d, || self.v4.now()) {
             Lookup::NotCached => None,
             Lookup::Miss(ticket) => Some(ticket),
             Lookup::InProgress => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission of a call still running; dropped");
                 // Not an error: the first copy's reply answers it.
-                return Outcome { reply: None, label: "rpc.drc_in_progress", ok: true, tail: None };
+                return Some(Outcome { reply: None, label: "rpc.drc_in_progress", ok: true, tail: None });
             }
             Lookup::Replay(reply) => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission answered with the cached reply");
-                return outcome(vec![reply], "rpc.drc_replay", true);
+                return Some(outcome(vec![reply], "rpc.drc_replay", true));
             }
         };
-        let out = self.dispatch(&call, &mut d);
+        let out = self.dispatch(&call, &mut d)?;
         if let Some(ticket) = ticket {
             // A reply with a file tail is a READ, never cached; should one
             // be, it is not kept (its bytes are not all in memory).
             ticket.finish(out.reply.as_deref().filter(|_| out.tail.is_none()));
         }
-        out
+        Some(out)
     }
 
     /// Runs a call whose header has been read; `d` is at its arguments.
-    fn dispatch(&self, call: &Call, d: &mut Decoder) -> Outcome {
+    fn dispatch(&self, call: &Call, d: &mut Decoder) -> Option<Outcome> {
         let Call { xid, prog, vers, proc_, peer, .. } = *call;
         let mut e = Encoder::with_capacity(256);
         let dispatched = match prog {
             crate::portmap::PROGRAM => match vers {
                 2..=4 => crate::portmap::dispatch(self, call, d, &mut e),
-                _ => return self.prog_mismatch(call, 2, 4, "portmap.prog_mismatch"),
+                _ => return Some(self.prog_mismatch(call, 2, 4, "portmap.prog_mismatch")),
             },
             crate::mount::PROGRAM => match vers {
                 crate::mount::VERSION => crate::mount::dispatch(self, call, d, &mut e),
-                _ => return self.prog_mismatch(call, 3, 3, "mount.prog_mismatch"),
+                _ => return Some(self.prog_mismatch(call, 3, 3, "mount.prog_mismatch")),
             },
             crate::ops::v3::PROGRAM => match vers {
                 crate::ops::v3::VERSION => crate::ops::v3::dispatch(self, call, d, &mut e),
                 crate::ops::v4::VERSION => crate::ops::v4::dispatch(self, call, d, &mut e),
-                _ => return self.prog_mismatch(call, 3, 4, "nfs.prog_mismatch"),
+                _ => return Some(self.prog_mismatch(call, 3, 4, "nfs.prog_mismatch")),
             },
             crate::nlm::PROGRAM => match vers {
                 crate::nlm::VERSION => crate::nlm::dispatch(self, call, d, &mut e),
-                _ => return self.prog_mismatch(call, 4, 4, "nlm.prog_mismatch"),
+                _ => return Some(self.prog_mismatch(call, 4, 4, "nlm.prog_mismatch")),
             },
             crate::nlm::nsm::PROGRAM => match vers {
                 crate::nlm::nsm::VERSION => crate::nlm::nsm::dispatch(self, call, d, &mut e),
-                _ => return self.prog_mismatch(call, 1, 1, "nsm.prog_mismatch"),
+                _ => return Some(self.prog_mismatch(call, 1, 1, "nsm.prog_mismatch")),
             },
             _ => {
                 self.warn(
                     WarnKind::Garbage,
                     || tracing::warn!(peer = %peer.addr, xid, prog, vers, "call for an unknown program"),
                 );
-                return outcome(
+                return Some(outcome(
                     accepted_only(xid, reply_data::default(accept_stat::PROG_UNAVAIL)),
                     "rpc.prog_unavail",
                     false,
-                );
+                ));
             }
         };
-        match dispatched {
+        Some(match dispatched {
+            Dispatched::WouldBlock => return None,
             Dispatched::Done { label, ok } => outcome(e.into_segments(), label, ok),
             Dispatched::DoneWithFile { label, tail } => {
                 Outcome { reply: Some(e.into_segments()), label, ok: true, tail: Some(tail) }
@@ -252,7 +277,7 @@ impl Core {
                 );
                 outcome(rejected(xid, rejected_reply::AUTH_ERROR(stat)), label, false)
             }
-        }
+        })
     }
 
     fn undecodable(&self, peer: &PeerInfo, xid: u32) -> Outcome {

@@ -62,6 +62,10 @@ pub struct CoreSettings {
     /// the connection's own thread instead of a worker: no hand-off, no
     /// context switch. false sends every request to a worker.
     pub inline_requests: bool,
+    /// Try READs smaller than `read_sendfile_min` on the connection's
+    /// thread, reading without waiting (`RWF_NOWAIT`): data in the page
+    /// cache is answered with no hand-off, anything else goes to a worker.
+    pub inline_cached_reads: bool,
     /// READs of at least this many bytes are sent from the page cache
     /// (sendfile) instead of being read into memory and written from
     /// there, saving one copy of the data; 0 never does.
@@ -92,6 +96,7 @@ impl Default for CoreSettings {
             drc_secs: 120,
             inline_requests: true,
             read_sendfile_min: 64 * 1024,
+            inline_cached_reads: true,
             nfs4: Default::default(),
         }
     }

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use proto::framer::RecordDecoder;
-use server_core::{PeerInfo, Placement};
+use server_core::{Outcome, PeerInfo, Placement};
 
 use crate::sink::ReplySink;
 use crate::Shared;
@@ -88,12 +88,26 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                     shared.metrics.requests_inline.fetch_add(1, Relaxed);
                     run(&shared, &peer, &sink, record, permit);
                 }
-                Placement::Worker => {
-                    shared.metrics.requests_worker.fetch_add(1, Relaxed);
-                    let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
-                    // Not awaited: the worker writes the reply itself.
-                    drop(tokio::task::spawn_blocking(move || run(&shared, &peer, &sink, record, permit)));
+                Placement::TryInline => {
+                    let start = Instant::now();
+                    let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        shared.core.try_handle_inline(&record, &peer)
+                    }));
+                    match tried.unwrap_or_else(|_| {
+                        tracing::error!(peer = %peer.addr, "request handler panicked; retried on a worker");
+                        None
+                    }) {
+                        Some(out) => {
+                            shared.metrics.requests_inline.fetch_add(1, Relaxed);
+                            finish(&shared, &peer, &sink, out, permit, start);
+                        }
+                        None => {
+                            shared.metrics.requests_inline_fallback.fetch_add(1, Relaxed);
+                            to_worker(&shared, &peer, &sink, record, permit);
+                        }
+                    }
                 }
+                Placement::Worker => to_worker(&shared, &peer, &sink, record, permit),
             }
         }
     }
@@ -105,31 +119,62 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     let _ = flusher.await;
 }
 
+/// Hands a record to a worker thread, which writes the reply itself.
+fn to_worker(
+    shared: &Arc<Shared>,
+    peer: &Arc<PeerInfo>,
+    sink: &Arc<ReplySink>,
+    record: Bytes,
+    permit: OwnedSemaphorePermit,
+) {
+    shared.metrics.requests_worker.fetch_add(1, Relaxed);
+    let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
+    // Not awaited: the worker writes the reply itself.
+    drop(tokio::task::spawn_blocking(move || run(&shared, &peer, &sink, record, permit)));
+}
+
 /// Runs one record and sends its reply; on whichever thread it is called.
 fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit: OwnedSemaphorePermit) {
     let start = Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.core.handle(record, peer)));
     match outcome {
-        Ok(out) => {
-            shared.metrics.record(out.label, out.ok, start.elapsed());
-            if let Some(reply) = out.reply {
-                match crate::sink::framed(reply, out.tail) {
-                    Some(segs) => {
-                        sink.send(segs, Some(permit));
-                    }
-                    None => tracing::error!(peer = %peer.addr, label = out.label, "reply too large for one record; dropped"),
-                }
-            } else if out.ok {
-                // Nothing to send: a client's reply to one of our
-                // callbacks, or a retransmission of a call still running
-                // (the first copy's reply answers).
-            } else {
-                shared.metrics.bad_records.fetch_add(1, Relaxed);
-                tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
-            }
+        Ok(out) => finish(shared, peer, sink, out, permit, start),
+        Err(_) => {
+            tracing::error!(peer = %peer.addr, "request handler panicked; request dropped");
+            done(shared);
         }
-        Err(_) => tracing::error!(peer = %peer.addr, "request handler panicked; request dropped"),
     }
+}
+
+/// Records a finished request and sends its reply.
+fn finish(
+    shared: &Shared,
+    peer: &PeerInfo,
+    sink: &ReplySink,
+    out: Outcome,
+    permit: OwnedSemaphorePermit,
+    start: Instant,
+) {
+    shared.metrics.record(out.label, out.ok, start.elapsed());
+    if let Some(reply) = out.reply {
+        match crate::sink::framed(reply, out.tail) {
+            Some(segs) => {
+                sink.send(segs, Some(permit));
+            }
+            None => tracing::error!(peer = %peer.addr, label = out.label, "reply too large for one record; dropped"),
+        }
+    } else if out.ok {
+        // Nothing to send: a client's reply to one of our callbacks, or a
+        // retransmission of a call still running (the first copy's reply
+        // answers).
+    } else {
+        shared.metrics.bad_records.fetch_add(1, Relaxed);
+        tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
+    }
+    done(shared);
+}
+
+fn done(shared: &Shared) {
     shared.metrics.in_flight.fetch_sub(1, Relaxed);
     shared.idle.notify_waiters();
 }

@@ -84,12 +84,9 @@ impl Server {
         // whole record still unsent is not being read.
         let connections = Arc::new(backchannel::Connections::new(settings.max_record_size));
         let store = Arc::new(stable::FileStore::open(&state_dir)?);
-        let core = Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports).with_nfs4_env(
-            Arc::new(SystemClock::default()),
-            connections.clone(),
-            store,
-        )
-        .with_sendfile();
+        let core = Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports)
+            .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
+            .with_sendfile();
         let (shutdown, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             core: Arc::new(core),

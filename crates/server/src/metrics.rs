@@ -39,6 +39,9 @@ pub struct Metrics {
     pub requests_inline: AtomicU64,
     /// Requests handed to a worker thread.
     pub requests_worker: AtomicU64,
+    /// Requests tried on the connection's thread that would have had to
+    /// wait, and went to a worker (also counted there).
+    pub requests_inline_fallback: AtomicU64,
     /// Replies the socket could not take at once, finished later by the
     /// connection's flusher.
     pub replies_deferred: AtomicU64,
@@ -76,7 +79,7 @@ impl Metrics {
         for (name, help, v) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
-        let counters: [(&str, &str, u64); 8] = [
+        let counters: [(&str, &str, u64); 9] = [
             ("nfsx_connections_total", "Client connections accepted.", self.connections_total.load(Relaxed)),
             (
                 "nfsx_connections_rejected_total",
@@ -95,6 +98,11 @@ impl Metrics {
                 "nfsx_requests_worker_total",
                 "Requests handed to a worker thread (may block).",
                 self.requests_worker.load(Relaxed),
+            ),
+            (
+                "nfsx_requests_inline_fallback_total",
+                "Requests tried inline (small READs) that would have waited and went to a worker.",
+                self.requests_inline_fallback.load(Relaxed),
             ),
             (
                 "nfsx_replies_deferred_total",
@@ -151,8 +159,11 @@ pub fn render_backends(exports: &[server_core::Export]) -> String {
     }
     let mut out = String::new();
     for (name, (c, series)) in by_name {
-        let (full, kind) =
-            if c.gauge { (format!("nfsx_backend_{name}"), "gauge") } else { (format!("nfsx_backend_{name}_total"), "counter") };
+        let (full, kind) = if c.gauge {
+            (format!("nfsx_backend_{name}"), "gauge")
+        } else {
+            (format!("nfsx_backend_{name}_total"), "counter")
+        };
         let _ = writeln!(out, "# HELP {full} {}\n# TYPE {full} {kind}", c.help);
         for (path, v) in series {
             let path = path.replace('\\', "\\\\").replace('"', "\\\"");
@@ -163,11 +174,7 @@ pub fn render_backends(exports: &[server_core::Export]) -> String {
 }
 
 /// Serves `GET /metrics` (anything else is 404) until the task is dropped.
-pub async fn serve(
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    core: Arc<server_core::Core>,
-) -> std::io::Result<()> {
+pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>, core: Arc<server_core::Core>) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     tracing::info!(%addr, "metrics endpoint listening");
     loop {

@@ -27,8 +27,8 @@ use std::os::fd::AsFd;
 
 use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::io::Interest;
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use crate::Metrics;
@@ -42,7 +42,11 @@ const MAX_IOVECS: usize = 512;
 pub enum Seg {
     Bytes(Bytes),
     /// `len` bytes of a file from `offset`.
-    File { fd: Arc<dyn AsFd + Send + Sync>, offset: u64, len: usize },
+    File {
+        fd: Arc<dyn AsFd + Send + Sync>,
+        offset: u64,
+        len: usize,
+    },
 }
 
 impl Seg {
@@ -136,7 +140,12 @@ fn advance(segs: &mut VecDeque<Queued>, mut n: usize) {
 /// A file that has become shorter since the reply was built (truncated
 /// meanwhile) is made up with zeros, so the record keeps the length its
 /// header announced.
-fn send_file(wr: &OwnedWriteHalf, fd: std::os::fd::BorrowedFd<'_>, offset: &mut u64, len: &mut usize) -> io::Result<usize> {
+fn send_file(
+    wr: &OwnedWriteHalf,
+    fd: std::os::fd::BorrowedFd<'_>,
+    offset: &mut u64,
+    len: &mut usize,
+) -> io::Result<usize> {
     let sock: &tokio::net::TcpStream = wr.as_ref();
     let n = sock.try_io(Interest::WRITABLE, || {
         let mut off = *offset;

@@ -62,6 +62,13 @@ pub trait Vfs: Send + Sync + 'static {
     /// of the file.
     fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult>;
 
+    /// [`Vfs::read`], but only if it can be answered without waiting on a
+    /// disk (the data is in the page cache): `None` otherwise, and the
+    /// caller reads on a thread that may block.
+    fn read_cached(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<ReadResult>> {
+        Ok(None)
+    }
+
     /// What [`Vfs::read`] would return, as a region of an open file rather
     /// than bytes in memory, for a transport that sends it from the page
     /// cache; with the same `eof`. `None` when the backend has no such

@@ -589,3 +589,32 @@ fn moved_out_of_the_export_is_stale_once_idle() {
     std::thread::sleep(std::time::Duration::from_millis(2500));
     assert_eq!(fs.getattr(id).unwrap_err(), VfsError::Stale);
 }
+
+/// A read that can be answered from the page cache is, without waiting;
+/// one whose pages were dropped says so (None) instead of reading the disk.
+#[test]
+fn cached_reads_never_wait() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let (id, _) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
+    let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+    fs.write(id, 0, &data, Stability::FileSync).unwrap();
+    let r = fs.read_cached(id, 4096, 8192).unwrap().expect("just written, so cached");
+    assert_eq!(&r.data[..], &data[4096..12288]);
+    assert!(!r.eof);
+    let r = fs.read_cached(id, 99_000, 8192).unwrap().expect("cached tail");
+    assert_eq!(r.data.len(), 1000);
+    assert!(r.eof);
+    let r = fs.read_cached(id, 200_000, 10).unwrap().expect("past the end");
+    assert!(r.data.is_empty() && r.eof);
+    // Drop the file's pages: a cached read must now decline, a plain read
+    // still works.
+    let f = std::fs::File::open(dirs.export().join("f")).unwrap();
+    rustix::fs::fadvise(&f, 0, 0, rustix::fs::Advice::DontNeed).unwrap();
+    match fs.read_cached(id, 50_000, 8192).unwrap() {
+        None => {}
+        // Some file systems keep the pages anyway; then the data is right.
+        Some(r) => assert_eq!(&r.data[..], &data[50_000..58_192]),
+    }
+    assert_eq!(&fs.read(id, 50_000, 8192).unwrap().data[..], &data[50_000..58_192]);
+}

@@ -221,7 +221,11 @@ mod tests {
                             std::thread::sleep(std::time::Duration::from_micros(200 + (t * 37 + i * 11) % 300));
                             let fail = (start % 7) == 3;
                             flushes.lock().push((start, tick(), fail));
-                            if fail { Err(Errno::IO) } else { Ok(()) }
+                            if fail {
+                                Err(Errno::IO)
+                            } else {
+                                Ok(())
+                            }
                         });
                         seen.push((arrived, tick(), r.is_err()));
                     }
@@ -290,7 +294,8 @@ mod tests {
     }
 
     fn tempfile_fd() -> std::fs::File {
-        let p = std::env::temp_dir().join(format!("nfsx-flush-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let p =
+            std::env::temp_dir().join(format!("nfsx-flush-{}-{:?}", std::process::id(), std::thread::current().id()));
         let f = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&p).unwrap();
         let _ = std::fs::remove_file(&p);
         f

@@ -319,7 +319,11 @@ impl LocalFs {
         vec![
             crate::Counter::total("handle_cache_hits", "Handles resolved from the handle cache.", hits),
             crate::Counter::total("handle_cache_misses", "Handles resolved by walking names.", misses),
-            crate::Counter::gauge("handle_cache_entries", "Objects held in the handle cache.", self.handles.len() as u64),
+            crate::Counter::gauge(
+                "handle_cache_entries",
+                "Objects held in the handle cache.",
+                self.handles.len() as u64,
+            ),
             crate::Counter::total(
                 "flushes",
                 "fsync/fdatasync calls run for stable writes and COMMITs (group commit).",

@@ -8,15 +8,15 @@ use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::{Errno, ReadWriteFlags};
 
 use super::cache::OpenFile;
-use super::ids::{same_object, Change};
 use super::flush;
+use super::ids::{same_object, Change};
 use super::resolve::Obj;
 use super::sys::{self, errno};
 use super::LocalFs;
 use crate::names::{check_entry_name, classify_lookup, LookupName};
 use crate::{
-    Attrs, CreateHow, DirEntry, FileId, FileRegion, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs, SetTime,
-    Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
+    Attrs, CreateHow, DirEntry, FileId, FileRegion, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs,
+    SetTime, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
 };
 
 /// Largest offset the kernel takes (off_t is signed).
@@ -403,6 +403,34 @@ impl Vfs for LocalFs {
         let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
         let eof = offset + data.len() as u64 >= size;
         Ok(ReadResult { data: Bytes::from(data), eof })
+    }
+
+    fn read_cached(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<ReadResult>> {
+        // Only a file already open: opening one may wait on the disk.
+        let Some(f) = self.cache.get(id) else {
+            return Ok(None);
+        };
+        if offset > MAX_OFFSET {
+            return Ok(Some(ReadResult { data: Bytes::new(), eof: true }));
+        }
+        let count = count.min(self.settings.max_read) as usize;
+        let mut buf = vec![0u8; count];
+        let n =
+            match rustix::io::preadv2(&f.fd, &mut [std::io::IoSliceMut::new(&mut buf)], offset, ReadWriteFlags::NOWAIT)
+            {
+                Ok(n) => n,
+                // Not all cached (AGAIN), or a kernel without RWF_NOWAIT.
+                Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return Ok(None),
+                Err(e) => return Err(errno(e)),
+            };
+        let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
+        let eof = offset + n as u64 >= size;
+        if n < count && !eof {
+            // Stopped at a page that is not cached: the rest needs a wait.
+            return Ok(None);
+        }
+        buf.truncate(n);
+        Ok(Some(ReadResult { data: Bytes::from(buf), eof }))
     }
 
     fn read_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {

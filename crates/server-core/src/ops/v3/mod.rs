@@ -318,8 +318,8 @@ pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> D
         return Dispatched::AuthError { label: "nfs3.auth_none", stat: auth_stat::AUTH_TOOWEAK };
     }
     let ctx = Ctx { core, call };
-    if call.proc_ == NFS3_READ && core.sendfile {
-        return read::dispatch_sendfile(&ctx, d, e);
+    if call.proc_ == NFS3_READ && (core.sendfile || call.nowait) {
+        return read::dispatch_special(&ctx, d, e);
     }
     proc_table! { ctx, call, d, e;
         NFS3_GETATTR => "nfs3.GETATTR", GETATTR3args, getattr::getattr, GETATTR3res;

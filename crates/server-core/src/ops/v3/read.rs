@@ -6,6 +6,10 @@
 //! again on its way to the socket. The attributes are taken after the
 //! read so they describe the data returned.
 //!
+//! Run on the connection's thread ([`crate::rpc::Call::nowait`]), a READ
+//! is answered only from data in the page cache; otherwise it gives up
+//! before doing anything and the transport runs it on a worker.
+//!
 //! When the transport can send file regions and the read is large
 //! (`read_sendfile_min`), the reply carries the file and range instead of
 //! the bytes: the results are encoded up to the data's length, and the
@@ -44,29 +48,32 @@ pub(super) fn read(ctx: &Ctx, a: READ3args) -> READ3res {
         Err(res) => return res,
     };
     match o.fs().read(o.id, a.offset, count) {
-        Ok(r) => {
-            let n = u32::try_from(r.data.len()).unwrap_or(u32::MAX);
-            let mut data = r.data;
-            if n > count {
-                // A backend handing back more than asked would break the
-                // reply size the client sized its buffer for.
-                tracing::error!(asked = count, got = n, "backend read returned more than requested; truncated");
-                data.truncate(count as usize);
-            }
-            READ3res::NFS3_OK(READ3resok {
-                file_attributes: o.post_op().or_else(|| Some(fattr(&o.attrs))),
-                count: n.min(count),
-                eof: r.eof && n <= count,
-                data,
-            })
-        }
+        Ok(r) => reply_ok(&o, r, count),
         Err(e) => READ3res::default(stat(e), READ3resfail { file_attributes: Some(fattr(&o.attrs)) }),
     }
 }
 
-/// READ for a transport that sends file regions: large reads go out as
-/// the file's bytes straight from the page cache.
-pub(super) fn dispatch_sendfile(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
+fn reply_ok(o: &Obj, r: vfs::ReadResult, count: u32) -> READ3res {
+    let n = u32::try_from(r.data.len()).unwrap_or(u32::MAX);
+    let mut data = r.data;
+    if n > count {
+        // A backend handing back more than asked would break the reply
+        // size the client sized its buffer for.
+        tracing::error!(asked = count, got = n, "backend read returned more than requested; truncated");
+        data.truncate(count as usize);
+    }
+    READ3res::NFS3_OK(READ3resok {
+        file_attributes: o.post_op().or_else(|| Some(fattr(&o.attrs))),
+        count: n.min(count),
+        eof: r.eof && n <= count,
+        data,
+    })
+}
+
+/// READ on the connection's thread (cached data only) or for a transport
+/// that sends file regions (large reads go out as the file's bytes
+/// straight from the page cache).
+pub(super) fn dispatch_special(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
     let Ok(a) = READ3args::decode(d) else {
         return Dispatched::GarbageArgs { label: LABEL };
     };
@@ -81,6 +88,15 @@ pub(super) fn dispatch_sendfile(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> 
         Ok(x) => x,
         Err(res) => return finish(res, e),
     };
+    if ctx.call.nowait {
+        return match o.fs().read_cached(o.id, a.offset, count) {
+            Ok(Some(r)) => finish(reply_ok(&o, r, count), e),
+            Ok(None) => Dispatched::WouldBlock,
+            Err(err) => {
+                finish(READ3res::default(stat(err), READ3resfail { file_attributes: Some(fattr(&o.attrs)) }), e)
+            }
+        };
+    }
     if !ctx.core.sends_file(count) {
         return finish(read(ctx, a), e);
     }
@@ -119,8 +135,13 @@ mod tests {
             let data = Bytes::from((0..len).map(|i| i as u8).collect::<Vec<u8>>());
             let attrs = None;
             let mut whole = Encoder::new();
-            READ3res::NFS3_OK(READ3resok { file_attributes: attrs.clone(), count: len as u32, eof: true, data: data.clone() })
-                .encode(&mut whole);
+            READ3res::NFS3_OK(READ3resok {
+                file_attributes: attrs.clone(),
+                count: len as u32,
+                eof: true,
+                data: data.clone(),
+            })
+            .encode(&mut whole);
             let mut head = Encoder::new();
             encode_ok_head(&mut head, attrs, len as u32, true);
             let mut spliced = head.into_bytes().to_vec();
