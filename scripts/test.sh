@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole nfsx test suite: unit tests, whole-request tests, the
 # integration tests that drive the server with real NFS clients (Debian
-# libnfs-utils), and a short run of every fuzz target.
+# libnfs-utils), the README's commands as written, and a short run of every
+# fuzz target.
 #
 # Installs what it needs on a Debian machine (as root): libnfs-utils for the
 # real-client tests, NFS-Ganesha and rpcbind for the interop stage (the nfsx
@@ -17,6 +18,7 @@ command -v nfs-cp >/dev/null 2>&1 || need_apt+=(libnfs-utils)
 # The real-client tests compile a small libnfs program (tests/support/nfsops.c).
 [[ -e /usr/include/nfsc/libnfs.h ]] || need_apt+=(libnfs-dev)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "missing Debian packages: ${need_apt[*]} (run as root or install them)" >&2
@@ -32,6 +34,14 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --release 2>&1 | tee "$log"
 
+# The README's commands, as written (scripts/readme-check.py): the serve
+# command of the set-up section, every `nfsx serve`/`nfs-*` block on free
+# ports, every `nfsx bench` line checked with --dry-run. After the cargo
+# tests, which built target/release/nfsx.
+echo "== README commands"
+readme_rc=0
+python3 scripts/readme-check.py 2>&1 | tee -a "$log" || readme_rc=$?
+
 # Ganesha needs rpcbind on port 111, which the cargo tests above use for
 # nfsx's own portmapper, so this stage runs after them, never beside them.
 if [[ ${GANESHA:-1} != 0 ]]; then
@@ -44,6 +54,10 @@ if [[ ${GANESHA:-1} != 0 ]]; then
 fi
 passed=$(grep -E '^test result:' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -E '^test result:' "$log" | awk '{s+=$6} END {print s+0}')
+readme_passed=$(sed -n 's/^readme: \([0-9]*\) passed.*/\1/p' "$log" | tail -1)
+readme_failed=$(sed -n 's/^readme: [0-9]* passed, \([0-9]*\) failed.*/\1/p' "$log" | tail -1)
+passed=$((passed + ${readme_passed:-0}))
+failed=$((failed + ${readme_failed:-0}))
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if [[ $FUZZ_SECONDS -gt 0 ]]; then
@@ -52,3 +66,7 @@ if [[ $FUZZ_SECONDS -gt 0 ]]; then
 fi
 
 echo "tests: ${passed} passed, ${failed} failed"
+if ((readme_rc != 0)); then
+  echo "the README's commands do not work as written (see the FAIL lines above)" >&2
+  exit 1
+fi

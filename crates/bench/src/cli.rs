@@ -144,6 +144,11 @@ pub struct BenchArgs {
     /// Keep each run's working directory instead of deleting it.
     #[arg(long)]
     pub keep: bool,
+    /// Check every option, reach every target (mount it, or check the
+    /// directory is writable) and print the points and runs that would be
+    /// made, without running anything. Exit status as for a run.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Runs the bench; prints the terminal summary and writes `--json` and
@@ -170,12 +175,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         std::fs::create_dir_all(d).map_err(|e| BenchError::Target(format!("--report {}: {e}", d.display())))?;
     }
     let targets = open_targets(&args)?;
-    for d in args.delay.iter().filter(|d| !d.is_zero()) {
-        for t in &targets {
-            t.set_delay(*d, args.one_way).map_err(|e| BenchError::Invalid(format!("--delay: {e}")))?;
-            t.set_delay(Duration::ZERO, false)?;
-        }
-    }
+    check_delays(&args, &targets)?;
     let plan = Plan {
         workload: args.workload.name().to_string(),
         targets,
@@ -192,11 +192,48 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
     Ok(report)
 }
 
+/// Sets and clears every --delay on every target, so a target that cannot
+/// take one fails before any run.
+fn check_delays(args: &BenchArgs, targets: &[Arc<dyn Target>]) -> Result<()> {
+    for d in args.delay.iter().filter(|d| !d.is_zero()) {
+        for t in targets {
+            t.set_delay(*d, args.one_way).map_err(|e| BenchError::Invalid(format!("--delay: {e}")))?;
+            t.set_delay(Duration::ZERO, false)?;
+        }
+    }
+    Ok(())
+}
+
+/// `--dry-run`: everything `run` checks before its first run, then the
+/// plan on stdout.
+pub fn dry_run(args: &BenchArgs) -> Result<()> {
+    let (points, _metrics, _params) = build_points(args)?;
+    let targets = open_targets(args)?;
+    check_delays(args, &targets)?;
+    println!(
+        "nfsx bench {}: {} point(s) x {} run(s) x {} target(s) = {} runs",
+        args.workload.name(),
+        points.len(),
+        args.runs,
+        targets.len(),
+        points.len() * args.runs * targets.len()
+    );
+    for t in &targets {
+        println!("  target {} (reachable)", t.name());
+    }
+    for p in &points {
+        println!("  point {}", p.label());
+    }
+    Ok(())
+}
+
 /// `run` for the binary: prints errors and returns the exit status.
 pub fn main(args: BenchArgs) -> i32 {
-    match run(args) {
-        Ok(report) if report.partial => 3,
-        Ok(_) => 0,
+    let result = if args.dry_run { dry_run(&args).map(|()| None) } else { run(args).map(Some) };
+    match result {
+        Ok(None) => 0,
+        Ok(Some(report)) if report.partial => 3,
+        Ok(Some(_)) => 0,
         Err(e @ BenchError::Invalid(_)) => {
             eprintln!("nfsx bench: {e}");
             2

@@ -53,17 +53,22 @@ enum Command {
     /// in the `[core.nfs4]` table of the --config file; client records for
     /// reclaim after a restart are kept in the state directory.
     ///
-    /// NFS, MOUNT and the portmapper all answer on the listen port; the
-    /// portmapper also answers on port 111 when that port is free, so plain
-    /// `nfs://HOST/PATH` URLs work. On another port, pass it to the client
-    /// (libnfs: `?nfsport=P&mountport=P`).
+    /// NFS, MOUNT and the portmapper all answer on the listen port. Listening
+    /// on 2049, the portmapper also answers on port 111 when that port is
+    /// free, so plain `nfs://HOST/PATH` URLs work. On another port it leaves
+    /// 111 alone (unless --portmap-port says otherwise): pass the port to the
+    /// client (libnfs: `?nfsport=P&mountport=P`).
     #[command(verbatim_doc_comment)]
     Serve {
         /// Directory to export (optional when --exports names the exports).
         dir: Option<PathBuf>,
         /// Address and port for NFS, MOUNT and portmap [default: 0.0.0.0:2049].
-        #[arg(long)]
+        #[arg(long, env = "NFSX_LISTEN")]
         listen: Option<SocketAddr>,
+        /// Also answer the portmapper on this port (0: never) [default: 111
+        /// when listening on 2049, else none].
+        #[arg(long, env = "NFSX_PORTMAP_PORT", value_name = "PORT")]
+        portmap_port: Option<u16>,
         /// Storage backend for DIR.
         #[arg(long, value_enum, default_value_t = BackendArg::Local)]
         backend: BackendArg,
@@ -77,10 +82,10 @@ enum Command {
         config: Option<PathBuf>,
         /// Where the file-handle key and backend state are kept
         /// [default: /var/lib/nfsx for root, else ~/.local/state/nfsx].
-        #[arg(long)]
+        #[arg(long, env = "NFSX_STATE_DIR")]
         state_dir: Option<PathBuf>,
         /// Serve Prometheus metrics at http://ADDR:PORT/metrics.
-        #[arg(long)]
+        #[arg(long, env = "NFSX_METRICS")]
         metrics: Option<SocketAddr>,
     },
     /// Run an NFS benchmark workload against one or more targets, side by side.
@@ -116,13 +121,16 @@ fn main() -> anyhow::Result<()> {
     init_logging(&cli.log, cli.log_format);
     match cli.command {
         Command::Bench(args) => std::process::exit(bench::cli::main(*args)),
-        Command::Serve { dir, listen, backend, exports, config, state_dir, metrics } => {
+        Command::Serve { dir, listen, portmap_port, backend, exports, config, state_dir, metrics } => {
             let mut settings = match &config {
                 Some(p) => server::Settings::load(p)?,
                 None => server::Settings::default(),
             };
             if let Some(l) = listen {
                 settings.listen = l;
+            }
+            if let Some(p) = portmap_port {
+                settings.portmap_port = Some(p);
             }
             if let Some(s) = state_dir {
                 settings.state_dir = Some(s);

@@ -33,7 +33,7 @@ impl Srv {
         let state = tempfile::tempdir().unwrap();
         let mut settings = server::Settings::default();
         settings.listen = "127.0.0.1:0".parse().unwrap();
-        settings.portmap_port = 0;
+        settings.portmap_port = Some(0);
         settings.state_dir = Some(state.path().to_path_buf());
         let cfg = server::ServeConfig {
             dir: Some(dir.path().to_path_buf()),

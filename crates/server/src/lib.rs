@@ -145,10 +145,8 @@ impl Server {
 /// The portmapper on its well-known port, when that is not the main port,
 /// is free, and we may bind it. Failing that, clients must be told the port.
 async fn bind_portmap(settings: &Settings, main: SocketAddr) -> Option<TcpListener> {
-    if settings.portmap_port == 0 || settings.portmap_port == main.port() {
-        return None;
-    }
-    let addr = SocketAddr::new(main.ip(), settings.portmap_port);
+    let port = settings.portmap_port().filter(|p| *p != main.port())?;
+    let addr = SocketAddr::new(main.ip(), port);
     match TcpListener::bind(addr).await {
         Ok(l) => Some(l),
         Err(e) => {

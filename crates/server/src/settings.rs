@@ -10,15 +10,22 @@ use server_core::CoreSettings;
 use vfs::localfs::LocalFsSettings;
 use vfs::MemFsSettings;
 
+/// NFS's well-known port.
+pub const NFS_PORT: u16 = 2049;
+/// The portmapper's well-known port.
+pub const PORTMAP_PORT: u16 = 111;
+
 /// Everything the transport needs; protocol limits live in `core`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// Address NFS, MOUNT and the portmapper answer on.
     pub listen: SocketAddr,
-    /// Also answer the portmapper on this port (111 is what clients ask)
-    /// when it is free and the process may bind it; 0 disables.
-    pub portmap_port: u16,
+    /// Also answer the portmapper on this port when it is free and the
+    /// process may bind it; 0 never. Unset: port 111 (what clients ask)
+    /// when `listen` is on NFS's port 2049, and none otherwise, so that a
+    /// server started on another port leaves 111 to rpcbind and its peers.
+    pub portmap_port: Option<u16>,
     /// Prometheus text metrics on `http://ADDR/metrics`; unset disables.
     pub metrics: Option<SocketAddr>,
     /// Where the handle key and backend state live.
@@ -52,7 +59,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             listen: SocketAddr::from(([0, 0, 0, 0], 2049)),
-            portmap_port: 111,
+            portmap_port: None,
             metrics: None,
             state_dir: None,
             max_record_size: 4 << 20,
@@ -79,6 +86,16 @@ impl Settings {
         Ok(s)
     }
 
+    /// The extra portmapper port in effect, if any (see `portmap_port`).
+    pub fn portmap_port(&self) -> Option<u16> {
+        match self.portmap_port {
+            Some(0) => None,
+            Some(p) => Some(p),
+            None if self.listen.port() == NFS_PORT => Some(PORTMAP_PORT),
+            None => None,
+        }
+    }
+
     pub fn validate(&self) -> anyhow::Result<()> {
         let need = self.core.wtmax as usize + 4096;
         if self.max_record_size < need {
@@ -102,6 +119,22 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/nfsx.example.toml");
         let loaded = Settings::load(&path).expect("example settings parse");
         assert_eq!(format!("{loaded:?}"), format!("{:?}", Settings::default()));
+    }
+
+    /// Port 111 is only taken by default when serving on 2049.
+    #[test]
+    fn portmapper_port_follows_the_listen_port() {
+        let mut s = Settings::default();
+        assert_eq!(s.portmap_port(), Some(111));
+        s.listen = "127.0.0.1:20490".parse().unwrap();
+        assert_eq!(s.portmap_port(), None, "another port leaves 111 alone");
+        s.portmap_port = Some(111);
+        assert_eq!(s.portmap_port(), Some(111), "unless asked");
+        s.portmap_port = Some(0);
+        s.listen = "0.0.0.0:2049".parse().unwrap();
+        assert_eq!(s.portmap_port(), None, "0 never");
+        let t: Settings = toml::from_str("portmap_port = 0").unwrap();
+        assert_eq!(t.portmap_port(), None);
     }
 
     #[test]
