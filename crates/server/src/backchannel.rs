@@ -1,55 +1,160 @@
-//! The NFSv4.1 back channel: callbacks go out on a connection the client
-//! opened, so the core names connections by number and this registry
-//! maps the numbers to the connections' reply sinks.
+//! The registry of open connections: the NFSv4.1 back channel sends
+//! callbacks on a connection the client opened (the core names connections
+//! by number, this maps numbers to reply sinks), and the accept loop finds
+//! the connection idle the longest here when the connection limit is
+//! reached. It also keeps the global account of bytes held in records still
+//! arriving (`max_partial_record_bytes`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use proto::framer::frame_segments;
 use server_core::Backchannel;
+use tokio::sync::Notify;
 
 use crate::sink::{ReplySink, Seg};
 
-#[derive(Default)]
+/// One open connection, as the registry sees it.
+pub struct ConnEntry {
+    pub sink: Arc<ReplySink>,
+    /// Milliseconds since the registry was made, at the last data received.
+    last_active: AtomicU64,
+    /// Notified to make the connection close itself.
+    pub kick: Notify,
+}
+
 pub struct Connections {
     next: AtomicU64,
-    sinks: Mutex<HashMap<u64, Arc<ReplySink>>>,
+    entries: Mutex<HashMap<u64, Arc<ConnEntry>>>,
     /// Bytes a connection may have waiting for its socket before a
     /// callback to it is given up (the client is not reading).
     max_queued: usize,
+    epoch: Instant,
+    /// Bytes held in incomplete records, all connections together.
+    partial_bytes: AtomicUsize,
+    /// Connections holding part of a record.
+    partial_conns: AtomicUsize,
 }
 
 impl Connections {
     pub fn new(max_queued: usize) -> Connections {
-        Connections { max_queued, ..Default::default() }
+        Connections {
+            next: AtomicU64::new(0),
+            entries: Mutex::new(HashMap::new()),
+            max_queued,
+            epoch: Instant::now(),
+            partial_bytes: AtomicUsize::new(0),
+            partial_conns: AtomicUsize::new(0),
+        }
     }
 
-    /// Numbers a new connection (from 1) and remembers its sink.
-    pub fn register(&self, sink: Arc<ReplySink>) -> u64 {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Numbers a new connection (from 1) and remembers it.
+    pub fn register(&self, sink: Arc<ReplySink>) -> (u64, Arc<ConnEntry>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        self.sinks.lock().insert(id, sink);
-        id
+        let entry = Arc::new(ConnEntry { sink, last_active: AtomicU64::new(self.now_ms()), kick: Notify::new() });
+        self.entries.lock().insert(id, entry.clone());
+        (id, entry)
     }
 
     pub fn unregister(&self, id: u64) {
-        self.sinks.lock().remove(&id);
+        self.entries.lock().remove(&id);
+    }
+
+    /// Notes that `entry`'s client sent something.
+    pub fn touch(&self, entry: &ConnEntry) {
+        entry.last_active.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// The connection that has received nothing for the longest time.
+    /// A scan: it only runs when the connection limit is reached.
+    pub fn idlest(&self) -> Option<Arc<ConnEntry>> {
+        self.entries.lock().values().min_by_key(|e| e.last_active.load(Ordering::Relaxed)).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Moves one connection's share of the partial-record account from
+    /// `*held` to `now` bytes.
+    pub fn set_partial(&self, held: &mut usize, now: usize) {
+        if now > *held {
+            self.partial_bytes.fetch_add(now - *held, Ordering::Relaxed);
+        } else {
+            self.partial_bytes.fetch_sub(*held - now, Ordering::Relaxed);
+        }
+        match (*held > 0, now > 0) {
+            (false, true) => {
+                self.partial_conns.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                self.partial_conns.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        *held = now;
+    }
+
+    /// Bytes held in incomplete records, all connections together.
+    pub fn partial_bytes(&self) -> usize {
+        self.partial_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Whether a connection holding `held` bytes of a record must stop
+    /// reading: the total is over `budget` and it holds at least its share.
+    pub fn over_budget(&self, held: usize, budget: usize) -> bool {
+        if held == 0 || self.partial_bytes() <= budget {
+            return false;
+        }
+        held >= budget / self.partial_conns.load(Ordering::Relaxed).max(1)
     }
 }
 
 impl Backchannel for Connections {
     fn send(&self, conn: u64, record: Vec<Bytes>) -> bool {
-        let Some(sink) = self.sinks.lock().get(&conn).cloned() else {
+        let Some(entry) = self.entries.lock().get(&conn).cloned() else {
             return false;
         };
         // Never wait: the core calls this with its state locked. A client
         // that has stopped reading loses the callback, which then times
         // out like any unanswered one.
-        if sink.queued_bytes() > self.max_queued {
+        if entry.sink.queued_bytes() > self.max_queued {
             return false;
         }
-        sink.send(frame_segments(record).into_iter().map(Seg::Bytes).collect(), None)
+        entry.sink.send(frame_segments(record).into_iter().map(Seg::Bytes).collect(), None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_record_account() {
+        let c = Connections::new(0);
+        let (mut a, mut b) = (0, 0);
+        c.set_partial(&mut a, 3 << 20);
+        c.set_partial(&mut b, 1 << 20);
+        assert_eq!(c.partial_bytes(), 4 << 20);
+        assert!(!c.over_budget(a, 8 << 20), "under the budget");
+        assert!(c.over_budget(a, 2 << 20), "over, and holding more than its share");
+        assert!(!c.over_budget(b, 4 << 20), "at the budget is not over it");
+        assert!(!c.over_budget(0, 1), "holding nothing never stops");
+        c.set_partial(&mut a, 0);
+        c.set_partial(&mut b, 0);
+        assert_eq!(c.partial_bytes(), 0);
+        assert_eq!(c.partial_conns.load(Ordering::Relaxed), 0);
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use proto::framer::RecordDecoder;
 use server_core::{Outcome, PeerInfo, Placement};
 
+use crate::backchannel::ConnEntry;
 use crate::sink::ReplySink;
 use crate::Shared;
 
@@ -29,7 +30,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     let (mut rd, wr) = stream.into_split();
     let sink = ReplySink::new(wr, shared.metrics.clone(), peer.addr);
     let flusher = tokio::spawn(sink.clone().flush_loop());
-    let conn_id = shared.connections.register(sink.clone());
+    let (conn_id, entry) = shared.connections.register(sink.clone());
     peer.conn = conn_id;
     let limit = shared.settings.max_in_flight_per_connection;
     let permits = Arc::new(Semaphore::new(limit));
@@ -37,8 +38,13 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     let mut decoder = RecordDecoder::new(shared.settings.max_record_size);
     let idle = Duration::from_secs(shared.settings.idle_timeout_secs);
     let mut shutdown = shared.shutdown.subscribe();
+    // This connection's bytes in the global partial-record account.
+    let mut held = 0usize;
 
     'conn: loop {
+        if !wait_for_room(&shared, held, &entry, &mut shutdown, &peer).await {
+            break;
+        }
         // Read straight into the framer's buffer: a single-fragment record
         // then reaches the handler as a slice of it, never copied.
         let buf = decoder.buffer_mut();
@@ -56,8 +62,13 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                     break;
                 }
             },
+            _ = entry.kick.notified() => {
+                tracing::info!(peer = %peer.addr, "closing the connection idle the longest: the connection limit is reached");
+                break;
+            }
             _ = shutdown.changed() => break,
         };
+        shared.connections.touch(&entry);
         shared.metrics.bytes_received.fetch_add(n as u64, Relaxed);
         loop {
             let record = match decoder.next_record() {
@@ -69,6 +80,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                     break 'conn;
                 }
             };
+            account(&shared, &mut held, decoder.buffered());
             // Backpressure: with `limit` requests outstanding (running, or
             // replied but not yet taken by the socket) the reader stops
             // here, so TCP flow control slows the client down.
@@ -110,7 +122,9 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                 Placement::Worker => to_worker(&shared, &peer, &sink, record, permit),
             }
         }
+        account(&shared, &mut held, decoder.buffered());
     }
+    account(&shared, &mut held, 0);
     shared.connections.unregister(conn_id);
     // Every permit back means every request has finished and its reply
     // has been written or dropped with a broken connection.
@@ -118,6 +132,51 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     sink.close();
     let _ = flusher.await;
 }
+
+/// Before reading more: while the partial records of all connections
+/// exceed their budget and this one holds at least its share, wait (TCP
+/// pushes back on the client). false: close the connection (stalled past
+/// `record_stall_secs`, kicked, or shutting down).
+async fn wait_for_room(
+    shared: &Shared,
+    held: usize,
+    entry: &ConnEntry,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    peer: &PeerInfo,
+) -> bool {
+    let budget = shared.settings.max_partial_record_bytes;
+    if !shared.connections.over_budget(held, budget) {
+        return true;
+    }
+    let deadline = Instant::now() + Duration::from_secs(shared.settings.record_stall_secs);
+    while shared.connections.over_budget(held, budget) {
+        if Instant::now() >= deadline {
+            shared.metrics.connections_over_budget.fetch_add(1, Relaxed);
+            tracing::warn!(peer = %peer.addr, held, budget,
+                "closing connection: its partial record stalled while records in progress exceed max_partial_record_bytes");
+            return false;
+        }
+        // Polled: this only runs while the server is over its budget.
+        tokio::select! {
+            _ = tokio::time::sleep(ROOM_POLL) => {}
+            _ = entry.kick.notified() => return false,
+            _ = shutdown.changed() => return false,
+        }
+    }
+    true
+}
+
+/// Moves this connection's share of the partial-record account to `now`.
+fn account(shared: &Shared, held: &mut usize, now: usize) {
+    if now != *held {
+        shared.connections.set_partial(held, now);
+        let total = i64::try_from(shared.connections.partial_bytes()).unwrap_or(i64::MAX);
+        shared.metrics.partial_record_bytes.store(total, Relaxed);
+    }
+}
+
+/// How often a connection stopped by the partial-record budget looks again.
+const ROOM_POLL: Duration = Duration::from_millis(50);
 
 /// Hands a record to a worker thread, which writes the reply itself.
 fn to_worker(

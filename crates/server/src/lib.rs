@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Notify};
 
 use server_core::{Core, PeerInfo, ServicePorts, SystemClock};
 
@@ -65,11 +65,12 @@ pub struct Server {
 impl Server {
     /// Binds the listeners and starts accepting.
     pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
-        let settings = cfg.settings.clone();
+        let mut settings = cfg.settings.clone();
         settings.validate()?;
         let state_dir = settings.state_dir.clone().unwrap_or_else(state::default_state_dir);
         let key = state::handle_key(&state_dir)?;
         let exports = exports::build(&cfg, &state_dir)?;
+        fit_fd_limit(&mut settings, exports.len());
         let resolve_hostnames = exports.iter().any(|e| e.rules.iter().any(|r| exports::needs_hostname(r)));
 
         let listener = TcpListener::bind(settings.listen)
@@ -157,18 +158,14 @@ async fn bind_portmap(settings: &Settings, main: SocketAddr) -> Option<TcpListen
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let slots = Arc::new(Semaphore::new(shared.settings.max_connections));
+    let max = shared.settings.max_connections;
     let mut shutdown = shared.shutdown.subscribe();
     loop {
-        // At the connection limit, new clients wait in the listen backlog.
-        let slot = match slots.clone().acquire_owned().await {
-            Ok(s) => s,
-            Err(_) => return,
-        };
         let (stream, addr) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
+                    // EMFILE and the like: wait for a connection to close.
                     tracing::warn!("accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
@@ -176,6 +173,21 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             },
             _ = shutdown.changed() => return,
         };
+        // At the limit, the connection idle the longest makes room, as
+        // knfsd does: leaving new clients in the backlog would let idle
+        // sockets lock real clients out.
+        if shared.connections.len() >= max {
+            match shared.connections.idlest() {
+                Some(victim) => {
+                    victim.kick.notify_one();
+                    shared.metrics.connections_evicted.fetch_add(1, Relaxed);
+                }
+                None => {
+                    shared.metrics.connections_rejected.fetch_add(1, Relaxed);
+                    continue;
+                }
+            }
+        }
         let local = stream.local_addr().unwrap_or_else(|_| listener.local_addr().unwrap_or(addr));
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -186,7 +198,42 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             conn::serve(stream, PeerInfo { addr, local, hostname, conn: 0 }, shared.clone()).await;
             shared.metrics.connections_open.fetch_sub(1, Relaxed);
             tracing::debug!(peer = %addr, "connection closed");
-            drop(slot);
         });
     }
 }
+
+/// Raises the open-file limit to its hard maximum and lowers
+/// `max_connections` (with a warning) when even that cannot hold every
+/// connection beside the backends' cached fds.
+fn fit_fd_limit(settings: &mut Settings, exports: usize) {
+    let fds_per_export = settings.localfs.handle_cache + settings.localfs.open_file_cache;
+    let need = settings.max_connections + fds_per_export * exports.max(1) + RESERVED_FDS;
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let (cur, max) = (limit.current.unwrap_or(u64::MAX), limit.maximum.unwrap_or(u64::MAX));
+    let want = (need as u64).min(max);
+    let mut have = cur;
+    if cur < want {
+        let raised = rustix::process::Rlimit { current: Some(want), maximum: limit.maximum };
+        match rustix::process::setrlimit(rustix::process::Resource::Nofile, raised) {
+            Ok(()) => have = want,
+            Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+        }
+    }
+    let have = usize::try_from(have).unwrap_or(usize::MAX);
+    if have < need {
+        let fit = have.saturating_sub(fds_per_export * exports.max(1) + RESERVED_FDS).max(MIN_CONNECTIONS);
+        tracing::warn!(
+            open_file_limit = have,
+            max_connections = settings.max_connections,
+            lowered_to = fit,
+            "the open-file limit cannot hold max_connections beside the handle and open-file caches"
+        );
+        settings.max_connections = settings.max_connections.min(fit);
+    }
+}
+
+/// Descriptors kept for everything but connections and cached files:
+/// listeners, the state directory, journals, logs.
+const RESERVED_FDS: usize = 256;
+/// Connections served whatever the fd limit says.
+const MIN_CONNECTIONS: usize = 64;

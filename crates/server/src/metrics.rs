@@ -31,6 +31,13 @@ pub struct Metrics {
     pub connections_open: AtomicI64,
     pub connections_total: AtomicU64,
     pub connections_rejected: AtomicU64,
+    /// Connections closed to make room at the connection limit.
+    pub connections_evicted: AtomicU64,
+    /// Connections closed because their partial record stalled over the
+    /// global partial-record budget.
+    pub connections_over_budget: AtomicU64,
+    /// Bytes held in records still arriving (all connections).
+    pub partial_record_bytes: AtomicI64,
     pub bytes_received: AtomicU64,
     pub bytes_sent: AtomicU64,
     pub bad_records: AtomicU64,
@@ -71,7 +78,13 @@ impl Metrics {
     /// The metrics in Prometheus text format.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let gauges: [(&str, &str, i64); 3] = [
+        let gauges: [(&str, &str, i64); 5] = [
+            (
+                "nfsx_partial_record_bytes",
+                "Bytes held in records still arriving, all connections.",
+                self.partial_record_bytes.load(Relaxed),
+            ),
+            ("nfsx_resident_memory_bytes", "The server's resident memory (VmRSS).", rss_bytes()),
             ("nfsx_connections_open", "Client connections currently open.", self.connections_open.load(Relaxed)),
             ("nfsx_requests_in_flight", "Requests being processed.", self.in_flight.load(Relaxed)),
             ("nfsx_up", "1 while the server runs.", 1),
@@ -79,7 +92,17 @@ impl Metrics {
         for (name, help, v) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
-        let counters: [(&str, &str, u64); 9] = [
+        let counters: [(&str, &str, u64); 11] = [
+            (
+                "nfsx_connections_evicted_total",
+                "Idle connections closed to make room for a new one at max_connections.",
+                self.connections_evicted.load(Relaxed),
+            ),
+            (
+                "nfsx_connections_over_budget_total",
+                "Connections closed because their partial record stalled over max_partial_record_bytes.",
+                self.connections_over_budget.load(Relaxed),
+            ),
             ("nfsx_connections_total", "Client connections accepted.", self.connections_total.load(Relaxed)),
             (
                 "nfsx_connections_rejected_total",
@@ -141,6 +164,17 @@ impl Metrics {
         }
         out
     }
+}
+
+/// The process's resident memory from /proc (0 where there is none).
+fn rss_bytes() -> i64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: i64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    kib * 1024
 }
 
 /// Largest HTTP request head read before answering; the endpoint only

@@ -37,7 +37,10 @@ pub struct Settings {
     /// the connection stops reading, so a client that floods waits on TCP
     /// flow control instead of growing the server's memory.
     pub max_in_flight_per_connection: usize,
-    /// Simultaneous client connections; further ones wait in the backlog.
+    /// Simultaneous client connections. A new one at the limit closes the
+    /// connection that has been idle the longest (as knfsd does), so idle
+    /// sockets never lock real clients out. Lowered at start when the
+    /// process's file-descriptor limit cannot hold it beside the caches.
     pub max_connections: usize,
     /// Threads that run backend (file system) calls.
     pub worker_threads: usize,
@@ -45,8 +48,19 @@ pub struct Settings {
     pub read_buffer_size: usize,
     /// How long SIGTERM waits for in-flight requests before exiting.
     pub shutdown_grace_ms: u64,
-    /// A connection idle this long is closed (clients reconnect).
+    /// A connection idle this long is closed (clients reconnect; NFSv4.1
+    /// clients renew their lease well within it, so only connections
+    /// without state go quiet this long). knfsd uses 6 minutes.
     pub idle_timeout_secs: u64,
+    /// Bytes all connections together may hold in records still arriving.
+    /// Past it, connections holding at least their share stop reading
+    /// (TCP pushes back on their clients) and are closed if still stalled
+    /// after `record_stall_secs`, so many clients that send most of a large
+    /// record and stop cannot take the server's memory.
+    pub max_partial_record_bytes: usize,
+    /// How long a connection may wait for room under
+    /// `max_partial_record_bytes` before it is closed.
+    pub record_stall_secs: u64,
     /// Protocol limits (rtmax, wtmax, readdir sizes, ...).
     pub core: CoreSettings,
     /// The host-directory backend.
@@ -64,11 +78,13 @@ impl Default for Settings {
             state_dir: None,
             max_record_size: 4 << 20,
             max_in_flight_per_connection: 128,
-            max_connections: 1024,
+            max_connections: 10240,
             worker_threads: 16,
             read_buffer_size: 256 << 10,
             shutdown_grace_ms: 10_000,
-            idle_timeout_secs: 6 * 3600,
+            idle_timeout_secs: 360,
+            max_partial_record_bytes: 256 << 20,
+            record_stall_secs: 30,
             core: CoreSettings::default(),
             localfs: LocalFsSettings::default(),
             memfs: MemFsSettings::default(),

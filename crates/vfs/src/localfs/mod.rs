@@ -101,7 +101,7 @@ pub struct LocalFsSettings {
     /// Open files kept for READ/WRITE/COMMIT. Default 1024.
     pub open_file_cache: usize,
     /// Resolved objects kept as O_PATH fds, so a handle used again costs
-    /// one statx instead of a walk of names (0 disables). Default 16384.
+    /// one statx instead of a walk of names (0 disables). Default 8192.
     pub handle_cache: usize,
     /// UNSTABLE writes continuing a sequential run start the write-back of
     /// the run every this many bytes (`sync_file_range`), so a COMMIT
@@ -154,7 +154,7 @@ impl Default for LocalFsSettings {
     fn default() -> Self {
         LocalFsSettings {
             open_file_cache: 1024,
-            handle_cache: 16384,
+            handle_cache: 8192,
             writeback_chunk: 8 << 20,
             sequential_window: 4 << 20,
             idle_fd_secs: 2,
