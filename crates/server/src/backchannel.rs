@@ -25,6 +25,8 @@ pub struct ConnEntry {
     last_active: AtomicU64,
     /// Notified to make the connection close itself.
     pub kick: Notify,
+    /// Bytes of a record still arriving that it holds.
+    partial: AtomicUsize,
 }
 
 pub struct Connections {
@@ -59,7 +61,12 @@ impl Connections {
     /// Numbers a new connection (from 1) and remembers it.
     pub fn register(&self, sink: Arc<ReplySink>) -> (u64, Arc<ConnEntry>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let entry = Arc::new(ConnEntry { sink, last_active: AtomicU64::new(self.now_ms()), kick: Notify::new() });
+        let entry = Arc::new(ConnEntry {
+            sink,
+            last_active: AtomicU64::new(self.now_ms()),
+            kick: Notify::new(),
+            partial: AtomicUsize::new(0),
+        });
         self.entries.lock().insert(id, entry.clone());
         (id, entry)
     }
@@ -85,6 +92,26 @@ impl Connections {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The connection holding part of a record that has received nothing
+    /// for at least `stalled_ms`, the longest of all; a scan, run only
+    /// while partial records exceed their budget.
+    pub fn stalest_partial(&self, stalled_ms: u64) -> Option<Arc<ConnEntry>> {
+        let cutoff = self.now_ms().saturating_sub(stalled_ms);
+        self.entries
+            .lock()
+            .values()
+            .filter(|e| e.partial.load(Ordering::Relaxed) > 0 && e.last_active.load(Ordering::Relaxed) <= cutoff)
+            .min_by_key(|e| e.last_active.load(Ordering::Relaxed))
+            .cloned()
+    }
+
+    /// Moves `entry`'s share of the partial-record account from `*held`
+    /// to `now` bytes.
+    pub fn set_partial_of(&self, entry: &ConnEntry, held: &mut usize, now: usize) {
+        entry.partial.store(now, Ordering::Relaxed);
+        self.set_partial(held, now);
     }
 
     /// Moves one connection's share of the partial-record account from
@@ -113,12 +140,10 @@ impl Connections {
     }
 
     /// Whether a connection holding `held` bytes of a record must stop
-    /// reading: the total is over `budget` and it holds at least its share.
+    /// reading: records in progress exceed `budget`. One starting a new
+    /// record (holding nothing) reads on: small calls complete at once.
     pub fn over_budget(&self, held: usize, budget: usize) -> bool {
-        if held == 0 || self.partial_bytes() <= budget {
-            return false;
-        }
-        held >= budget / self.partial_conns.load(Ordering::Relaxed).max(1)
+        held > 0 && self.partial_bytes() > budget
     }
 }
 
@@ -149,7 +174,7 @@ mod tests {
         c.set_partial(&mut b, 1 << 20);
         assert_eq!(c.partial_bytes(), 4 << 20);
         assert!(!c.over_budget(a, 8 << 20), "under the budget");
-        assert!(c.over_budget(a, 2 << 20), "over, and holding more than its share");
+        assert!(c.over_budget(a, 2 << 20), "over the budget");
         assert!(!c.over_budget(b, 4 << 20), "at the budget is not over it");
         assert!(!c.over_budget(0, 1), "holding nothing never stops");
         c.set_partial(&mut a, 0);

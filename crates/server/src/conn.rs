@@ -46,11 +46,21 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             break;
         }
         // Read straight into the framer's buffer: a single-fragment record
-        // then reaches the handler as a slice of it, never copied.
+        // then reaches the handler as a slice of it, never copied. The
+        // framer reserves room for a whole fragment, so one read may take
+        // in megabytes; once records in progress fill half their budget,
+        // reads take at most read_buffer_size, so that what connections
+        // read between two looks at the budget stays small.
         let buf = decoder.buffer_mut();
         buf.reserve(shared.settings.read_buffer_size);
+        let cap = if shared.connections.partial_bytes() > shared.settings.max_partial_record_bytes / 2 {
+            shared.settings.read_buffer_size
+        } else {
+            usize::MAX
+        };
+        let mut limited = bytes::BufMut::limit(buf, cap);
         let n = tokio::select! {
-            r = tokio::time::timeout(idle, rd.read_buf(buf)) => match r {
+            r = tokio::time::timeout(idle, rd.read_buf(&mut limited)) => match r {
                 Ok(Ok(0)) => break,
                 Ok(Ok(n)) => n,
                 Ok(Err(e)) => {
@@ -80,7 +90,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                     break 'conn;
                 }
             };
-            account(&shared, &mut held, decoder.buffered());
+            account(&shared, &entry, &mut held, decoder.buffered());
             // Backpressure: with `limit` requests outstanding (running, or
             // replied but not yet taken by the socket) the reader stops
             // here, so TCP flow control slows the client down.
@@ -122,9 +132,9 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                 Placement::Worker => to_worker(&shared, &peer, &sink, record, permit),
             }
         }
-        account(&shared, &mut held, decoder.buffered());
+        account(&shared, &entry, &mut held, decoder.buffered());
     }
-    account(&shared, &mut held, 0);
+    account(&shared, &entry, &mut held, 0);
     shared.connections.unregister(conn_id);
     // Every permit back means every request has finished and its reply
     // has been written or dropped with a broken connection.
@@ -133,10 +143,12 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     let _ = flusher.await;
 }
 
-/// Before reading more: while the partial records of all connections
-/// exceed their budget and this one holds at least its share, wait (TCP
-/// pushes back on the client). false: close the connection (stalled past
-/// `record_stall_secs`, kicked, or shutting down).
+/// Before reading more: while records in progress exceed their budget,
+/// this connection, holding part of one, stops reading (TCP pushes back on
+/// the client), and makes room by closing the connection whose partial
+/// record has been stalled the longest, once it has been stalled for
+/// `record_stall_secs`. false: close this connection (it waited that long
+/// itself, was kicked, or the server is shutting down).
 async fn wait_for_room(
     shared: &Shared,
     held: usize,
@@ -148,8 +160,16 @@ async fn wait_for_room(
     if !shared.connections.over_budget(held, budget) {
         return true;
     }
-    let deadline = Instant::now() + Duration::from_secs(shared.settings.record_stall_secs);
+    let stall = Duration::from_secs(shared.settings.record_stall_secs);
+    let stall_ms = u64::try_from(stall.as_millis()).unwrap_or(u64::MAX);
+    let deadline = Instant::now() + stall;
     while shared.connections.over_budget(held, budget) {
+        if let Some(victim) = shared.connections.stalest_partial(stall_ms) {
+            if !std::ptr::eq(Arc::as_ptr(&victim), entry) {
+                shared.metrics.connections_over_budget.fetch_add(1, Relaxed);
+                victim.kick.notify_one();
+            }
+        }
         if Instant::now() >= deadline {
             shared.metrics.connections_over_budget.fetch_add(1, Relaxed);
             tracing::warn!(peer = %peer.addr, held, budget,
@@ -167,9 +187,9 @@ async fn wait_for_room(
 }
 
 /// Moves this connection's share of the partial-record account to `now`.
-fn account(shared: &Shared, held: &mut usize, now: usize) {
+fn account(shared: &Shared, entry: &ConnEntry, held: &mut usize, now: usize) {
     if now != *held {
-        shared.connections.set_partial(held, now);
+        shared.connections.set_partial_of(entry, held, now);
         let total = i64::try_from(shared.connections.partial_bytes()).unwrap_or(i64::MAX);
         shared.metrics.partial_record_bytes.store(total, Relaxed);
     }
