@@ -141,14 +141,18 @@ impl Session {
     /// under half was.
     pub fn adjust_target(&mut self, now: Duration, in_use: u32) {
         let n = self.slots.len() as u32;
+        // `in_use` may come from the client's sa_highest_slotid: no more
+        // slots than the table has can be in use, and the arithmetic below
+        // must not overflow on a forged value.
+        let in_use = in_use.min(n);
         let elapsed = now.saturating_sub(self.window_start);
         if elapsed >= TARGET_WINDOW {
             let windows = (elapsed.as_nanos() / TARGET_WINDOW.as_nanos()).min(64) as u32;
             let mut peak = self.peak;
             for _ in 0..windows {
-                if peak * 4 >= self.target * 3 {
+                if u64::from(peak) * 4 >= u64::from(self.target) * 3 {
                     self.target = (self.target.saturating_mul(2)).min(n);
-                } else if peak * 2 < self.target {
+                } else if u64::from(peak) * 2 < u64::from(self.target) {
                     let lowered = self.target - (self.target / 4).max(1);
                     self.target = lowered.max(peak).max(1);
                 }
@@ -217,5 +221,38 @@ impl Sessions {
             self.cb_xid = 1;
         }
         self.cb_xid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel(slots: u32) -> channel_attrs4 {
+        channel_attrs4 {
+            ca_headerpadsize: 0,
+            ca_maxrequestsize: 1 << 20,
+            ca_maxresponsesize: 1 << 20,
+            ca_maxresponsesize_cached: 1 << 16,
+            ca_maxoperations: 16,
+            ca_maxrequests: slots,
+            ca_rdma_ird: vec![],
+        }
+    }
+
+    /// A client's sa_highest_slotid can say anything: the target stays
+    /// within the table and nothing overflows (found by the nfs4_compound
+    /// fuzz target: `peak * 4` with peak near u32::MAX).
+    #[test]
+    fn forged_slot_use_keeps_the_target_in_the_table() {
+        let mut s = Session::new([0; 16], 1, channel(8), channel(2), 4, Duration::ZERO);
+        s.adjust_target(Duration::ZERO, u32::MAX);
+        assert!(s.target <= 8);
+        for i in 1..200u64 {
+            s.adjust_target(TARGET_WINDOW * i as u32, u32::MAX);
+            assert!((1..=8).contains(&s.target));
+        }
+        s.adjust_target(TARGET_WINDOW * 1000, 0);
+        assert!((1..=8).contains(&s.target));
     }
 }
