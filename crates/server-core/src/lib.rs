@@ -1,7 +1,10 @@
 //! Sans-IO NFS server core: one RPC record in, one reply record out.
 //!
-//! The transport (crates/server) frames records, calls [`Core::handle`] on
-//! a worker thread and writes back the returned segments; everything that
+//! The transport (crates/server) frames records, asks [`Core::placement`]
+//! where each should run (on the connection's own thread when it touches no
+//! disk, on a worker otherwise), calls [`Core::handle`] (or
+//! [`Core::try_handle_inline`]) and writes back the returned segments and
+//! file tail; everything that
 //! makes up the protocol — RPC header and authentication, portmap/rpcbind,
 //! MOUNT v3, NFSv3, export rules and file handles — lives here, with no
 //! sockets, runtime or clock, so it is tested by feeding it records.

@@ -7,7 +7,10 @@
 //!
 //! The trait is synchronous: a local file system blocks anyway, and the
 //! server calls it from worker threads, keeping the protocol cores free of
-//! any async runtime.
+//! any async runtime. The server calls it on a connection's own thread only
+//! for what the backend says needs no wait ([`Vfs::resident`],
+//! [`Vfs::read_cached`]); a backend whose calls wait on the network says
+//! false there and is always called from workers.
 
 mod types;
 pub use types::*;
