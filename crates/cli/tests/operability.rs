@@ -27,16 +27,35 @@ fn prometheus_metrics_count_procedures_and_latency() {
     random_file(&src, 3 << 20, 1);
     ok(&run("nfs-cp", &[src.to_str().unwrap(), &srv.url("/f")], Duration::from_secs(60)), "nfs-cp");
     let m = get_metrics(mport);
-    assert!(m.starts_with("HTTP/1.1 200"), "{m}");
+    assert!(m.starts_with("HTTP/1.0 200 OK"), "{m}");
     let writes: u64 = m
         .lines()
         .find(|l| l.starts_with("nfsx_requests_total{proc=\"nfs3.WRITE\"}"))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
         .unwrap_or(0);
     assert!(writes >= 3, "WRITE count {writes}:\n{m}");
-    assert!(m.contains("nfsx_request_duration_seconds_bucket{proc=\"nfs3.WRITE\",le=\"+Inf\"}"));
+    assert!(m.contains("nfsx_request_duration_seconds_bucket{le=\"+Inf\",proc=\"nfs3.WRITE\"}"));
     assert!(m.contains("# TYPE nfsx_request_duration_seconds histogram"));
     assert!(m.contains("nfsx_connections_total"));
+    // What the request path does: placement, the handle cache, flushes,
+    // memory; and a complete OpenMetrics exposition.
+    for needle in [
+        "nfsx_requests_inline_total ",
+        "nfsx_requests_worker_total ",
+        "nfsx_backend_handle_cache_hits_total{export=",
+        "nfsx_resident_memory_bytes ",
+        "\n# EOF\n",
+    ] {
+        assert!(m.contains(needle), "{needle} missing:\n{m}");
+    }
+    let other = {
+        let mut s = TcpStream::connect(("127.0.0.1", mport)).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    };
+    assert!(other.starts_with("HTTP/1.1 404"), "{other}");
 }
 
 #[test]

@@ -7,7 +7,6 @@
 //! reply itself (one hand-off). Replies go out in completion order, so
 //! one slow request (an fsync) does not hold up the others.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,13 +78,13 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             _ = shutdown.changed() => break,
         };
         shared.connections.touch(&entry);
-        shared.metrics.bytes_received.fetch_add(n as u64, Relaxed);
+        shared.metrics.bytes_received.inc_by(n as u64);
         loop {
             let record = match decoder.next_record() {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
-                    shared.metrics.bad_records.fetch_add(1, Relaxed);
+                    shared.metrics.bad_records.inc();
                     tracing::warn!(peer = %peer.addr, "closing connection: {e}");
                     break 'conn;
                 }
@@ -104,10 +103,10 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                     _ = shutdown.changed() => break 'conn,
                 },
             };
-            shared.metrics.in_flight.fetch_add(1, Relaxed);
+            shared.metrics.in_flight.inc();
             match shared.core.placement(&record) {
                 Placement::Inline => {
-                    shared.metrics.requests_inline.fetch_add(1, Relaxed);
+                    shared.metrics.requests_inline.inc();
                     run(&shared, &peer, &sink, record, permit);
                 }
                 Placement::TryInline => {
@@ -120,11 +119,11 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                         None
                     }) {
                         Some(out) => {
-                            shared.metrics.requests_inline.fetch_add(1, Relaxed);
+                            shared.metrics.requests_inline.inc();
                             finish(&shared, &peer, &sink, out, permit, start);
                         }
                         None => {
-                            shared.metrics.requests_inline_fallback.fetch_add(1, Relaxed);
+                            shared.metrics.requests_inline_fallback.inc();
                             to_worker(&shared, &peer, &sink, record, permit);
                         }
                     }
@@ -166,12 +165,12 @@ async fn wait_for_room(
     while shared.connections.over_budget(held, budget) {
         if let Some(victim) = shared.connections.stalest_partial(stall_ms) {
             if !std::ptr::eq(Arc::as_ptr(&victim), entry) {
-                shared.metrics.connections_over_budget.fetch_add(1, Relaxed);
+                shared.metrics.connections_over_budget.inc();
                 victim.kick.notify_one();
             }
         }
         if Instant::now() >= deadline {
-            shared.metrics.connections_over_budget.fetch_add(1, Relaxed);
+            shared.metrics.connections_over_budget.inc();
             tracing::warn!(peer = %peer.addr, held, budget,
                 "closing connection: its partial record stalled while records in progress exceed max_partial_record_bytes");
             return false;
@@ -191,7 +190,7 @@ fn account(shared: &Shared, entry: &ConnEntry, held: &mut usize, now: usize) {
     if now != *held {
         shared.connections.set_partial_of(entry, held, now);
         let total = i64::try_from(shared.connections.partial_bytes()).unwrap_or(i64::MAX);
-        shared.metrics.partial_record_bytes.store(total, Relaxed);
+        shared.metrics.partial_record_bytes.set(total);
     }
 }
 
@@ -206,7 +205,7 @@ fn to_worker(
     record: Bytes,
     permit: OwnedSemaphorePermit,
 ) {
-    shared.metrics.requests_worker.fetch_add(1, Relaxed);
+    shared.metrics.requests_worker.inc();
     let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
     // Not awaited: the worker writes the reply itself.
     drop(tokio::task::spawn_blocking(move || run(&shared, &peer, &sink, record, permit)));
@@ -247,13 +246,13 @@ fn finish(
         // retransmission of a call still running (the first copy's reply
         // answers).
     } else {
-        shared.metrics.bad_records.fetch_add(1, Relaxed);
+        shared.metrics.bad_records.inc();
         tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
     }
     done(shared);
 }
 
 fn done(shared: &Shared) {
-    shared.metrics.in_flight.fetch_sub(1, Relaxed);
+    shared.metrics.in_flight.dec();
     shared.idle.notify_waiters();
 }

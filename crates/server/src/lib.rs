@@ -17,7 +17,6 @@ pub mod state;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,9 +102,9 @@ impl Server {
             tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
         }
         if let Some(addr) = shared.settings.metrics {
-            let (m, core) = (shared.metrics.clone(), shared.core.clone());
+            let registry = shared.metrics.registry(shared.core.clone());
             tasks.push(tokio::spawn(async move {
-                if let Err(e) = metrics::serve(addr, m, core).await {
+                if let Err(e) = metrics::http::serve(addr, registry).await {
                     tracing::error!(%addr, "metrics endpoint failed: {e}");
                 }
             }));
@@ -129,7 +128,7 @@ impl Server {
         let grace = Duration::from_millis(self.shared.settings.shutdown_grace_ms);
         let deadline = tokio::time::Instant::now() + grace;
         loop {
-            let n = self.shared.metrics.in_flight.load(Relaxed);
+            let n = self.shared.metrics.in_flight.get();
             if n <= 0 {
                 break;
             }
@@ -180,10 +179,10 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             match shared.connections.idlest() {
                 Some(victim) => {
                     victim.kick.notify_one();
-                    shared.metrics.connections_evicted.fetch_add(1, Relaxed);
+                    shared.metrics.connections_evicted.inc();
                 }
                 None => {
-                    shared.metrics.connections_rejected.fetch_add(1, Relaxed);
+                    shared.metrics.connections_rejected.inc();
                     continue;
                 }
             }
@@ -191,12 +190,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let local = stream.local_addr().unwrap_or_else(|_| listener.local_addr().unwrap_or(addr));
         let shared = shared.clone();
         tokio::spawn(async move {
-            shared.metrics.connections_total.fetch_add(1, Relaxed);
-            shared.metrics.connections_open.fetch_add(1, Relaxed);
+            shared.metrics.connections_total.inc();
+            shared.metrics.connections_open.inc();
             let hostname = if shared.resolve_hostnames { exports::reverse_lookup(addr.ip()).await } else { None };
             tracing::debug!(peer = %addr, ?hostname, "connection opened");
             conn::serve(stream, PeerInfo { addr, local, hostname, conn: 0 }, shared.clone()).await;
-            shared.metrics.connections_open.fetch_sub(1, Relaxed);
+            shared.metrics.connections_open.dec();
             tracing::debug!(peer = %addr, "connection closed");
         });
     }

@@ -1,16 +1,27 @@
-//! Per-procedure counters and latency histograms, served in the Prometheus
-//! text exposition format.
+//! The server's metrics: counters and gauges kept on the request path,
+//! exposed in the OpenMetrics text format by the `prometheus-client` crate
+//! (see [`http`] for the endpoint).
+//!
+//! Connection, byte and placement counts are the crate's own `Counter` and
+//! `Gauge` (one relaxed atomic add each). Per-procedure counts and latency
+//! are kept in plain atomics and handed to the encoder by a collector at
+//! scrape time: the crate's `Histogram` takes a mutex on every observation,
+//! and every RPC makes one, so the request path keeps its lock-free buckets.
+
+pub mod http;
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 
 /// Upper bounds of the latency buckets, in seconds: from a memory-backend
 /// GETATTR (~10 µs) to a slow fsync (seconds).
@@ -25,33 +36,41 @@ struct ProcStats {
     buckets: [AtomicU64; LATENCY_BUCKETS_S.len()],
 }
 
+/// Counters updated by the transport; cloned handles of each are
+/// registered with the exposition in [`Metrics::registry`].
 #[derive(Default)]
 pub struct Metrics {
     procs: RwLock<HashMap<&'static str, Arc<ProcStats>>>,
-    pub connections_open: AtomicI64,
-    pub connections_total: AtomicU64,
-    pub connections_rejected: AtomicU64,
+    pub connections_open: Gauge,
+    pub connections_total: Counter,
+    pub connections_rejected: Counter,
     /// Connections closed to make room at the connection limit.
-    pub connections_evicted: AtomicU64,
+    pub connections_evicted: Counter,
     /// Connections closed because their partial record stalled over the
     /// global partial-record budget.
-    pub connections_over_budget: AtomicU64,
+    pub connections_over_budget: Counter,
     /// Bytes held in records still arriving (all connections).
-    pub partial_record_bytes: AtomicI64,
-    pub bytes_received: AtomicU64,
-    pub bytes_sent: AtomicU64,
-    pub bad_records: AtomicU64,
-    pub in_flight: AtomicI64,
+    pub partial_record_bytes: Gauge,
+    pub bytes_received: Counter,
+    pub bytes_sent: Counter,
+    pub bad_records: Counter,
+    pub in_flight: Gauge,
     /// Requests run on the connection's own thread.
-    pub requests_inline: AtomicU64,
+    pub requests_inline: Counter,
     /// Requests handed to a worker thread.
-    pub requests_worker: AtomicU64,
+    pub requests_worker: Counter,
     /// Requests tried on the connection's thread that would have had to
     /// wait, and went to a worker (also counted there).
-    pub requests_inline_fallback: AtomicU64,
+    pub requests_inline_fallback: Counter,
     /// Replies the socket could not take at once, finished later by the
     /// connection's flusher.
-    pub replies_deferred: AtomicU64,
+    pub replies_deferred: Counter,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
 }
 
 impl Metrics {
@@ -75,94 +94,117 @@ impl Metrics {
         }
     }
 
-    /// The metrics in Prometheus text format.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let gauges: [(&str, &str, i64); 5] = [
+    /// Everything the endpoint shows: this transport's counters, the
+    /// per-procedure series, the process's memory and each export's backend
+    /// counters. Names are given without `_total`; the encoder adds it to
+    /// counters.
+    pub fn registry(self: &Arc<Self>, core: Arc<server_core::Core>) -> Registry {
+        let mut r = Registry::default();
+        r.register("nfsx_up", "1 while the server runs", ConstGauge::new(1i64));
+        let gauges = [
+            ("nfsx_connections_open", "Client connections currently open", &self.connections_open),
+            ("nfsx_requests_in_flight", "Requests being processed", &self.in_flight),
             (
                 "nfsx_partial_record_bytes",
-                "Bytes held in records still arriving, all connections.",
-                self.partial_record_bytes.load(Relaxed),
-            ),
-            ("nfsx_resident_memory_bytes", "The server's resident memory (VmRSS).", rss_bytes()),
-            ("nfsx_connections_open", "Client connections currently open.", self.connections_open.load(Relaxed)),
-            ("nfsx_requests_in_flight", "Requests being processed.", self.in_flight.load(Relaxed)),
-            ("nfsx_up", "1 while the server runs.", 1),
-        ];
-        for (name, help, v) in gauges {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-        }
-        let counters: [(&str, &str, u64); 11] = [
-            (
-                "nfsx_connections_evicted_total",
-                "Idle connections closed to make room for a new one at max_connections.",
-                self.connections_evicted.load(Relaxed),
-            ),
-            (
-                "nfsx_connections_over_budget_total",
-                "Connections closed because their partial record stalled over max_partial_record_bytes.",
-                self.connections_over_budget.load(Relaxed),
-            ),
-            ("nfsx_connections_total", "Client connections accepted.", self.connections_total.load(Relaxed)),
-            (
-                "nfsx_connections_rejected_total",
-                "Connections refused at the connection limit.",
-                self.connections_rejected.load(Relaxed),
-            ),
-            ("nfsx_received_bytes_total", "Bytes read from clients.", self.bytes_received.load(Relaxed)),
-            ("nfsx_sent_bytes_total", "Bytes written to clients.", self.bytes_sent.load(Relaxed)),
-            ("nfsx_bad_records_total", "Records that could not be framed or parsed.", self.bad_records.load(Relaxed)),
-            (
-                "nfsx_requests_inline_total",
-                "Requests run on the thread that read them (no hand-off).",
-                self.requests_inline.load(Relaxed),
-            ),
-            (
-                "nfsx_requests_worker_total",
-                "Requests handed to a worker thread (may block).",
-                self.requests_worker.load(Relaxed),
-            ),
-            (
-                "nfsx_requests_inline_fallback_total",
-                "Requests tried inline (small READs) that would have waited and went to a worker.",
-                self.requests_inline_fallback.load(Relaxed),
-            ),
-            (
-                "nfsx_replies_deferred_total",
-                "Replies the socket could not take at once (sent when it drained).",
-                self.replies_deferred.load(Relaxed),
+                "Bytes held in records still arriving, all connections",
+                &self.partial_record_bytes,
             ),
         ];
-        for (name, help, v) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+        for (name, help, g) in gauges {
+            r.register(name, help, g.clone());
         }
+        let counters = [
+            ("nfsx_connections", "Client connections accepted", &self.connections_total),
+            ("nfsx_connections_rejected", "Connections refused at the connection limit", &self.connections_rejected),
+            (
+                "nfsx_connections_evicted",
+                "Idle connections closed to make room for a new one at max_connections",
+                &self.connections_evicted,
+            ),
+            (
+                "nfsx_connections_over_budget",
+                "Connections closed because their partial record stalled over max_partial_record_bytes",
+                &self.connections_over_budget,
+            ),
+            ("nfsx_received_bytes", "Bytes read from clients", &self.bytes_received),
+            ("nfsx_sent_bytes", "Bytes written to clients", &self.bytes_sent),
+            ("nfsx_bad_records", "Records that could not be framed or parsed", &self.bad_records),
+            ("nfsx_requests_inline", "Requests run on the thread that read them (no hand-off)", &self.requests_inline),
+            ("nfsx_requests_worker", "Requests handed to a worker thread (may block)", &self.requests_worker),
+            (
+                "nfsx_requests_inline_fallback",
+                "Requests tried inline (small READs) that would have waited and went to a worker",
+                &self.requests_inline_fallback,
+            ),
+            (
+                "nfsx_replies_deferred",
+                "Replies the socket could not take at once (sent when it drained)",
+                &self.replies_deferred,
+            ),
+        ];
+        for (name, help, c) in counters {
+            r.register(name, help, c.clone());
+        }
+        r.register_collector(Box::new(ProcCollector(self.clone())));
+        r.register_collector(Box::new(ProcessCollector));
+        r.register_collector(Box::new(BackendCollector(core)));
+        r
+    }
+}
+
+/// Per-procedure request counts, errors and latency histograms.
+#[derive(Debug)]
+struct ProcCollector(Arc<Metrics>);
+
+impl Collector for ProcCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut procs: Vec<(&'static str, Arc<ProcStats>)> =
-            self.procs.read().iter().map(|(k, v)| (*k, v.clone())).collect();
+            self.0.procs.read().iter().map(|(k, v)| (*k, v.clone())).collect();
         procs.sort_by_key(|(k, _)| *k);
-        out.push_str(
-            "# HELP nfsx_requests_total RPC requests answered, by procedure.\n# TYPE nfsx_requests_total counter\n",
-        );
-        for (label, s) in &procs {
-            let _ = writeln!(out, "nfsx_requests_total{{proc=\"{label}\"}} {}", s.count.load(Relaxed));
-        }
-        out.push_str("# HELP nfsx_request_errors_total Requests answered with an error status.\n# TYPE nfsx_request_errors_total counter\n");
-        for (label, s) in &procs {
-            let _ = writeln!(out, "nfsx_request_errors_total{{proc=\"{label}\"}} {}", s.errors.load(Relaxed));
-        }
-        out.push_str("# HELP nfsx_request_duration_seconds Time from a decoded request to its encoded reply.\n# TYPE nfsx_request_duration_seconds histogram\n");
-        for (label, s) in &procs {
-            let mut cum = 0;
-            for (i, b) in LATENCY_BUCKETS_S.iter().enumerate() {
-                cum += s.buckets[i].load(Relaxed);
-                let _ = writeln!(out, "nfsx_request_duration_seconds_bucket{{proc=\"{label}\",le=\"{b}\"}} {cum}");
+        let counts: [(&str, &str, fn(&ProcStats) -> u64); 2] = [
+            ("nfsx_requests", "RPC requests answered, by procedure", |s| s.count.load(Relaxed)),
+            ("nfsx_request_errors", "Requests answered with an error status", |s| s.errors.load(Relaxed)),
+        ];
+        for (name, help, get) in counts {
+            let mut m = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (label, s) in &procs {
+                ConstCounter::new(get(s)).encode(m.encode_family(&[("proc", *label)])?)?;
             }
-            let count = s.count.load(Relaxed);
-            let _ = writeln!(out, "nfsx_request_duration_seconds_bucket{{proc=\"{label}\",le=\"+Inf\"}} {count}");
-            let sum = s.sum_ns.load(Relaxed) as f64 / 1e9;
-            let _ = writeln!(out, "nfsx_request_duration_seconds_sum{{proc=\"{label}\"}} {sum}");
-            let _ = writeln!(out, "nfsx_request_duration_seconds_count{{proc=\"{label}\"}} {count}");
         }
-        out
+        let mut m = encoder.encode_descriptor(
+            "nfsx_request_duration_seconds",
+            "Time from a decoded request to its encoded reply",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (label, s) in &procs {
+            let count = s.count.load(Relaxed);
+            let mut buckets: Vec<(f64, u64)> =
+                LATENCY_BUCKETS_S.iter().zip(&s.buckets).map(|(b, n)| (*b, n.load(Relaxed))).collect();
+            // The encoder sums the buckets; the last one holds what exceeded
+            // every bound.
+            let bounded: u64 = buckets.iter().map(|(_, n)| n).sum();
+            buckets.push((f64::INFINITY, count.saturating_sub(bounded)));
+            let sum = s.sum_ns.load(Relaxed) as f64 / 1e9;
+            m.encode_family(&[("proc", *label)])?.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+        }
+        Ok(())
+    }
+}
+
+/// The process's resident memory, read at scrape time.
+#[derive(Debug)]
+struct ProcessCollector;
+
+impl Collector for ProcessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let rss = ConstGauge::new(rss_bytes());
+        rss.encode(encoder.encode_descriptor(
+            "nfsx_resident_memory_bytes",
+            "The server's resident memory (VmRSS)",
+            None,
+            rss.metric_type(),
+        )?)
     }
 }
 
@@ -177,61 +219,39 @@ fn rss_bytes() -> i64 {
     kib * 1024
 }
 
-/// Largest HTTP request head read before answering; the endpoint only
-/// needs the request line.
-const MAX_HTTP_REQUEST: usize = 8192;
-
 /// The backends' own counters (handle cache, flushes), one series per
-/// export, appended to the exposition.
-pub fn render_backends(exports: &[server_core::Export]) -> String {
-    let mut by_name: std::collections::BTreeMap<&'static str, (vfs::Counter, Vec<(String, u64)>)> = Default::default();
-    for x in exports {
-        for c in x.fs.counters() {
-            let e = by_name.entry(c.name).or_insert_with(|| (c.clone(), Vec::new()));
-            e.1.push((x.path.clone(), c.value));
-        }
+/// export, named `nfsx_backend_<name>`.
+struct BackendCollector(Arc<server_core::Core>);
+
+impl std::fmt::Debug for BackendCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackendCollector")
     }
-    let mut out = String::new();
-    for (name, (c, series)) in by_name {
-        let (full, kind) = if c.gauge {
-            (format!("nfsx_backend_{name}"), "gauge")
-        } else {
-            (format!("nfsx_backend_{name}_total"), "counter")
-        };
-        let _ = writeln!(out, "# HELP {full} {}\n# TYPE {full} {kind}", c.help);
-        for (path, v) in series {
-            let path = path.replace('\\', "\\\\").replace('"', "\\\"");
-            let _ = writeln!(out, "{full}{{export=\"{path}\"}} {v}");
-        }
-    }
-    out
 }
 
-/// Serves `GET /metrics` (anything else is 404) until the task is dropped.
-pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>, core: Arc<server_core::Core>) -> std::io::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "metrics endpoint listening");
-    loop {
-        let (mut sock, _) = listener.accept().await?;
-        let metrics = metrics.clone();
-        let core = core.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; MAX_HTTP_REQUEST];
-            let n = match tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf)).await {
-                Ok(Ok(n)) => n,
-                _ => return,
-            };
-            let head = String::from_utf8_lossy(&buf[..n]);
-            let (status, body) = if head.starts_with("GET /metrics") {
-                ("200 OK", metrics.render() + &render_backends(core.exports()))
-            } else {
-                ("404 Not Found", "see /metrics\n".to_string())
-            };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = sock.write_all(resp.as_bytes()).await;
-        });
+impl Collector for BackendCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut by_name: std::collections::BTreeMap<&'static str, (vfs::Counter, Vec<(String, u64)>)> =
+            Default::default();
+        for x in self.0.exports() {
+            for c in x.fs.counters() {
+                let e = by_name.entry(c.name).or_insert_with(|| (c.clone(), Vec::new()));
+                e.1.push((x.path.clone(), c.value));
+            }
+        }
+        for (name, (c, series)) in by_name {
+            let full = format!("nfsx_backend_{name}");
+            let kind = if c.gauge { MetricType::Gauge } else { MetricType::Counter };
+            let mut m = encoder.encode_descriptor(&full, c.help, None, kind)?;
+            for (path, v) in &series {
+                let labels = [("export", path.as_str())];
+                if c.gauge {
+                    ConstGauge::new(*v as i64).encode(m.encode_family(&labels)?)?;
+                } else {
+                    ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
+                }
+            }
+        }
+        Ok(())
     }
 }

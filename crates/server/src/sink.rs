@@ -20,7 +20,6 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use std::os::fd::AsFd;
@@ -212,9 +211,9 @@ impl ReplySink {
         match write_some(&self.wr, &mut st.queue) {
             Ok(written) => {
                 st.queued_bytes -= written;
-                self.metrics.bytes_sent.fetch_add(written as u64, Relaxed);
+                self.metrics.bytes_sent.inc_by(written as u64);
                 if !st.queue.is_empty() {
-                    self.metrics.replies_deferred.fetch_add(1, Relaxed);
+                    self.metrics.replies_deferred.inc();
                     self.wake.notify_one();
                 }
                 true
@@ -260,7 +259,7 @@ impl ReplySink {
                     match write_some(&self.wr, &mut st.queue) {
                         Ok(written) => {
                             st.queued_bytes -= written;
-                            self.metrics.bytes_sent.fetch_add(written as u64, Relaxed);
+                            self.metrics.bytes_sent.inc_by(written as u64);
                         }
                         Err(e) => {
                             tracing::debug!(peer = %self.peer, "write failed: {e}");
