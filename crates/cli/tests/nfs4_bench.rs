@@ -12,6 +12,8 @@
 //! NFS4_BENCH_JSON=$PWD/out               # write every sample as JSON (out.<bench>.json)
 //! NFS4_BENCH_SLOTS=32                    # slots the create-rate session asks for (default 1024)
 //! NFS4_BENCH_NFSX_CONFIG=$'[localfs]\nsync_metadata = false'  # extra TOML for the nfsx server
+//! NFS4_BENCH_THREADS=1,32                # thread counts of the create rate (default 1 to 512)
+//! NFS4_BENCH_RUNS=5                      # runs per figure (default 5)
 //! ```
 
 mod support;
@@ -28,6 +30,19 @@ use support::*;
 
 const THREADS: [usize; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 const RUNS: usize = 5;
+
+/// `NFS4_BENCH_THREADS` (comma-separated) or all of [`THREADS`].
+fn thread_counts() -> Vec<usize> {
+    match std::env::var("NFS4_BENCH_THREADS") {
+        Ok(v) => v.split(',').map(|t| t.trim().parse().expect("NFS4_BENCH_THREADS=1,32,...")).collect(),
+        Err(_) => THREADS.to_vec(),
+    }
+}
+
+/// `NFS4_BENCH_RUNS` or [`RUNS`].
+fn runs() -> usize {
+    std::env::var("NFS4_BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(RUNS)
+}
 const RUN_TIME: Duration = Duration::from_secs(2);
 
 struct Target {
@@ -186,12 +201,12 @@ fn create_rate_by_threads() {
     }
     let mut json = Vec::new();
     println!("{:<6} {:>8} {:>22}", "target", "threads", "creates/s (95% CI)");
-    for threads in THREADS {
+    for threads in thread_counts() {
         let dirs: Vec<nfs_fh4> = targets.iter().map(|t| mkdir(&t.client, &t.base, &format!("t{threads}"))).collect();
         let mut samples = vec![Vec::new(); targets.len()];
         // Runs alternate between targets so that drift on the host (cache
         // state, other load) falls on both alike.
-        for run in 0..RUNS {
+        for run in 0..runs() {
             for (i, t) in targets.iter().enumerate() {
                 samples[i].push(create_rate(&t.client, &dirs[i], threads, run));
             }

@@ -7,8 +7,10 @@
 //! calls that touch no disk (NULL, portmap, NFSv4 SEQUENCE-only compounds
 //! and RENEW, callback replies) and calls whose objects the backend says
 //! are resident (NFSv3 GETATTR, ACCESS, LOOKUP, FSINFO, FSSTAT, PATHCONF;
-//! NFSv4 PUTFH/PUTROOTFH + GETATTR/GETFH/ACCESS) run inline; everything
-//! else goes to a worker.
+//! NFSv4 PUTFH/PUTROOTFH + GETATTR/GETFH/ACCESS and the state-only
+//! operations CLOSE, LOCKU, OPEN_DOWNGRADE, DELEGRETURN, FREE_STATEID,
+//! TEST_STATEID, RECLAIM_COMPLETE, RELEASE_LOCKOWNER) run inline;
+//! everything else goes to a worker.
 //!
 //! This only peeks at the record: nothing is checked here (a forged
 //! handle is refused by the dispatch that follows, wherever it runs), so
@@ -43,6 +45,8 @@ const V3_PATHCONF: u32 = 20;
 /// NFSv4 COMPOUND and the most operations an inline one may hold.
 const V4_COMPOUND: u32 = 1;
 const V4_MAX_INLINE_OPS: u32 = 8;
+/// An NFSv4 stateid on the wire: seqid and 12 bytes of `other`.
+const STATEID_LEN: usize = 4 + 12;
 
 /// A forward-only reader over the record's bytes.
 struct Peek<'a> {
@@ -141,6 +145,23 @@ impl Core {
                     p.skip(words.checked_mul(4)?)?;
                 }
                 x if x == nfs_opnum4::OP_ACCESS as u32 => p.skip(4)?,
+                // State-only operations: tables in memory, the object at
+                // most stat'ed through its cached handle.
+                x if x == nfs_opnum4::OP_CLOSE as u32 => p.skip(4 + STATEID_LEN)?,
+                x if x == nfs_opnum4::OP_LOCKU as u32 => p.skip(4 + 4 + STATEID_LEN + 8 + 8)?,
+                x if x == nfs_opnum4::OP_OPEN_DOWNGRADE as u32 => p.skip(STATEID_LEN + 4 + 4 + 4)?,
+                x if x == nfs_opnum4::OP_DELEGRETURN as u32 || x == nfs_opnum4::OP_FREE_STATEID as u32 => {
+                    p.skip(STATEID_LEN)?
+                }
+                x if x == nfs_opnum4::OP_TEST_STATEID as u32 => {
+                    let n = p.u32()? as usize;
+                    p.skip(n.checked_mul(STATEID_LEN)?)?
+                }
+                x if x == nfs_opnum4::OP_RECLAIM_COMPLETE as u32 => p.skip(4)?,
+                x if x == nfs_opnum4::OP_RELEASE_LOCKOWNER as u32 => {
+                    p.skip(8)?; // clientid
+                    p.opaque()?;
+                }
                 x if x == nfs_opnum4::OP_PUTROOTFH as u32
                     || x == nfs_opnum4::OP_GETFH as u32
                     || x == nfs_opnum4::OP_SAVEFH as u32
@@ -238,7 +259,19 @@ mod tests {
         read.extend_from_slice(&[0; 32]);
         assert_eq!(c.placement(&compound(&[seq.clone()])), Placement::Inline);
         assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), getattr.clone()])), Placement::Inline);
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh, read])), Placement::Worker);
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), read.clone()])), Placement::Worker);
+        let mut close = op(nfs_opnum4::OP_CLOSE);
+        close.extend_from_slice(&[0; 20]);
+        let mut test = op(nfs_opnum4::OP_TEST_STATEID);
+        test.extend_from_slice(&[0, 0, 0, 2]);
+        test.extend_from_slice(&[0; 32]);
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), close.clone()])), Placement::Inline, "CLOSE");
+        assert_eq!(c.placement(&compound(&[seq.clone(), test.clone()])), Placement::Inline, "TEST_STATEID");
+        // A TEST_STATEID claiming more stateids than the record holds.
+        let mut lying = op(nfs_opnum4::OP_TEST_STATEID);
+        lying.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(c.placement(&compound(&[seq.clone(), lying])), Placement::Worker, "truncated TEST_STATEID");
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), close, read])), Placement::Worker);
         assert_eq!(c.placement(&compound(&vec![seq; 9])), Placement::Worker, "too long");
     }
 }

@@ -207,8 +207,8 @@ fn to_worker(
 ) {
     shared.metrics.requests_worker.inc();
     let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
-    // Not awaited: the worker writes the reply itself.
-    drop(tokio::task::spawn_blocking(move || run(&shared, &peer, &sink, record, permit)));
+    // The worker writes the reply itself.
+    shared.clone().workers.spawn(move || run(&shared, &peer, &sink, record, permit));
 }
 
 /// Runs one record and sends its reply; on whichever thread it is called.

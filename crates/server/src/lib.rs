@@ -14,6 +14,7 @@ pub mod settings;
 pub mod sink;
 pub mod stable;
 pub mod state;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,6 +51,8 @@ pub struct Shared {
     pub idle: Notify,
     /// Open connections by number, for NFSv4.1 callbacks.
     pub connections: Arc<backchannel::Connections>,
+    /// Runs the requests that may block.
+    pub workers: workers::Workers,
     resolve_hostnames: bool,
 }
 
@@ -88,8 +91,10 @@ impl Server {
             .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
             .with_sendfile();
         let (shutdown, _) = watch::channel(false);
+        let workers = workers::Workers::new(settings.worker_threads, Duration::from_secs(settings.worker_idle_secs));
         let shared = Arc::new(Shared {
             core: Arc::new(core),
+            workers,
             settings,
             metrics: Arc::new(Metrics::default()),
             shutdown,

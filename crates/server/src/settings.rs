@@ -42,8 +42,11 @@ pub struct Settings {
     /// sockets never lock real clients out. Lowered at start when the
     /// process's file-descriptor limit cannot hold it beside the caches.
     pub max_connections: usize,
-    /// Threads that run backend (file system) calls.
+    /// Threads that run requests which may block (file system calls). A
+    /// request beyond them waits for the first to finish.
     pub worker_threads: usize,
+    /// A worker thread idle this long exits (started again when needed).
+    pub worker_idle_secs: u64,
     /// Bytes read from a socket per read call.
     pub read_buffer_size: usize,
     /// How long SIGTERM waits for in-flight requests before exiting.
@@ -80,6 +83,7 @@ impl Default for Settings {
             max_in_flight_per_connection: 128,
             max_connections: 10240,
             worker_threads: 16,
+            worker_idle_secs: 10,
             read_buffer_size: 256 << 10,
             shutdown_grace_ms: 10_000,
             idle_timeout_secs: 360,
