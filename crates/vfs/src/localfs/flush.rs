@@ -13,6 +13,10 @@
 //! running when it arrived failed, so an error reaches every write a
 //! failed flush may have been carrying.
 //!
+//! Directories get the same treatment ([`DirFlushes`]): namespace changes
+//! (CREATE, MKDIR, REMOVE, RENAME, LINK, ...) that arrive together in one
+//! directory share its `fsync`.
+//!
 //! # Early write-back of sequential data
 //!
 //! UNSTABLE writes that continue a sequential run (tolerating reordering
@@ -21,9 +25,10 @@
 //! wait), so the disk works while the client is still sending and a
 //! COMMIT finds little left to flush.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 use rustix::io::Errno;
@@ -66,7 +71,7 @@ impl FlushGroup {
     }
 
     /// [`FlushGroup::sync`] with the flush given as `flush`.
-    fn sync_with(&self, counts: &FlushCounts, flush: impl Fn() -> Result<(), Errno>) -> Result<(), Errno> {
+    pub(crate) fn sync_with(&self, counts: &FlushCounts, flush: impl Fn() -> Result<(), Errno>) -> Result<(), Errno> {
         counts.callers.fetch_add(1, Ordering::Relaxed);
         let mut g = self.state.lock();
         // A flush running now may have started before our write returned,
@@ -102,6 +107,41 @@ impl FlushGroup {
             }
             self.cv.wait(&mut g);
         }
+    }
+}
+
+/// One flush group per directory with a flush wanted or running, keyed by
+/// inode number and generation; a group leaves the map with its last
+/// caller, so the map holds only directories being changed right now.
+#[derive(Default)]
+pub(crate) struct DirFlushes {
+    groups: Mutex<HashMap<(u64, u64), Arc<FlushGroup>>>,
+    pub(crate) counts: FlushCounts,
+}
+
+impl DirFlushes {
+    /// Makes the namespace changes made in `dir` (an O_PATH fd) before this
+    /// call durable, sharing the `fsync` with concurrent callers.
+    pub(crate) fn sync(&self, key: (u64, u64), dir: BorrowedFd<'_>) -> Result<(), Errno> {
+        let group = self.groups.lock().entry(key).or_default().clone();
+        let r = group.sync_with(&self.counts, || {
+            use rustix::fs::{Mode, OFlags};
+            let fd = rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+            rustix::fs::fsync(&fd)
+        });
+        let mut groups = self.groups.lock();
+        // Clones are made under this lock: two references (the map's and
+        // ours) mean nobody else is using the group.
+        if Arc::strong_count(&group) == 2 {
+            groups.remove(&key);
+        }
+        r
+    }
+
+    /// Directories with a flush wanted or running.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.groups.lock().len()
     }
 }
 
@@ -192,6 +232,30 @@ mod tests {
         let (flushes, callers) = (counts.flushes.load(Ordering::Relaxed), counts.callers.load(Ordering::Relaxed));
         assert_eq!(callers, 320);
         assert!(flushes <= callers, "{flushes} flushes for {callers} callers");
+    }
+
+    #[test]
+    fn namespace_changes_in_one_directory_share_its_flush() {
+        // Any directory will do: its flush changes nothing.
+        let fd = Arc::new(std::fs::File::open(std::env::temp_dir()).unwrap());
+        let flushes = Arc::new(DirFlushes::default());
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (fd, flushes) = (fd.clone(), flushes.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..25 {
+                        flushes.sync((1, 0), fd.as_fd()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let c = &flushes.counts;
+        assert_eq!(c.callers.load(Ordering::Relaxed), 200);
+        assert!(c.flushes.load(Ordering::Relaxed) <= 200);
+        assert_eq!(flushes.len(), 0, "a directory with no flush wanted is still held");
     }
 
     /// The guarantee, checked on a log of events with one clock: every

@@ -151,6 +151,11 @@ pub(crate) struct Journal {
     compact_min: u64,
     file: Mutex<FileState>,
     buffer: Mutex<(Vec<u8>, u64)>,
+    /// Flushes of the journal, and the changes that asked for one. Callers
+    /// queue on `file` while a flush runs; the next one writes and flushes
+    /// everything queued meanwhile, and the rest find it durable already
+    /// (group commit).
+    pub(crate) counts: super::flush::FlushCounts,
 }
 
 /// Reads the journal in `dir`: its header and the map it describes, or
@@ -239,6 +244,7 @@ impl Journal {
             compact_min,
             file: Mutex::new(FileState { file, len, records, unsynced: 0 }),
             buffer: Mutex::new((Vec::new(), 0)),
+            counts: Default::default(),
         })
     }
 
@@ -272,7 +278,11 @@ impl Journal {
             f.records += n;
             f.unsynced += n;
         }
+        if sync {
+            self.counts.callers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if f.unsynced > 0 && (sync || self.sync_every == 0 || f.unsynced >= self.sync_every) {
+            self.counts.flushes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             f.file.sync_data()?;
             f.unsynced = 0;
         }

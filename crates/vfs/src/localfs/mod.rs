@@ -187,6 +187,8 @@ pub struct LocalFs {
     handles: Arc<HandleCache>,
     /// Flushes run and the callers they served (group commit).
     flush_counts: flush::FlushCounts,
+    /// Directory flushes after namespace changes (group commit).
+    dir_flushes: flush::DirFlushes,
     /// Write-back errors met outside a COMMIT, reported by the next one,
     /// with the generation of the object they were met on.
     pending: Arc<Pending>,
@@ -296,6 +298,7 @@ impl LocalFs {
             cache,
             handles,
             flush_counts: flush::FlushCounts::default(),
+            dir_flushes: flush::DirFlushes::default(),
             settings,
             root_fd,
             root_id,
@@ -333,6 +336,26 @@ impl LocalFs {
                 "flush_callers",
                 "Stable writes and COMMITs that needed a flush; over flushes: callers per flush.",
                 self.flush_counts.callers.load(Relaxed),
+            ),
+            crate::Counter::total(
+                "dir_flushes",
+                "Directory fsyncs after namespace changes (group commit).",
+                self.dir_flushes.counts.flushes.load(Relaxed),
+            ),
+            crate::Counter::total(
+                "dir_flush_callers",
+                "Namespace changes that needed a directory flush; over dir_flushes: changes per flush.",
+                self.dir_flushes.counts.callers.load(Relaxed),
+            ),
+            crate::Counter::total(
+                "journal_flushes",
+                "fdatasyncs of the id journal (group commit).",
+                self.journal.counts.flushes.load(Relaxed),
+            ),
+            crate::Counter::total(
+                "journal_flush_callers",
+                "Namespace changes that needed the id journal durable; over journal_flushes: changes per flush.",
+                self.journal.counts.callers.load(Relaxed),
             ),
         ]
     }

@@ -78,12 +78,14 @@ impl LocalFs {
         rustix::fs::fsync(fd).map_err(errno)
     }
 
-    /// Makes a namespace change in `dirs` durable (when configured).
+    /// Makes a namespace change in `dirs` durable (when configured),
+    /// sharing each directory's flush with the changes made in it at the
+    /// same time.
     fn sync_dirs(&self, dirs: &[&Obj]) -> VfsResult<()> {
         if self.settings.sync_metadata {
             for d in dirs {
-                let fd = sys::open_dir(d.fd.as_fd())?;
-                self.sync_fd(fd.as_fd())?;
+                let key = (d.stx.stx_ino, sys::birth_generation(&d.stx));
+                self.dir_flushes.sync(key, d.fd.as_fd()).map_err(errno)?;
             }
         }
         Ok(())
