@@ -7,7 +7,7 @@
 //! calls that touch no disk (NULL, portmap, NFSv4 SEQUENCE-only compounds
 //! and RENEW, callback replies) and calls whose objects the backend says
 //! are resident (NFSv3 GETATTR, ACCESS, LOOKUP, FSINFO, FSSTAT, PATHCONF;
-//! NFSv4 PUTFH/PUTROOTFH + GETATTR/GETFH/ACCESS and the state-only
+//! NFSv4 PUTFH/PUTROOTFH + GETATTR/GETFH/ACCESS/LOOKUP and the state-only
 //! operations CLOSE, LOCKU, OPEN_DOWNGRADE, DELEGRETURN, FREE_STATEID,
 //! TEST_STATEID, RECLAIM_COMPLETE, RELEASE_LOCKOWNER) run inline;
 //! everything else goes to a worker.
@@ -145,6 +145,11 @@ impl Core {
                     p.skip(words.checked_mul(4)?)?;
                 }
                 x if x == nfs_opnum4::OP_ACCESS as u32 => p.skip(4)?,
+                // As NFSv3 LOOKUP: one name in a directory whose handle
+                // the PUTFH before it found resident.
+                x if x == nfs_opnum4::OP_LOOKUP as u32 => {
+                    p.opaque()?;
+                }
                 // State-only operations: tables in memory, the object at
                 // most stat'ed through its cached handle.
                 x if x == nfs_opnum4::OP_CLOSE as u32 => p.skip(4 + STATEID_LEN)?,
