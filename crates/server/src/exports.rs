@@ -69,7 +69,7 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
                 }
                 let dir = state_dir.join("exports").join(format!("{id:08x}"));
                 std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-                let fs = LocalFs::open(root, &dir, cfg.settings.localfs.clone())
+                let fs = LocalFs::open(root, &dir, localfs_settings(cfg, &entry))
                     .map_err(|e| anyhow::anyhow!("cannot export {}: {e}", entry.path))?;
                 Arc::new(fs)
             }
@@ -79,6 +79,27 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
         out.push(Export { id, path: entry.path, fs, rules: entry.rules });
     }
     Ok(out)
+}
+
+/// The backend settings for one export. exports(5) `async` covers
+/// namespace changes as well as WRITEs, as with knfsd (which skips its
+/// metadata commit for such exports): an export whose every rule is
+/// `async` does not flush creates, removes and renames either. The backend
+/// is shared by all of an export's rules, so an export that is `sync` for
+/// some clients and `async` for others keeps namespace changes durable for
+/// all of them (its WRITEs still follow each client's rule).
+fn localfs_settings(cfg: &ServeConfig, entry: &ExportEntry) -> vfs::LocalFsSettings {
+    let mut settings = cfg.settings.localfs.clone();
+    let asynchronous = entry.rules.iter().filter(|r| !r.options.sync).count();
+    if asynchronous > 0 && asynchronous == entry.rules.len() {
+        settings.sync_metadata = false;
+    } else if asynchronous > 0 && settings.sync_metadata {
+        tracing::warn!(
+            path = %entry.path,
+            "export is sync for some clients and async for others: namespace changes stay durable for all"
+        );
+    }
+    settings
 }
 
 /// The client's host name for host-name rules (`getnameinfo`, name required).
@@ -142,4 +163,24 @@ fn sockaddr(addr: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::sockl
         }
     };
     (storage, len as libc::socklen_t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn settings_for(line: &str) -> vfs::LocalFsSettings {
+        let cfg = ServeConfig { dir: None, backend: Backend::Local, exports_file: None, settings: Settings::default() };
+        let parsed = parse_exports(line).unwrap();
+        localfs_settings(&cfg, &parsed.entries[0])
+    }
+
+    #[test]
+    fn async_exports_do_not_flush_namespace_changes() {
+        assert!(settings_for("/srv 127.0.0.1(rw,sync) 10.0.0.0/8(rw)\n").sync_metadata);
+        assert!(!settings_for("/srv 127.0.0.1(rw,async) 10.0.0.0/8(rw,async)\n").sync_metadata);
+        // Mixed: durable for everyone, since the backend is shared.
+        assert!(settings_for("/srv 127.0.0.1(rw,async) 10.0.0.0/8(rw)\n").sync_metadata);
+    }
 }
