@@ -223,7 +223,10 @@ fn group_commit_members_survive_kill_9() {
     let on_disk = std::fs::read(srv.export.join("shared.bin")).unwrap();
     for &i in &written {
         let off = (i * CHUNK as u64) as usize;
-        assert!(on_disk.len() >= off + CHUNK && on_disk[off..off + CHUNK] == chunk(i)[..], "acknowledged chunk {i} lost");
+        assert!(
+            on_disk.len() >= off + CHUNK && on_disk[off..off + CHUNK] == chunk(i)[..],
+            "acknowledged chunk {i} lost"
+        );
     }
     let mut c = RpcClient::connect(srv.port).unwrap();
     for (name, fh) in &created {

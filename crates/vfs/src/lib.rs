@@ -121,6 +121,22 @@ pub trait Vfs: Send + Sync + 'static {
     /// entry twice and misses none that stayed. `.` and `..` are not listed.
     fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir>;
 
+    /// [`Vfs::readdir`] with every entry's object as [`Vfs::lookup`] finds
+    /// it, for READDIRPLUS and NFSv4 READDIR. The default looks each name
+    /// up; a backend that can read attributes while it lists overrides it.
+    fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus> {
+        let rd = self.readdir(dir, cookie, max_entries)?;
+        let entries = rd
+            .entries
+            .into_iter()
+            .map(|entry| {
+                let obj = self.lookup(dir, &entry.name);
+                DirEntryPlus { entry, obj }
+            })
+            .collect();
+        Ok(ReadDirPlus { entries, eof: rd.eof })
+    }
+
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat>;
 
     /// The backend's own counters (caches, flushes), for metrics.

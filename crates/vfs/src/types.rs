@@ -272,6 +272,21 @@ pub struct ReadDir {
     pub eof: bool,
 }
 
+/// A directory entry with the object behind its name, as
+/// [`Vfs::lookup`](crate::Vfs::lookup) would find it; an entry whose
+/// lookup fails (removed meanwhile, a mount point) carries the error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntryPlus {
+    pub entry: DirEntry,
+    pub obj: VfsResult<(FileId, Attrs)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadDirPlus {
+    pub entries: Vec<DirEntryPlus>,
+    pub eof: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FsStat {
     pub total_bytes: u64,

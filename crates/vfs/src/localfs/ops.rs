@@ -4,7 +4,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
+use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom, Statx};
 use rustix::io::{Errno, ReadWriteFlags};
 
 use super::cache::OpenFile;
@@ -15,8 +15,8 @@ use super::sys::{self, errno};
 use super::LocalFs;
 use crate::names::{check_entry_name, classify_lookup, LookupName};
 use crate::{
-    Attrs, CreateHow, DirEntry, FileId, FileRegion, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs,
-    SetTime, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
+    Attrs, CreateHow, DirEntry, DirEntryPlus, FileId, FileRegion, FileType, FsStat, NodeKind, Owner, ReadDir,
+    ReadDirPlus, ReadResult, SetAttrs, SetTime, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
 };
 
 /// Largest offset the kernel takes (off_t is signed).
@@ -267,6 +267,29 @@ impl LocalFs {
         let fd = Arc::new(rustix::fs::openat(dir.fd.as_fd(), name, flags, Mode::empty()).map_err(errno)?);
         let stx = sys::statx_fd(fd.as_fd())?;
         Ok(Obj { fd, stx })
+    }
+
+    /// Up to `max_entries` entries of `dir` after `cookie`, with the
+    /// directory opened for the scan and whether the end was reached.
+    fn scan(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<(OwnedFd, Vec<sys::Scanned>, bool)> {
+        let d = self.resolve_dir(dir)?;
+        let fd = sys::open_dir(d.fd.as_fd())?;
+        if cookie != 0 {
+            let pos = i64::try_from(cookie).map_err(|_| VfsError::BadCookie)?;
+            rustix::fs::seek(&fd, SeekFrom::Start(pos as u64)).map_err(|_| VfsError::BadCookie)?;
+        }
+        let mut found = Vec::new();
+        let mut more = false;
+        sys::scan_dir(fd.as_fd(), self.settings.readdir_buffer, |e| {
+            if found.len() < max_entries {
+                found.push(e);
+                true
+            } else {
+                more = true;
+                false
+            }
+        })?;
+        Ok((fd, found, !more))
     }
 
     fn remove_entry(&self, dir_id: FileId, name: &[u8], want_dir: bool) -> VfsResult<()> {
@@ -670,23 +693,7 @@ impl Vfs for LocalFs {
     /// 63-bit hashes collide share a position; a page boundary falling
     /// between them could repeat one. That needs a full hash collision.)
     fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir> {
-        let d = self.resolve_dir(dir)?;
-        let fd = sys::open_dir(d.fd.as_fd())?;
-        if cookie != 0 {
-            let pos = i64::try_from(cookie).map_err(|_| VfsError::BadCookie)?;
-            rustix::fs::seek(&fd, SeekFrom::Start(pos as u64)).map_err(|_| VfsError::BadCookie)?;
-        }
-        let mut found = Vec::new();
-        let mut more = false;
-        sys::scan_dir(fd.as_fd(), self.settings.readdir_buffer, |e| {
-            if found.len() < max_entries {
-                found.push(e);
-                true
-            } else {
-                more = true;
-                false
-            }
-        })?;
+        let (_, found, eof) = self.scan(dir, cookie, max_entries)?;
         let new: Vec<Change> = {
             let m = self.ids.read();
             found
@@ -700,7 +707,57 @@ impl Vfs for LocalFs {
             .into_iter()
             .map(|e| DirEntry { fileid: e.ino, name: Bytes::from(e.name), cookie: e.next_cookie })
             .collect();
-        Ok(ReadDir { entries, eof: !more })
+        Ok(ReadDir { entries, eof })
+    }
+
+    /// One `statx` per entry at the open directory instead of a LOOKUP's
+    /// open, statx and handle-cache insert: a listing of thousands of
+    /// entries neither churns the handle cache nor opens a file.
+    fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus> {
+        let (fd, found, eof) = self.scan(dir, cookie, max_entries)?;
+        let here = sys::statx_mount(fd.as_fd())?;
+        // A single component from getdents, never `.` or `..`, not followed
+        // if a symlink: it cannot lead outside `dir`, except into a file
+        // system mounted on it, which LOOKUP refuses too.
+        let entries: Vec<(sys::Scanned, VfsResult<Statx>)> = found
+            .into_iter()
+            .map(|e| {
+                let stx = sys::statx_entry(fd.as_fd(), &e.name).and_then(|stx| {
+                    if sys::same_mount(&here, &stx) {
+                        Ok(stx)
+                    } else {
+                        Err(VfsError::XDev)
+                    }
+                });
+                (e, stx)
+            })
+            .collect();
+        let new: Vec<Change> = {
+            let m = self.ids.read();
+            entries
+                .iter()
+                .filter_map(|(e, stx)| {
+                    let stx = stx.as_ref().ok()?;
+                    let (id, generation) = (stx.stx_ino as FileId, sys::birth_generation(stx));
+                    let name = Bytes::copy_from_slice(&e.name);
+                    (!m.knows(id, generation, dir, &e.name)).then_some(Change::Add {
+                        id,
+                        generation,
+                        parent: dir,
+                        name,
+                    })
+                })
+                .collect()
+        };
+        let entries = entries
+            .into_iter()
+            .map(|(e, stx)| DirEntryPlus {
+                obj: stx.map(|stx| (stx.stx_ino as FileId, self.attrs_of(&stx))),
+                entry: DirEntry { fileid: e.ino, name: Bytes::from(e.name), cookie: e.next_cookie },
+            })
+            .collect();
+        self.record(&new, false);
+        Ok(ReadDirPlus { entries, eof })
     }
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat> {

@@ -91,6 +91,30 @@ pub(crate) fn statx_at(dir: BorrowedFd<'_>, name: &[u8]) -> VfsResult<Statx> {
     rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::BASIC_STATS | StatxFlags::BTIME).map_err(errno)
 }
 
+/// statx of the entry `name` of `dir` (not following a symlink) with its
+/// mount id. The kernel steps into a file system mounted on the last
+/// component too, so a caller compares the mount with the directory's
+/// ([`same_mount`]) before trusting the result as an entry of `dir`.
+pub(crate) fn statx_entry(dir: BorrowedFd<'_>, name: &[u8]) -> VfsResult<Statx> {
+    let mask = StatxFlags::BASIC_STATS | StatxFlags::BTIME | StatxFlags::MNT_ID;
+    rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, mask).map_err(errno)
+}
+
+/// The statx of an fd with its mount id, to compare entries with.
+pub(crate) fn statx_mount(fd: BorrowedFd<'_>) -> VfsResult<Statx> {
+    let mask = StatxFlags::BASIC_STATS | StatxFlags::BTIME | StatxFlags::MNT_ID;
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW, mask).map_err(errno)
+}
+
+/// Whether two statx results (of [`statx_entry`]/[`statx_mount`]) are on
+/// one mount: the same device and, where the kernel reports it, the same
+/// mount id (a bind mount of the same device differs only there).
+pub(crate) fn same_mount(a: &Statx, b: &Statx) -> bool {
+    let mnt = StatxFlags::MNT_ID.bits();
+    (a.stx_dev_major, a.stx_dev_minor) == (b.stx_dev_major, b.stx_dev_minor)
+        && (a.stx_mask & b.stx_mask & mnt == 0 || a.stx_mnt_id == b.stx_mnt_id)
+}
+
 pub(crate) fn file_type(stx: &Statx) -> FileType {
     match u32::from(stx.stx_mode) & libc::S_IFMT {
         libc::S_IFDIR => FileType::Directory,

@@ -21,7 +21,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@cases $fixture;
             create_lookup_getattr, names_are_checked, read_write, setattr, type_errors,
             exclusive_create, unchecked_and_guarded_create, rename, rename_dirs, link,
-            symlink_readlink, mknod, remove_rmdir, readdir_paging, readdir_small, change_and_times, fsstat);
+            symlink_readlink, mknod, remove_rmdir, readdir_paging, readdir_small, readdir_plus, change_and_times, fsstat);
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
         $(
@@ -429,6 +429,44 @@ pub fn readdir_paging<V: Vfs>(fs: &V) {
     // A second full pass sees exactly what is left.
     let again = page_all(fs, d, 1000, |_| {});
     assert_eq!(again.len(), N - removed.len());
+}
+
+/// `readdir_plus` lists what `readdir` lists, each entry with the object
+/// `lookup` finds behind its name, in pages as small as one entry.
+pub fn readdir_plus<V: Vfs>(fs: &V) {
+    let d = scratch(fs, "readdirplus");
+    for i in 0..5 {
+        new_file(fs, d, &format!("f{i}"));
+    }
+    fs.mkdir(d, b"sub", &set_mode(0o700), OWNER).unwrap();
+    fs.symlink(d, b"link", b"f0", &SetAttrs::default(), OWNER).unwrap();
+    for page in [1, 3, 100] {
+        let (mut cookie, mut listed) = (0, Vec::new());
+        loop {
+            let plain = fs.readdir(d, cookie, page).unwrap();
+            let plus = fs.readdir_plus(d, cookie, page).unwrap();
+            assert_eq!(plus.eof, plain.eof);
+            assert_eq!(plus.entries.iter().map(|e| e.entry.clone()).collect::<Vec<_>>(), plain.entries);
+            for e in &plus.entries {
+                let (id, attrs) = e.obj.clone().expect("entry's object");
+                let (lid, lattrs) = fs.lookup(d, &e.entry.name).unwrap();
+                assert_eq!(
+                    (id, attrs.ftype, attrs.mode, attrs.generation),
+                    (lid, lattrs.ftype, lattrs.mode, lattrs.generation)
+                );
+                assert_eq!(id, e.entry.fileid);
+                listed.push(e.entry.name.clone());
+            }
+            match plus.entries.last() {
+                Some(last) if !plus.eof => cookie = last.entry.cookie,
+                _ => break,
+            }
+        }
+        listed.sort();
+        let want: Vec<&[u8]> = vec![b"f0", b"f1", b"f2", b"f3", b"f4", b"link", b"sub"];
+        assert_eq!(listed.iter().map(|n| &n[..]).collect::<Vec<_>>(), want, "page size {page}");
+    }
+    assert_eq!(fs.readdir_plus(new_file(fs, d, "plain"), 0, 10).unwrap_err(), VfsError::NotDir);
 }
 
 pub fn readdir_small<V: Vfs>(fs: &V) {

@@ -35,7 +35,7 @@ pub(super) const POST_OP_ATTR_SIZE: usize = 4 + 84;
 
 /// Encoded size of an entry3 (list marker, fileid, name, cookie); also
 /// the "directory information" part of an entryplus3.
-pub(super) fn entry3_size(name_len: usize) -> usize {
+pub(super) const fn entry3_size(name_len: usize) -> usize {
     4 + 8 + 4 + name_len + xdr::pad_len(name_len) + 8
 }
 
@@ -45,7 +45,8 @@ pub(super) struct Candidate {
     pub name: Bytes,
     /// The wire cookie (after the offset).
     pub cookie: u64,
-    /// The object, when already known (`.` and `..`).
+    /// The object, when known: `.` and `..`, and every entry of a
+    /// [`Listing::WithAttrs`] whose object could be read.
     pub known: Option<(FileId, Attrs)>,
 }
 
@@ -68,14 +69,34 @@ pub(super) fn check_start(ctx: &Ctx, dir: &Obj, cookie: u64, verf: &cookieverf3)
     Ok(expected)
 }
 
+/// What a reply being filled says to an entry offered to it.
+pub(super) enum Room {
+    /// The entry did not fit: the reply is complete.
+    Full,
+    /// Taken; about this many more entries could still fit.
+    Left(usize),
+}
+
+/// How the walk reads the backend.
+#[derive(Clone, Copy)]
+pub(super) enum Listing {
+    /// Names only, in batches of `readdir_batch`.
+    Names,
+    /// Names with each entry's object (READDIRPLUS). The first batch is
+    /// this many entries; later ones are what the reply says it has room
+    /// for, so no entry's attributes are read only to be dropped.
+    WithAttrs(usize),
+}
+
 /// Offers the entries after wire cookie `cookie` to `accept` until it
-/// returns false (reply full) or the directory ends; returns whether the
-/// end was reached with every entry accepted (eof).
+/// answers [`Room::Full`] or the directory ends; returns whether the end
+/// was reached with every entry accepted (eof).
 pub(super) fn walk(
     ctx: &Ctx,
     dir: &Obj,
     cookie: u64,
-    mut accept: impl FnMut(Candidate) -> bool,
+    listing: Listing,
+    mut accept: impl FnMut(Candidate) -> Room,
 ) -> Result<bool, nfsstat3> {
     let fs = dir.fs();
     if cookie == 0 {
@@ -85,7 +106,7 @@ pub(super) fn walk(
             cookie: COOKIE_DOT,
             known: Some((dir.id, dir.attrs.clone())),
         };
-        if !accept(dot) {
+        if let Room::Full = accept(dot) {
             return Ok(false);
         }
     }
@@ -93,27 +114,42 @@ pub(super) fn walk(
         let parent = fs.lookup(dir.id, b"..").ok();
         let fileid = parent.as_ref().map_or(dir.attrs.fileid, |(_, a)| a.fileid);
         let dotdot = Candidate { fileid, name: Bytes::from_static(b".."), cookie: COOKIE_DOTDOT, known: parent };
-        if !accept(dotdot) {
+        if let Room::Full = accept(dotdot) {
             return Ok(false);
         }
     }
     let mut backend_cookie = cookie.saturating_sub(COOKIE_OFFSET);
-    let batch = ctx.core.settings.readdir_batch as usize;
+    let max_batch = (ctx.core.settings.readdir_batch as usize).max(1);
+    let mut batch = match listing {
+        Listing::Names => max_batch,
+        Listing::WithAttrs(first) => first.clamp(1, max_batch),
+    };
     loop {
-        let rd = fs.readdir(dir.id, backend_cookie, batch).map_err(stat)?;
-        for e in &rd.entries {
+        let (entries, eof) = match listing {
+            Listing::Names => {
+                let rd = fs.readdir(dir.id, backend_cookie, batch).map_err(stat)?;
+                (rd.entries.into_iter().map(|e| (e, None)).collect::<Vec<_>>(), rd.eof)
+            }
+            Listing::WithAttrs(_) => {
+                let rd = fs.readdir_plus(dir.id, backend_cookie, batch).map_err(stat)?;
+                (rd.entries.into_iter().map(|e| (e.entry, e.obj.ok())).collect(), rd.eof)
+            }
+        };
+        let last = entries.last().map(|(e, _)| e.cookie);
+        for (e, known) in entries {
             let Some(wire) = e.cookie.checked_add(COOKIE_OFFSET).filter(|_| e.cookie != 0) else {
                 tracing::error!(export = %dir.export.path, cookie = e.cookie, "backend returned a readdir cookie outside 1..=u64::MAX-2");
                 return Err(nfsstat3::NFS3ERR_SERVERFAULT);
             };
-            let c = Candidate { fileid: e.fileid, name: e.name.clone(), cookie: wire, known: None };
-            if !accept(c) {
-                return Ok(false);
+            match accept(Candidate { fileid: e.fileid, name: e.name, cookie: wire, known }) {
+                Room::Full => return Ok(false),
+                Room::Left(n) if matches!(listing, Listing::WithAttrs(_)) => batch = n.clamp(1, max_batch),
+                Room::Left(_) => {}
             }
         }
-        match rd.entries.last() {
-            _ if rd.eof => return Ok(true),
-            Some(last) => backend_cookie = last.cookie,
+        match last {
+            _ if eof => return Ok(true),
+            Some(last) => backend_cookie = last,
             None => {
                 tracing::error!(export = %dir.export.path, "backend readdir returned no entries and no eof; treating as end");
                 return Ok(true);
@@ -135,14 +171,14 @@ pub(super) fn readdir(ctx: &Ctx, a: READDIR3args) -> READDIR3res {
     let limit = (a.count as usize).min(ctx.core.settings.max_readdir_reply as usize);
     let mut used = FIXED_REPLY;
     let mut entries = Vec::new();
-    let eof = walk(ctx, &dir, a.cookie, |c| {
+    let eof = walk(ctx, &dir, a.cookie, Listing::Names, |c| {
         let size = entry3_size(c.name.len());
         if used + size > limit {
-            return false;
+            return Room::Full;
         }
         used += size;
         entries.push(entry3 { fileid: c.fileid, name: c.name, cookie: c.cookie });
-        true
+        Room::Left(usize::MAX)
     });
     let eof = match eof {
         Ok(eof) => eof,

@@ -11,8 +11,12 @@ use proto::nfs3::{
     dirlistplus3, entryplus3, nfsstat3, READDIRPLUS3args, READDIRPLUS3res, READDIRPLUS3resfail, READDIRPLUS3resok,
 };
 
-use super::readdir::{check_start, entry3_size, walk, FIXED_REPLY, POST_OP_ATTR_SIZE};
+use super::readdir::{check_start, entry3_size, walk, Listing, Room, FIXED_REPLY, POST_OP_ATTR_SIZE};
 use super::{fattr, Ctx};
+
+/// The smallest entry that carries attributes and a handle: a one-byte
+/// name, the attributes, an empty handle. Bounds the first batch read.
+const MIN_ENTRY: usize = entry3_size(1) + POST_OP_ATTR_SIZE + 8;
 
 pub(super) fn readdirplus(ctx: &Ctx, a: READDIRPLUS3args) -> READDIRPLUS3res {
     let dir = match ctx.resolve(&a.dir) {
@@ -26,15 +30,20 @@ pub(super) fn readdirplus(ctx: &Ctx, a: READDIRPLUS3args) -> READDIRPLUS3res {
     };
     let limit = (a.maxcount as usize).min(ctx.core.settings.max_readdir_reply as usize);
     let dir_limit = a.dircount as usize;
-    let fs = dir.fs();
     let mut used = FIXED_REPLY;
     let mut dir_used = 0usize;
     let mut entries: Vec<entryplus3> = Vec::new();
-    let eof = walk(ctx, &dir, a.cookie, |c| {
-        let obj = match c.known {
-            Some(k) => Some(k),
-            None => fs.lookup(dir.id, &c.name).ok(),
-        };
+    let room = |used: usize, dir_used: usize, taken: usize| {
+        // The entries taken so far are the best guess at the size of the
+        // next ones (names in one directory tend to be alike).
+        let per_entry = if taken == 0 { MIN_ENTRY } else { ((used - FIXED_REPLY) / taken).max(MIN_ENTRY) };
+        let by_size = limit.saturating_sub(used) / per_entry + 1;
+        let by_dir = if dir_limit > 0 { dir_limit.saturating_sub(dir_used) / entry3_size(1) + 1 } else { usize::MAX };
+        by_size.min(by_dir)
+    };
+    let first = room(used, dir_used, 0);
+    let eof = walk(ctx, &dir, a.cookie, Listing::WithAttrs(first), |c| {
+        let obj = c.known;
         let name_handle = obj.as_ref().map(|(id, attrs)| ctx.handle(dir.export, *id, attrs));
         let name_attributes = obj.as_ref().map(|(_, attrs)| fattr(attrs));
         let dir_size = entry3_size(c.name.len());
@@ -42,12 +51,12 @@ pub(super) fn readdirplus(ctx: &Ctx, a: READDIRPLUS3args) -> READDIRPLUS3res {
         let fh_size = name_handle.as_ref().map_or(4, |h| 4 + 4 + h.data.len() + xdr::pad_len(h.data.len()));
         let size = dir_size + attr_size + fh_size;
         if used + size > limit || (!entries.is_empty() && dir_limit > 0 && dir_used + dir_size > dir_limit) {
-            return false;
+            return Room::Full;
         }
         used += size;
         dir_used += dir_size;
         entries.push(entryplus3 { fileid: c.fileid, name: c.name, cookie: c.cookie, name_attributes, name_handle });
-        true
+        Room::Left(room(used, dir_used, entries.len()))
     });
     let eof = match eof {
         Ok(eof) => eof,

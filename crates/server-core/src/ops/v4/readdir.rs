@@ -30,6 +30,9 @@ const COOKIE_OFFSET: u64 = 2;
 /// Verifier, the list terminator and eof: what `maxcount` counts besides
 /// the entries (RFC 8881 18.23.3 — the status is not part of it).
 const FIXED_REPLY: usize = 8 + 4 + 4;
+/// The smallest entry with attributes: list marker, cookie, a one-byte
+/// name, one bitmap word and one 4-byte attribute.
+const MIN_ENTRY: usize = 4 + 8 + 8 + 8 + 8;
 
 fn xdr_len(n: usize) -> usize {
     4 + n + xdr::pad_len(n)
@@ -58,6 +61,17 @@ impl Reply {
         self.dir_used += dir_size;
         self.entries.push(entry4 { cookie, name, attrs });
         true
+    }
+
+    /// About how many more entries fit, judged by the ones taken so far
+    /// (names and attributes in one directory tend to be alike).
+    fn room(&self) -> usize {
+        let taken = self.entries.len();
+        let per_entry = if taken == 0 { MIN_ENTRY } else { ((self.used - FIXED_REPLY) / taken).max(MIN_ENTRY) };
+        let by_size = self.limit.saturating_sub(self.used) / per_entry + 1;
+        let by_dir =
+            if self.dircount > 0 { self.dircount.saturating_sub(self.dir_used) / (8 + 8) + 1 } else { usize::MAX };
+        by_size.min(by_dir)
     }
 }
 
@@ -152,34 +166,41 @@ fn export(cx: &Compound, dir: &Obj, args: &READDIR4args, reply: &mut Reply) -> R
     check_cookie(args, &verf)?;
     let fs = dir.fs();
     let mut backend_cookie = args.cookie.saturating_sub(COOKIE_OFFSET);
-    let batch = cx.core.settings().readdir_batch as usize;
+    let max_batch = (cx.core.settings().readdir_batch as usize).max(1);
+    // Without attributes to return, names are enough; with them, each
+    // batch is read with its entries' objects and sized to what the reply
+    // still has room for, so no attributes are read only to be dropped.
+    let with_attrs = args.attr_request.iter().any(|w| *w != 0);
     loop {
-        let rd = fs.readdir(dir.id, backend_cookie, batch).map_err(stat4)?;
-        for e in &rd.entries {
+        let batch = if with_attrs { reply.room().clamp(1, max_batch) } else { max_batch };
+        let (entries, eof) = if with_attrs {
+            let rd = fs.readdir_plus(dir.id, backend_cookie, batch).map_err(stat4)?;
+            (rd.entries.into_iter().map(|e| (e.entry, Some(e.obj))).collect::<Vec<_>>(), rd.eof)
+        } else {
+            let rd = fs.readdir(dir.id, backend_cookie, batch).map_err(stat4)?;
+            (rd.entries.into_iter().map(|e| (e, None)).collect(), rd.eof)
+        };
+        let last = entries.last().map(|(e, _)| e.cookie);
+        for (e, obj) in entries {
             let Some(wire) = e.cookie.checked_add(COOKIE_OFFSET).filter(|_| e.cookie != 0) else {
                 tracing::error!(export = %dir.export.path, cookie = e.cookie, "backend returned a readdir cookie outside 1..=u64::MAX-2");
                 return Err(nfsstat4::NFS4ERR_SERVERFAULT);
             };
-            let looked_up = std::cell::Cell::new(false);
+            // Removed since the listing was read: not an entry any more.
+            if matches!(obj, Some(Err(VfsError::NotFound))) {
+                continue;
+            }
             let fattr = entry_attrs(cx, &args.attr_request, || {
-                let (id, attrs) = fs.lookup(dir.id, &e.name).map_err(|err| {
-                    looked_up.set(err == VfsError::NotFound);
-                    stat4(err)
-                })?;
+                let (id, attrs) = obj.unwrap_or(Err(VfsError::Invalid)).map_err(stat4)?;
                 Ok(Subject::Obj { export: dir.export, id, attrs })
-            });
-            let fattr = match fattr {
-                // Removed since the listing was read: not an entry any more.
-                _ if looked_up.get() => continue,
-                r => r?,
-            };
-            if !reply.offer(wire, e.name.clone(), fattr) {
+            })?;
+            if !reply.offer(wire, e.name, fattr) {
                 return Ok((verf, false));
             }
         }
-        match rd.entries.last() {
-            _ if rd.eof => return Ok((verf, true)),
-            Some(last) => backend_cookie = last.cookie,
+        match last {
+            _ if eof => return Ok((verf, true)),
+            Some(last) => backend_cookie = last,
             None => {
                 tracing::error!(export = %dir.export.path, "backend readdir returned no entries and no eof; treating as end");
                 return Ok((verf, true));
