@@ -19,6 +19,8 @@ command -v nfs-cp >/dev/null 2>&1 || need_apt+=(libnfs-utils)
 [[ -e /usr/include/nfsc/libnfs.h ]] || need_apt+=(libnfs-dev)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+# `nfsx mount` (crates/cli/tests/fuse_mount.rs) mounts through fusermount3.
+command -v fusermount3 >/dev/null 2>&1 || need_apt+=(fuse3)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "missing Debian packages: ${need_apt[*]} (run as root or install them)" >&2

@@ -102,6 +102,43 @@ enum Command {
     /// (Chen et al. 2015, sections 3, 4, 6; Lai), multi-client.
     #[command(verbatim_doc_comment)]
     Bench(Box<bench::cli::BenchArgs>),
+    /// Mount an NFS export on a local directory through FUSE (NFSv3, with
+    /// nfsx's own client), so any program can use it; no kernel NFS client
+    /// is needed. Runs in the foreground until the directory is unmounted
+    /// (`nfsx umount DIR`, `fusermount3 -u DIR`) or the process gets
+    /// SIGINT/SIGTERM, which unmount it:
+    ///
+    ///   nfsx mount nfs://127.0.0.1/srv/data /mnt/data &
+    ///   tar -C /mnt/data -xf src.tar && nfsx umount /mnt/data
+    ///
+    /// Writes are cached (write-behind) and sent at close(2), fsync(2) or a
+    /// stat of the file, which report any error; attributes and names are
+    /// trusted for --attr-ttl, and every open revalidates the file
+    /// (close-to-open consistency). Needs /dev/fuse and fusermount3
+    /// (Debian package fuse3).
+    #[command(verbatim_doc_comment)]
+    Mount {
+        /// nfs://HOST[:PORT]/EXPORT (PORT: where the server's portmapper answers).
+        url: String,
+        /// Directory to mount on (must exist).
+        dir: PathBuf,
+        /// TOML file of client settings (see docs/CONFIGURATION.md).
+        #[arg(long)]
+        client_config: Option<PathBuf>,
+        /// Let other users than the one mounting use the mount (FUSE
+        /// allow_other; for non-root users it needs user_allow_other in
+        /// /etc/fuse.conf).
+        #[arg(long)]
+        allow_other: bool,
+        /// How long the kernel trusts attributes and names, in milliseconds.
+        #[arg(long, default_value_t = 1000, value_name = "MS")]
+        attr_ttl: u64,
+    },
+    /// Unmount a directory mounted with `nfsx mount` (fusermount3 -u).
+    Umount {
+        /// The mounted directory.
+        dir: PathBuf,
+    },
 }
 
 fn init_logging(filter: &str, format: LogFormat) {
@@ -121,6 +158,31 @@ fn main() -> anyhow::Result<()> {
     init_logging(&cli.log, cli.log_format);
     match cli.command {
         Command::Bench(args) => std::process::exit(bench::cli::main(*args)),
+        Command::Mount { url, dir, client_config, allow_other, attr_ttl } => {
+            let settings = match &client_config {
+                Some(p) => {
+                    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+                    client::ClientSettings::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+                }
+                None => client::ClientSettings::default(),
+            };
+            let mount =
+                fuse::MountSettings { attr_ttl: std::time::Duration::from_millis(attr_ttl), ..Default::default() };
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(mount_nfs(&url, &dir, settings, mount, allow_other))
+        }
+        Command::Umount { dir } => {
+            let status = std::process::Command::new("fusermount3")
+                .arg("-u")
+                .arg(&dir)
+                .status()
+                .context("running fusermount3 (Debian package fuse3)")?;
+            anyhow::ensure!(status.success(), "fusermount3 -u {} failed ({status})", dir.display());
+            Ok(())
+        }
         Command::Serve { dir, listen, portmap_port, backend, exports, config, state_dir, metrics } => {
             let mut settings = match &config {
                 Some(p) => server::Settings::load(p)?,
@@ -161,6 +223,38 @@ async fn serve(cfg: server::ServeConfig) -> anyhow::Result<()> {
     wait_for_signal().await?;
     tracing::info!("shutting down: finishing requests in flight");
     server.shutdown().await;
+    Ok(())
+}
+
+async fn mount_nfs(
+    url: &str,
+    dir: &std::path::Path,
+    settings: client::ClientSettings,
+    mount: fuse::MountSettings,
+    allow_other: bool,
+) -> anyhow::Result<()> {
+    let client = client::Client::connect(url, settings).await.with_context(|| format!("connecting to {url}"))?;
+    let rt = tokio::runtime::Handle::current();
+    let session = fuse::mount(std::sync::Arc::new(client), rt, dir, url, mount, allow_other)
+        .with_context(|| format!("mounting on {} (needs /dev/fuse and fusermount3)", dir.display()))?;
+    tracing::info!(url, dir = %dir.display(), "mounted");
+    // Until someone unmounts the directory, or a signal asks us to.
+    let unmounted = async {
+        while !session.guard.is_finished() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    };
+    tokio::select! {
+        _ = unmounted => {
+            tracing::info!(dir = %dir.display(), "unmounted");
+            session.join().context("the mount's request loop failed")?;
+        }
+        r = wait_for_signal() => {
+            r?;
+            tracing::info!(dir = %dir.display(), "unmounting");
+            session.umount_and_join().context("unmounting")?;
+        }
+    }
     Ok(())
 }
 

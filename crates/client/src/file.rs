@@ -72,8 +72,10 @@ impl File {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at
     /// end of file).
     pub async fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        if self.wrote && !self.inner.wb.lock().is_clean(&self.key) {
-            // Reads see this client's own writes: write them back first.
+        let dirty = !self.inner.wb.lock().is_clean(&self.key);
+        if dirty {
+            // Reads see this client's own writes, through any open file of
+            // it: write them back first.
             self.inner.flush(&self.key).await?;
         }
         let len = buf.len() as u64;
@@ -151,6 +153,12 @@ impl File {
             return Ok(None);
         }
         Ok(Some((data.slice(skip..), *eof)))
+    }
+
+    /// Drops the data read ahead (after the file was truncated or changed
+    /// by someone else).
+    pub fn forget_readahead(&mut self) {
+        self.ahead.clear();
     }
 
     /// fsync(2): everything written through this client to this file is on

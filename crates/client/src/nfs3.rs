@@ -38,6 +38,7 @@ results! {
     ACCESS3res => ACCESS3resok, READ3res => READ3resok, WRITE3res => WRITE3resok, CREATE3res => CREATE3resok,
     MKDIR3res => MKDIR3resok, REMOVE3res => REMOVE3resok, RMDIR3res => RMDIR3resok, RENAME3res => RENAME3resok,
     READDIRPLUS3res => READDIRPLUS3resok, FSINFO3res => FSINFO3resok, FSSTAT3res => FSSTAT3resok,
+    READLINK3res => READLINK3resok, SYMLINK3res => SYMLINK3resok, MKNOD3res => MKNOD3resok, LINK3res => LINK3resok,
     COMMIT3res => COMMIT3resok,
 }
 
@@ -147,6 +148,6 @@ impl Nfs3 {
     }
 }
 
-fn dirop(dir: &nfs_fh3, name: &str) -> diropargs3 {
+pub(crate) fn dirop(dir: &nfs_fh3, name: &str) -> diropargs3 {
     diropargs3 { dir: dir.clone(), name: Bytes::copy_from_slice(name.as_bytes()) }
 }

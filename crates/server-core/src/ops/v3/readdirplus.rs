@@ -36,7 +36,7 @@ pub(super) fn readdirplus(ctx: &Ctx, a: READDIRPLUS3args) -> READDIRPLUS3res {
     let room = |used: usize, dir_used: usize, taken: usize| {
         // The entries taken so far are the best guess at the size of the
         // next ones (names in one directory tend to be alike).
-        let per_entry = if taken == 0 { MIN_ENTRY } else { ((used - FIXED_REPLY) / taken).max(MIN_ENTRY) };
+        let per_entry = (used - FIXED_REPLY).checked_div(taken).map_or(MIN_ENTRY, |p| p.max(MIN_ENTRY));
         let by_size = limit.saturating_sub(used) / per_entry + 1;
         let by_dir = if dir_limit > 0 { dir_limit.saturating_sub(dir_used) / entry3_size(1) + 1 } else { usize::MAX };
         by_size.min(by_dir)

@@ -67,7 +67,7 @@ impl Reply {
     /// (names and attributes in one directory tend to be alike).
     fn room(&self) -> usize {
         let taken = self.entries.len();
-        let per_entry = if taken == 0 { MIN_ENTRY } else { ((self.used - FIXED_REPLY) / taken).max(MIN_ENTRY) };
+        let per_entry = (self.used - FIXED_REPLY).checked_div(taken).map_or(MIN_ENTRY, |p| p.max(MIN_ENTRY));
         let by_size = self.limit.saturating_sub(self.used) / per_entry + 1;
         let by_dir =
             if self.dircount > 0 { self.dircount.saturating_sub(self.dir_used) / (8 + 8) + 1 } else { usize::MAX };

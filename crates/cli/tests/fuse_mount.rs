@@ -1,0 +1,202 @@
+//! `nfsx mount`: real programs on a FUSE mount of the nfsx server (tar,
+//! diff, rm, coreutils), a random-operation exerciser in the style of fsx
+//! comparing a file on the mount with a copy in memory, and a server that
+//! vanishes under the mount.
+//!
+//! Needs /dev/fuse and fusermount3 (Debian fuse3, installed by
+//! scripts/test.sh).
+
+mod support;
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use support::*;
+
+/// A running `nfsx mount`, unmounted and stopped on drop.
+struct Mounted {
+    child: Child,
+    dir: PathBuf,
+    log: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+fn mounted(dir: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let dir = dir.to_str().unwrap();
+    mounts.lines().any(|l| l.split(' ').nth(1) == Some(dir))
+}
+
+impl Mounted {
+    fn new(srv: &TestServer, client_config: &str) -> Mounted {
+        assert!(Path::new("/dev/fuse").exists(), "no /dev/fuse on this machine");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("mnt");
+        std::fs::create_dir(&dir).unwrap();
+        let cfg = tmp.path().join("client.toml");
+        std::fs::write(&cfg, client_config).unwrap();
+        let log = tmp.path().join("mount.log");
+        let out = std::fs::File::create(&log).unwrap();
+        let url = format!("nfs://127.0.0.1:{}{}", srv.port, srv.export.display());
+        let child = Command::new(env!("CARGO_BIN_EXE_nfsx"))
+            .args(["mount", &url, dir.to_str().unwrap(), "--client-config", cfg.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("start nfsx mount");
+        let m = Mounted { child, dir, log, _tmp: tmp };
+        let start = Instant::now();
+        while !mounted(&m.dir) {
+            assert!(start.elapsed() < Duration::from_secs(15), "not mounted: {}", m.log_text());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        m
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn umount(&mut self) {
+        let out = run(env!("CARGO_BIN_EXE_nfsx"), &["umount", self.dir.to_str().unwrap()], Duration::from_secs(20));
+        ok(&out, "nfsx umount");
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < Duration::from_secs(20), "nfsx mount did not exit: {}", self.log_text());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!mounted(&self.dir));
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if mounted(&self.dir) {
+            let _ = Command::new("fusermount3").arg("-u").arg("-z").arg(&self.dir).status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sh(cmd: &str, args: &[&str]) -> String {
+    ok(&run(cmd, args, Duration::from_secs(300)), &format!("{cmd} {}", args.join(" ")))
+}
+
+/// A source tree through the mount: extracted by tar, compared by diff on
+/// the mount and on the server's side, then removed by rm -rf.
+#[test]
+fn tar_diff_rm_through_the_mount() {
+    let srv = TestServer::start(ServerOpts::default());
+    let mut m = Mounted::new(&srv, "");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tar = m._tmp.path().join("src.tar");
+    sh("tar", &["-C", src.to_str().unwrap(), "-cf", tar.to_str().unwrap(), "server-core", "vfs", "proto"]);
+    let mnt = m.dir.to_str().unwrap().to_string();
+    sh("tar", &["-C", &mnt, "-xf", tar.to_str().unwrap()]);
+    for d in ["server-core", "vfs", "proto"] {
+        sh("diff", &["-r", src.join(d).to_str().unwrap(), &format!("{mnt}/{d}")]);
+        sh("diff", &["-r", src.join(d).to_str().unwrap(), srv.export.join(d).to_str().unwrap()]);
+    }
+    // Names, links and metadata as the coreutils see them.
+    sh("ln", &["-s", "vfs/Cargo.toml", &format!("{mnt}/link")]);
+    assert_eq!(sh("readlink", &[&format!("{mnt}/link")]).trim(), "vfs/Cargo.toml");
+    sh("ln", &[&format!("{mnt}/vfs/Cargo.toml"), &format!("{mnt}/hard")]);
+    assert_eq!(sh("stat", &["-c", "%h", &format!("{mnt}/hard")]).trim(), "2");
+    sh("chmod", &["600", &format!("{mnt}/hard")]);
+    sh("touch", &["-d", "2020-01-02 03:04:05", &format!("{mnt}/hard")]);
+    assert_eq!(
+        sh("stat", &["-c", "%a %Y", srv.export.join("vfs/Cargo.toml").to_str().unwrap()]).trim(),
+        "600 1577934245"
+    );
+    sh("mv", &[&format!("{mnt}/hard"), &format!("{mnt}/proto/moved")]);
+    assert!(srv.export.join("proto/moved").exists());
+    sh("mkfifo", &[&format!("{mnt}/fifo")]);
+    assert!(sh("stat", &["-c", "%F", srv.export.join("fifo").to_str().unwrap()]).contains("fifo"));
+    let df = sh("df", &["-P", &mnt]);
+    assert!(df.lines().count() == 2, "df: {df}");
+    sh("rm", &["-rf", &format!("{mnt}/server-core"), &format!("{mnt}/vfs"), &format!("{mnt}/proto")]);
+    sh("rm", &[&format!("{mnt}/link"), &format!("{mnt}/fifo")]);
+    assert_eq!(std::fs::read_dir(&srv.export).unwrap().count(), 0, "left on the server");
+    m.umount();
+}
+
+/// Random writes, truncations, reads, fsyncs and reopens of one file on
+/// the mount, each checked against a copy kept in memory (fsx's method).
+#[test]
+fn random_operations_match_a_local_copy() {
+    let srv = TestServer::start(ServerOpts::default());
+    let mut m = Mounted::new(&srv, "");
+    let path = m.dir.join("fsx.bin");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x6e667378);
+    let mut model: Vec<u8> = Vec::new();
+    let open = || std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+    let mut f = open();
+    const MAX: usize = 1 << 20;
+    for step in 0..3000 {
+        match rng.gen_range(0..100) {
+            0..=44 => {
+                let off = rng.gen_range(0..MAX);
+                let len = rng.gen_range(1..64 * 1024).min(MAX - off);
+                let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                f.seek(SeekFrom::Start(off as u64)).unwrap();
+                f.write_all(&data).unwrap();
+                if model.len() < off + len {
+                    model.resize(off + len, 0);
+                }
+                model[off..off + len].copy_from_slice(&data);
+            }
+            45..=79 => {
+                let off = rng.gen_range(0..MAX);
+                let len = rng.gen_range(1..128 * 1024);
+                let mut got = vec![0u8; len];
+                f.seek(SeekFrom::Start(off as u64)).unwrap();
+                let mut n = 0;
+                while n < len {
+                    let r = f.read(&mut got[n..]).unwrap();
+                    if r == 0 {
+                        break;
+                    }
+                    n += r;
+                }
+                let want = model.get(off..(off + len).min(model.len())).unwrap_or(&[]);
+                assert_eq!(&got[..n], want, "step {step}: read {len} at {off}");
+            }
+            80..=87 => {
+                let size = rng.gen_range(0..MAX);
+                f.set_len(size as u64).unwrap();
+                model.resize(size, 0);
+            }
+            88..=93 => f.sync_all().unwrap(),
+            94..=97 => {
+                drop(f);
+                f = open();
+            }
+            _ => assert_eq!(f.metadata().unwrap().len() as usize, model.len(), "step {step}: size"),
+        }
+    }
+    f.sync_all().unwrap();
+    drop(f);
+    assert_eq!(std::fs::read(&path).unwrap(), model, "whole file through the mount");
+    assert_eq!(std::fs::read(srv.export.join("fsx.bin")).unwrap(), model, "whole file on the server");
+    m.umount();
+}
+
+/// A server that vanishes makes calls fail with EIO (after the client's
+/// reconnect timeout) instead of hanging, and the mount still unmounts.
+#[test]
+fn a_vanished_server_gives_eio_and_the_mount_unmounts() {
+    let mut srv = TestServer::start(ServerOpts::default());
+    let mut m = Mounted::new(&srv, "reconnect_timeout_ms = 1000\n");
+    std::fs::write(m.dir.join("f"), b"x").unwrap();
+    srv.kill9();
+    let start = Instant::now();
+    let err = std::fs::metadata(m.dir.join("other")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+    m.umount();
+}

@@ -1,0 +1,196 @@
+//! The file API by handle: every operation on an object the caller already
+//! holds the handle of, for callers that keep their own table of objects
+//! (the FUSE mount) rather than walk paths. Each keeps the client's name
+//! and attribute caches and its write-behind as true as the path API does.
+
+use bytes::Bytes;
+use proto::nfs3::*;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::fs::OpenOptions;
+use crate::nfs3::dirop;
+
+/// A new object's handle and attributes, from a reply that may leave out
+/// either (RFC 1813 makes both optional): what is missing is asked for.
+async fn made(
+    c: &Client,
+    dir: &nfs_fh3,
+    name: &str,
+    fh: Option<nfs_fh3>,
+    a: Option<fattr3>,
+) -> Result<(nfs_fh3, fattr3)> {
+    let fh = match fh {
+        Some(fh) => fh,
+        None => c.inner.nfs.lookup(dir, name).await?.object,
+    };
+    let a = match a {
+        Some(a) => a,
+        None => c.inner.nfs.getattr(&fh).await?,
+    };
+    Ok((fh, a))
+}
+
+/// One page of a directory listing.
+#[derive(Debug, Clone)]
+pub struct DirPage {
+    pub entries: Vec<entryplus3>,
+    pub cookieverf: cookieverf3,
+    pub eof: bool,
+}
+
+impl Client {
+    /// An open file for a handle already looked up (no call is made).
+    pub fn open_handle(&self, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
+        File::new(self.inner.clone(), fh, attrs, how)
+    }
+
+    /// Whether writes to `fh` are cached here, not yet on the server.
+    pub fn has_cached_writes(&self, fh: &nfs_fh3) -> bool {
+        !self.inner.wb.lock().is_clean(&fh.data)
+    }
+
+    /// Writes back everything this client has cached for `fh`.
+    pub async fn flush_handle(&self, fh: &nfs_fh3) -> Result<()> {
+        self.inner.flush(&fh.data).await
+    }
+
+    /// CREATE: exclusive fails on an existing name (GUARDED), otherwise an
+    /// existing file is opened as it is (UNCHECKED).
+    pub async fn create_in(
+        &self,
+        dir: &nfs_fh3,
+        name: &str,
+        attrs: sattr3,
+        exclusive: bool,
+    ) -> Result<(nfs_fh3, fattr3)> {
+        let how = if exclusive { createhow3::GUARDED(attrs) } else { createhow3::UNCHECKED(attrs) };
+        let r = self.inner.nfs.create(dir, name, how).await;
+        self.inner.caches.changed_dir(&dir.data);
+        let ok = r?;
+        made(self, dir, name, ok.obj, ok.obj_attributes).await
+    }
+
+    pub async fn mkdir_in(&self, dir: &nfs_fh3, name: &str, attributes: sattr3) -> Result<(nfs_fh3, fattr3)> {
+        let r = self
+            .inner
+            .nfs
+            .call::<_, MKDIR3res>(NFS3_MKDIR, &MKDIR3args { r#where: dirop(dir, name), attributes })
+            .await;
+        self.inner.caches.changed_dir(&dir.data);
+        let ok = r?;
+        made(self, dir, name, ok.obj, ok.obj_attributes).await
+    }
+
+    pub async fn symlink_in(
+        &self,
+        dir: &nfs_fh3,
+        name: &str,
+        target: &[u8],
+        attrs: sattr3,
+    ) -> Result<(nfs_fh3, fattr3)> {
+        let symlink = symlinkdata3 { symlink_attributes: attrs, symlink_data: Bytes::copy_from_slice(target) };
+        let r = self
+            .inner
+            .nfs
+            .call::<_, SYMLINK3res>(NFS3_SYMLINK, &SYMLINK3args { r#where: dirop(dir, name), symlink })
+            .await;
+        self.inner.caches.changed_dir(&dir.data);
+        let ok = r?;
+        made(self, dir, name, ok.obj, ok.obj_attributes).await
+    }
+
+    /// MKNOD of a FIFO, socket or device.
+    pub async fn mknod_in(&self, dir: &nfs_fh3, name: &str, what: mknoddata3) -> Result<(nfs_fh3, fattr3)> {
+        let r = self.inner.nfs.call::<_, MKNOD3res>(NFS3_MKNOD, &MKNOD3args { r#where: dirop(dir, name), what }).await;
+        self.inner.caches.changed_dir(&dir.data);
+        let ok = r?;
+        made(self, dir, name, ok.obj, ok.obj_attributes).await
+    }
+
+    /// LINK: a new name `dir/name` for `fh`; returns its new attributes.
+    pub async fn link_in(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<fattr3> {
+        let args = LINK3args { file: fh.clone(), link: dirop(dir, name) };
+        let r = self.inner.nfs.call::<_, LINK3res>(NFS3_LINK, &args).await;
+        self.inner.caches.changed_dir(&dir.data);
+        self.inner.caches.invalidate_attrs(&fh.data);
+        match r?.file_attributes {
+            Some(a) => Ok(a),
+            None => self.getattr_fresh(fh).await,
+        }
+    }
+
+    /// REMOVE; cached writes of the removed file are dropped.
+    pub async fn remove_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
+        if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
+            self.inner.wb.lock().forget(&fh.data);
+            self.inner.caches.invalidate_attrs(&fh.data);
+        }
+        let r = self.inner.nfs.remove(dir, name).await;
+        self.inner.caches.changed_dir(&dir.data);
+        r.map(drop)
+    }
+
+    pub async fn rmdir_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
+        let r = self.inner.nfs.rmdir(dir, name).await;
+        self.inner.caches.changed_dir(&dir.data);
+        r.map(drop)
+    }
+
+    pub async fn rename_in(&self, from: &nfs_fh3, from_name: &str, to: &nfs_fh3, to_name: &str) -> Result<()> {
+        // A file replaced by the rename loses its cached writes, as by REMOVE.
+        if let Some((fh, _)) = self.inner.caches.lookup(&to.data, to_name) {
+            self.inner.wb.lock().forget(&fh.data);
+        }
+        let r = self.inner.nfs.rename(from, from_name, to, to_name).await;
+        self.inner.caches.changed_dir(&from.data);
+        self.inner.caches.changed_dir(&to.data);
+        r.map(drop)
+    }
+
+    /// SETATTR; a size change first writes back what is cached for the
+    /// file, so no cached write lands beyond the new end afterwards.
+    pub async fn setattr_handle(&self, fh: &nfs_fh3, set: sattr3) -> Result<fattr3> {
+        if set.size.is_some() {
+            self.flush_handle(fh).await?;
+        }
+        let r = self.inner.nfs.setattr(fh, set).await;
+        self.inner.caches.invalidate_attrs(&fh.data);
+        match r?.obj_wcc.after {
+            Some(a) => {
+                self.inner.caches.put_attrs(&fh.data, &a);
+                Ok(a)
+            }
+            None => self.getattr_fresh(fh).await,
+        }
+    }
+
+    pub async fn readlink_handle(&self, fh: &nfs_fh3) -> Result<Bytes> {
+        let ok = self.inner.nfs.call::<_, READLINK3res>(NFS3_READLINK, &READLINK3args { symlink: fh.clone() }).await?;
+        Ok(ok.data)
+    }
+
+    pub async fn fsstat(&self, fh: &nfs_fh3) -> Result<FSSTAT3resok> {
+        self.inner.nfs.call::<_, FSSTAT3res>(NFS3_FSSTAT, &FSSTAT3args { fsroot: fh.clone() }).await
+    }
+
+    /// One READDIRPLUS page after `cookie`; the entries' handles and
+    /// attributes go into the caches, so a following lookup or stat of
+    /// each costs no call.
+    pub async fn readdir_page(&self, dir: &nfs_fh3, cookie: u64, cookieverf: cookieverf3) -> Result<DirPage> {
+        let ok = self.inner.nfs.readdirplus(dir, cookie, cookieverf, self.inner.settings.readdir_size).await?;
+        for e in &ok.reply.entries {
+            if e.name[..] == b"."[..] || e.name[..] == b".."[..] {
+                continue;
+            }
+            if let (Some(fh), Some(a), Ok(name)) = (&e.name_handle, &e.name_attributes, std::str::from_utf8(&e.name)) {
+                self.inner.caches.put_entry(&dir.data, name, fh, a, ok.dir_attributes.as_ref());
+            }
+        }
+        if !ok.reply.eof && ok.reply.entries.is_empty() {
+            return Err(Error::Invalid("READDIRPLUS returned no entries before EOF".into()));
+        }
+        Ok(DirPage { entries: ok.reply.entries, cookieverf: ok.cookieverf, eof: ok.reply.eof })
+    }
+}

@@ -1,0 +1,654 @@
+//! The FUSE operations, each answered by a task on the client's runtime so
+//! the kernel's request loop never waits on the network: many calls are
+//! in flight at once, as from an NFS client in the kernel.
+
+use std::ffi::OsStr;
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use client::{Client, OpenOptions};
+use fuser::{
+    Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+};
+use parking_lot::Mutex;
+use proto::nfs3::{cookieverf3, devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3, specdata3};
+
+use crate::attr::{errno, file_attr, kind, sattr};
+use crate::files::OpenFiles;
+use crate::inodes::Inodes;
+
+/// Node ids are not reused, so the kernel never needs a generation.
+const GENERATION: Generation = Generation(0);
+
+/// Settings of one mount.
+#[derive(Debug, Clone)]
+pub struct MountSettings {
+    /// How long the kernel may use attributes and names without asking
+    /// again (the NFS client's `actimeo`). Default 1 s.
+    pub attr_ttl: Duration,
+    /// Largest write the kernel hands over at once. Default 1 MiB.
+    pub max_write: u32,
+}
+
+impl Default for MountSettings {
+    fn default() -> Self {
+        MountSettings { attr_ttl: Duration::from_secs(1), max_write: 1 << 20 }
+    }
+}
+
+pub struct NfsFs {
+    client: Arc<Client>,
+    rt: tokio::runtime::Handle,
+    inodes: Arc<Inodes>,
+    files: Arc<OpenFiles>,
+    /// Open directories: the cookie verifier of each listing.
+    dirs: Arc<Mutex<std::collections::HashMap<u64, cookieverf3>>>,
+    next_dir: AtomicU64,
+    settings: MountSettings,
+}
+
+fn utf8(name: &OsStr) -> Result<String, Errno> {
+    // The client's names are UTF-8; a name that is not cannot be sent.
+    name.to_str().map(str::to_owned).ok_or(Errno::EINVAL)
+}
+
+/// The new object's owner: the calling process's.
+fn owned(req: &Request, mode: u32, umask: u32) -> sattr3 {
+    sattr3 { mode: Some(mode & !umask & 0o7777), uid: Some(req.uid()), gid: Some(req.gid()), ..Default::default() }
+}
+
+impl NfsFs {
+    pub fn new(client: Arc<Client>, rt: tokio::runtime::Handle, settings: MountSettings) -> NfsFs {
+        let inodes = Arc::new(Inodes::new(client.root().clone()));
+        NfsFs {
+            client,
+            rt,
+            inodes,
+            files: Arc::new(OpenFiles::default()),
+            dirs: Arc::default(),
+            next_dir: AtomicU64::new(1),
+            settings,
+        }
+    }
+
+    fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
+        self.rt.spawn(f);
+    }
+
+    fn handle(&self, ino: INodeNo) -> Result<nfs_fh3, Errno> {
+        self.inodes.handle(ino.0).ok_or(Errno::ESTALE)
+    }
+
+    /// Replies with a new entry for `fh`, counting the kernel's lookup.
+    fn entry(inodes: &Inodes, ttl: Duration, reply: ReplyEntry, fh: &nfs_fh3, a: &fattr3) {
+        let ino = inodes.remember(fh);
+        reply.entry(&ttl, &file_attr(ino, a), GENERATION);
+    }
+
+    /// Runs `make` (which creates an object in `parent`) and replies with
+    /// the new entry.
+    fn make_entry<F>(&self, parent: INodeNo, reply: ReplyEntry, make: impl FnOnce(Arc<Client>, nfs_fh3) -> F)
+    where
+        F: Future<Output = client::Result<(nfs_fh3, fattr3)>> + Send + 'static,
+    {
+        let dir = match self.handle(parent) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let (inodes, ttl) = (self.inodes.clone(), self.settings.attr_ttl);
+        let fut = make(self.client.clone(), dir);
+        self.spawn(async move {
+            match fut.await {
+                Ok((fh, a)) => Self::entry(&inodes, ttl, reply, &fh, &a),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    /// Runs `op` on the directory `parent` and replies with its outcome.
+    fn dir_op<F>(&self, parent: INodeNo, reply: ReplyEmpty, op: impl FnOnce(Arc<Client>, nfs_fh3) -> F)
+    where
+        F: Future<Output = client::Result<()>> + Send + 'static,
+    {
+        let dir = match self.handle(parent) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let fut = op(self.client.clone(), dir);
+        self.spawn(async move {
+            match fut.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    /// Writes back what is cached for `ino`: through its open file, or
+    /// the client's cache when none is open.
+    async fn write_back(client: &Client, files: &OpenFiles, ino: u64, fh: &nfs_fh3) -> client::Result<()> {
+        match files.get(ino) {
+            Some(f) => f.lock().await.flush().await,
+            None => client.flush_handle(fh).await,
+        }
+    }
+}
+
+impl Filesystem for NfsFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        use fuser::InitFlags as F;
+        // Each capability on its own: an old kernel lacking one still
+        // gets the others.
+        for cap in [
+            F::FUSE_ASYNC_READ,
+            F::FUSE_BIG_WRITES,
+            F::FUSE_MAX_PAGES,
+            F::FUSE_PARALLEL_DIROPS,
+            F::FUSE_DO_READDIRPLUS,
+            F::FUSE_READDIRPLUS_AUTO,
+        ] {
+            let _ = config.add_capabilities(cap);
+        }
+        let _ = config.set_max_write(self.settings.max_write).or_else(|max| config.set_max_write(max));
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let name = match utf8(name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        self.make_entry(parent, reply, |c, dir| async move { c.lookup_in(&dir, &name).await });
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.inodes.forget(ino.0, nlookup);
+        if self.inodes.handle(ino.0).is_none() {
+            self.files.forget(ino.0);
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
+        let (c, files, ttl) = (self.client.clone(), self.files.clone(), self.settings.attr_ttl);
+        self.spawn(async move {
+            // As the Linux NFS client: writes still cached here would make
+            // the server's size and mtime wrong, so they go first.
+            let r = if c.has_cached_writes(&fh) {
+                match Self::write_back(&c, &files, ino.0, &fh).await {
+                    Ok(()) => c.getattr_fresh(&fh).await,
+                    Err(e) => Err(e),
+                }
+            } else {
+                c.getattr(&fh).await
+            };
+            match r {
+                Ok(a) => reply.attr(&ttl, &file_attr(ino.0, &a)),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
+        let set = sattr(mode, uid, gid, size, atime, mtime);
+        let (c, files, ttl) = (self.client.clone(), self.files.clone(), self.settings.attr_ttl);
+        self.spawn(async move {
+            if size.is_some() {
+                if let Some(f) = files.get(ino.0) {
+                    // Cached writes go out before the size changes, and
+                    // data read ahead past the new end is forgotten.
+                    let mut f = f.lock().await;
+                    if let Err(e) = f.flush().await {
+                        return reply.error(errno(&e));
+                    }
+                    f.forget_readahead();
+                }
+            }
+            match c.setattr_handle(&fh, set).await {
+                Ok(a) => reply.attr(&ttl, &file_attr(ino.0, &a)),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
+        let c = self.client.clone();
+        self.spawn(async move {
+            match c.readlink_handle(&fh).await {
+                Ok(target) => reply.data(&target),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let name = match utf8(name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        let attrs = owned(req, mode, umask);
+        let spec = specdata3 { specdata1: libc::major(rdev.into()), specdata2: libc::minor(rdev.into()) };
+        let what = match mode & libc::S_IFMT {
+            libc::S_IFREG => None,
+            libc::S_IFIFO => Some(mknoddata3::NF3FIFO(attrs.clone())),
+            libc::S_IFSOCK => Some(mknoddata3::NF3SOCK(attrs.clone())),
+            libc::S_IFCHR => Some(mknoddata3::NF3CHR(devicedata3 { dev_attributes: attrs.clone(), spec })),
+            libc::S_IFBLK => Some(mknoddata3::NF3BLK(devicedata3 { dev_attributes: attrs.clone(), spec })),
+            _ => return reply.error(Errno::EINVAL),
+        };
+        self.make_entry(parent, reply, |c, dir| async move {
+            match what {
+                None => c.create_in(&dir, &name, attrs, true).await,
+                Some(what) => c.mknod_in(&dir, &name, what).await,
+            }
+        });
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let name = match utf8(name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        let attrs = owned(req, mode, umask);
+        self.make_entry(parent, reply, |c, dir| async move { c.mkdir_in(&dir, &name, attrs).await });
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let name = match utf8(name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        self.dir_op(parent, reply, |c, dir| async move { c.remove_in(&dir, &name).await });
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let name = match utf8(name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        self.dir_op(parent, reply, |c, dir| async move { c.rmdir_in(&dir, &name).await });
+    }
+
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let name = match utf8(link_name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        let target = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec();
+        let attrs = sattr3 { uid: Some(req.uid()), gid: Some(req.gid()), ..Default::default() };
+        self.make_entry(parent, reply, |c, dir| async move { c.symlink_in(&dir, &name, &target, attrs).await });
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let (name, newname) = match (utf8(name), utf8(newname)) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => return reply.error(Errno::EINVAL),
+        };
+        // NFSv3 RENAME always replaces; an exchange cannot be said at all.
+        if flags.intersects(RenameFlags::RENAME_EXCHANGE | RenameFlags::RENAME_WHITEOUT) {
+            return reply.error(Errno::EINVAL);
+        }
+        let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+        let to = match self.handle(newparent) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        self.dir_op(parent, reply, move |c, from| async move {
+            if noreplace {
+                // Checked, not atomic: NFSv3 has no exclusive rename.
+                match c.lookup_in(&to, &newname).await {
+                    Ok(_) => {
+                        return Err(client::Error::Nfs { proc: "RENAME", status: proto::nfs3::nfsstat3::NFS3ERR_EXIST })
+                    }
+                    Err(e) if e.status() == Some(proto::nfs3::nfsstat3::NFS3ERR_NOENT) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            c.rename_in(&from, &name, &to, &newname).await
+        });
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let name = match utf8(newname) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
+        self.make_entry(newparent, reply, |c, dir| async move {
+            let a = c.link_in(&fh, &dir, &name).await?;
+            Ok((fh, a))
+        });
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
+        let (c, files) = (self.client.clone(), self.files.clone());
+        self.spawn(async move {
+            // Close-to-open: fresh attributes at every open, and the
+            // kernel keeps its cached pages only if the file is unchanged.
+            let a = match c.getattr_fresh(&fh).await {
+                Ok(a) => a,
+                Err(e) => return reply.error(errno(&e)),
+            };
+            let keep = files.unchanged_since_last_open(ino.0, &a);
+            files.open(ino.0, || c.open_handle(fh, a, OpenOptions::read_write()));
+            let flags = if keep { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+            reply.opened(FileHandle(ino.0), flags);
+        });
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Some(file) = self.files.get(ino.0) else { return reply.error(Errno::EBADF) };
+        self.spawn(async move {
+            let mut buf = vec![0u8; size as usize];
+            match file.lock().await.read(offset, &mut buf).await {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let Some(file) = self.files.get(ino.0) else { return reply.error(Errno::EBADF) };
+        let data = data.to_vec();
+        // O_SYNC and O_DSYNC writes are stable before write(2) returns.
+        let sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+        self.spawn(async move {
+            let mut f = file.lock().await;
+            let mut r = f.write(offset, &data).await;
+            if sync && r.is_ok() {
+                r = f.flush().await;
+            }
+            match r {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    /// close(2) of one descriptor: what was written through the mount goes
+    /// to the server now, and close(2) reports it if that fails.
+    fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let Some(file) = self.files.get(ino.0) else { return reply.ok() };
+        self.spawn(async move {
+            match file.lock().await.flush().await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let Some(file) = self.files.release(ino.0) else { return reply.ok() };
+        self.spawn(async move {
+            let r = match Arc::try_unwrap(file) {
+                Ok(f) => f.into_inner().close().await,
+                // A read or write still holds it: it finishes, then the
+                // last reference closes nothing more (all was flushed).
+                Err(shared) => shared.lock().await.flush().await,
+            };
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
+        let (c, files) = (self.client.clone(), self.files.clone());
+        self.spawn(async move {
+            match Self::write_back(&c, &files, ino.0, &fh).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if let Err(e) = self.handle(ino) {
+            return reply.error(e);
+        }
+        let id = self.next_dir.fetch_add(1, Ordering::Relaxed);
+        self.dirs.lock().insert(id, [0u8; 8]);
+        reply.opened(FileHandle(id), FopenFlags::empty());
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let dir = match self.handle(ino) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let (c, inodes, dirs) = (self.client.clone(), self.inodes.clone(), self.dirs.clone());
+        self.spawn(async move {
+            let verf = if offset == 0 { [0u8; 8] } else { dirs.lock().get(&fh.0).copied().unwrap_or([0u8; 8]) };
+            let page = match c.readdir_page(&dir, offset, verf).await {
+                Ok(p) => p,
+                Err(e) => return reply.error(errno(&e)),
+            };
+            dirs.lock().insert(fh.0, page.cookieverf);
+            for e in &page.entries {
+                // An entry the kernel never looked up has no node id yet:
+                // its file id stands in (readdir ids are only reported).
+                let id = e.name_handle.as_ref().and_then(|h| inodes.known(h)).unwrap_or(e.fileid);
+                let t = e.name_attributes.as_ref().map_or(fuser::FileType::RegularFile, |a| kind(a.r#type));
+                if reply.add(INodeNo(id), e.cookie, t, OsStr::from_bytes_lossless(&e.name)) {
+                    break;
+                }
+            }
+            reply.ok();
+        });
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let dir = match self.handle(ino) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let (c, inodes, dirs, ttl) =
+            (self.client.clone(), self.inodes.clone(), self.dirs.clone(), self.settings.attr_ttl);
+        self.spawn(async move {
+            let verf = if offset == 0 { [0u8; 8] } else { dirs.lock().get(&fh.0).copied().unwrap_or([0u8; 8]) };
+            let page = match c.readdir_page(&dir, offset, verf).await {
+                Ok(p) => p,
+                Err(e) => return reply.error(errno(&e)),
+            };
+            dirs.lock().insert(fh.0, page.cookieverf);
+            for e in &page.entries {
+                let name = OsStr::from_bytes_lossless(&e.name);
+                let dot = e.name[..] == b"."[..] || e.name[..] == b".."[..];
+                let full = match (&e.name_handle, &e.name_attributes) {
+                    (Some(h), Some(a)) if !dot => {
+                        // The kernel counts a lookup for every entry but
+                        // `.` and `..` it accepts; one it has no room for
+                        // is given back.
+                        let id = inodes.remember(h);
+                        let full = reply.add(INodeNo(id), e.cookie, name, &ttl, &file_attr(id, a), GENERATION);
+                        if full {
+                            inodes.forget(id, 1);
+                        }
+                        full
+                    }
+                    (_, a) => {
+                        // No handle (or `.`/`..`): listed with what is known,
+                        // and a zero id so the kernel looks it up itself.
+                        let attr = a
+                            .as_ref()
+                            .map(|a| file_attr(e.fileid, a))
+                            .unwrap_or_else(|| file_attr(e.fileid, &fattr3::default()));
+                        reply.add(INodeNo(0), e.cookie, name, &Duration::ZERO, &attr, GENERATION)
+                    }
+                };
+                if full {
+                    break;
+                }
+            }
+            reply.ok();
+        });
+    }
+
+    // NFSv3 has no extended attributes: ENOSYS tells the kernel once, and
+    // it answers every later xattr call itself (EOPNOTSUPP) without asking.
+    fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: fuser::ReplyXattr) {
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        self.dirs.lock().remove(&fh.0);
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
+        let c = self.client.clone();
+        self.spawn(async move {
+            const BSIZE: u64 = 4096;
+            match c.fsstat(&fh).await {
+                Ok(s) => reply.statfs(
+                    s.tbytes / BSIZE,
+                    s.fbytes / BSIZE,
+                    s.abytes / BSIZE,
+                    s.tfiles,
+                    s.ffiles,
+                    BSIZE as u32,
+                    255,
+                    BSIZE as u32,
+                ),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let name = match utf8(name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        let dir = match self.handle(parent) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let attrs = owned(req, mode, umask);
+        let exclusive = flags & libc::O_EXCL != 0;
+        let (c, inodes, files, ttl) =
+            (self.client.clone(), self.inodes.clone(), self.files.clone(), self.settings.attr_ttl);
+        self.spawn(async move {
+            match c.create_in(&dir, &name, attrs, exclusive).await {
+                Ok((fh, a)) => {
+                    let ino = inodes.remember(&fh);
+                    files.unchanged_since_last_open(ino, &a);
+                    files.open(ino, || c.open_handle(fh, a.clone(), OpenOptions::read_write()));
+                    reply.created(&ttl, &file_attr(ino, &a), GENERATION, FileHandle(ino), FopenFlags::empty());
+                }
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+}
+
+/// Names from the server as the kernel takes them: bytes, whatever they are.
+trait FromBytes {
+    fn from_bytes_lossless(b: &[u8]) -> &OsStr;
+}
+
+impl FromBytes for OsStr {
+    fn from_bytes_lossless(b: &[u8]) -> &OsStr {
+        std::os::unix::ffi::OsStrExt::from_bytes(b)
+    }
+}

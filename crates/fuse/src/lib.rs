@@ -1,0 +1,49 @@
+//! `nfsx mount`: an NFS export as a local directory, through FUSE, over
+//! nfsx's own client (NFSv3), so ordinary programs, shells and containers
+//! use an NFS server on a machine whose kernel has no NFS client.
+//!
+//! The kernel's FUSE requests become client calls by file handle
+//! ([`fs::NfsFs`]); node ids map to handles in [`inodes::Inodes`]; every
+//! open of a file shares one client file ([`files::OpenFiles`]), so writes
+//! are cached (write-behind) until close, fsync or a stat, as an NFS client
+//! in the kernel does, and reads are read ahead. Attributes and names are
+//! trusted for `attr_ttl`; a file is revalidated at every open
+//! (close-to-open consistency).
+
+mod attr;
+mod files;
+pub mod fs;
+mod inodes;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use fs::{MountSettings, NfsFs};
+
+/// Mounts `client`'s export on `dir` and serves it from a background
+/// thread until the returned session is dropped or unmounted
+/// (`fusermount3 -u DIR`). `source` names the mount in /proc/mounts.
+pub fn mount(
+    client: Arc<client::Client>,
+    rt: tokio::runtime::Handle,
+    dir: &Path,
+    source: &str,
+    settings: MountSettings,
+    allow_other: bool,
+) -> std::io::Result<fuser::BackgroundSession> {
+    use fuser::MountOption as O;
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        O::FSName(source.to_string()),
+        O::Subtype("nfsx".into()),
+        // Permission bits are checked by the kernel against the
+        // attributes, as for a local file system; the server checks again
+        // with the caller's credentials.
+        O::DefaultPermissions,
+        O::NoDev,
+        O::NoSuid,
+    ];
+    config.acl = if allow_other { fuser::SessionACL::All } else { fuser::SessionACL::Owner };
+    let fs = NfsFs::new(client, rt, settings);
+    fuser::spawn_mount(fs, dir, &config)
+}
