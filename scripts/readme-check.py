@@ -26,6 +26,10 @@ The commands are read from README.md itself (its 4-space-indented blocks;
   added to their URLs, a missing local file made up). `nfsx bench` lines run
   with `--dry-run` (every option checked, every target reached) against a
   scratch server and directory; the first one also runs for real, once.
+  An `nfsx mount URL DIR` line after a served export mounts it (the
+  server's port put in the URL, DIR made if missing) and must show up in
+  /proc/mounts; a file is written and read back through it; an
+  `nfsx umount DIR` line must unmount it and end the mount's process.
 
 Prints one line per command and ends with `readme: N passed, M failed`.
 Exits 1 when any failed. Needs libnfs-utils (nfs-ls, nfs-cat, nfs-cp).
@@ -170,6 +174,11 @@ def serve_dir(tokens):
             continue
         return t
     return None
+
+
+def is_mounted(path):
+    with open("/proc/mounts") as f:
+        return any(line.split(" ")[1] == path for line in f)
 
 
 def with_port(url, port):
@@ -339,10 +348,48 @@ class Checker:
         _, err = self.run([tokens[0]] + argv)
         return err
 
+    # -- `nfsx mount URL DIR` / `nfsx umount DIR`
+    def start_mount(self, cmd, port, n):
+        tokens = [t for t in shlex.split(cmd) if t != "&"]
+        if len(tokens) < 4:
+            return None, "expected `nfsx mount URL DIR`"
+        url, mnt = tokens[2], tokens[3]
+        m = re.match(r"nfs://([^/:]+)(:\d+)?(/.*)", url)
+        if not m:
+            return None, f"cannot read the URL {url}"
+        url = f"nfs://127.0.0.1:{port}{m.group(3)}"
+        os.makedirs(mnt, exist_ok=True)
+        proc = Server([self.nfsx, "mount", url, mnt] + tokens[4:], self.base_env,
+                      os.path.join(self.tmp, f"mount-{n}.log"))
+        deadline = time.time() + START_SECS
+        while not is_mounted(mnt):
+            if proc.proc.poll() is not None or time.time() > deadline:
+                proc.stop()
+                return None, f"{mnt} was not mounted (log {proc.log.name})"
+            time.sleep(0.1)
+        probe = os.path.join(mnt, f"readme-probe-{n}")
+        try:
+            with open(probe, "wb") as f:
+                f.write(b"through the mount\n")
+            with open(probe, "rb") as f:
+                ok = f.read() == b"through the mount\n"
+            os.remove(probe)
+        except OSError as e:
+            ok = False
+            print(f"      {e}")
+        return (proc, mnt), None if ok else "a file written through the mount did not read back"
+
+    def stop_mount(self, mount):
+        proc, mnt = mount
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        return proc.stop() if proc.proc.poll() is None else None
+
     def check_block(self, cmds, n):
         server = None
         port = export = None
         made, before = [], set()
+        mounts = {}
         try:
             for j, cmd in enumerate(cmds):
                 if cmd.startswith("nfsx serve"):
@@ -354,6 +401,25 @@ class Checker:
                     if err:
                         server.stop()
                         server = None
+                elif cmd.startswith("nfsx mount"):
+                    if server is None:
+                        self.result(cmd, "no server started before it in its block")
+                    else:
+                        mount, err = self.start_mount(cmd, port, f"{n}-{j}")
+                        if mount:
+                            mounts[mount[1]] = mount
+                        self.result(cmd, err)
+                elif cmd.startswith("nfsx umount"):
+                    mnt = shlex.split(cmd)[-1]
+                    mount = mounts.pop(mnt, None)
+                    _, err = self.run([self.nfsx, "umount", mnt])
+                    if not err and mount:
+                        try:
+                            mount[0].proc.wait(timeout=20)
+                        except subprocess.TimeoutExpired:
+                            err = "the mount's process did not exit after the unmount"
+                        mount[0].log.close()
+                    self.result(cmd, err if err or mount else "nothing was mounted there")
                 elif cmd.split()[0] in ("nfs-ls", "nfs-cat", "nfs-cp"):
                     if server is None:
                         self.result(cmd, "no server started before it in its block")
@@ -362,6 +428,8 @@ class Checker:
                 else:
                     self.skip(cmd, "not a command this check knows how to run")
         finally:
+            for mount in mounts.values():
+                self.stop_mount(mount)
             if server:
                 self.result_stop(server, made, export, before)
 
