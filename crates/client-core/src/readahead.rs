@@ -28,11 +28,23 @@ pub struct ReadaheadSettings {
     /// readahead (re)starts. Default 2: the second read in a row (1 or 0: at
     /// every read, even random ones).
     pub sequential_reads_to_start: u32,
+    /// Once a stream runs, a read that starts up to this far before the
+    /// previous one, or anywhere in the data already prefetched, still
+    /// continues it: a reader with several reads in flight (the kernel's
+    /// own readahead through FUSE, a thread pool) delivers them out of
+    /// order, and that must not reset the window (Gronvall: sequential
+    /// detection has to tolerate reordering). Default 1 MiB.
+    pub reorder_window: u64,
 }
 
 impl Default for ReadaheadSettings {
     fn default() -> Self {
-        ReadaheadSettings { initial_window: 128 * KIB, max_window: 8192 * KIB, sequential_reads_to_start: 2 }
+        ReadaheadSettings {
+            initial_window: 128 * KIB,
+            max_window: 8192 * KIB,
+            sequential_reads_to_start: 2,
+            reorder_window: 1024 * KIB,
+        }
     }
 }
 
@@ -66,13 +78,19 @@ impl Readahead {
     pub fn on_read(&mut self, offset: u64, len: u64) -> Option<(u64, u64)> {
         let end = offset.saturating_add(len);
         // A read continues the stream if it starts where the previous one
-        // ended, or re-reads part of it (unaligned record reads do).
-        let sequential = self.last.is_some_and(|(s, e)| offset >= s && offset <= e);
-        if !sequential {
+        // ended, or re-reads part of it (unaligned record reads do); once
+        // a stream runs, also if it arrived out of order.
+        let in_order = self.last.is_some_and(|(s, e)| offset >= s && offset <= e);
+        let reordered = self.window > 0
+            && self.last.is_some_and(|(s, _)| {
+                offset.saturating_add(self.s.reorder_window) >= s && offset <= self.prefetched_to
+            });
+        if !in_order && !reordered {
             // This read may be the first of a new stream.
             self.streak = 0;
             self.window = 0;
             self.prefetched_to = 0;
+            self.last = None;
         }
         self.streak = self.streak.saturating_add(1);
         if self.streak >= self.s.sequential_reads_to_start && self.s.max_window > 0 {
@@ -81,7 +99,13 @@ impl Readahead {
                 w => w.saturating_mul(2).min(self.s.max_window),
             };
         }
-        self.last = Some((offset, end));
+        // The stream's front is the furthest read so far: a late read
+        // behind it does not move it back.
+        let (start, end) = match self.last {
+            Some((s, e)) if reordered && !in_order => (s.max(offset), e.max(end)),
+            _ => (offset, end),
+        };
+        self.last = Some((start, end));
         self.prefetched_to = self.prefetched_to.max(end);
         if self.window == 0 || self.prefetched_to - end >= self.window / 2 {
             return None;

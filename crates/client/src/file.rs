@@ -84,9 +84,11 @@ impl File {
             None if !self.ahead.is_empty() && !self.covered(offset) => self.ahead.clear(),
             None => {}
         }
-        // Blocks wholly behind the reader will not be wanted again.
+        // Blocks wholly behind the reader will not be wanted again, but for
+        // those a late read arriving out of order may still want.
+        let behind = offset.saturating_sub(self.inner.settings.readahead.reorder_window);
         let stale: Vec<u64> =
-            self.ahead.range(..offset).filter(|(k, (n, _))| *k + n <= offset).map(|(k, _)| *k).collect();
+            self.ahead.range(..behind).filter(|(k, (n, _))| *k + n <= behind).map(|(k, _)| *k).collect();
         for k in stale {
             self.ahead.remove(&k);
         }

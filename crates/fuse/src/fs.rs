@@ -33,11 +33,14 @@ pub struct MountSettings {
     pub attr_ttl: Duration,
     /// Largest write the kernel hands over at once. Default 1 MiB.
     pub max_write: u32,
+    /// The kernel's readahead window for files on the mount (capped by
+    /// the kernel). Default 1 MiB.
+    pub max_readahead: u32,
 }
 
 impl Default for MountSettings {
     fn default() -> Self {
-        MountSettings { attr_ttl: Duration::from_secs(1), max_write: 1 << 20 }
+        MountSettings { attr_ttl: Duration::from_secs(1), max_write: 1 << 20, max_readahead: 1 << 20 }
     }
 }
 
@@ -154,6 +157,9 @@ impl Filesystem for NfsFs {
             let _ = config.add_capabilities(cap);
         }
         let _ = config.set_max_write(self.settings.max_write).or_else(|max| config.set_max_write(max));
+        // The kernel's readahead window bounds how much of a sequential
+        // read is asked for ahead of the program; as large as it allows.
+        let _ = config.set_max_readahead(self.settings.max_readahead).or_else(|max| config.set_max_readahead(max));
         Ok(())
     }
 

@@ -62,6 +62,33 @@ fn a_miss_collapses_the_window_and_a_new_stream_regrows_it() {
 }
 
 #[test]
+fn reads_arriving_out_of_order_keep_the_stream() {
+    // The kernel's FUSE readahead: 128 KiB reads, several in flight,
+    // served in a slightly shuffled order.
+    let k128 = 128 * KIB;
+    let mut r = ra();
+    // The first reads come one at a time, in order; then three at a time.
+    let mut order: Vec<u64> = (0..512).collect();
+    for trio in order[4..].chunks_mut(3) {
+        trio.reverse();
+    }
+    let mut asked_to = 0;
+    for (n, i) in order.into_iter().enumerate() {
+        if let Some((start, len)) = r.on_read(i * k128, k128) {
+            assert!(start >= asked_to, "nothing asked for twice");
+            asked_to = start + len;
+        }
+        if n > 8 {
+            assert!(r.window() >= 1024 * KIB, "the window collapsed at read {n} (offset {})", i * k128);
+        }
+    }
+    assert_eq!(r.window(), 8 * 1024 * KIB);
+    // A read far behind the stream is a new stream.
+    assert_eq!(r.on_read(0, k128), None);
+    assert_eq!(r.window(), 0);
+}
+
+#[test]
 fn start_threshold_and_disabling() {
     let mut r = Readahead::new(ReadaheadSettings { sequential_reads_to_start: 3, ..ReadaheadSettings::default() });
     assert_eq!(r.on_read(100 * K8, K8), None);
