@@ -153,6 +153,7 @@ impl Filesystem for NfsFs {
             F::FUSE_PARALLEL_DIROPS,
             F::FUSE_DO_READDIRPLUS,
             F::FUSE_READDIRPLUS_AUTO,
+            F::FUSE_CACHE_SYMLINKS,
         ] {
             let _ = config.add_capabilities(cap);
         }
@@ -492,12 +493,29 @@ impl Filesystem for NfsFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        if let Err(e) = self.handle(ino) {
-            return reply.error(e);
-        }
+        let fh = match self.handle(ino) {
+            Ok(fh) => fh,
+            Err(e) => return reply.error(e),
+        };
         let id = self.next_dir.fetch_add(1, Ordering::Relaxed);
         self.dirs.lock().insert(id, [0u8; 8]);
-        reply.opened(FileHandle(id), FopenFlags::empty());
+        let (c, files) = (self.client.clone(), self.files.clone());
+        self.spawn(async move {
+            // The kernel keeps the listing it read (FOPEN_CACHE_DIR) and
+            // reuses it at the next open while the directory's attributes
+            // (through the attribute cache, as an NFS client treats
+            // directories) say it is unchanged; a change made through the
+            // mount drops it in the kernel itself.
+            let a = match c.getattr(&fh).await {
+                Ok(a) => a,
+                Err(e) => return reply.error(errno(&e)),
+            };
+            let mut flags = FopenFlags::FOPEN_CACHE_DIR;
+            if files.unchanged_since_last_open(ino.0, &a) {
+                flags |= FopenFlags::FOPEN_KEEP_CACHE;
+            }
+            reply.opened(FileHandle(id), flags);
+        });
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
