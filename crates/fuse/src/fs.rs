@@ -131,6 +131,21 @@ impl NfsFs {
         });
     }
 
+    /// The page of open directory `id` after `offset` (a cookie), with the
+    /// cookie verifier its previous page gave.
+    async fn page(
+        c: &Client,
+        dirs: &Mutex<std::collections::HashMap<u64, cookieverf3>>,
+        id: u64,
+        dir: &nfs_fh3,
+        offset: u64,
+    ) -> client::Result<client::DirPage> {
+        let verf = if offset == 0 { [0u8; 8] } else { dirs.lock().get(&id).copied().unwrap_or([0u8; 8]) };
+        let page = c.readdir_page(dir, offset, verf).await?;
+        dirs.lock().insert(id, page.cookieverf);
+        Ok(page)
+    }
+
     /// Writes back what is cached for `ino`: through its open file, or
     /// the client's cache when none is open.
     async fn write_back(client: &Client, files: &OpenFiles, ino: u64, fh: &nfs_fh3) -> client::Result<()> {
@@ -525,12 +540,10 @@ impl Filesystem for NfsFs {
         };
         let (c, inodes, dirs) = (self.client.clone(), self.inodes.clone(), self.dirs.clone());
         self.spawn(async move {
-            let verf = if offset == 0 { [0u8; 8] } else { dirs.lock().get(&fh.0).copied().unwrap_or([0u8; 8]) };
-            let page = match c.readdir_page(&dir, offset, verf).await {
+            let page = match Self::page(&c, &dirs, fh.0, &dir, offset).await {
                 Ok(p) => p,
                 Err(e) => return reply.error(errno(&e)),
             };
-            dirs.lock().insert(fh.0, page.cookieverf);
             for e in &page.entries {
                 // An entry the kernel never looked up has no node id yet:
                 // its file id stands in (readdir ids are only reported).
@@ -552,12 +565,10 @@ impl Filesystem for NfsFs {
         let (c, inodes, dirs, ttl) =
             (self.client.clone(), self.inodes.clone(), self.dirs.clone(), self.settings.attr_ttl);
         self.spawn(async move {
-            let verf = if offset == 0 { [0u8; 8] } else { dirs.lock().get(&fh.0).copied().unwrap_or([0u8; 8]) };
-            let page = match c.readdir_page(&dir, offset, verf).await {
+            let page = match Self::page(&c, &dirs, fh.0, &dir, offset).await {
                 Ok(p) => p,
                 Err(e) => return reply.error(errno(&e)),
             };
-            dirs.lock().insert(fh.0, page.cookieverf);
             for e in &page.entries {
                 let name = OsStr::from_bytes_lossless(&e.name);
                 let dot = e.name[..] == b"."[..] || e.name[..] == b".."[..];
