@@ -155,7 +155,13 @@ fn init_logging(filter: &str, format: LogFormat) {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logging(&cli.log, cli.log_format);
+    let filter = match cli.command {
+        // fuser warns that its own unmount failed whenever the directory
+        // was unmounted from outside (nfsx umount), which is the normal end.
+        Command::Mount { .. } => format!("{},fuser::mnt=error", cli.log),
+        _ => cli.log.clone(),
+    };
+    init_logging(&filter, cli.log_format);
     match cli.command {
         Command::Bench(args) => std::process::exit(bench::cli::main(*args)),
         Command::Mount { url, dir, client_config, allow_other, attr_ttl } => {
