@@ -133,6 +133,13 @@ enum Command {
         /// How long the kernel trusts attributes and names, in milliseconds.
         #[arg(long, default_value_t = 1000, value_name = "MS")]
         attr_ttl: u64,
+        /// Calls wait for a server that stopped answering until it is back
+        /// (the NFS `hard` option), instead of failing with EIO once the
+        /// client's retransmissions (`[rpc] retrans`) or its reconnect time
+        /// (`reconnect_timeout_ms`) run out (`soft`, the default here).
+        /// `nfsx umount` still detaches a hard mount whose server is gone.
+        #[arg(long)]
+        hard: bool,
     },
     /// Unmount a directory mounted with `nfsx mount` (fusermount3 -u).
     Umount {
@@ -140,6 +147,13 @@ enum Command {
         dir: PathBuf,
     },
 }
+
+/// How long a signalled `nfsx mount` waits for its calls to finish before
+/// it exits regardless.
+const UNMOUNT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A hard mount's reconnect time: in effect forever (a century).
+const HARD_RECONNECT_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
 
 fn init_logging(filter: &str, format: LogFormat) {
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| filter.to_string());
@@ -164,14 +178,18 @@ fn main() -> anyhow::Result<()> {
     init_logging(&filter, cli.log_format);
     match cli.command {
         Command::Bench(args) => std::process::exit(bench::cli::main(*args)),
-        Command::Mount { url, dir, client_config, allow_other, attr_ttl } => {
-            let settings = match &client_config {
+        Command::Mount { url, dir, client_config, allow_other, attr_ttl, hard } => {
+            let mut settings = match &client_config {
                 Some(p) => {
                     let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
                     client::ClientSettings::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
                 }
                 None => client::ClientSettings::default(),
             };
+            if hard {
+                settings.rpc.retrans = u32::MAX;
+                settings.reconnect_timeout_ms = HARD_RECONNECT_MS;
+            }
             let mount =
                 fuse::MountSettings { attr_ttl: std::time::Duration::from_millis(attr_ttl), ..Default::default() };
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -181,12 +199,23 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(mount_nfs(&url, &dir, settings, mount, allow_other))
         }
         Command::Umount { dir } => {
-            let status = std::process::Command::new("fusermount3")
-                .arg("-u")
-                .arg(&dir)
-                .status()
-                .context("running fusermount3 (Debian package fuse3)")?;
-            anyhow::ensure!(status.success(), "fusermount3 -u {} failed ({status})", dir.display());
+            let fusermount = |lazy: bool| {
+                let mut c = std::process::Command::new("fusermount3");
+                c.arg("-u");
+                if lazy {
+                    c.arg("-z");
+                }
+                c.arg(&dir).status().context("running fusermount3 (Debian package fuse3)")
+            };
+            if fusermount(false)?.success() {
+                return Ok(());
+            }
+            // Busy (a program still in the directory, or a call waiting on
+            // a hard mount's vanished server): detach it now; the kernel
+            // lets it go once the last user leaves.
+            let status = fusermount(true)?;
+            anyhow::ensure!(status.success(), "fusermount3 -u -z {} failed ({status})", dir.display());
+            eprintln!("nfsx umount: {} was busy; detached it (lazy unmount)", dir.display());
             Ok(())
         }
         Command::Serve { dir, listen, portmap_port, backend, exports, config, state_dir, metrics } => {
@@ -258,7 +287,16 @@ async fn mount_nfs(
         r = wait_for_signal() => {
             r?;
             tracing::info!(dir = %dir.display(), "unmounting");
-            session.umount_and_join().context("unmounting")?;
+            // A call waiting on a vanished server (a hard mount) can keep
+            // the session from ending; past a grace period the process
+            // exits anyway, and the kernel fails what is still waiting
+            // (ENOTCONN) when the device closes.
+            let done = tokio::task::spawn_blocking(move || session.umount_and_join());
+            match tokio::time::timeout(UNMOUNT_GRACE, done).await {
+                Ok(Ok(r)) => r.context("unmounting")?,
+                Ok(Err(e)) => anyhow::bail!("unmounting: {e}"),
+                Err(_) => tracing::warn!(dir = %dir.display(), "calls still waiting on the server; leaving them to fail"),
+            }
         }
     }
     Ok(())

@@ -32,6 +32,10 @@ fn mounted(dir: &Path) -> bool {
 
 impl Mounted {
     fn new(srv: &TestServer, client_config: &str) -> Mounted {
+        Mounted::with_args(srv, client_config, &[])
+    }
+
+    fn with_args(srv: &TestServer, client_config: &str, extra: &[&str]) -> Mounted {
         assert!(Path::new("/dev/fuse").exists(), "no /dev/fuse on this machine");
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("mnt");
@@ -43,6 +47,7 @@ impl Mounted {
         let url = format!("nfs://127.0.0.1:{}{}", srv.port, srv.export.display());
         let child = Command::new(env!("CARGO_BIN_EXE_nfsx"))
             .args(["mount", &url, dir.to_str().unwrap(), "--client-config", cfg.to_str().unwrap()])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
@@ -199,4 +204,38 @@ fn a_vanished_server_gives_eio_and_the_mount_unmounts() {
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
     assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
     m.umount();
+}
+
+/// With --hard, a call to a server that went away waits for it, and
+/// completes with the right answer once the server is back; a busy hard
+/// mount still unmounts (lazily).
+#[test]
+fn a_hard_mount_waits_for_its_server_to_return() {
+    let mut srv = TestServer::start(ServerOpts::default());
+    let mut m = Mounted::with_args(&srv, "", &["--hard"]);
+    std::fs::write(m.dir.join("f"), b"before").unwrap();
+    srv.kill9();
+    let path = m.dir.join("g");
+    let waiter = std::thread::spawn(move || std::fs::metadata(path).map(|_| ()).map_err(|e| e.raw_os_error()));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!waiter.is_finished(), "a hard mount's call gave up while the server was down");
+    srv.restart();
+    assert_eq!(waiter.join().unwrap(), Err(Some(libc::ENOENT)), "answered by the restarted server");
+    assert_eq!(std::fs::read(m.dir.join("f")).unwrap(), b"before");
+    // A call stuck on a vanished server keeps the mount busy: umount
+    // detaches it, and SIGTERM ends the mount, failing the stuck call.
+    srv.kill9();
+    let stuck = m.dir.join("h");
+    let stuck = std::thread::spawn(move || std::fs::metadata(stuck).map(|_| ()).map_err(|e| e.raw_os_error()));
+    std::thread::sleep(Duration::from_millis(300));
+    ok(&run(env!("CARGO_BIN_EXE_nfsx"), &["umount", m.dir.to_str().unwrap()], Duration::from_secs(20)), "nfsx umount");
+    assert!(!mounted(&m.dir), "still mounted after nfsx umount");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(m.child.id() as i32, libc::SIGTERM) };
+    let start = Instant::now();
+    while m.child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(15), "nfsx mount did not exit: {}", m.log_text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(stuck.join().unwrap().is_err(), "the stuck call must fail once the mount is gone");
 }
