@@ -239,3 +239,23 @@ fn a_hard_mount_waits_for_its_server_to_return() {
     }
     assert!(stuck.join().unwrap().is_err(), "the stuck call must fail once the mount is gone");
 }
+
+/// Close-to-open: a file changed by another client (here, on the server's
+/// disk) reads whole at the next open, even though the mount had cached
+/// its old size and contents.
+#[test]
+fn an_open_sees_what_another_client_wrote() {
+    let srv = TestServer::start(ServerOpts::default());
+    let mut m = Mounted::new(&srv, "");
+    let f = m.dir.join("f");
+    std::fs::write(&f, b"short").unwrap();
+    assert_eq!(std::fs::read(&f).unwrap(), b"short");
+    for round in 0..3 {
+        let other = format!("written elsewhere, round {round}, longer than before");
+        std::fs::write(srv.export.join("f"), &other).unwrap();
+        // Past the second granularity of some file systems' times.
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(String::from_utf8(std::fs::read(&f).unwrap()).unwrap(), other, "round {round}");
+    }
+    m.umount();
+}

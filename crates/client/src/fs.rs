@@ -169,8 +169,14 @@ impl Client {
 
     /// One LOOKUP, answered from the name cache when it can be.
     pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
-        if let Some(hit) = self.inner.caches.lookup(&dir.data, name) {
-            return Ok(hit);
+        if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
+            // The name is still good; the attributes stored with it were
+            // true when it was cached, and the object may have changed
+            // since (a write through this client): the attribute cache
+            // says what is true now, else the LOOKUP below asks.
+            if let Some(a) = self.inner.caches.attrs(&fh.data) {
+                return Ok((fh, a));
+            }
         }
         let ok = self.inner.nfs.lookup(dir, name).await?;
         let attrs = match ok.obj_attributes {

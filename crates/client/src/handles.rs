@@ -29,6 +29,8 @@ async fn made(
         Some(a) => a,
         None => c.inner.nfs.getattr(&fh).await?,
     };
+    // The next call about a new object is usually a stat of it.
+    c.inner.caches.put_entry(&dir.data, name, &fh, &a, None);
     Ok((fh, a))
 }
 
@@ -41,6 +43,17 @@ pub struct DirPage {
 }
 
 impl Client {
+    /// This client changed `dir`: what was cached about it goes, and the
+    /// directory's attributes after the change (RFC 1813 wcc_data), when
+    /// the reply carried them, take its place, so the next stat of the
+    /// directory costs no GETATTR.
+    fn dir_changed(&self, dir: &nfs_fh3, wcc: Option<&wcc_data>) {
+        self.inner.caches.changed_dir(&dir.data);
+        if let Some(after) = wcc.and_then(|w| w.after.as_ref()) {
+            self.inner.caches.put_attrs(&dir.data, after);
+        }
+    }
+
     /// An open file for a handle already looked up (no call is made).
     pub fn open_handle(&self, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
         File::new(self.inner.clone(), fh, attrs, how)
@@ -67,7 +80,7 @@ impl Client {
     ) -> Result<(nfs_fh3, fattr3)> {
         let how = if exclusive { createhow3::GUARDED(attrs) } else { createhow3::UNCHECKED(attrs) };
         let r = self.inner.nfs.create(dir, name, how).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         let ok = r?;
         made(self, dir, name, ok.obj, ok.obj_attributes).await
     }
@@ -78,7 +91,7 @@ impl Client {
             .nfs
             .call::<_, MKDIR3res>(NFS3_MKDIR, &MKDIR3args { r#where: dirop(dir, name), attributes })
             .await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         let ok = r?;
         made(self, dir, name, ok.obj, ok.obj_attributes).await
     }
@@ -96,7 +109,7 @@ impl Client {
             .nfs
             .call::<_, SYMLINK3res>(NFS3_SYMLINK, &SYMLINK3args { r#where: dirop(dir, name), symlink })
             .await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         let ok = r?;
         made(self, dir, name, ok.obj, ok.obj_attributes).await
     }
@@ -104,7 +117,7 @@ impl Client {
     /// MKNOD of a FIFO, socket or device.
     pub async fn mknod_in(&self, dir: &nfs_fh3, name: &str, what: mknoddata3) -> Result<(nfs_fh3, fattr3)> {
         let r = self.inner.nfs.call::<_, MKNOD3res>(NFS3_MKNOD, &MKNOD3args { r#where: dirop(dir, name), what }).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         let ok = r?;
         made(self, dir, name, ok.obj, ok.obj_attributes).await
     }
@@ -113,7 +126,7 @@ impl Client {
     pub async fn link_in(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<fattr3> {
         let args = LINK3args { file: fh.clone(), link: dirop(dir, name) };
         let r = self.inner.nfs.call::<_, LINK3res>(NFS3_LINK, &args).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.linkdir_wcc));
         self.inner.caches.invalidate_attrs(&fh.data);
         match r?.file_attributes {
             Some(a) => Ok(a),
@@ -128,13 +141,13 @@ impl Client {
             self.inner.caches.invalidate_attrs(&fh.data);
         }
         let r = self.inner.nfs.remove(dir, name).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         r.map(drop)
     }
 
     pub async fn rmdir_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
         let r = self.inner.nfs.rmdir(dir, name).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         r.map(drop)
     }
 
@@ -144,8 +157,8 @@ impl Client {
             self.inner.wb.lock().forget(&fh.data);
         }
         let r = self.inner.nfs.rename(from, from_name, to, to_name).await;
-        self.inner.caches.changed_dir(&from.data);
-        self.inner.caches.changed_dir(&to.data);
+        self.dir_changed(from, r.as_ref().ok().map(|ok| &ok.fromdir_wcc));
+        self.dir_changed(to, r.as_ref().ok().map(|ok| &ok.todir_wcc));
         r.map(drop)
     }
 

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use client::{Client, OpenOptions};
@@ -53,6 +53,8 @@ pub struct NfsFs {
     dirs: Arc<Mutex<std::collections::HashMap<u64, cookieverf3>>>,
     next_dir: AtomicU64,
     settings: MountSettings,
+    /// Tells the kernel to drop what it cached; set once the session runs.
+    notifier: Arc<OnceLock<fuser::Notifier>>,
 }
 
 fn utf8(name: &OsStr) -> Result<String, Errno> {
@@ -76,7 +78,13 @@ impl NfsFs {
             dirs: Arc::default(),
             next_dir: AtomicU64::new(1),
             settings,
+            notifier: Arc::default(),
         }
+    }
+
+    /// Where the session's notifier goes once the mount runs.
+    pub fn notifier_slot(&self) -> Arc<OnceLock<fuser::Notifier>> {
+        self.notifier.clone()
     }
 
     fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
@@ -169,6 +177,9 @@ impl Filesystem for NfsFs {
             F::FUSE_DO_READDIRPLUS,
             F::FUSE_READDIRPLUS_AUTO,
             F::FUSE_CACHE_SYMLINKS,
+            // Reads check the attributes (when the kernel holds them no
+            // longer valid) and drop cached pages of a changed file.
+            F::FUSE_AUTO_INVAL_DATA,
         ] {
             let _ = config.add_capabilities(cap);
         }
@@ -391,7 +402,7 @@ impl Filesystem for NfsFs {
             Ok(fh) => fh,
             Err(e) => return reply.error(e),
         };
-        let (c, files) = (self.client.clone(), self.files.clone());
+        let (c, files, notifier) = (self.client.clone(), self.files.clone(), self.notifier.clone());
         self.spawn(async move {
             // Close-to-open: fresh attributes at every open, and the
             // kernel keeps its cached pages only if the file is unchanged.
@@ -400,6 +411,15 @@ impl Filesystem for NfsFs {
                 Err(e) => return reply.error(errno(&e)),
             };
             let keep = files.unchanged_since_last_open(ino.0, &a);
+            if !keep {
+                // The size and times the kernel holds (from a lookup or a
+                // listing) may predate the change: it asks again before
+                // the next read. Attributes only, so no page lock is taken
+                // while the kernel waits for this open.
+                if let Some(n) = notifier.get() {
+                    let _ = n.inval_inode(INodeNo(ino.0), -1, 0);
+                }
+            }
             files.open(ino.0, || c.open_handle(fh, a, OpenOptions::read_write()));
             let flags = if keep { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
             reply.opened(FileHandle(ino.0), flags);
@@ -610,6 +630,22 @@ impl Filesystem for NfsFs {
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
         reply.error(Errno::ENOSYS);
+    }
+
+    /// No file on an NFS export is a terminal or takes device requests
+    /// (programs ask, e.g. isatty(3) on every open file).
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(Errno::ENOTTY);
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {

@@ -45,5 +45,8 @@ pub fn mount(
     ];
     config.acl = if allow_other { fuser::SessionACL::All } else { fuser::SessionACL::Owner };
     let fs = NfsFs::new(client, rt, settings);
-    fuser::spawn_mount(fs, dir, &config)
+    let notifier = fs.notifier_slot();
+    let session = fuser::spawn_mount(fs, dir, &config)?;
+    let _ = notifier.set(session.notifier());
+    Ok(session)
 }
