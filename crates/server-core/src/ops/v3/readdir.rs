@@ -21,6 +21,7 @@ use vfs::{Access, Attrs, FileId};
 
 use super::{fattr, stat, Ctx, Obj};
 use crate::auth::may;
+use crate::ops::listing::read_batch;
 
 pub(super) const COOKIE_DOT: u64 = 1;
 pub(super) const COOKIE_DOTDOT: u64 = 2;
@@ -124,26 +125,19 @@ pub(super) fn walk(
         Listing::Names => max_batch,
         Listing::WithAttrs(first) => first.clamp(1, max_batch),
     };
+    let with_attrs = matches!(listing, Listing::WithAttrs(_));
     loop {
-        let (entries, eof) = match listing {
-            Listing::Names => {
-                let rd = fs.readdir(dir.id, backend_cookie, batch).map_err(stat)?;
-                (rd.entries.into_iter().map(|e| (e, None)).collect::<Vec<_>>(), rd.eof)
-            }
-            Listing::WithAttrs(_) => {
-                let rd = fs.readdir_plus(dir.id, backend_cookie, batch).map_err(stat)?;
-                (rd.entries.into_iter().map(|e| (e.entry, e.obj.ok())).collect(), rd.eof)
-            }
-        };
+        let (entries, eof) = read_batch(fs, dir.id, backend_cookie, batch, with_attrs).map_err(stat)?;
         let last = entries.last().map(|(e, _)| e.cookie);
         for (e, known) in entries {
             let Some(wire) = e.cookie.checked_add(COOKIE_OFFSET).filter(|_| e.cookie != 0) else {
                 tracing::error!(export = %dir.export.path, cookie = e.cookie, "backend returned a readdir cookie outside 1..=u64::MAX-2");
                 return Err(nfsstat3::NFS3ERR_SERVERFAULT);
             };
+            let known = known.and_then(Result::ok);
             match accept(Candidate { fileid: e.fileid, name: e.name, cookie: wire, known }) {
                 Room::Full => return Ok(false),
-                Room::Left(n) if matches!(listing, Listing::WithAttrs(_)) => batch = n.clamp(1, max_batch),
+                Room::Left(n) if with_attrs => batch = n.clamp(1, max_batch),
                 Room::Left(_) => {}
             }
         }

@@ -13,6 +13,7 @@ use proto::nfs3::{
 
 use super::readdir::{check_start, entry3_size, walk, Listing, Room, FIXED_REPLY, POST_OP_ATTR_SIZE};
 use super::{fattr, Ctx};
+use crate::ops::listing::entries_that_fit;
 
 /// The smallest entry that carries attributes and a handle: a one-byte
 /// name, the attributes, an empty handle. Bounds the first batch read.
@@ -34,10 +35,7 @@ pub(super) fn readdirplus(ctx: &Ctx, a: READDIRPLUS3args) -> READDIRPLUS3res {
     let mut dir_used = 0usize;
     let mut entries: Vec<entryplus3> = Vec::new();
     let room = |used: usize, dir_used: usize, taken: usize| {
-        // The entries taken so far are the best guess at the size of the
-        // next ones (names in one directory tend to be alike).
-        let per_entry = (used - FIXED_REPLY).checked_div(taken).map_or(MIN_ENTRY, |p| p.max(MIN_ENTRY));
-        let by_size = limit.saturating_sub(used) / per_entry + 1;
+        let by_size = entries_that_fit(limit.saturating_sub(used), used - FIXED_REPLY, taken, MIN_ENTRY);
         let by_dir = if dir_limit > 0 { dir_limit.saturating_sub(dir_used) / entry3_size(1) + 1 } else { usize::MAX };
         by_size.min(by_dir)
     };

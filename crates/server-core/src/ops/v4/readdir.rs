@@ -24,6 +24,7 @@ use super::status::stat4;
 use super::{Compound, Fh, Obj};
 use crate::auth::may;
 use crate::fh::HandleData;
+use crate::ops::listing::{entries_that_fit, read_batch};
 
 /// Added to backend cookies on the wire.
 const COOKIE_OFFSET: u64 = 2;
@@ -63,12 +64,14 @@ impl Reply {
         true
     }
 
-    /// About how many more entries fit, judged by the ones taken so far
-    /// (names and attributes in one directory tend to be alike).
+    /// About how many more entries fit.
     fn room(&self) -> usize {
-        let taken = self.entries.len();
-        let per_entry = (self.used - FIXED_REPLY).checked_div(taken).map_or(MIN_ENTRY, |p| p.max(MIN_ENTRY));
-        let by_size = self.limit.saturating_sub(self.used) / per_entry + 1;
+        let by_size = entries_that_fit(
+            self.limit.saturating_sub(self.used),
+            self.used - FIXED_REPLY,
+            self.entries.len(),
+            MIN_ENTRY,
+        );
         let by_dir =
             if self.dircount > 0 { self.dircount.saturating_sub(self.dir_used) / (8 + 8) + 1 } else { usize::MAX };
         by_size.min(by_dir)
@@ -173,13 +176,7 @@ fn export(cx: &Compound, dir: &Obj, args: &READDIR4args, reply: &mut Reply) -> R
     let with_attrs = args.attr_request.iter().any(|w| *w != 0);
     loop {
         let batch = if with_attrs { reply.room().clamp(1, max_batch) } else { max_batch };
-        let (entries, eof) = if with_attrs {
-            let rd = fs.readdir_plus(dir.id, backend_cookie, batch).map_err(stat4)?;
-            (rd.entries.into_iter().map(|e| (e.entry, Some(e.obj))).collect::<Vec<_>>(), rd.eof)
-        } else {
-            let rd = fs.readdir(dir.id, backend_cookie, batch).map_err(stat4)?;
-            (rd.entries.into_iter().map(|e| (e, None)).collect(), rd.eof)
-        };
+        let (entries, eof) = read_batch(fs, dir.id, backend_cookie, batch, with_attrs).map_err(stat4)?;
         let last = entries.last().map(|(e, _)| e.cookie);
         for (e, obj) in entries {
             let Some(wire) = e.cookie.checked_add(COOKIE_OFFSET).filter(|_| e.cookie != 0) else {
