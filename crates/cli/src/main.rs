@@ -102,14 +102,16 @@ enum Command {
     /// (Chen et al. 2015, sections 3, 4, 6; Lai), multi-client.
     #[command(verbatim_doc_comment)]
     Bench(Box<bench::cli::BenchArgs>),
-    /// Mount an NFS export on a local directory through FUSE (NFSv3, with
-    /// nfsx's own client), so any program can use it; no kernel NFS client
+    /// Mount an NFS export on a local directory through FUSE (NFSv3, or
+    /// NFSv4.1 with `?version=4.1`, through nfsx's own client), so any
+    /// program can use it; no kernel NFS client
     /// is needed. Runs in the foreground until the directory is unmounted
     /// (`nfsx umount DIR`, `fusermount3 -u DIR`) or the process gets
     /// SIGINT/SIGTERM, which unmount it:
     ///
     ///   nfsx mount nfs://127.0.0.1/srv/data /mnt/data &
     ///   tar -C /mnt/data -xf src.tar && nfsx umount /mnt/data
+    ///   nfsx mount 'nfs://127.0.0.1/srv/data?version=4.1' /mnt/data &
     ///
     /// Writes are cached (write-behind) and sent at close(2), fsync(2) or a
     /// stat of the file, which report any error; attributes and names are
@@ -118,7 +120,8 @@ enum Command {
     /// (Debian package fuse3).
     #[command(verbatim_doc_comment)]
     Mount {
-        /// nfs://HOST[:PORT]/EXPORT (PORT: where the server's portmapper answers).
+        /// nfs://HOST[:PORT]/EXPORT[?version=3|4.1] (PORT: where the
+        /// server's portmapper answers; version 3 unless given).
         url: String,
         /// Directory to mount on (must exist).
         dir: PathBuf,
@@ -270,7 +273,8 @@ async fn mount_nfs(
 ) -> anyhow::Result<()> {
     let client = client::Client::connect(url, settings).await.with_context(|| format!("connecting to {url}"))?;
     let rt = tokio::runtime::Handle::current();
-    let session = fuse::mount(std::sync::Arc::new(client), rt, dir, url, mount, allow_other)
+    let client = std::sync::Arc::new(client);
+    let session = fuse::mount(client.clone(), rt, dir, url, mount, allow_other)
         .with_context(|| format!("mounting on {} (needs /dev/fuse and fusermount3)", dir.display()))?;
     tracing::info!(url, dir = %dir.display(), "mounted");
     // Until someone unmounts the directory, or a signal asks us to.
@@ -298,6 +302,11 @@ async fn mount_nfs(
                 Err(_) => tracing::warn!(dir = %dir.display(), "calls still waiting on the server; leaving them to fail"),
             }
         }
+    }
+    // NFSv4.1: delegations back and the session ended now, so the server
+    // frees this client's state at once, not at lease expiry.
+    if tokio::time::timeout(UNMOUNT_GRACE, client.shutdown()).await.is_err() {
+        tracing::warn!("the server did not answer the end of the session");
     }
     Ok(())
 }

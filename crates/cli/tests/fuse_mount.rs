@@ -36,6 +36,11 @@ impl Mounted {
     }
 
     fn with_args(srv: &TestServer, client_config: &str, extra: &[&str]) -> Mounted {
+        Mounted::with_query(srv, "", client_config, extra)
+    }
+
+    /// A mount of `srv` with `query` after the URL's path (`?version=4.1`).
+    fn with_query(srv: &TestServer, query: &str, client_config: &str, extra: &[&str]) -> Mounted {
         assert!(Path::new("/dev/fuse").exists(), "no /dev/fuse on this machine");
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("mnt");
@@ -44,7 +49,7 @@ impl Mounted {
         std::fs::write(&cfg, client_config).unwrap();
         let log = tmp.path().join("mount.log");
         let out = std::fs::File::create(&log).unwrap();
-        let url = format!("nfs://127.0.0.1:{}{}", srv.port, srv.export.display());
+        let url = format!("nfs://127.0.0.1:{}{}{query}", srv.port, srv.export.display());
         let child = Command::new(env!("CARGO_BIN_EXE_nfsx"))
             .args(["mount", &url, dir.to_str().unwrap(), "--client-config", cfg.to_str().unwrap()])
             .args(extra)
@@ -96,8 +101,17 @@ fn sh(cmd: &str, args: &[&str]) -> String {
 /// the mount and on the server's side, then removed by rm -rf.
 #[test]
 fn tar_diff_rm_through_the_mount() {
+    tar_diff_rm("");
+}
+
+#[test]
+fn tar_diff_rm_through_an_nfsv41_mount() {
+    tar_diff_rm("?version=4.1");
+}
+
+fn tar_diff_rm(query: &str) {
     let srv = TestServer::start(ServerOpts::default());
-    let mut m = Mounted::new(&srv, "");
+    let mut m = Mounted::with_query(&srv, query, "", &[]);
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let tar = m._tmp.path().join("src.tar");
     sh("tar", &["-C", src.to_str().unwrap(), "-cf", tar.to_str().unwrap(), "server-core", "vfs", "proto"]);
@@ -134,8 +148,17 @@ fn tar_diff_rm_through_the_mount() {
 /// the mount, each checked against a copy kept in memory (fsx's method).
 #[test]
 fn random_operations_match_a_local_copy() {
+    random_operations("");
+}
+
+#[test]
+fn random_operations_match_a_local_copy_over_nfsv41() {
+    random_operations("?version=4.1");
+}
+
+fn random_operations(query: &str) {
     let srv = TestServer::start(ServerOpts::default());
-    let mut m = Mounted::new(&srv, "");
+    let mut m = Mounted::with_query(&srv, query, "", &[]);
     let path = m.dir.join("fsx.bin");
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x6e667378);
     let mut model: Vec<u8> = Vec::new();

@@ -7,4 +7,5 @@ pub mod attrcache;
 pub mod readahead;
 pub mod rpc;
 pub mod stats;
+pub mod v41;
 pub mod writeback;

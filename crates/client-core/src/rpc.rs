@@ -100,8 +100,27 @@ struct Pending {
     transmissions: u32,
 }
 
+/// A call the server made to this client on the same connection (the
+/// NFSv4.1 back channel, RFC 8881 section 2.10.3.1).
+#[derive(Debug, Clone)]
+pub struct IncomingCall {
+    pub xid: u32,
+    pub prog: u32,
+    pub vers: u32,
+    pub proc_: u32,
+    /// The arguments, after the call header.
+    pub args: Bytes,
+}
+
+/// Calls from the server waiting to be answered; more are dropped (the
+/// server retransmits), so a server cannot make the client hold
+/// unbounded memory.
+const MAX_INCOMING: usize = 64;
+
 pub struct RpcCore {
     settings: RpcSettings,
+    /// None: calls from the server are dropped (NFSv3 has none).
+    incoming: Option<VecDeque<IncomingCall>>,
     cred: opaque_auth,
     next_xid: u32,
     pending: HashMap<u32, Pending>,
@@ -116,6 +135,7 @@ impl RpcCore {
     pub fn new(settings: RpcSettings, cred: opaque_auth, first_xid: u32) -> RpcCore {
         RpcCore {
             settings,
+            incoming: None,
             cred,
             next_xid: first_xid,
             pending: HashMap::new(),
@@ -125,8 +145,34 @@ impl RpcCore {
         }
     }
 
+    /// Keeps the calls the server makes on this connection for
+    /// [`RpcCore::poll_incoming`] instead of dropping them.
+    pub fn accept_incoming(&mut self) {
+        self.incoming.get_or_insert_with(VecDeque::new);
+    }
+
+    /// The next call from the server, in arrival order.
+    pub fn poll_incoming(&mut self) -> Option<IncomingCall> {
+        self.incoming.as_mut()?.pop_front()
+    }
+
     /// Queues a call whose arguments are already XDR-encoded; returns its xid.
     pub fn call(&mut self, prog: u32, vers: u32, proc_: u32, args: Vec<Bytes>, now: Nanos) -> u32 {
+        let name = procedure_name(prog, vers, proc_);
+        self.call_named(name, prog, vers, proc_, args, now)
+    }
+
+    /// [`RpcCore::call`], counted under `name` rather than the
+    /// procedure's: an NFSv4 COMPOUND under the operation it is for.
+    pub fn call_named(
+        &mut self,
+        name: &'static str,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: Vec<Bytes>,
+        now: Nanos,
+    ) -> u32 {
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
         let msg = rpc_msg {
@@ -148,7 +194,6 @@ impl RpcCore {
         let mut record = Vec::with_capacity(body.len() + 1);
         record.push(Bytes::copy_from_slice(&record_header(len, true)));
         record.extend(body);
-        let name = procedure_name(prog, vers, proc_);
         self.stats.op(name).count += 1;
         let timeout = self.settings.timeout_ms.max(1) * MS;
         let p = Pending {
@@ -196,7 +241,19 @@ impl RpcCore {
         let msg = rpc_msg::decode(&mut d).ok()?;
         let body = match msg.body {
             rpc_msg_body::REPLY(body) => body,
-            rpc_msg_body::CALL(_) => return None, // no callbacks on NFSv3
+            rpc_msg_body::CALL(call) => {
+                if let Some(q) = self.incoming.as_mut().filter(|q| q.len() < MAX_INCOMING) {
+                    let args = d.rest();
+                    q.push_back(IncomingCall {
+                        xid: msg.xid,
+                        prog: call.prog,
+                        vers: call.vers,
+                        proc_: call.proc,
+                        args,
+                    });
+                }
+                return None;
+            }
         };
         let p = self.pending.remove(&msg.xid)?;
         if p.deadline.is_some() {
@@ -287,6 +344,27 @@ impl RpcCore {
         }
         Completion { xid, result: Err(err) }
     }
+}
+
+/// The record answering an incoming call `xid` with `results` (AUTH_NONE
+/// verifier, SUCCESS); ready to write as it is.
+pub fn success_reply(xid: u32, results: Vec<Bytes>) -> Vec<Bytes> {
+    let msg = rpc_msg {
+        xid,
+        body: rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply {
+            verf: opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() },
+            reply_data: reply_data::SUCCESS,
+        })),
+    };
+    let mut e = Encoder::new();
+    msg.encode(&mut e);
+    let mut body = e.into_segments();
+    body.extend(results);
+    let len: usize = body.iter().map(Bytes::len).sum();
+    let mut record = Vec::with_capacity(body.len() + 1);
+    record.push(Bytes::copy_from_slice(&record_header(len, true)));
+    record.extend(body);
+    record
 }
 
 fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {

@@ -11,12 +11,14 @@ use proto::nfs3::nfs_fh3;
 use crate::error::{Error, Result};
 use crate::fs::Inner;
 use crate::mount::{self, ServerAddrs};
+use crate::nfs::Nfs;
 use crate::nfs3::Nfs3;
+use crate::nfs41::Nfs41;
 use crate::settings::ClientSettings;
 use crate::transport::{ConnParams, Connection};
-use crate::url::NfsUrl;
+use crate::url::{NfsUrl, Version};
 
-/// A mounted NFSv3 export: the raw calls ([`Client::nfs3`]) and the cached
+/// A mounted export over NFSv3 or NFSv4.1: the raw calls ([`Client::nfs3`]) and the cached
 /// file API ([`Client::open`] and friends, in `fs.rs`). Cheap to clone;
 /// clones share connections and caches. Each [`Client::connect`] is an
 /// independent client with its own connections and caches.
@@ -73,7 +75,40 @@ impl Client {
 
     /// Mounts with the service addresses already known (or redirected,
     /// e.g. through a delay proxy).
-    pub async fn connect_to(url: &NfsUrl, addrs: ServerAddrs, mut settings: ClientSettings) -> Result<Client> {
+    pub async fn connect_to(url: &NfsUrl, addrs: ServerAddrs, settings: ClientSettings) -> Result<Client> {
+        match url.version {
+            Version::V3 => Self::connect_v3(url, addrs, settings).await,
+            Version::V41 => Self::connect_v41(url, addrs, settings).await,
+        }
+    }
+
+    /// NFSv4.1 needs no MOUNT: a session on the NFS port, and the export's
+    /// handle from a PUTROOTFH + LOOKUP compound.
+    async fn connect_v41(url: &NfsUrl, addrs: ServerAddrs, mut settings: ClientSettings) -> Result<Client> {
+        let base = conn_params(&settings, addrs.nfs);
+        let nfs = Nfs41::connect(base, &settings, &url.export).await?;
+        let root = nfs_fh3 { data: nfs.root() };
+        let (rtmax, wtmax) = nfs.io_limits(&root.data).await?;
+        settings.rsize = clamp_io(settings.rsize, rtmax);
+        settings.wsize = clamp_io(settings.wsize, wtmax);
+        settings.writeback.wsize = settings.wsize as u64;
+        let inner = Arc::new(Inner::new(Nfs::V41(nfs.clone()), root, settings, url.clone()));
+        // A recall writes back what the delegation let this client keep,
+        // and forgets the attributes it let it trust.
+        let weak = Arc::downgrade(&inner);
+        nfs.set_flush_hook(Arc::new(move |fh| {
+            let weak = weak.clone();
+            Box::pin(async move {
+                if let Some(inner) = weak.upgrade() {
+                    let _ = inner.flush(&fh).await;
+                    inner.caches.invalidate_attrs(&fh);
+                }
+            })
+        }));
+        Ok(Client { inner })
+    }
+
+    async fn connect_v3(url: &NfsUrl, addrs: ServerAddrs, mut settings: ClientSettings) -> Result<Client> {
         let base = conn_params(&settings, addrs.nfs);
         let root = mount::mnt(addrs.mount, &url.export, &base, base.connect_timeout * 2).await?;
         let mut conns = Vec::new();
@@ -88,12 +123,35 @@ impl Client {
         settings.rsize = clamp_io(settings.rsize, info.rtmax);
         settings.wsize = clamp_io(settings.wsize, info.wtmax);
         settings.writeback.wsize = settings.wsize as u64;
-        Ok(Client { inner: Arc::new(Inner::new(nfs, root, settings, url.clone())) })
+        Ok(Client { inner: Arc::new(Inner::new(Nfs::V3(nfs), root, settings, url.clone())) })
     }
 
-    /// The raw NFSv3 calls, sharing this client's connections and counters.
-    pub fn nfs3(&self) -> &Nfs3 {
-        &self.inner.nfs
+    /// The raw NFSv3 calls (None over NFSv4.1), sharing this client's
+    /// connections and counters.
+    pub fn nfs3(&self) -> Option<&Nfs3> {
+        match &self.inner.nfs {
+            Nfs::V3(n) => Some(n),
+            Nfs::V41(_) => None,
+        }
+    }
+
+    /// The NFSv4.1 session (None over NFSv3).
+    pub fn nfs41(&self) -> Option<&Arc<Nfs41>> {
+        self.inner.nfs.v41()
+    }
+
+    /// "3" or "4.1".
+    pub fn version(&self) -> &'static str {
+        self.inner.nfs.version()
+    }
+
+    /// Ends an NFSv4.1 session: delegations returned, the session and the
+    /// client id destroyed, so the server frees their state now rather
+    /// than at lease expiry. Nothing to do over NFSv3.
+    pub async fn shutdown(&self) {
+        if let Some(n) = self.inner.nfs.v41() {
+            n.shutdown().await;
+        }
     }
 
     pub fn root(&self) -> &nfs_fh3 {

@@ -2,6 +2,7 @@
 
 use client_core::rpc::RpcError;
 use proto::nfs3::nfsstat3;
+use proto::nfs4::nfsstat4;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
@@ -15,6 +16,8 @@ pub enum Error {
     Rpc { proc: &'static str, err: RpcError },
     #[error("{proc} failed: {status:?}")]
     Nfs { proc: &'static str, status: nfsstat3 },
+    #[error("{op} failed: {status:?}")]
+    Nfs4 { op: &'static str, status: nfsstat4 },
     #[error("{proc}: malformed reply: {why}")]
     Decode { proc: &'static str, why: String },
     #[error("{0}")]
@@ -26,9 +29,25 @@ impl Error {
     pub fn status(&self) -> Option<nfsstat3> {
         match self {
             Error::Nfs { status, .. } => Some(*status),
+            Error::Nfs4 { status, .. } => Some(v3_status(*status)),
             _ => None,
         }
     }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// The NFSv3 status of an NFSv4 error, so callers (the mount's errno
+/// mapping) see one set: RFC 7530 kept the numbers of the errors both
+/// versions have; the v4-only ones become the nearest v3 error.
+pub fn v3_status(s: nfsstat4) -> nfsstat3 {
+    use nfsstat4::*;
+    match s {
+        NFS4ERR_DELAY | NFS4ERR_GRACE => nfsstat3::NFS3ERR_JUKEBOX,
+        NFS4ERR_SYMLINK | NFS4ERR_WRONG_TYPE => nfsstat3::NFS3ERR_NOTDIR,
+        NFS4ERR_LOCKED | NFS4ERR_DENIED | NFS4ERR_SHARE_DENIED | NFS4ERR_OPENMODE => nfsstat3::NFS3ERR_ACCES,
+        NFS4ERR_FHEXPIRED | NFS4ERR_NOFILEHANDLE => nfsstat3::NFS3ERR_STALE,
+        NFS4ERR_BADCHAR | NFS4ERR_BADNAME | NFS4ERR_BADOWNER => nfsstat3::NFS3ERR_INVAL,
+        other => nfsstat3::try_from(other as i32).unwrap_or(nfsstat3::NFS3ERR_IO),
+    }
+}

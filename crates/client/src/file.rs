@@ -29,12 +29,60 @@ pub struct File {
     /// Readahead blocks by offset, with their length.
     ahead: BTreeMap<u64, (u64, Chunk)>,
     wrote: bool,
+    open: ServerOpen,
+}
+
+/// The server-side opens this `File` holds (NFSv4.1; NFSv3 has none):
+/// made before the first read or write with the access it needs, and
+/// upgraded when a write follows reads; each is CLOSEd at close.
+#[derive(Debug, Clone, Copy, Default)]
+struct ServerOpen {
+    needed: bool,
+    read: bool,
+    write: bool,
+    held: u32,
 }
 
 impl File {
+    /// A file whose server-side open, if the protocol has one, is made
+    /// before its first read or write.
     pub(crate) fn new(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
+        let open = ServerOpen { needed: inner.nfs.v41().is_some(), ..Default::default() };
+        Self::with_open(inner, fh, attrs, how, open)
+    }
+
+    /// A file already open on the server (by the OPEN that found it).
+    pub(crate) fn opened(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
+        let open = ServerOpen { needed: true, read: how.read || !how.write, write: how.write, held: 1 };
+        Self::with_open(inner, fh, attrs, how, open)
+    }
+
+    fn with_open(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions, open: ServerOpen) -> File {
         let ra = Readahead::new(inner.settings.readahead.clone());
-        File { key: fh.data.clone(), inner, fh, how, attrs, ra, ahead: BTreeMap::new(), wrote: false }
+        File { key: fh.data.clone(), inner, fh, how, attrs, ra, ahead: BTreeMap::new(), wrote: false, open }
+    }
+
+    /// Makes (or upgrades) the server-side open before I/O that needs it.
+    async fn ensure_open(&mut self, write: bool) -> Result<()> {
+        let o = self.open;
+        if !o.needed || (write && o.write) || (!write && o.read) {
+            return Ok(());
+        }
+        let (read, write) = (o.read || !write, o.write || write);
+        if self.inner.nfs.open(&self.fh, read, write).await? {
+            self.open = ServerOpen { needed: true, read, write, held: o.held + 1 };
+        }
+        Ok(())
+    }
+
+    /// CLOSEs every open this file made.
+    async fn close_server_opens(&mut self) -> Result<()> {
+        let held = std::mem::take(&mut self.open.held);
+        let mut r = Ok(());
+        for _ in 0..held {
+            r = r.and(self.inner.nfs.close(&self.fh).await);
+        }
+        r
     }
 
     pub fn handle(&self) -> &nfs_fh3 {
@@ -49,6 +97,7 @@ impl File {
     /// Writes `data` at `offset`. Returns once it is cached (write-behind),
     /// or, for O_SYNC, once the server has it on stable storage.
     pub async fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.ensure_open(true).await?;
         self.wrote = true;
         self.ahead.clear();
         if !self.how.sync {
@@ -72,6 +121,7 @@ impl File {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at
     /// end of file).
     pub async fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.ensure_open(false).await?;
         let dirty = !self.inner.wb.lock().is_clean(&self.key);
         if dirty {
             // Reads see this client's own writes, through any open file of
@@ -173,16 +223,33 @@ impl File {
     pub async fn close(mut self) -> Result<()> {
         self.ahead.clear();
         let r = if self.wrote { self.inner.flush(&self.key).await } else { Ok(()) };
-        let mut wb = self.inner.wb.lock();
-        if wb.is_clean(&self.key) {
-            wb.forget(&self.key);
+        {
+            let mut wb = self.inner.wb.lock();
+            if wb.is_clean(&self.key) {
+                wb.forget(&self.key);
+            }
         }
-        r
+        let closed = self.close_server_opens().await;
+        r.and(closed)
     }
 }
 
 impl Drop for File {
     fn drop(&mut self) {
+        let held = self.open.held;
+        if held > 0 {
+            // Dropped without close: the opens still go, after whatever
+            // the write-behind holds for the file.
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let (inner, fh) = (self.inner.clone(), self.fh.clone());
+                rt.spawn(async move {
+                    let _ = inner.flush(&fh.data).await;
+                    for _ in 0..held {
+                        let _ = inner.nfs.close(&fh).await;
+                    }
+                });
+            }
+        }
         for (_, (_, c)) in std::mem::take(&mut self.ahead) {
             if let Chunk::Pending(t) = c {
                 t.abort();

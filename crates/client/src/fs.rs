@@ -19,7 +19,7 @@ use crate::cache::Caches;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::nfs3::Nfs3;
+use crate::nfs::Nfs;
 use crate::settings::ClientSettings;
 use crate::url::NfsUrl;
 
@@ -63,7 +63,7 @@ pub struct DirEntry {
 pub(crate) type Key = Bytes;
 
 pub(crate) struct Inner {
-    pub nfs: Nfs3,
+    pub nfs: Nfs,
     pub root: nfs_fh3,
     pub settings: ClientSettings,
     #[allow(dead_code)]
@@ -75,7 +75,7 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    pub fn new(nfs: Nfs3, root: nfs_fh3, settings: ClientSettings, url: NfsUrl) -> Inner {
+    pub fn new(nfs: Nfs, root: nfs_fh3, settings: ClientSettings, url: NfsUrl) -> Inner {
         let wb = Mutex::new(Writeback::new(settings.writeback.clone()));
         let caches = Caches::new(&settings);
         Inner { nfs, root, settings, url, wb, wb_progress: Notify::new(), caches }
@@ -200,6 +200,13 @@ impl Client {
 
     /// GETATTR from the server (close-to-open revalidation).
     pub async fn getattr_fresh(&self, fh: &nfs_fh3) -> Result<fattr3> {
+        // Under a delegation the server tells this client before anyone
+        // else changes the file: what is cached is still true.
+        if self.inner.nfs.delegated(fh) {
+            if let Some(a) = self.inner.caches.attrs(&fh.data) {
+                return Ok(a);
+            }
+        }
         let a = self.inner.nfs.getattr(fh).await?;
         self.inner.caches.revalidate(&fh.data, &a);
         Ok(a)
@@ -230,6 +237,9 @@ impl Client {
     /// Opens (and with `create`, creates) a file.
     pub async fn open(&self, path: &str, how: OpenOptions) -> Result<File> {
         let (dir, name) = self.parent_of(path).await?;
+        if self.inner.nfs.v41().is_some() {
+            return self.open_v41(&dir, name, how).await;
+        }
         let found = match self.lookup_in(&dir, name).await {
             Ok(found) => Some(found),
             Err(e) if e.status() == Some(nfsstat3::NFS3ERR_NOENT) && how.create => None,
@@ -256,6 +266,33 @@ impl Client {
         Ok(File::new(self.inner.clone(), fh, attrs, how))
     }
 
+    /// NFSv4.1: one OPEN compound finds (or creates) the file, opens it
+    /// and returns its handle and attributes, where NFSv3 needs a LOOKUP,
+    /// a GETATTR and maybe a CREATE.
+    async fn open_v41(&self, dir: &nfs_fh3, name: &str, how: OpenOptions) -> Result<File> {
+        let v41 = self.inner.nfs.v41().expect("checked by the caller");
+        let access = crate::nfs41::OpenAccess::new(how.read || !how.write, how.write);
+        let create = how.create.then(|| {
+            let mode = sattr3 { mode: Some(0o644), ..Default::default() };
+            proto::nfs4::createhow4::UNCHECKED4(client_core::v41::attrs::encode_sattr(&mode))
+        });
+        let r = v41.open_name(&dir.data, name, access, create).await;
+        if how.create {
+            self.inner.caches.changed_dir(&dir.data);
+        }
+        let (fh, mut a) = r?;
+        let fh = nfs_fh3 { data: fh };
+        if how.truncate && a.size != 0 {
+            let set = sattr3 { size: Some(0), ..Default::default() };
+            if let Some(post) = v41.setattr(&fh.data, set).await?.obj_wcc.after {
+                a = post;
+            }
+        }
+        self.inner.caches.revalidate(&fh.data, &a);
+        self.inner.caches.put_entry(&dir.data, name, &fh, &a, None);
+        Ok(File::opened(self.inner.clone(), fh, a, how))
+    }
+
     async fn create_file(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
         let how = createhow3::UNCHECKED(sattr3 { mode: Some(0o644), ..Default::default() });
         let ok = self.inner.nfs.create(dir, name, how).await?;
@@ -275,7 +312,7 @@ impl Client {
 
     pub async fn mkdir(&self, path: &str) -> Result<()> {
         let (dir, name) = self.parent_of(path).await?;
-        let r = self.inner.nfs.mkdir(&dir, name, 0o755).await;
+        let r = self.inner.nfs.mkdir(&dir, name, sattr3 { mode: Some(0o755), ..Default::default() }).await;
         self.inner.caches.changed_dir(&dir.data);
         r.map(drop)
     }

@@ -10,7 +10,6 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::fs::OpenOptions;
-use crate::nfs3::dirop;
 
 /// A new object's handle and attributes, from a reply that may leave out
 /// either (RFC 1813 makes both optional): what is missing is asked for.
@@ -86,11 +85,7 @@ impl Client {
     }
 
     pub async fn mkdir_in(&self, dir: &nfs_fh3, name: &str, attributes: sattr3) -> Result<(nfs_fh3, fattr3)> {
-        let r = self
-            .inner
-            .nfs
-            .call::<_, MKDIR3res>(NFS3_MKDIR, &MKDIR3args { r#where: dirop(dir, name), attributes })
-            .await;
+        let r = self.inner.nfs.mkdir(dir, name, attributes).await;
         self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         let ok = r?;
         made(self, dir, name, ok.obj, ok.obj_attributes).await
@@ -103,12 +98,7 @@ impl Client {
         target: &[u8],
         attrs: sattr3,
     ) -> Result<(nfs_fh3, fattr3)> {
-        let symlink = symlinkdata3 { symlink_attributes: attrs, symlink_data: Bytes::copy_from_slice(target) };
-        let r = self
-            .inner
-            .nfs
-            .call::<_, SYMLINK3res>(NFS3_SYMLINK, &SYMLINK3args { r#where: dirop(dir, name), symlink })
-            .await;
+        let r = self.inner.nfs.symlink(dir, name, target, attrs).await;
         self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         let ok = r?;
         made(self, dir, name, ok.obj, ok.obj_attributes).await
@@ -116,7 +106,7 @@ impl Client {
 
     /// MKNOD of a FIFO, socket or device.
     pub async fn mknod_in(&self, dir: &nfs_fh3, name: &str, what: mknoddata3) -> Result<(nfs_fh3, fattr3)> {
-        let r = self.inner.nfs.call::<_, MKNOD3res>(NFS3_MKNOD, &MKNOD3args { r#where: dirop(dir, name), what }).await;
+        let r = self.inner.nfs.mknod(dir, name, what).await;
         self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
         let ok = r?;
         made(self, dir, name, ok.obj, ok.obj_attributes).await
@@ -124,8 +114,7 @@ impl Client {
 
     /// LINK: a new name `dir/name` for `fh`; returns its new attributes.
     pub async fn link_in(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<fattr3> {
-        let args = LINK3args { file: fh.clone(), link: dirop(dir, name) };
-        let r = self.inner.nfs.call::<_, LINK3res>(NFS3_LINK, &args).await;
+        let r = self.inner.nfs.link(fh, dir, name).await;
         self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.linkdir_wcc));
         self.inner.caches.invalidate_attrs(&fh.data);
         match r?.file_attributes {
@@ -141,13 +130,13 @@ impl Client {
             self.inner.caches.invalidate_attrs(&fh.data);
         }
         let r = self.inner.nfs.remove(dir, name).await;
-        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
+        self.dir_changed(dir, r.as_ref().ok());
         r.map(drop)
     }
 
     pub async fn rmdir_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
         let r = self.inner.nfs.rmdir(dir, name).await;
-        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
+        self.dir_changed(dir, r.as_ref().ok());
         r.map(drop)
     }
 
@@ -180,12 +169,11 @@ impl Client {
     }
 
     pub async fn readlink_handle(&self, fh: &nfs_fh3) -> Result<Bytes> {
-        let ok = self.inner.nfs.call::<_, READLINK3res>(NFS3_READLINK, &READLINK3args { symlink: fh.clone() }).await?;
-        Ok(ok.data)
+        self.inner.nfs.readlink(fh).await
     }
 
     pub async fn fsstat(&self, fh: &nfs_fh3) -> Result<FSSTAT3resok> {
-        self.inner.nfs.call::<_, FSSTAT3res>(NFS3_FSSTAT, &FSSTAT3args { fsroot: fh.clone() }).await
+        self.inner.nfs.fsstat(fh).await
     }
 
     /// One READDIRPLUS page after `cookie`; the entries' handles and

@@ -1,6 +1,6 @@
 //! The async nfsx client: a tokio transport around the sans-IO
-//! `client-core`, portmap/MOUNT discovery from an `nfs://` URL, the raw
-//! NFSv3 calls, and a file API with write-behind, adaptive readahead and
+//! `client-core`, portmap/MOUNT discovery from an `nfs://` URL, NFSv3 or
+//! an NFSv4.1 session (`?version=4.1`) underneath, and a file API with write-behind, adaptive readahead and
 //! attribute/name caches.
 //!
 //! ```no_run
@@ -19,7 +19,9 @@ mod file;
 mod fs;
 mod handles;
 pub mod mount;
+pub mod nfs;
 pub mod nfs3;
+pub mod nfs41;
 pub mod settings;
 pub mod transport;
 pub mod url;
@@ -31,4 +33,4 @@ pub use fs::{DirEntry, OpenOptions};
 pub use handles::DirPage;
 pub use mount::ServerAddrs;
 pub use settings::ClientSettings;
-pub use url::NfsUrl;
+pub use url::{NfsUrl, Version};

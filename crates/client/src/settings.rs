@@ -4,6 +4,7 @@
 use client_core::attrcache::AttrCacheSettings;
 use client_core::readahead::ReadaheadSettings;
 use client_core::rpc::RpcSettings;
+use client_core::v41::backoff::RetrySettings;
 use client_core::writeback::WritebackSettings;
 use serde::Deserialize;
 
@@ -37,6 +38,25 @@ pub struct ClientSettings {
     pub writeback: WritebackSettings,
     pub readahead: ReadaheadSettings,
     pub attr_cache: AttrCacheSettings,
+    pub v41: V41Settings,
+}
+
+/// NFSv4.1 sessions (`?version=4.1`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct V41Settings {
+    /// Fore-channel slots asked for at CREATE_SESSION: requests the
+    /// session may have in flight (the server may grant fewer, and lower
+    /// or raise its target later). Default 64.
+    pub slots: u32,
+    /// Waits between retries of a request the server asked to delay.
+    pub retry: RetrySettings,
+}
+
+impl Default for V41Settings {
+    fn default() -> Self {
+        V41Settings { slots: 64, retry: RetrySettings::default() }
+    }
 }
 
 impl Default for ClientSettings {
@@ -57,6 +77,7 @@ impl Default for ClientSettings {
             writeback: WritebackSettings::default(),
             readahead: ReadaheadSettings::default(),
             attr_cache: AttrCacheSettings::default(),
+            v41: V41Settings::default(),
         }
     }
 }

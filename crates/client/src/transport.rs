@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use client_core::rpc::{Completion, Nanos, RpcCore, RpcError, RpcSettings};
+use client_core::rpc::{success_reply, Completion, IncomingCall, Nanos, RpcCore, RpcError, RpcSettings};
 use client_core::stats::Stats;
 use parking_lot::Mutex;
 use proto::framer::RecordDecoder;
@@ -39,11 +39,33 @@ pub struct ConnParams {
 }
 
 struct Call {
+    /// Counted under this name rather than the procedure's.
+    name: Option<&'static str>,
     prog: u32,
     vers: u32,
     proc_: u32,
     args: Vec<Bytes>,
     reply: oneshot::Sender<Result<Bytes, RpcError>>,
+}
+
+/// A call the server made on this connection, and how to answer it.
+pub struct Incoming {
+    pub call: IncomingCall,
+    pub reply: Responder,
+}
+
+/// Answers one incoming call on the connection it came on (or its
+/// successor, after a reconnect).
+pub struct Responder {
+    xid: u32,
+    out: mpsc::UnboundedSender<Vec<Bytes>>,
+}
+
+impl Responder {
+    /// Sends the procedure's XDR-encoded results.
+    pub fn send(self, results: Vec<Bytes>) {
+        let _ = self.out.send(success_reply(self.xid, results));
+    }
 }
 
 /// A handle to one connection's task. Cheap to clone; the task ends when
@@ -58,22 +80,64 @@ impl Connection {
     /// Connects (failing fast if the first attempt fails) and starts the
     /// connection's task on the current runtime.
     pub async fn connect(params: ConnParams) -> std::io::Result<Connection> {
+        Self::start(params, None).await
+    }
+
+    /// Connects like [`Connection::connect`], and hands every call the
+    /// server makes on the connection (the NFSv4.1 back channel) to
+    /// `incoming`.
+    pub async fn connect_with_back_channel(
+        params: ConnParams,
+        incoming: mpsc::UnboundedSender<Incoming>,
+    ) -> std::io::Result<Connection> {
+        Self::start(params, Some(incoming)).await
+    }
+
+    async fn start(
+        params: ConnParams,
+        incoming: Option<mpsc::UnboundedSender<Incoming>>,
+    ) -> std::io::Result<Connection> {
         let stream = dial(&params).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         let stats = Arc::new(Mutex::new(Stats::default()));
         let first_xid = rand_xid();
-        let core = RpcCore::new(params.rpc.clone(), params.cred.clone(), first_xid);
-        let task =
-            Task { params, core, waiters: HashMap::new(), calls: rx, stats: stats.clone(), epoch: Instant::now() };
+        let mut core = RpcCore::new(params.rpc.clone(), params.cred.clone(), first_xid);
+        if incoming.is_some() {
+            core.accept_incoming();
+        }
+        let (replies_tx, replies) = mpsc::unbounded_channel();
+        let task = Task {
+            params,
+            core,
+            waiters: HashMap::new(),
+            calls: rx,
+            stats: stats.clone(),
+            epoch: Instant::now(),
+            incoming,
+            replies_tx,
+            replies,
+        };
         tokio::spawn(task.run(stream));
         Ok(Connection { calls: tx, stats })
     }
 
     /// Makes a call with XDR-encoded arguments; returns the result bytes.
     pub async fn call(&self, prog: u32, vers: u32, proc_: u32, args: Vec<Bytes>) -> Result<Bytes, RpcError> {
+        self.call_as(None, prog, vers, proc_, args).await
+    }
+
+    /// [`Connection::call`], counted in the statistics under `name`.
+    pub async fn call_as(
+        &self,
+        name: Option<&'static str>,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: Vec<Bytes>,
+    ) -> Result<Bytes, RpcError> {
         let (reply, rx) = oneshot::channel();
         self.calls
-            .send(Call { prog, vers, proc_, args, reply })
+            .send(Call { name, prog, vers, proc_, args, reply })
             .map_err(|_| RpcError::Disconnected("connection closed".into()))?;
         rx.await.unwrap_or_else(|_| Err(RpcError::Disconnected("connection closed".into())))
     }
@@ -104,6 +168,11 @@ struct Task {
     calls: mpsc::UnboundedReceiver<Call>,
     stats: Arc<Mutex<Stats>>,
     epoch: Instant,
+    /// Where calls from the server go; None drops them.
+    incoming: Option<mpsc::UnboundedSender<Incoming>>,
+    /// Answers to those calls, written in turn with the outgoing calls.
+    replies_tx: mpsc::UnboundedSender<Vec<Bytes>>,
+    replies: mpsc::UnboundedReceiver<Vec<Bytes>>,
 }
 
 /// Why a connection's inner loop stopped.
@@ -182,7 +251,10 @@ impl Task {
 
     fn start(&mut self, c: Call) {
         let now = self.now();
-        let xid = self.core.call(c.prog, c.vers, c.proc_, c.args, now);
+        let xid = match c.name {
+            Some(name) => self.core.call_named(name, c.prog, c.vers, c.proc_, c.args, now),
+            None => self.core.call(c.prog, c.vers, c.proc_, c.args, now),
+        };
         self.waiters.insert(xid, c.reply);
     }
 
@@ -238,8 +310,14 @@ impl Task {
                             }
                         }
                         self.complete(done);
+                        self.hand_over_incoming();
                     }
                 },
+                Some(rec) = self.replies.recv() => {
+                    if out_tx.send(rec).is_err() {
+                        break Stop::Broken("writer stopped".into());
+                    }
+                }
                 _ = sleep, if deadline.is_some() => {
                     let failed = self.core.poll_timers(self.now());
                     self.complete(failed);
@@ -252,6 +330,14 @@ impl Task {
         };
         writer.abort();
         stop
+    }
+
+    fn hand_over_incoming(&mut self) {
+        while let Some(call) = self.core.poll_incoming() {
+            let Some(to) = &self.incoming else { continue };
+            let reply = Responder { xid: call.xid, out: self.replies_tx.clone() };
+            let _ = to.send(Incoming { call, reply });
+        }
     }
 
     fn abandon(&mut self, writer: tokio::task::JoinHandle<std::io::Result<()>>, why: String) -> Stop {

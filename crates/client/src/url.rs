@@ -1,9 +1,18 @@
-//! `nfs://host[:port]/export` URLs. The port, when given, is where the
-//! server's portmapper answers (nfsx serves portmap, MOUNT and NFS on one
-//! port); without it the client asks the portmapper on 111 and falls back
-//! to 2049 for everything.
+//! `nfs://host[:port]/export[?version=3|4.1]` URLs. The port, when given,
+//! is where the server's portmapper answers (nfsx serves portmap, MOUNT
+//! and NFS on one port); without it the client asks the portmapper on 111
+//! and falls back to 2049 for everything. `version` picks the protocol:
+//! NFSv3 (the default) or NFSv4.1.
 
 use crate::error::{Error, Result};
+
+/// The NFS version a URL asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Version {
+    #[default]
+    V3,
+    V41,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NfsUrl {
@@ -12,13 +21,26 @@ pub struct NfsUrl {
     pub port: Option<u16>,
     /// The export path as MOUNT expects it, starting with `/`.
     pub export: String,
+    pub version: Version,
 }
 
 impl NfsUrl {
     pub fn parse(url: &str) -> Result<NfsUrl> {
         let bad = |why: &str| Error::Url { url: url.to_string(), why: why.to_string() };
         let rest = url.strip_prefix("nfs://").ok_or_else(|| bad("must start with nfs://"))?;
-        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let (rest, query) = match rest.split_once('?') {
+            Some((r, q)) => (r, q.split('#').next().unwrap_or_default()),
+            None => (rest.split('#').next().unwrap_or_default(), ""),
+        };
+        let mut version = Version::V3;
+        for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+            match kv.split_once('=') {
+                Some(("version", "3")) => version = Version::V3,
+                Some(("version", "4.1")) => version = Version::V41,
+                Some(("version", v)) => return Err(bad(&format!("version {v} is not spoken (3 or 4.1)"))),
+                _ => return Err(bad(&format!("unknown option {kv:?} (known: version)"))),
+            }
+        }
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
@@ -40,7 +62,7 @@ impl NfsUrl {
             None => None,
         };
         let export = if path.len() > 1 { path.trim_end_matches('/') } else { path };
-        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string() })
+        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version })
     }
 }
 
@@ -48,8 +70,12 @@ impl std::fmt::Display for NfsUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
         match self.port {
-            Some(p) => write!(f, "nfs://{host}:{p}{}", self.export),
-            None => write!(f, "nfs://{host}{}", self.export),
+            Some(p) => write!(f, "nfs://{host}:{p}{}", self.export)?,
+            None => write!(f, "nfs://{host}{}", self.export)?,
+        }
+        match self.version {
+            Version::V3 => Ok(()),
+            Version::V41 => write!(f, "?version=4.1"),
         }
     }
 }
@@ -66,7 +92,19 @@ mod tests {
         assert_eq!((u.host.as_str(), u.port, u.export.as_str()), ("::1", None, "/export"));
         assert_eq!(NfsUrl::parse("nfs://server").unwrap().export, "/");
         assert_eq!(NfsUrl::parse("nfs://[::1]:20/x").unwrap().to_string(), "nfs://[::1]:20/x");
-        for bad in ["http://x/y", "nfs:///x", "nfs://h:0/x", "nfs://h:99999/x", "nfs://[::1/x"] {
+        let u = NfsUrl::parse("nfs://h:20/x?version=4.1").unwrap();
+        assert_eq!((u.version, u.export.as_str()), (Version::V41, "/x"));
+        assert_eq!(u.to_string(), "nfs://h:20/x?version=4.1");
+        assert_eq!(NfsUrl::parse("nfs://h/x?version=3").unwrap().version, Version::V3);
+        for bad in [
+            "http://x/y",
+            "nfs:///x",
+            "nfs://h:0/x",
+            "nfs://h:99999/x",
+            "nfs://[::1/x",
+            "nfs://h/x?version=4.0",
+            "nfs://h/x?vers=3",
+        ] {
             assert!(NfsUrl::parse(bad).is_err(), "{bad}");
         }
     }

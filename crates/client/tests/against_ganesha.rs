@@ -44,3 +44,21 @@ async fn ganesha_wrong_export() {
     let err = Client::connect(&bad, ClientSettings::default()).await.err().unwrap();
     assert!(err.to_string().contains("refused"), "{err}");
 }
+
+fn url41() -> String {
+    format!("{}?version=4.1", url())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
+async fn ganesha_over_nfsv41() {
+    let c = Client::connect(&url41(), ClientSettings::default()).await.unwrap();
+    assert_eq!(c.version(), "4.1");
+    let data = pattern(4 << 20, 5);
+    let path = scratch("v41");
+    write_file(&c, &path, &data).await;
+    assert_eq!(read_file(&c, &path).await, data);
+    metadata_round(&c, &scratch("v41meta")).await;
+    c.remove(&path).await.unwrap();
+    c.shutdown().await;
+}

@@ -10,55 +10,6 @@ mod common;
 use client::{Client, ClientSettings, OpenOptions};
 use common::*;
 
-struct Srv {
-    /// The server runs on a runtime of its own, so dropping that runtime
-    /// is a server dying: every task and socket gone at once.
-    rt: Option<tokio::runtime::Runtime>,
-    addr: std::net::SocketAddr,
-    dir: tempfile::TempDir,
-    _state: tempfile::TempDir,
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-impl Srv {
-    async fn start() -> Srv {
-        let dir = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let mut settings = server::Settings::default();
-        settings.listen = "127.0.0.1:0".parse().unwrap();
-        settings.portmap_port = Some(0);
-        settings.state_dir = Some(state.path().to_path_buf());
-        let cfg = server::ServeConfig {
-            dir: Some(dir.path().to_path_buf()),
-            backend: server::Backend::Local,
-            exports_file: None,
-            settings,
-        };
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let server = rt.spawn(server::Server::start(cfg)).await.unwrap().unwrap();
-        Srv { rt: Some(rt), addr: server.local_addr, dir, _state: state }
-    }
-
-    fn kill(&mut self) {
-        self.rt.take().unwrap().shutdown_background();
-    }
-
-    fn url(&self) -> String {
-        format!("nfs://127.0.0.1:{}{}", self.addr.port(), self.dir.path().display())
-    }
-
-    fn path(&self, rel: &str) -> std::path::PathBuf {
-        self.dir.path().join(rel)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_behind_then_read_back() {
     let srv = Srv::start().await;

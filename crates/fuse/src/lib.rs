@@ -1,5 +1,5 @@
 //! `nfsx mount`: an NFS export as a local directory, through FUSE, over
-//! nfsx's own client (NFSv3), so ordinary programs, shells and containers
+//! nfsx's own client (NFSv3 or NFSv4.1), so ordinary programs, shells and containers
 //! use an NFS server on a machine whose kernel has no NFS client.
 //!
 //! The kernel's FUSE requests become client calls by file handle

@@ -133,3 +133,51 @@ fn cancelled_call_frees_its_slot() {
     assert!(c.poll_transmit(0).is_some());
     assert!(c.on_record(reply(a, reply_data::SUCCESS, b""), 1).is_none());
 }
+
+fn server_call(xid: u32, proc_: u32) -> Bytes {
+    let msg = rpc_msg {
+        xid,
+        body: rpc_msg_body::CALL(call_body {
+            rpcvers: 2,
+            prog: 0x4000_0001,
+            vers: 1,
+            proc: proc_,
+            cred: opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() },
+            verf: opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() },
+        }),
+    };
+    let mut v = xdr::to_bytes(&msg).to_vec();
+    v.extend_from_slice(b"args");
+    Bytes::from(v)
+}
+
+#[test]
+fn calls_from_the_server_are_kept_only_when_asked_for_and_bounded() {
+    let mut c = core(8);
+    assert!(c.on_record(server_call(5, 1), 0).is_none());
+    assert!(c.poll_incoming().is_none(), "dropped on a connection without a back channel");
+    c.accept_incoming();
+    for x in 0..100 {
+        c.on_record(server_call(x, 1), 0);
+    }
+    let first = c.poll_incoming().unwrap();
+    assert_eq!((first.xid, first.proc_, &first.args[..]), (0, 1, &b"args"[..]));
+    assert_eq!(std::iter::from_fn(|| c.poll_incoming()).count(), MAX_INCOMING - 1);
+    // The answer is an accepted reply with the results after its header.
+    let rec = success_reply(9, vec![Bytes::from_static(b"res!")]);
+    let flat: Vec<u8> = rec.iter().flat_map(|b| b.iter().copied()).collect();
+    let mut d = xdr::Decoder::new(Bytes::from(flat[4..].to_vec()));
+    let msg = rpc_msg::decode(&mut d).unwrap();
+    assert_eq!(msg.xid, 9);
+    assert_eq!(
+        reply_result(
+            match msg.body {
+                rpc_msg_body::REPLY(b) => b,
+                _ => panic!(),
+            },
+            &mut d
+        )
+        .unwrap(),
+        &b"res!"[..]
+    );
+}

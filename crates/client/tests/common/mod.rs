@@ -1,4 +1,6 @@
-//! Checks shared by the tests against each server.
+//! Checks shared by the tests against each server, and the nfsx server
+//! in process.
+#![allow(dead_code)]
 
 use client::{Client, OpenOptions};
 
@@ -57,4 +59,54 @@ pub async fn metadata_round(c: &Client, dir: &str) {
         c.remove(&format!("{dir}/f{i}")).await.unwrap();
     }
     c.rmdir(dir).await.unwrap();
+}
+
+/// An nfsx server on a runtime of its own, exporting a temporary directory.
+pub struct Srv {
+    /// The server runs on a runtime of its own, so dropping that runtime
+    /// is a server dying: every task and socket gone at once.
+    pub rt: Option<tokio::runtime::Runtime>,
+    pub addr: std::net::SocketAddr,
+    pub dir: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Srv {
+    pub async fn start() -> Srv {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let mut settings = server::Settings::default();
+        settings.listen = "127.0.0.1:0".parse().unwrap();
+        settings.portmap_port = Some(0);
+        settings.state_dir = Some(state.path().to_path_buf());
+        let cfg = server::ServeConfig {
+            dir: Some(dir.path().to_path_buf()),
+            backend: server::Backend::Local,
+            exports_file: None,
+            settings,
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let server = rt.spawn(server::Server::start(cfg)).await.unwrap().unwrap();
+        Srv { rt: Some(rt), addr: server.local_addr, dir, _state: state }
+    }
+
+    pub fn kill(&mut self) {
+        self.rt.take().unwrap().shutdown_background();
+    }
+
+    pub fn url(&self) -> String {
+        format!("nfs://127.0.0.1:{}{}", self.addr.port(), self.dir.path().display())
+    }
+
+    pub fn path(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join(rel)
+    }
 }

@@ -1,0 +1,291 @@
+//! NFSv4 attributes on the client side (RFC 8881 section 5): the bitmap
+//! the client asks for, decoding a `fattr4` into the client's attribute
+//! record, and encoding the attributes a SETATTR, OPEN or CREATE sets.
+//!
+//! The client's file API keeps one attribute record for both protocol
+//! versions, RFC 1813's `fattr3`, so the caches, the mount and the
+//! benchmarks need no second shape; the v4 `change` attribute is kept
+//! beside it (the caches compare ctime, which moves whenever change does
+//! on every server this client meets).
+
+use bytes::Bytes;
+use proto::nfs3::{fattr3, ftype3, nfstime3, sattr3, set_atime, set_mtime, specdata3, time_how};
+use proto::nfs4::*;
+use xdr::{Decoder, Encoder};
+
+/// Longest owner or group string accepted (RFC 8881 leaves it open).
+const MAX_OWNER: u32 = 1024;
+
+/// A bitmap4 with `attrs` set.
+pub fn bitmap(attrs: &[u32]) -> Vec<u32> {
+    let mut words = Vec::new();
+    for &a in attrs {
+        let w = (a / 32) as usize;
+        if words.len() <= w {
+            words.resize(w + 1, 0);
+        }
+        words[w] |= 1 << (a % 32);
+    }
+    words
+}
+
+/// The attribute numbers set in `mask`, ascending (the order of their values).
+pub fn bits(mask: &[u32]) -> impl Iterator<Item = u32> + '_ {
+    mask.iter()
+        .enumerate()
+        .flat_map(|(w, word)| (0..32).filter(move |b| word & (1 << b) != 0).map(move |b| w as u32 * 32 + b))
+}
+
+/// What a stat needs: everything `fattr3` holds, plus `change`.
+pub const STAT: &[u32] = &[
+    FATTR4_TYPE,
+    FATTR4_CHANGE,
+    FATTR4_SIZE,
+    FATTR4_FSID,
+    FATTR4_FILEID,
+    FATTR4_MODE,
+    FATTR4_NUMLINKS,
+    FATTR4_OWNER,
+    FATTR4_OWNER_GROUP,
+    FATTR4_RAWDEV,
+    FATTR4_SPACE_USED,
+    FATTR4_TIME_ACCESS,
+    FATTR4_TIME_METADATA,
+    FATTR4_TIME_MODIFY,
+];
+
+/// What a directory listing asks for each entry: a stat, the handle, and
+/// an error in place of the attributes the server could not read.
+pub fn readdir_attrs() -> Vec<u32> {
+    let mut v = vec![FATTR4_RDATTR_ERROR, FATTR4_FILEHANDLE];
+    v.extend_from_slice(STAT);
+    v
+}
+
+/// What statfs(2) needs.
+pub const FS_STAT: &[u32] = &[
+    FATTR4_FILES_AVAIL,
+    FATTR4_FILES_FREE,
+    FATTR4_FILES_TOTAL,
+    FATTR4_SPACE_AVAIL,
+    FATTR4_SPACE_FREE,
+    FATTR4_SPACE_TOTAL,
+];
+
+/// What the client learns about a file system at mount.
+pub const FS_INFO: &[u32] = &[FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE];
+
+/// Every attribute this client can decode, as returned by a server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attrs {
+    pub r#type: Option<nfs_ftype4>,
+    pub change: Option<u64>,
+    pub size: Option<u64>,
+    pub fsid: Option<fsid4>,
+    pub lease_time: Option<u32>,
+    /// Why a READDIR entry's other attributes are missing.
+    pub rdattr_error: Option<u32>,
+    pub filehandle: Option<Bytes>,
+    pub fileid: Option<u64>,
+    pub files_avail: Option<u64>,
+    pub files_free: Option<u64>,
+    pub files_total: Option<u64>,
+    pub maxread: Option<u64>,
+    pub maxwrite: Option<u64>,
+    pub mode: Option<u32>,
+    pub numlinks: Option<u32>,
+    pub owner: Option<Bytes>,
+    pub owner_group: Option<Bytes>,
+    pub rawdev: Option<specdata4>,
+    pub space_avail: Option<u64>,
+    pub space_free: Option<u64>,
+    pub space_total: Option<u64>,
+    pub space_used: Option<u64>,
+    pub time_access: Option<nfstime4>,
+    pub time_metadata: Option<nfstime4>,
+    pub time_modify: Option<nfstime4>,
+}
+
+fn time(d: &mut Decoder) -> xdr::Result<nfstime4> {
+    Ok(nfstime4 { seconds: d.i64()?, nseconds: d.u32()? })
+}
+
+/// Decodes `fattr.attr_vals` as laid out by `fattr.attrmask`. An attribute
+/// this client did not ask for and cannot skip (the values carry no
+/// lengths) is an error, as is anything left over.
+pub fn decode(fattr: &fattr4) -> Result<Attrs, String> {
+    let mut d = Decoder::new(fattr.attr_vals.clone());
+    let mut a = Attrs::default();
+    let bad = |attr: u32| move |e: xdr::XdrError| format!("attribute {attr}: {e}");
+    for attr in bits(&fattr.attrmask) {
+        let d = &mut d;
+        match attr {
+            FATTR4_TYPE => {
+                let t = d.u32().map_err(bad(attr))?;
+                a.r#type = Some(ftype4(t).ok_or_else(|| format!("unknown file type {t}"))?);
+            }
+            FATTR4_CHANGE => a.change = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_SIZE => a.size = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_FSID => {
+                a.fsid = Some(fsid4 { major: d.u64().map_err(bad(attr))?, minor: d.u64().map_err(bad(attr))? })
+            }
+            FATTR4_LEASE_TIME => a.lease_time = Some(d.u32().map_err(bad(attr))?),
+            FATTR4_RDATTR_ERROR => a.rdattr_error = Some(d.u32().map_err(bad(attr))?),
+            FATTR4_FILEHANDLE => a.filehandle = Some(d.opaque_var(NFS4_FHSIZE).map_err(bad(attr))?),
+            FATTR4_FILEID => a.fileid = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_FILES_AVAIL => a.files_avail = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_FILES_FREE => a.files_free = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_FILES_TOTAL => a.files_total = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_MAXREAD => a.maxread = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_MAXWRITE => a.maxwrite = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_MODE => a.mode = Some(d.u32().map_err(bad(attr))?),
+            FATTR4_NUMLINKS => a.numlinks = Some(d.u32().map_err(bad(attr))?),
+            FATTR4_OWNER => a.owner = Some(d.opaque_var(MAX_OWNER).map_err(bad(attr))?),
+            FATTR4_OWNER_GROUP => a.owner_group = Some(d.opaque_var(MAX_OWNER).map_err(bad(attr))?),
+            FATTR4_RAWDEV => {
+                a.rawdev =
+                    Some(specdata4 { specdata1: d.u32().map_err(bad(attr))?, specdata2: d.u32().map_err(bad(attr))? })
+            }
+            FATTR4_SPACE_AVAIL => a.space_avail = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_SPACE_FREE => a.space_free = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_SPACE_TOTAL => a.space_total = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_SPACE_USED => a.space_used = Some(d.u64().map_err(bad(attr))?),
+            FATTR4_TIME_ACCESS => a.time_access = Some(time(d).map_err(bad(attr))?),
+            FATTR4_TIME_METADATA => a.time_metadata = Some(time(d).map_err(bad(attr))?),
+            FATTR4_TIME_MODIFY => a.time_modify = Some(time(d).map_err(bad(attr))?),
+            other => return Err(format!("attribute {other} was not asked for")),
+        }
+    }
+    if d.remaining() != 0 {
+        return Err(format!("{} bytes after the last attribute", d.remaining()));
+    }
+    Ok(a)
+}
+
+fn ftype4(t: u32) -> Option<nfs_ftype4> {
+    use nfs_ftype4::*;
+    Some(match t {
+        1 => NF4REG,
+        2 => NF4DIR,
+        3 => NF4BLK,
+        4 => NF4CHR,
+        5 => NF4LNK,
+        6 => NF4SOCK,
+        7 => NF4FIFO,
+        8 => NF4ATTRDIR,
+        9 => NF4NAMEDATTR,
+        _ => return None,
+    })
+}
+
+/// How owner strings become ids: numeric strings are ids (what servers
+/// send to AUTH_SYS clients), `name@domain` goes through `by_name`;
+/// anything unknown is `nobody` (65534), as the Linux client shows it.
+pub const NOBODY: u32 = 65534;
+
+pub fn owner_id(s: &[u8], by_name: impl Fn(&str) -> Option<u32>) -> u32 {
+    let Ok(s) = std::str::from_utf8(s) else { return NOBODY };
+    if let Ok(id) = s.parse::<u32>() {
+        return id;
+    }
+    let name = s.split('@').next().unwrap_or_default();
+    by_name(name).unwrap_or(NOBODY)
+}
+
+fn time3(t: &Option<nfstime4>) -> nfstime3 {
+    t.as_ref().map_or(nfstime3::default(), |t| nfstime3 {
+        seconds: t.seconds.clamp(0, u32::MAX as i64) as u32,
+        nseconds: t.nseconds,
+    })
+}
+
+impl Attrs {
+    /// The record the file API keeps. `uid_of`/`gid_of` map owner names.
+    pub fn to_fattr3(&self, uid_of: impl Fn(&str) -> Option<u32>, gid_of: impl Fn(&str) -> Option<u32>) -> fattr3 {
+        use nfs_ftype4::*;
+        let r#type = match self.r#type {
+            Some(NF4DIR | NF4ATTRDIR) => ftype3::NF3DIR,
+            Some(NF4BLK) => ftype3::NF3BLK,
+            Some(NF4CHR) => ftype3::NF3CHR,
+            Some(NF4LNK) => ftype3::NF3LNK,
+            Some(NF4SOCK) => ftype3::NF3SOCK,
+            Some(NF4FIFO) => ftype3::NF3FIFO,
+            _ => ftype3::NF3REG,
+        };
+        let rdev = self
+            .rawdev
+            .as_ref()
+            .map_or(specdata3::default(), |r| specdata3 { specdata1: r.specdata1, specdata2: r.specdata2 });
+        fattr3 {
+            r#type,
+            mode: self.mode.unwrap_or(0) & 0o7777,
+            nlink: self.numlinks.unwrap_or(1),
+            uid: self.owner.as_deref().map_or(NOBODY, |o| owner_id(o, &uid_of)),
+            gid: self.owner_group.as_deref().map_or(NOBODY, |o| owner_id(o, &gid_of)),
+            size: self.size.unwrap_or(0),
+            used: self.space_used.unwrap_or(0),
+            rdev,
+            fsid: self.fsid.as_ref().map_or(0, |f| f.major ^ f.minor.rotate_left(32)),
+            fileid: self.fileid.unwrap_or(0),
+            atime: time3(&self.time_access),
+            mtime: time3(&self.time_modify),
+            ctime: time3(&self.time_metadata),
+        }
+    }
+}
+
+fn settime(e: &mut Encoder, seconds: u32, nseconds: u32) {
+    e.u32(time_how4::SET_TO_CLIENT_TIME4 as u32);
+    e.i64(seconds as i64);
+    e.u32(nseconds);
+}
+
+/// The attributes a SETATTR (or a create) sets, from the file API's
+/// `sattr3`. Owners go as numeric strings, as AUTH_SYS clients send them.
+pub fn encode_sattr(s: &sattr3) -> fattr4 {
+    let mut set = Vec::new();
+    let mut e = Encoder::new();
+    // Values go in ascending attribute order.
+    if let Some(size) = s.size {
+        set.push(FATTR4_SIZE);
+        e.u64(size);
+    }
+    if let Some(mode) = s.mode {
+        set.push(FATTR4_MODE);
+        e.u32(mode & 0o7777);
+    }
+    if let Some(uid) = s.uid {
+        set.push(FATTR4_OWNER);
+        e.opaque_var(uid.to_string().as_bytes());
+    }
+    if let Some(gid) = s.gid {
+        set.push(FATTR4_OWNER_GROUP);
+        e.opaque_var(gid.to_string().as_bytes());
+    }
+    match &s.atime {
+        set_atime::SET_TO_CLIENT_TIME(t) => {
+            set.push(FATTR4_TIME_ACCESS_SET);
+            settime(&mut e, t.seconds, t.nseconds);
+        }
+        set_atime::default(time_how::SET_TO_SERVER_TIME) => {
+            set.push(FATTR4_TIME_ACCESS_SET);
+            e.u32(time_how4::SET_TO_SERVER_TIME4 as u32);
+        }
+        set_atime::default(_) => {}
+    }
+    match &s.mtime {
+        set_mtime::SET_TO_CLIENT_TIME(t) => {
+            set.push(FATTR4_TIME_MODIFY_SET);
+            settime(&mut e, t.seconds, t.nseconds);
+        }
+        set_mtime::default(time_how::SET_TO_SERVER_TIME) => {
+            set.push(FATTR4_TIME_MODIFY_SET);
+            e.u32(time_how4::SET_TO_SERVER_TIME4 as u32);
+        }
+        set_mtime::default(_) => {}
+    }
+    fattr4 { attrmask: bitmap(&set), attr_vals: e.into_bytes() }
+}
+
+#[cfg(test)]
+mod tests;

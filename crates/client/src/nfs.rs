@@ -1,0 +1,257 @@
+//! The protocol under the file API: NFSv3 or NFSv4.1, one set of calls.
+//! Each answers in NFSv3's shapes; NFSv4.1 fills what NFSv3 would have
+//! sent (a new object's handle and attributes) from the same compound and
+//! leaves out what it has no counterpart for (pre-operation attributes).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use client_core::stats::Stats;
+use proto::nfs3::*;
+use proto::nfs4::{createtype4, specdata4};
+
+use crate::error::{Error, Result};
+use crate::nfs3::{dirop, Nfs3};
+use crate::nfs41::{Nfs41, OpenAccess};
+
+pub enum Nfs {
+    V3(Nfs3),
+    V41(Arc<Nfs41>),
+}
+
+fn made(obj: nfs_fh3, a: fattr3) -> CREATE3resok {
+    CREATE3resok { obj: Some(obj), obj_attributes: Some(a), dir_wcc: wcc_data::default() }
+}
+
+impl Nfs {
+    /// The NFSv4.1 session, when that is the protocol in use.
+    pub fn v41(&self) -> Option<&Arc<Nfs41>> {
+        match self {
+            Nfs::V41(n) => Some(n),
+            Nfs::V3(_) => None,
+        }
+    }
+
+    /// "3" or "4.1", for reports.
+    pub fn version(&self) -> &'static str {
+        match self {
+            Nfs::V3(_) => "3",
+            Nfs::V41(_) => "4.1",
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        match self {
+            Nfs::V3(n) => n.stats(),
+            Nfs::V41(n) => n.conn.stats(),
+        }
+    }
+
+    pub async fn getattr(&self, fh: &nfs_fh3) -> Result<fattr3> {
+        match self {
+            Nfs::V3(n) => n.getattr(fh).await,
+            Nfs::V41(n) => n.getattr(&fh.data).await,
+        }
+    }
+
+    pub async fn setattr(&self, fh: &nfs_fh3, set: sattr3) -> Result<SETATTR3resok> {
+        match self {
+            Nfs::V3(n) => n.setattr(fh, set).await,
+            Nfs::V41(n) => n.setattr(&fh.data, set).await,
+        }
+    }
+
+    pub async fn lookup(&self, dir: &nfs_fh3, name: &str) -> Result<LOOKUP3resok> {
+        match self {
+            Nfs::V3(n) => n.lookup(dir, name).await,
+            Nfs::V41(n) => n.lookup(&dir.data, name).await,
+        }
+    }
+
+    pub async fn read(&self, fh: &nfs_fh3, offset: u64, count: u32) -> Result<READ3resok> {
+        match self {
+            Nfs::V3(n) => n.read(fh, offset, count).await,
+            Nfs::V41(n) => n.read(&fh.data, offset, count).await,
+        }
+    }
+
+    pub async fn write(&self, fh: &nfs_fh3, offset: u64, data: Bytes, stable: stable_how) -> Result<WRITE3resok> {
+        match self {
+            Nfs::V3(n) => n.write(fh, offset, data, stable).await,
+            Nfs::V41(n) => n.write(&fh.data, offset, data, stable).await,
+        }
+    }
+
+    pub async fn commit(&self, fh: &nfs_fh3) -> Result<COMMIT3resok> {
+        match self {
+            Nfs::V3(n) => n.commit(fh).await,
+            Nfs::V41(n) => n.commit(&fh.data).await,
+        }
+    }
+
+    /// A regular file. Over NFSv4.1 it is created open; the next
+    /// [`Nfs::open`] of it takes that open over.
+    pub async fn create(&self, dir: &nfs_fh3, name: &str, how: createhow3) -> Result<CREATE3resok> {
+        match self {
+            Nfs::V3(n) => n.create(dir, name, how).await,
+            Nfs::V41(n) => n.create(&dir.data, name, how).await,
+        }
+    }
+
+    pub async fn mkdir(&self, dir: &nfs_fh3, name: &str, attributes: sattr3) -> Result<CREATE3resok> {
+        match self {
+            Nfs::V3(n) => {
+                let ok =
+                    n.call::<_, MKDIR3res>(NFS3_MKDIR, &MKDIR3args { r#where: dirop(dir, name), attributes }).await?;
+                Ok(CREATE3resok { obj: ok.obj, obj_attributes: ok.obj_attributes, dir_wcc: ok.dir_wcc })
+            }
+            Nfs::V41(n) => {
+                let (fh, a) = n.create_other(&dir.data, name, createtype4::NF4DIR, &attributes).await?;
+                Ok(made(fh, a))
+            }
+        }
+    }
+
+    pub async fn symlink(&self, dir: &nfs_fh3, name: &str, target: &[u8], attrs: sattr3) -> Result<CREATE3resok> {
+        match self {
+            Nfs::V3(n) => {
+                let symlink = symlinkdata3 { symlink_attributes: attrs, symlink_data: Bytes::copy_from_slice(target) };
+                let args = SYMLINK3args { r#where: dirop(dir, name), symlink };
+                let ok = n.call::<_, SYMLINK3res>(NFS3_SYMLINK, &args).await?;
+                Ok(CREATE3resok { obj: ok.obj, obj_attributes: ok.obj_attributes, dir_wcc: ok.dir_wcc })
+            }
+            Nfs::V41(n) => {
+                let kind = createtype4::NF4LNK(Bytes::copy_from_slice(target));
+                let (fh, a) = n.create_other(&dir.data, name, kind, &attrs).await?;
+                Ok(made(fh, a))
+            }
+        }
+    }
+
+    pub async fn mknod(&self, dir: &nfs_fh3, name: &str, what: mknoddata3) -> Result<CREATE3resok> {
+        match self {
+            Nfs::V3(n) => {
+                let ok = n.call::<_, MKNOD3res>(NFS3_MKNOD, &MKNOD3args { r#where: dirop(dir, name), what }).await?;
+                Ok(CREATE3resok { obj: ok.obj, obj_attributes: ok.obj_attributes, dir_wcc: ok.dir_wcc })
+            }
+            Nfs::V41(n) => {
+                let dev = |d: &devicedata3| specdata4 { specdata1: d.spec.specdata1, specdata2: d.spec.specdata2 };
+                let (kind, attrs) = match &what {
+                    mknoddata3::NF3CHR(d) => (createtype4::NF4CHR(dev(d)), d.dev_attributes.clone()),
+                    mknoddata3::NF3BLK(d) => (createtype4::NF4BLK(dev(d)), d.dev_attributes.clone()),
+                    mknoddata3::NF3SOCK(a) => (createtype4::NF4SOCK, a.clone()),
+                    mknoddata3::NF3FIFO(a) => (createtype4::NF4FIFO, a.clone()),
+                    mknoddata3::default(_) => {
+                        return Err(Error::Nfs { proc: "MKNOD", status: nfsstat3::NFS3ERR_BADTYPE })
+                    }
+                };
+                let (fh, a) = n.create_other(&dir.data, name, kind, &attrs).await?;
+                Ok(made(fh, a))
+            }
+        }
+    }
+
+    /// REMOVE; the directory's attributes after it, when the reply has them.
+    pub async fn remove(&self, dir: &nfs_fh3, name: &str) -> Result<wcc_data> {
+        match self {
+            Nfs::V3(n) => Ok(n.remove(dir, name).await?.dir_wcc),
+            Nfs::V41(n) => n.remove(&dir.data, name).await.map(|_| wcc_data::default()),
+        }
+    }
+
+    pub async fn rmdir(&self, dir: &nfs_fh3, name: &str) -> Result<wcc_data> {
+        match self {
+            Nfs::V3(n) => Ok(n.rmdir(dir, name).await?.dir_wcc),
+            Nfs::V41(n) => n.remove(&dir.data, name).await.map(|_| wcc_data::default()),
+        }
+    }
+
+    pub async fn rename(&self, from: &nfs_fh3, from_name: &str, to: &nfs_fh3, to_name: &str) -> Result<RENAME3resok> {
+        match self {
+            Nfs::V3(n) => n.rename(from, from_name, to, to_name).await,
+            Nfs::V41(n) => {
+                n.rename(&from.data, from_name, &to.data, to_name).await?;
+                Ok(RENAME3resok::default())
+            }
+        }
+    }
+
+    pub async fn link(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<LINK3resok> {
+        match self {
+            Nfs::V3(n) => {
+                n.call::<_, LINK3res>(NFS3_LINK, &LINK3args { file: fh.clone(), link: dirop(dir, name) }).await
+            }
+            Nfs::V41(n) => {
+                let a = n.link(&fh.data, &dir.data, name).await?;
+                Ok(LINK3resok { file_attributes: Some(a), linkdir_wcc: wcc_data::default() })
+            }
+        }
+    }
+
+    pub async fn readlink(&self, fh: &nfs_fh3) -> Result<Bytes> {
+        match self {
+            Nfs::V3(n) => {
+                let ok = n.call::<_, READLINK3res>(NFS3_READLINK, &READLINK3args { symlink: fh.clone() }).await?;
+                Ok(ok.data)
+            }
+            Nfs::V41(n) => n.readlink(&fh.data).await,
+        }
+    }
+
+    pub async fn readdirplus(
+        &self,
+        dir: &nfs_fh3,
+        cookie: u64,
+        verf: cookieverf3,
+        maxcount: u32,
+    ) -> Result<READDIRPLUS3resok> {
+        match self {
+            Nfs::V3(n) => n.readdirplus(dir, cookie, verf, maxcount).await,
+            Nfs::V41(n) => n.readdirplus(&dir.data, cookie, verf, maxcount).await,
+        }
+    }
+
+    pub async fn fsstat(&self, fh: &nfs_fh3) -> Result<FSSTAT3resok> {
+        match self {
+            Nfs::V3(n) => n.call::<_, FSSTAT3res>(NFS3_FSSTAT, &FSSTAT3args { fsroot: fh.clone() }).await,
+            Nfs::V41(n) => n.fsstat(&fh.data).await,
+        }
+    }
+
+    /// The server's largest READ and WRITE (0 when it does not say).
+    pub async fn io_limits(&self, root: &nfs_fh3) -> Result<(u32, u32)> {
+        match self {
+            Nfs::V3(n) => n.fsinfo(root).await.map(|i| (i.rtmax, i.wtmax)),
+            Nfs::V41(n) => n.io_limits(&root.data).await,
+        }
+    }
+
+    /// Opens `fh` on the server for I/O (NFSv4.1: OPEN by handle, or the
+    /// open a create left; NFSv3 has nothing to do). Returns whether there
+    /// is an open to close later.
+    pub async fn open(&self, fh: &nfs_fh3, read: bool, write: bool) -> Result<bool> {
+        match self {
+            Nfs::V3(_) => Ok(false),
+            Nfs::V41(n) => {
+                if !n.take_spare(&fh.data) {
+                    n.open_fh(&fh.data, OpenAccess::new(read, write)).await?;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// The end of an [`Nfs::open`] that returned true.
+    pub async fn close(&self, fh: &nfs_fh3) -> Result<()> {
+        match self {
+            Nfs::V3(_) => Ok(()),
+            Nfs::V41(n) => n.close(&fh.data).await,
+        }
+    }
+
+    /// Whether the server promised to report changes to `fh` (an NFSv4.1
+    /// delegation): cached attributes need no check on open.
+    pub fn delegated(&self, fh: &nfs_fh3) -> bool {
+        self.v41().is_some_and(|n| n.has_delegation(&fh.data))
+    }
+}

@@ -1,0 +1,113 @@
+//! The back channel (RFC 8881 section 20): the server's calls on the
+//! session's connection. CB_NULL answers nothing; CB_COMPOUND's
+//! CB_SEQUENCE is echoed, CB_RECALL starts returning the delegation at
+//! once (write back, then DELEGRETURN: one round trip after the flush),
+//! CB_RECALL_ANY returns them all; anything else is NFS4ERR_NOTSUPP.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use proto::nfs4::*;
+use tokio::sync::mpsc;
+use xdr::{Decode, Decoder};
+
+use super::session::CB_PROGRAM;
+use super::Nfs41;
+use crate::transport::Incoming;
+
+const CB_NULL: u32 = 0;
+const CB_COMPOUND: u32 = 1;
+
+/// How long a recall of a delegation this client does not know yet is
+/// held back: the OPEN reply that grants it may still be on its way to
+/// its caller (it came in first on the connection, but another task takes
+/// it). In steps of `RECALL_RACE_STEP`.
+const RECALL_RACE_STEPS: u32 = 25;
+const RECALL_RACE_STEP: Duration = Duration::from_millis(2);
+
+pub(crate) async fn serve(nfs: Weak<Nfs41>, mut calls: mpsc::UnboundedReceiver<Incoming>) {
+    while let Some(Incoming { call, reply }) = calls.recv().await {
+        if call.prog != CB_PROGRAM {
+            // Not ours: answering nothing lets the server time out.
+            tracing::debug!(prog = call.prog, "call for an unknown program on the back channel");
+            continue;
+        }
+        match call.proc_ {
+            CB_NULL => reply.send(vec![]),
+            CB_COMPOUND => {
+                let Some(nfs) = nfs.upgrade() else { return };
+                let args = match CB_COMPOUND4args::decode(&mut Decoder::new(call.args)) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("undecodable CB_COMPOUND from the server: {e}");
+                        continue;
+                    }
+                };
+                // Recalls wait for the grant they race with: answer off
+                // this loop so other callbacks are not held up.
+                tokio::spawn(async move {
+                    let res = compound(&nfs, args).await;
+                    reply.send(vec![xdr::to_bytes(&res)]);
+                });
+            }
+            other => tracing::debug!(proc = other, "unknown back-channel procedure"),
+        }
+    }
+}
+
+async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
+    let mut resarray = Vec::new();
+    let mut status = nfsstat4::NFS4_OK;
+    for op in args.argarray {
+        let (res, s) = match op {
+            nfs_cb_argop4::OP_CB_SEQUENCE(s) => {
+                let ok = CB_SEQUENCE4resok {
+                    csr_sessionid: s.csa_sessionid,
+                    csr_sequenceid: s.csa_sequenceid,
+                    csr_slotid: s.csa_slotid,
+                    csr_highest_slotid: s.csa_highest_slotid,
+                    csr_target_highest_slotid: s.csa_highest_slotid,
+                };
+                (nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(ok)), nfsstat4::NFS4_OK)
+            }
+            nfs_cb_argop4::OP_CB_RECALL(r) => {
+                let s = recall(nfs, &r.stateid).await;
+                (nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status: s }), s)
+            }
+            nfs_cb_argop4::OP_CB_RECALL_ANY(_) => {
+                let me = nfs.clone();
+                tokio::spawn(async move { me.return_all_delegations().await });
+                (
+                    nfs_cb_resop4::OP_CB_RECALL_ANY(CB_RECALL_ANY4res { crar_status: nfsstat4::NFS4_OK }),
+                    nfsstat4::NFS4_OK,
+                )
+            }
+            _ => {
+                let s = nfsstat4::NFS4ERR_NOTSUPP;
+                (nfs_cb_resop4::OP_CB_ILLEGAL(CB_ILLEGAL4res { status: s }), s)
+            }
+        };
+        resarray.push(res);
+        if s != nfsstat4::NFS4_OK {
+            status = s;
+            break;
+        }
+    }
+    CB_COMPOUND4res { status, tag: args.tag, resarray }
+}
+
+/// CB_RECALL: OK and the return under way, or NFS4ERR_BADHANDLE for a
+/// delegation this client does not hold (RFC 8881 section 20.2.3).
+async fn recall(nfs: &Arc<Nfs41>, stateid: &stateid4) -> nfsstat4 {
+    for _ in 0..RECALL_RACE_STEPS {
+        let found = nfs.delegations.lock().recall(stateid);
+        if let Some(fh) = found {
+            nfs.counters.lock().recalls += 1;
+            let me = nfs.clone();
+            tokio::spawn(async move { me.return_delegation(&fh).await });
+            return nfsstat4::NFS4_OK;
+        }
+        tokio::time::sleep(RECALL_RACE_STEP).await;
+    }
+    nfsstat4::NFS4ERR_BADHANDLE
+}

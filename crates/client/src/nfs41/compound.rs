@@ -1,0 +1,290 @@
+//! Every request of a session: a slot, a SEQUENCE in front, and what the
+//! reply's SEQUENCE result means for the slot, the session and a retry.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use client_core::v41::backoff::Backoff;
+use client_core::v41::slots::{Slot, SlotOutcome};
+use proto::nfs4::*;
+use xdr::{Decode, Decoder};
+
+use super::session::{NFS4_PROGRAM, NFS_V4};
+use super::Nfs41;
+use crate::error::{Error, Result};
+
+/// Returns the slot when the request's future is dropped before its
+/// reply (the caller gave up): the request may have reached the server.
+struct SlotGuard<'a> {
+    nfs: &'a Nfs41,
+    slot: Option<Slot>,
+}
+
+impl SlotGuard<'_> {
+    fn finish(mut self, outcome: SlotOutcome) {
+        if let Some(slot) = self.slot.take() {
+            self.nfs.slots.lock().release(slot, outcome);
+            self.nfs.slot_freed.notify_waiters();
+        }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            self.nfs.slots.lock().release(slot, SlotOutcome::Unknown);
+            self.nfs.slot_freed.notify_waiters();
+        }
+    }
+}
+
+/// Operations after which a retry of the whole compound would do
+/// something twice.
+fn changes_state(op: &nfs_argop4) -> bool {
+    use nfs_argop4::*;
+    matches!(
+        op,
+        OP_OPEN(_)
+            | OP_CLOSE(_)
+            | OP_CREATE(_)
+            | OP_REMOVE(_)
+            | OP_RENAME(_)
+            | OP_LINK(_)
+            | OP_SETATTR(_)
+            | OP_WRITE(_)
+            | OP_LOCK(_)
+            | OP_LOCKU(_)
+            | OP_DELEGRETURN(_)
+            | OP_OPEN_DOWNGRADE(_)
+    )
+}
+
+/// The operation a compound is for, to count it under (the first one
+/// that is not about which object: LOOKUP of a path, OPEN, READ...).
+pub(crate) fn main_op(ops: &[nfs_argop4]) -> &'static str {
+    use nfs_argop4::*;
+    let mut name = "SEQUENCE";
+    for op in ops {
+        let n = match op {
+            OP_PUTFH(_) | OP_PUTROOTFH | OP_SAVEFH | OP_RESTOREFH | OP_GETFH => continue,
+            OP_GETATTR(_) => {
+                if name == "SEQUENCE" {
+                    name = "GETATTR";
+                }
+                continue;
+            }
+            OP_LOOKUP(_) | OP_LOOKUPP => "LOOKUP",
+            OP_OPEN(_) => "OPEN",
+            OP_CLOSE(_) => "CLOSE",
+            OP_READ(_) => "READ",
+            OP_WRITE(_) => "WRITE",
+            OP_COMMIT(_) => "COMMIT",
+            OP_CREATE(_) => "CREATE",
+            OP_REMOVE(_) => "REMOVE",
+            OP_RENAME(_) => "RENAME",
+            OP_LINK(_) => "LINK",
+            OP_SETATTR(_) => "SETATTR",
+            OP_READDIR(_) => "READDIR",
+            OP_READLINK => "READLINK",
+            OP_LOCK(_) => "LOCK",
+            OP_LOCKU(_) => "LOCKU",
+            OP_LOCKT(_) => "LOCKT",
+            OP_DELEGRETURN(_) => "DELEGRETURN",
+            OP_OPEN_DOWNGRADE(_) => "OPEN_DOWNGRADE",
+            OP_RECLAIM_COMPLETE(_) => "RECLAIM_COMPLETE",
+            OP_FREE_STATEID(_) => "FREE_STATEID",
+            OP_ACCESS(_) => "ACCESS",
+            OP_EXCHANGE_ID(_) => "EXCHANGE_ID",
+            OP_CREATE_SESSION(_) => "CREATE_SESSION",
+            OP_DESTROY_SESSION(_) => "DESTROY_SESSION",
+            OP_DESTROY_CLIENTID(_) => "DESTROY_CLIENTID",
+            OP_BIND_CONN_TO_SESSION(_) => "BIND_CONN_TO_SESSION",
+            _ => "COMPOUND",
+        };
+        return n;
+    }
+    name
+}
+
+/// The name of an operation's result, for errors.
+pub(crate) fn op_name(r: &nfs_resop4) -> &'static str {
+    use nfs_opnum4::*;
+    match r.discriminant() {
+        OP_ACCESS => "ACCESS",
+        OP_CLOSE => "CLOSE",
+        OP_COMMIT => "COMMIT",
+        OP_CREATE => "CREATE",
+        OP_DELEGRETURN => "DELEGRETURN",
+        OP_GETATTR => "GETATTR",
+        OP_GETFH => "GETFH",
+        OP_LINK => "LINK",
+        OP_LOCK => "LOCK",
+        OP_LOCKT => "LOCKT",
+        OP_LOCKU => "LOCKU",
+        OP_LOOKUP => "LOOKUP",
+        OP_LOOKUPP => "LOOKUPP",
+        OP_OPEN => "OPEN",
+        OP_OPEN_DOWNGRADE => "OPEN_DOWNGRADE",
+        OP_PUTFH => "PUTFH",
+        OP_PUTROOTFH => "PUTROOTFH",
+        OP_READ => "READ",
+        OP_READDIR => "READDIR",
+        OP_READLINK => "READLINK",
+        OP_REMOVE => "REMOVE",
+        OP_RENAME => "RENAME",
+        OP_RESTOREFH => "RESTOREFH",
+        OP_SAVEFH => "SAVEFH",
+        OP_SETATTR => "SETATTR",
+        OP_WRITE => "WRITE",
+        OP_SEQUENCE => "SEQUENCE",
+        OP_RECLAIM_COMPLETE => "RECLAIM_COMPLETE",
+        _ => "COMPOUND",
+    }
+}
+
+/// The status of a compound whose last result failed, as an error.
+pub(crate) fn failure(r: &COMPOUND4res) -> Error {
+    let op = r.resarray.last().map_or("COMPOUND", op_name);
+    Error::Nfs4 { op, status: r.status }
+}
+
+fn lost_session(s: nfsstat4) -> bool {
+    use nfsstat4::*;
+    matches!(s, NFS4ERR_BADSESSION | NFS4ERR_DEADSESSION | NFS4ERR_STALE_CLIENTID | NFS4ERR_EXPIRED)
+}
+
+impl Nfs41 {
+    async fn acquire_slot(&self) -> Slot {
+        loop {
+            let freed = self.slot_freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(slot) = self.slots.lock().acquire() {
+                return slot;
+            }
+            freed.await;
+        }
+    }
+
+    /// `ops` behind a SEQUENCE; every operation succeeded. Their results
+    /// come back in order, the SEQUENCE's removed.
+    pub(crate) async fn compound(&self, ops: Vec<nfs_argop4>) -> Result<Vec<nfs_resop4>> {
+        let r = self.compound_status(ops).await?;
+        if r.status != nfsstat4::NFS4_OK {
+            return Err(failure(&r));
+        }
+        Ok(r.resarray)
+    }
+
+    /// `ops` behind a SEQUENCE, the reply whole (SEQUENCE's result
+    /// removed) whatever its status. A session the server lost is
+    /// re-established and the request sent again; NFS4ERR_DELAY and
+    /// NFS4ERR_GRACE are retried after a wait that starts at 1 ms and
+    /// doubles, as long as nothing in the compound took effect before the
+    /// operation that asked for the wait.
+    pub(crate) async fn compound_status(&self, ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
+        let name = main_op(&ops);
+        let first_change = ops.iter().position(changes_state).unwrap_or(ops.len());
+        let mut backoff = Backoff::new(&self.retry);
+        loop {
+            let slot = SlotGuard { nfs: self, slot: Some(self.acquire_slot().await) };
+            let s = slot.slot.expect("just taken");
+            let (sessionid, generation) = {
+                let st = self.session.lock();
+                (st.sessionid, st.generation)
+            };
+            let mut argarray = Vec::with_capacity(ops.len() + 1);
+            argarray.push(nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+                sa_sessionid: sessionid,
+                sa_sequenceid: s.seqid,
+                sa_slotid: s.id,
+                sa_highest_slotid: s.highest,
+                sa_cachethis: first_change < ops.len(),
+            }));
+            argarray.extend(ops.iter().cloned());
+            let args = COMPOUND4args { tag: Bytes::new(), minorversion: 1, argarray };
+            let bytes = self
+                .conn
+                .call_as(Some(name), NFS4_PROGRAM, NFS_V4, 1, vec![xdr::to_bytes(&args)])
+                .await
+                .map_err(|err| Error::Rpc { proc: name, err });
+            let bytes = match bytes {
+                Ok(b) => b,
+                Err(e) => return Err(e), // the guard marks the slot Unknown
+            };
+            let mut r = COMPOUND4res::decode(&mut Decoder::new(bytes))
+                .map_err(|e| Error::Decode { proc: name, why: e.to_string() })?;
+            let seq = if r.resarray.is_empty() { None } else { Some(r.resarray.remove(0)) };
+            let retry_status = match seq {
+                Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::NFS4_OK(ok))) => {
+                    slot.finish(SlotOutcome::Done {
+                        highest_slotid: ok.sr_highest_slotid,
+                        target_highest_slotid: ok.sr_target_highest_slotid,
+                    });
+                    self.on_status_flags(ok.sr_status_flags);
+                    let failed_at = r.resarray.len().saturating_sub(1);
+                    match r.status {
+                        nfsstat4::NFS4ERR_DELAY | nfsstat4::NFS4ERR_GRACE if failed_at <= first_change => r.status,
+                        s if lost_session(s) && failed_at <= first_change => s,
+                        _ => return Ok(r),
+                    }
+                }
+                Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(status))) => {
+                    let outcome = if status == nfsstat4::NFS4ERR_SEQ_MISORDERED {
+                        SlotOutcome::Misordered
+                    } else {
+                        SlotOutcome::NotExecuted
+                    };
+                    slot.finish(outcome);
+                    status
+                }
+                _ => {
+                    slot.finish(SlotOutcome::NotExecuted);
+                    if !lost_session(r.status) {
+                        return Err(failure(&r));
+                    }
+                    r.status
+                }
+            };
+            if lost_session(retry_status) {
+                Box::pin(self.recover(generation, retry_status)).await?;
+                continue;
+            }
+            match retry_status {
+                nfsstat4::NFS4ERR_DELAY
+                | nfsstat4::NFS4ERR_GRACE
+                | nfsstat4::NFS4ERR_SEQ_MISORDERED
+                | nfsstat4::NFS4ERR_BADSLOT => {
+                    let Some(wait) = backoff.next_wait() else {
+                        return Err(Error::Nfs4 { op: name, status: retry_status });
+                    };
+                    self.counters.lock().delay_retries += 1;
+                    tokio::time::sleep(Duration::from_nanos(wait)).await;
+                }
+                status => return Err(Error::Nfs4 { op: "SEQUENCE", status }),
+            }
+        }
+    }
+
+    /// What SEQUENCE's status flags ask of the client.
+    fn on_status_flags(&self, flags: u32) {
+        if flags & (SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION) != 0 {
+            // After a reconnect the server has no way to call back: offer
+            // this connection again, once at a time.
+            if let Ok(_one) = self.recovering.try_lock() {
+                if let Some(me) = self.arc() {
+                    tokio::spawn(async move { me.bind_back_channel().await });
+                }
+            }
+        }
+        if flags
+            & (SEQ4_STATUS_RECALLABLE_STATE_REVOKED
+                | SEQ4_STATUS_EXPIRED_ALL_STATE_REVOKED
+                | SEQ4_STATUS_ADMIN_STATE_REVOKED)
+            != 0
+        {
+            tracing::warn!(flags, "the server revoked delegations or opens of this client");
+            self.delegations.lock().drain();
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! Opens and delegations (RFC 8881 sections 9 and 10): one open-owner per
+//! client, one open stateid per file however many times it is open here
+//! (the server upgrades the share on each OPEN), CLOSE when the last user
+//! goes, and which stateid a READ or WRITE carries.
+
+use bytes::Bytes;
+use client_core::v41::delegations::DelegationKind;
+use proto::nfs3::fattr3;
+use proto::nfs4::*;
+
+use super::ops::{attrs_of, fh_of};
+use super::Nfs41;
+use crate::error::{Error, Result};
+
+/// The share access of an open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAccess {
+    Read,
+    Write,
+    Both,
+}
+
+impl OpenAccess {
+    pub fn new(read: bool, write: bool) -> OpenAccess {
+        match (read, write) {
+            (_, false) => OpenAccess::Read,
+            (false, true) => OpenAccess::Write,
+            (true, true) => OpenAccess::Both,
+        }
+    }
+
+    fn bits(self) -> u32 {
+        match self {
+            OpenAccess::Read => OPEN4_SHARE_ACCESS_READ,
+            OpenAccess::Write => OPEN4_SHARE_ACCESS_WRITE,
+            OpenAccess::Both => OPEN4_SHARE_ACCESS_BOTH,
+        }
+    }
+}
+
+/// A file this client has open on the server.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenState {
+    pub stateid: stateid4,
+    /// OPEN4_SHARE_ACCESS_* bits held.
+    pub access: u32,
+    /// Opens of the file through the file API not yet closed.
+    pub users: usize,
+    /// Of those, opens made by a create for a file-API open that has not
+    /// claimed them yet ([`Nfs41::take_spare`]).
+    pub spare: usize,
+}
+
+/// The special stateid of all zeros (RFC 8881 section 8.2.3): I/O with no
+/// open, checked against other clients' share reservations only.
+const ANONYMOUS: stateid4 = stateid4 { seqid: 0, other: [0; 12] };
+
+impl Nfs41 {
+    fn open_owner(&self) -> open_owner4 {
+        open_owner4 { clientid: self.session.lock().clientid, owner: Bytes::from_static(b"nfsx-open-owner") }
+    }
+
+    /// OPEN of `name` in `dir`, creating it with `create` when given, with
+    /// the new handle and its attributes from the same compound.
+    pub async fn open_name(
+        &self,
+        dir: &Bytes,
+        name: &str,
+        access: OpenAccess,
+        create: Option<createhow4>,
+    ) -> Result<(Bytes, fattr3)> {
+        let openhow = match create {
+            Some(how) => openflag4::OPEN4_CREATE(how),
+            None => openflag4::default(opentype4::OPEN4_NOCREATE),
+        };
+        let claim = open_claim4::CLAIM_NULL(Bytes::copy_from_slice(name.as_bytes()));
+        let ops = vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: dir.clone() }),
+            self.open_op(access, openhow, claim),
+            nfs_argop4::OP_GETFH,
+            self.getattr_op(),
+        ];
+        let res = self.compound(ops).await?;
+        let fh = fh_of(&res[2])?;
+        let attrs = attrs_of(self, &res[3])?;
+        self.opened(&fh, &res[1], access)?;
+        Ok((fh, attrs))
+    }
+
+    /// OPEN of a file by its handle (CLAIM_FH), for callers that hold the
+    /// handle already (the mount).
+    pub async fn open_fh(&self, fh: &Bytes, access: OpenAccess) -> Result<fattr3> {
+        let ops = vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+            self.open_op(access, openflag4::default(opentype4::OPEN4_NOCREATE), open_claim4::CLAIM_FH),
+            self.getattr_op(),
+        ];
+        let res = self.compound(ops).await?;
+        let attrs = attrs_of(self, &res[2])?;
+        self.opened(fh, &res[1], access)?;
+        Ok(attrs)
+    }
+
+    fn open_op(&self, access: OpenAccess, openhow: openflag4, claim: open_claim4) -> nfs_argop4 {
+        nfs_argop4::OP_OPEN(OPEN4args {
+            seqid: 0,
+            share_access: access.bits() | OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE,
+            share_deny: OPEN4_SHARE_DENY_NONE,
+            owner: self.open_owner(),
+            openhow,
+            claim,
+        })
+    }
+
+    /// Records an OPEN's stateid (a later OPEN of the same file returns
+    /// the same state with a higher seqid) and any delegation it granted.
+    fn opened(&self, fh: &Bytes, res: &nfs_resop4, access: OpenAccess) -> Result<()> {
+        let nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok)) = res else {
+            return Err(Error::Invalid("OPEN result missing from the reply".into()));
+        };
+        {
+            let mut opens = self.opens.lock();
+            let e = opens.entry(fh.clone()).or_insert(OpenState {
+                stateid: ok.stateid.clone(),
+                access: 0,
+                users: 0,
+                spare: 0,
+            });
+            if e.stateid.other != ok.stateid.other || ok.stateid.seqid.wrapping_sub(e.stateid.seqid) < (1 << 31) {
+                e.stateid = ok.stateid.clone();
+            }
+            e.access |= access.bits();
+            e.users += 1;
+        }
+        let granted = match &ok.delegation {
+            open_delegation4::OPEN_DELEGATE_READ(d) => Some((d.stateid.clone(), DelegationKind::Read)),
+            open_delegation4::OPEN_DELEGATE_WRITE(d) => Some((d.stateid.clone(), DelegationKind::Write)),
+            _ => None,
+        };
+        if let Some((stateid, kind)) = granted {
+            self.counters.lock().delegations_granted += 1;
+            let old = self.delegations.lock().granted(fh.clone(), stateid, kind);
+            if let Some(old) = old {
+                // A second grant for the file: give back the one it replaced.
+                if let Some(me) = self.arc() {
+                    let fh = fh.clone();
+                    tokio::spawn(async move { me.delegreturn(&fh, old.stateid).await });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The open a create just made is kept for the open that follows it.
+    pub(crate) fn keep_spare(&self, fh: &Bytes) {
+        if let Some(o) = self.opens.lock().get_mut(fh) {
+            o.spare += 1;
+        }
+    }
+
+    /// Claims an open a create made, if one is waiting (no call needed).
+    pub fn take_spare(&self, fh: &Bytes) -> bool {
+        match self.opens.lock().get_mut(fh) {
+            Some(o) if o.spare > 0 => {
+                o.spare -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// One user of `fh` is done; the last one CLOSEs it.
+    pub async fn close(&self, fh: &Bytes) -> Result<()> {
+        let stateid = {
+            let mut opens = self.opens.lock();
+            let Some(e) = opens.get_mut(fh) else { return Ok(()) };
+            e.users = e.users.saturating_sub(1);
+            if e.users > 0 {
+                return Ok(());
+            }
+            opens.remove(fh).map(|e| e.stateid)
+        };
+        let Some(stateid) = stateid else { return Ok(()) };
+        let ops = vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+            nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: stateid }),
+        ];
+        match self.compound(ops).await {
+            // Opened again meanwhile: the server holds the newer open,
+            // whose stateid a newer OPEN reply recorded.
+            Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_OLD_STATEID, .. }) => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// The stateid a READ (`write` false) or WRITE of `fh` carries: the
+    /// delegation's while one that allows it is held, else the open's,
+    /// else the anonymous stateid.
+    pub fn io_stateid(&self, fh: &Bytes, write: bool) -> stateid4 {
+        {
+            let d = self.delegations.lock();
+            if let Some(d) = d.usable(fh) {
+                if !write || d.kind == DelegationKind::Write {
+                    return d.stateid.clone();
+                }
+            }
+        }
+        self.opens.lock().get(fh).map_or(ANONYMOUS, |o| o.stateid.clone())
+    }
+
+    /// Whether the server promised to tell this client before anyone
+    /// else changes `fh` (a delegation is held): its cached attributes and
+    /// data need no check on open.
+    pub fn has_delegation(&self, fh: &Bytes) -> bool {
+        self.delegations.lock().usable(fh).is_some()
+    }
+
+    /// Gives a delegation back after writing back what it covered.
+    pub(crate) async fn return_delegation(&self, fh: &Bytes) {
+        if let Some(hook) = self.flush_hook.get() {
+            hook(fh.clone()).await;
+        }
+        let taken = self.delegations.lock().take(fh);
+        if let Some(d) = taken {
+            self.delegreturn(fh, d.stateid).await;
+        }
+    }
+
+    async fn delegreturn(&self, fh: &Bytes, stateid: stateid4) {
+        let ops = vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+            nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: stateid }),
+        ];
+        if let Err(e) = self.compound(ops).await {
+            // Already revoked or returned: nothing is left to give back.
+            tracing::debug!("DELEGRETURN: {e}");
+        }
+    }
+
+    pub(crate) async fn return_all_delegations(&self) {
+        let held = self.delegations.lock().keys();
+        for fh in held {
+            self.return_delegation(&fh).await;
+        }
+    }
+
+    /// After the server restarted: every open again, with CLAIM_PREVIOUS
+    /// during the server's grace period (RFC 8881 section 8.4.2.1).
+    pub(crate) async fn reclaim_opens(&self) {
+        let held: Vec<(Bytes, u32)> = self.opens.lock().iter().map(|(fh, o)| (fh.clone(), o.access)).collect();
+        for (fh, access) in held {
+            let ops = vec![
+                nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+                nfs_argop4::OP_OPEN(OPEN4args {
+                    seqid: 0,
+                    share_access: access,
+                    share_deny: OPEN4_SHARE_DENY_NONE,
+                    owner: self.open_owner(),
+                    openhow: openflag4::default(opentype4::OPEN4_NOCREATE),
+                    claim: open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
+                }),
+            ];
+            match self.compound(ops).await {
+                Ok(res) => {
+                    if let Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) = res.get(1) {
+                        if let Some(o) = self.opens.lock().get_mut(&fh) {
+                            o.stateid = ok.stateid.clone();
+                        }
+                        self.counters.lock().reclaims += 1;
+                    }
+                }
+                Err(e) => {
+                    // I/O on it goes on with the anonymous stateid.
+                    tracing::warn!("could not reclaim an open after the server restarted: {e}");
+                    self.opens.lock().remove(&fh);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The file API's calls over NFSv4.1, each one COMPOUND, answering in the
+//! NFSv3 shapes the layers above keep. Where NFSv3 needs two calls (a
+//! LOOKUP then a GETATTR, a CREATE then a LOOKUP) the compound carries
+//! both, and a path is looked up in one compound however deep it is.
+
+use bytes::Bytes;
+use client_core::v41::attrs::{self, bitmap, FS_INFO, FS_STAT, STAT};
+use proto::nfs3::*;
+use proto::nfs4::*;
+
+use super::Nfs41;
+use crate::error::{Error, Result};
+
+fn malformed(what: &str) -> Error {
+    Error::Decode { proc: "COMPOUND", why: format!("{what} missing from the reply") }
+}
+
+pub(crate) fn fh_of(r: &nfs_resop4) -> Result<Bytes> {
+    match r {
+        nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(ok)) => Ok(ok.object.clone()),
+        _ => Err(malformed("GETFH")),
+    }
+}
+
+fn decoded(f: &fattr4) -> Result<attrs::Attrs> {
+    attrs::decode(f).map_err(|why| Error::Decode { proc: "GETATTR", why })
+}
+
+/// Owner names the server sends as `name@domain` become local ids.
+fn uid_by_name(name: &str) -> Option<u32> {
+    id_by_name(name, "/etc/passwd")
+}
+
+fn gid_by_name(name: &str) -> Option<u32> {
+    id_by_name(name, "/etc/group")
+}
+
+fn id_by_name(name: &str, db: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(db).ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()? == name).then(|| f.nth(1)?.parse().ok())?
+    })
+}
+
+pub(crate) fn to_fattr3(f: &fattr4) -> Result<fattr3> {
+    Ok(decoded(f)?.to_fattr3(uid_by_name, gid_by_name))
+}
+
+pub(crate) fn attrs_of(_nfs: &Nfs41, r: &nfs_resop4) -> Result<fattr3> {
+    match r {
+        nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) => to_fattr3(&ok.obj_attributes),
+        _ => Err(malformed("GETATTR")),
+    }
+}
+
+fn putfh(fh: &Bytes) -> nfs_argop4 {
+    nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() })
+}
+
+fn name4(name: &str) -> Bytes {
+    Bytes::copy_from_slice(name.as_bytes())
+}
+
+fn lookup_op(name: &str) -> nfs_argop4 {
+    if name == ".." {
+        nfs_argop4::OP_LOOKUPP
+    } else {
+        nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: name4(name) })
+    }
+}
+
+fn stable4(s: stable_how) -> stable_how4 {
+    match s {
+        stable_how::UNSTABLE => stable_how4::UNSTABLE4,
+        stable_how::DATA_SYNC => stable_how4::DATA_SYNC4,
+        stable_how::FILE_SYNC => stable_how4::FILE_SYNC4,
+    }
+}
+
+fn stable3(s: stable_how4) -> stable_how {
+    match s {
+        stable_how4::UNSTABLE4 => stable_how::UNSTABLE,
+        stable_how4::DATA_SYNC4 => stable_how::DATA_SYNC,
+        stable_how4::FILE_SYNC4 => stable_how::FILE_SYNC,
+    }
+}
+
+/// Post-op attributes as NFSv3's weak cache consistency data.
+fn wcc(after: Option<fattr3>) -> wcc_data {
+    wcc_data { before: None, after }
+}
+
+impl Nfs41 {
+    pub(crate) fn getattr_op(&self) -> nfs_argop4 {
+        nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(STAT) })
+    }
+
+    /// The export's root handle and the server's lease time, in one
+    /// compound: PUTROOTFH, a LOOKUP per component, GETFH, GETATTR.
+    pub(crate) async fn lookup_export(&self, export: &str) -> Result<(Bytes, u32)> {
+        let mut ops = vec![nfs_argop4::OP_PUTROOTFH];
+        ops.extend(export.split('/').filter(|c| !c.is_empty()).map(lookup_op));
+        ops.push(nfs_argop4::OP_GETFH);
+        ops.push(nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_INFO) }));
+        let res = self.compound(ops).await.map_err(|e| Error::Mount { export: export.into(), why: e.to_string() })?;
+        let n = res.len();
+        let fh = fh_of(&res[n - 2])?;
+        let lease = match &res[n - 1] {
+            nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) => decoded(&ok.obj_attributes)?.lease_time.unwrap_or(90),
+            _ => 90,
+        };
+        Ok((fh, lease))
+    }
+
+    /// The largest READ and WRITE the server takes.
+    pub async fn io_limits(&self, fh: &Bytes) -> Result<(u32, u32)> {
+        let ops = vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_INFO) })];
+        let res = self.compound(ops).await?;
+        let nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) = &res[1] else { return Err(malformed("GETATTR")) };
+        let a = decoded(&ok.obj_attributes)?;
+        let clamp = |v: Option<u64>| v.map_or(0, |v| v.min(u32::MAX as u64) as u32);
+        Ok((clamp(a.maxread), clamp(a.maxwrite)))
+    }
+
+    pub async fn getattr(&self, fh: &Bytes) -> Result<fattr3> {
+        let res = self.compound(vec![putfh(fh), self.getattr_op()]).await?;
+        attrs_of(self, &res[1])
+    }
+
+    pub async fn setattr(&self, fh: &Bytes, set: sattr3) -> Result<SETATTR3resok> {
+        // A size change needs the open's stateid when the file is open
+        // here (the server checks it against share reservations).
+        let stateid = self.io_stateid(fh, true);
+        let ops = vec![
+            putfh(fh),
+            nfs_argop4::OP_SETATTR(SETATTR4args { stateid, obj_attributes: attrs::encode_sattr(&set) }),
+            self.getattr_op(),
+        ];
+        let res = self.compound(ops).await?;
+        Ok(SETATTR3resok { obj_wcc: wcc(Some(attrs_of(self, &res[2])?)) })
+    }
+
+    pub async fn lookup(&self, dir: &Bytes, name: &str) -> Result<LOOKUP3resok> {
+        let ops = vec![putfh(dir), lookup_op(name), nfs_argop4::OP_GETFH, self.getattr_op()];
+        let res = self.compound(ops).await?;
+        Ok(LOOKUP3resok {
+            object: nfs_fh3 { data: fh_of(&res[2])? },
+            obj_attributes: Some(attrs_of(self, &res[3])?),
+            dir_attributes: None,
+        })
+    }
+
+    pub async fn read(&self, fh: &Bytes, offset: u64, count: u32) -> Result<READ3resok> {
+        let stateid = self.io_stateid(fh, false);
+        let res = self.compound(vec![putfh(fh), nfs_argop4::OP_READ(READ4args { stateid, offset, count })]).await?;
+        match &res[1] {
+            nfs_resop4::OP_READ(READ4res::NFS4_OK(ok)) => Ok(READ3resok {
+                file_attributes: None,
+                count: ok.data.len() as u32,
+                eof: ok.eof,
+                data: ok.data.clone(),
+            }),
+            _ => Err(malformed("READ")),
+        }
+    }
+
+    pub async fn write(&self, fh: &Bytes, offset: u64, data: Bytes, stable: stable_how) -> Result<WRITE3resok> {
+        let stateid = self.io_stateid(fh, true);
+        let args = WRITE4args { stateid, offset, stable: stable4(stable), data };
+        let res = self.compound(vec![putfh(fh), nfs_argop4::OP_WRITE(args)]).await?;
+        match &res[1] {
+            nfs_resop4::OP_WRITE(WRITE4res::NFS4_OK(ok)) => Ok(WRITE3resok {
+                file_wcc: wcc(None),
+                count: ok.count,
+                committed: stable3(ok.committed),
+                verf: ok.writeverf,
+            }),
+            _ => Err(malformed("WRITE")),
+        }
+    }
+
+    pub async fn commit(&self, fh: &Bytes) -> Result<COMMIT3resok> {
+        let res = self.compound(vec![putfh(fh), nfs_argop4::OP_COMMIT(COMMIT4args { offset: 0, count: 0 })]).await?;
+        match &res[1] {
+            nfs_resop4::OP_COMMIT(COMMIT4res::NFS4_OK(ok)) => {
+                Ok(COMMIT3resok { file_wcc: wcc(None), verf: ok.writeverf })
+            }
+            _ => Err(malformed("COMMIT")),
+        }
+    }
+
+    /// A regular file made with OPEN (NFSv4 has no other way): the open
+    /// stays, as a spare the next open of the handle through the file API
+    /// takes over.
+    pub async fn create(&self, dir: &Bytes, name: &str, how: createhow3) -> Result<CREATE3resok> {
+        let how4 = match how {
+            createhow3::UNCHECKED(a) => createhow4::UNCHECKED4(attrs::encode_sattr(&a)),
+            createhow3::GUARDED(a) => createhow4::GUARDED4(attrs::encode_sattr(&a)),
+            createhow3::EXCLUSIVE(verf) => createhow4::EXCLUSIVE4(verf),
+        };
+        let (fh, a) = self.open_name(dir, name, super::OpenAccess::Both, Some(how4)).await?;
+        self.keep_spare(&fh);
+        Ok(CREATE3resok { obj: Some(nfs_fh3 { data: fh }), obj_attributes: Some(a), dir_wcc: wcc(None) })
+    }
+
+    /// CREATE of a directory, symlink or special file, with its handle
+    /// and attributes in the same compound.
+    pub async fn create_other(
+        &self,
+        dir: &Bytes,
+        name: &str,
+        objtype: createtype4,
+        set: &sattr3,
+    ) -> Result<(nfs_fh3, fattr3)> {
+        let ops = vec![
+            putfh(dir),
+            nfs_argop4::OP_CREATE(CREATE4args { objtype, objname: name4(name), createattrs: attrs::encode_sattr(set) }),
+            nfs_argop4::OP_GETFH,
+            self.getattr_op(),
+        ];
+        let res = self.compound(ops).await?;
+        Ok((nfs_fh3 { data: fh_of(&res[2])? }, attrs_of(self, &res[3])?))
+    }
+
+    /// REMOVE (files and directories alike in NFSv4).
+    pub async fn remove(&self, dir: &Bytes, name: &str) -> Result<()> {
+        self.compound(vec![putfh(dir), nfs_argop4::OP_REMOVE(REMOVE4args { target: name4(name) })]).await.map(drop)
+    }
+
+    pub async fn rename(&self, from: &Bytes, from_name: &str, to: &Bytes, to_name: &str) -> Result<()> {
+        let ops = vec![
+            putfh(from),
+            nfs_argop4::OP_SAVEFH,
+            putfh(to),
+            nfs_argop4::OP_RENAME(RENAME4args { oldname: name4(from_name), newname: name4(to_name) }),
+        ];
+        self.compound(ops).await.map(drop)
+    }
+
+    /// LINK, and the file's attributes after it.
+    pub async fn link(&self, fh: &Bytes, dir: &Bytes, name: &str) -> Result<fattr3> {
+        let ops = vec![
+            putfh(fh),
+            nfs_argop4::OP_SAVEFH,
+            putfh(dir),
+            nfs_argop4::OP_LINK(LINK4args { newname: name4(name) }),
+            nfs_argop4::OP_RESTOREFH,
+            self.getattr_op(),
+        ];
+        let res = self.compound(ops).await?;
+        attrs_of(self, &res[5])
+    }
+
+    pub async fn readlink(&self, fh: &Bytes) -> Result<Bytes> {
+        let res = self.compound(vec![putfh(fh), nfs_argop4::OP_READLINK]).await?;
+        match &res[1] {
+            nfs_resop4::OP_READLINK(READLINK4res::NFS4_OK(ok)) => Ok(ok.link.clone()),
+            _ => Err(malformed("READLINK")),
+        }
+    }
+
+    /// READDIR asking each entry's handle and attributes: the NFSv3
+    /// READDIRPLUS reply, `.` and `..` left out as NFSv4 servers do.
+    pub async fn readdirplus(
+        &self,
+        dir: &Bytes,
+        cookie: u64,
+        cookieverf: [u8; 8],
+        maxcount: u32,
+    ) -> Result<READDIRPLUS3resok> {
+        let args = READDIR4args {
+            cookie,
+            cookieverf,
+            dircount: maxcount / 4,
+            maxcount,
+            attr_request: bitmap(&attrs::readdir_attrs()),
+        };
+        let res = self.compound(vec![putfh(dir), nfs_argop4::OP_READDIR(args)]).await?;
+        let nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(ok)) = &res[1] else { return Err(malformed("READDIR")) };
+        let mut entries = Vec::with_capacity(ok.reply.entries.len());
+        for e in &ok.reply.entries {
+            let a = decoded(&e.attrs)?;
+            let usable = a.rdattr_error.is_none_or(|s| s == 0) && a.r#type.is_some();
+            entries.push(entryplus3 {
+                fileid: a.fileid.unwrap_or(0),
+                name: e.name.clone(),
+                cookie: e.cookie,
+                name_attributes: usable.then(|| a.to_fattr3(uid_by_name, gid_by_name)),
+                name_handle: a.filehandle.clone().filter(|_| usable).map(|data| nfs_fh3 { data }),
+            });
+        }
+        Ok(READDIRPLUS3resok {
+            dir_attributes: None,
+            cookieverf: ok.cookieverf,
+            reply: dirlistplus3 { entries, eof: ok.reply.eof },
+        })
+    }
+
+    pub async fn fsstat(&self, fh: &Bytes) -> Result<FSSTAT3resok> {
+        let ops = vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_STAT) })];
+        let res = self.compound(ops).await?;
+        let nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) = &res[1] else { return Err(malformed("GETATTR")) };
+        let a = decoded(&ok.obj_attributes)?;
+        Ok(FSSTAT3resok {
+            obj_attributes: None,
+            tbytes: a.space_total.unwrap_or(0),
+            fbytes: a.space_free.unwrap_or(0),
+            abytes: a.space_avail.unwrap_or(0),
+            tfiles: a.files_total.unwrap_or(0),
+            ffiles: a.files_free.unwrap_or(0),
+            afiles: a.files_avail.unwrap_or(0),
+            invarsec: 0,
+        })
+    }
+}

@@ -1,0 +1,277 @@
+//! Establishing and keeping a session: EXCHANGE_ID, CREATE_SESSION with a
+//! back channel on the same connection, RECLAIM_COMPLETE, lease renewal,
+//! and recovery when the server lost the session (a new one) or the whole
+//! client (a new client id, then reclaim of the opens held).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use client_core::v41::slots::SlotTable;
+use parking_lot::Mutex;
+use proto::nfs4::*;
+use tokio::sync::{mpsc, Notify};
+use xdr::{Decode, Decoder};
+
+use super::{callback, Counters, Nfs41, SessionState};
+use crate::error::{Error, Result};
+use crate::settings::ClientSettings;
+use crate::transport::{ConnParams, Connection};
+
+pub(crate) const NFS4_PROGRAM: u32 = 100003;
+pub(crate) const NFS_V4: u32 = 4;
+const NFSPROC4_COMPOUND: u32 = 1;
+/// The program number the back channel's calls carry (RFC 8881 leaves
+/// the choice to the client; this is the value Linux uses).
+pub(crate) const CB_PROGRAM: u32 = 0x4000_0000;
+/// The back channel needs few slots: recalls come one per file.
+const BACK_CHANNEL_SLOTS: u32 = 4;
+
+fn channel(slots: u32, max_request: u32) -> channel_attrs4 {
+    channel_attrs4 {
+        ca_headerpadsize: 0,
+        ca_maxrequestsize: max_request,
+        ca_maxresponsesize: max_request,
+        ca_maxresponsesize_cached: 64 << 10,
+        ca_maxoperations: 32,
+        ca_maxrequests: slots,
+        ca_rdma_ird: vec![],
+    }
+}
+
+/// A COMPOUND without SEQUENCE (EXCHANGE_ID, CREATE_SESSION,
+/// DESTROY_SESSION may not have one); returns the reply whole.
+pub(crate) async fn plain_compound(conn: &Connection, ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
+    let name = super::compound::main_op(&ops);
+    let args = COMPOUND4args { tag: Bytes::new(), minorversion: 1, argarray: ops };
+    let bytes = conn
+        .call_as(Some(name), NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, vec![xdr::to_bytes(&args)])
+        .await
+        .map_err(|err| Error::Rpc { proc: "COMPOUND", err })?;
+    COMPOUND4res::decode(&mut Decoder::new(bytes)).map_err(|e| Error::Decode { proc: "COMPOUND", why: e.to_string() })
+}
+
+fn failed(op: &'static str, status: nfsstat4) -> Error {
+    Error::Nfs4 { op, status }
+}
+
+async fn exchange_id(conn: &Connection, owner: &Bytes, verifier: [u8; 8]) -> Result<EXCHANGE_ID4resok> {
+    let r = plain_compound(
+        conn,
+        vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
+            eia_clientowner: client_owner4 { co_verifier: verifier, co_ownerid: owner.clone() },
+            eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
+            eia_state_protect: state_protect4_a::SP4_NONE,
+            eia_client_impl_id: vec![],
+        })],
+    )
+    .await?;
+    match r.resarray.into_iter().next() {
+        Some(nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::NFS4_OK(ok))) => Ok(ok),
+        Some(nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::default(s))) => Err(failed("EXCHANGE_ID", s)),
+        _ => Err(failed("EXCHANGE_ID", r.status)),
+    }
+}
+
+async fn create_session(
+    conn: &Connection,
+    clientid: clientid4,
+    seq: u32,
+    slots: u32,
+    max_request: u32,
+) -> Result<CREATE_SESSION4resok> {
+    let r = plain_compound(
+        conn,
+        vec![nfs_argop4::OP_CREATE_SESSION(CREATE_SESSION4args {
+            csa_clientid: clientid,
+            csa_sequence: seq,
+            csa_flags: CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
+            csa_fore_chan_attrs: channel(slots, max_request),
+            csa_back_chan_attrs: channel(BACK_CHANNEL_SLOTS, 64 << 10),
+            csa_cb_program: CB_PROGRAM,
+            csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
+        })],
+    )
+    .await?;
+    match r.resarray.into_iter().next() {
+        Some(nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::NFS4_OK(ok))) => Ok(ok),
+        Some(nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::default(s))) => Err(failed("CREATE_SESSION", s)),
+        _ => Err(failed("CREATE_SESSION", r.status)),
+    }
+}
+
+/// A fresh client id: eight bytes no earlier run of this process used.
+fn boot_verifier() -> [u8; 8] {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    ((t.as_nanos() as u64) ^ (std::process::id() as u64) << 40).to_be_bytes()
+}
+
+impl Nfs41 {
+    /// Connects to `params.addr`, makes a session and finds the handle of
+    /// `export` (PUTROOTFH and a LOOKUP per component).
+    pub async fn connect(params: ConnParams, settings: &ClientSettings, export: &str) -> Result<Arc<Nfs41>> {
+        let (cb_tx, cb_rx) = mpsc::unbounded_channel();
+        let conn = Connection::connect_with_back_channel(params.clone(), cb_tx)
+            .await
+            .map_err(|e| Error::Connect { what: format!("NFSv4.1 service at {}", params.addr), why: e.to_string() })?;
+        // The owner names this client instance; two clients in one process
+        // (two mounts, the benchmark's clients) must differ.
+        static INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let host = settings.machine_name.clone().unwrap_or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+        });
+        let owner = Bytes::from(format!("nfsx/{host}/{}/{n}", std::process::id()));
+        let verifier = boot_verifier();
+        let slots_wanted = settings.v41.slots.max(1);
+        let max_request = settings.max_record.min(u32::MAX as usize) as u32;
+        let eid = exchange_id(&conn, &owner, verifier).await?;
+        let cs = create_session(&conn, eid.eir_clientid, eid.eir_sequenceid, slots_wanted, max_request).await?;
+        let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(1);
+        let nfs = Arc::new_cyclic(|me| Nfs41 {
+            conn,
+            owner,
+            verifier,
+            retry: settings.v41.retry.clone(),
+            slots_wanted,
+            session: Mutex::new(SessionState {
+                clientid: eid.eir_clientid,
+                sessionid: cs.csr_sessionid,
+                create_seq: cs.csr_sequence.wrapping_add(1),
+                lease: 90,
+                generation: 0,
+            }),
+            slots: Mutex::new(SlotTable::new(granted)),
+            slot_freed: Notify::new(),
+            recovering: tokio::sync::Mutex::new(()),
+            opens: Mutex::default(),
+            delegations: Mutex::default(),
+            flush_hook: Default::default(),
+            root: Mutex::new(Bytes::new()),
+            me: me.clone(),
+            counters: Mutex::new(Counters { sessions_created: 1, ..Default::default() }),
+        });
+        tokio::spawn(callback::serve(Arc::downgrade(&nfs), cb_rx));
+        nfs.reclaim_complete().await?;
+        let (root, lease) = nfs.lookup_export(export).await?;
+        *nfs.root.lock() = root;
+        nfs.session.lock().lease = lease.max(1);
+        tokio::spawn(renew(Arc::downgrade(&nfs)));
+        Ok(nfs)
+    }
+
+    pub(crate) async fn reclaim_complete(&self) -> Result<()> {
+        let r = self.compound(vec![nfs_argop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4args { rca_one_fs: false })]).await;
+        match r {
+            // A server that already has it (a retry after a lost reply).
+            Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_COMPLETE_ALREADY, .. }) => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// The session of `generation` failed (BADSESSION, DEADSESSION,
+    /// STALE_CLIENTID, EXPIRED): make a new one, and if the server lost
+    /// this client too, a new client id and the opens reclaimed. Callers
+    /// that saw the same failure wait for the first to finish.
+    pub(crate) async fn recover(&self, generation: u64, status: nfsstat4) -> Result<()> {
+        let _one = self.recovering.lock().await;
+        if self.session.lock().generation != generation {
+            return Ok(()); // someone else already did it
+        }
+        let (clientid, seq) = {
+            let s = self.session.lock();
+            (s.clientid, s.create_seq)
+        };
+        let max_request = 4 << 20;
+        let lost_client = matches!(status, nfsstat4::NFS4ERR_STALE_CLIENTID | nfsstat4::NFS4ERR_EXPIRED);
+        let attempt = if lost_client {
+            Err(Error::Nfs4 { op: "CREATE_SESSION", status })
+        } else {
+            create_session(&self.conn, clientid, seq, self.slots_wanted, max_request).await
+        };
+        let (cs, clientid, reclaim) = match attempt {
+            Ok(cs) => (cs, clientid, false),
+            Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_STALE_CLIENTID | nfsstat4::NFS4ERR_EXPIRED, .. }) => {
+                tracing::info!("the server lost this client's state: establishing it again and reclaiming opens");
+                let eid = exchange_id(&self.conn, &self.owner, self.verifier).await?;
+                let cs =
+                    create_session(&self.conn, eid.eir_clientid, eid.eir_sequenceid, self.slots_wanted, max_request)
+                        .await?;
+                (cs, eid.eir_clientid, true)
+            }
+            Err(e) => return Err(e),
+        };
+        {
+            let mut s = self.session.lock();
+            s.clientid = clientid;
+            s.sessionid = cs.csr_sessionid;
+            s.create_seq = cs.csr_sequence.wrapping_add(1);
+            s.generation += 1;
+        }
+        self.slots.lock().reset(cs.csr_fore_chan_attrs.ca_maxrequests.max(1));
+        self.slot_freed.notify_waiters();
+        self.counters.lock().sessions_created += 1;
+        if reclaim {
+            // Delegations are not reclaimed: the caches they allowed are
+            // checked again instead.
+            self.delegations.lock().drain();
+            self.reclaim_opens().await;
+            self.reclaim_complete().await?;
+        }
+        Ok(())
+    }
+
+    /// Asks the server to send callbacks on this connection again (after
+    /// a reconnect the server has no back channel: SEQ4_STATUS_CB_PATH_DOWN).
+    pub(crate) async fn bind_back_channel(&self) {
+        let sessionid = self.session.lock().sessionid;
+        let r = plain_compound(
+            &self.conn,
+            vec![nfs_argop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4args {
+                bctsa_sessid: sessionid,
+                bctsa_dir: channel_dir_from_client4::CDFC4_FORE_OR_BOTH,
+                bctsa_use_conn_in_rdma_mode: false,
+            })],
+        )
+        .await;
+        if let Err(e) = r {
+            tracing::warn!("BIND_CONN_TO_SESSION failed: {e}");
+        }
+    }
+
+    /// Ends the session and the client's state on the server (unmount).
+    pub async fn shutdown(&self) {
+        self.return_all_delegations().await;
+        let (sessionid, clientid) = {
+            let s = self.session.lock();
+            (s.sessionid, s.clientid)
+        };
+        let _ = plain_compound(
+            &self.conn,
+            vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args { dsa_sessionid: sessionid })],
+        )
+        .await;
+        let _ = plain_compound(
+            &self.conn,
+            vec![nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args { dca_clientid: clientid })],
+        )
+        .await;
+    }
+}
+
+/// Keeps the lease: a SEQUENCE-only compound when a third of the lease
+/// passed without one (any request renews it, RFC 8881 section 8.3).
+async fn renew(nfs: std::sync::Weak<Nfs41>) {
+    loop {
+        let lease = match nfs.upgrade() {
+            Some(n) => n.session.lock().lease,
+            None => return,
+        };
+        tokio::time::sleep(Duration::from_secs(u64::from(lease).div_ceil(3).max(1))).await;
+        let Some(n) = nfs.upgrade() else { return };
+        if let Err(e) = n.compound(vec![]).await {
+            tracing::warn!("lease renewal failed: {e}");
+        }
+        drop(n);
+    }
+}

@@ -1,0 +1,163 @@
+//! The client over NFSv4.1 (`?version=4.1`) against the nfsx server in
+//! process: the file API through a session, long compounds, opens and
+//! delegations, a recall between two clients, and a session the server
+//! lost.
+
+use std::time::{Duration, Instant};
+
+mod common;
+
+use client::{Client, ClientSettings, OpenOptions};
+use common::*;
+
+fn url41(srv: &Srv) -> String {
+    format!("{}?version=4.1", srv.url())
+}
+
+async fn connect41(srv: &Srv) -> Client {
+    Client::connect(&url41(srv), ClientSettings::default()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_behind_then_read_back_over_a_session() {
+    let srv = Srv::start().await;
+    let c = connect41(&srv).await;
+    assert_eq!(c.version(), "4.1");
+    let data = pattern(8 << 20, 7);
+    let at_mount: Vec<&str> = c.stats().ops.keys().copied().collect();
+    assert!(at_mount.contains(&"EXCHANGE_ID") && at_mount.contains(&"CREATE_SESSION"), "{at_mount:?}");
+    write_file(&c, "big.bin", &data).await;
+    assert_eq!(std::fs::read(srv.path("big.bin")).unwrap(), data, "server file matches");
+    let s = c.stats();
+    let lookups = s.ops["LOOKUP"].count;
+    assert_eq!(lookups, 1, "only the export's, at mount");
+    assert!(s.ops["WRITE"].count <= 16, "coalesced: {:?}", s.ops["WRITE"]);
+    assert!(s.ops.contains_key("COMMIT"));
+    // One OPEN found or created the file, with its handle and attributes:
+    // no LOOKUP, no GETATTR, no CREATE.
+    assert_eq!(s.ops["OPEN"].count, 1);
+    assert_eq!(s.ops["CLOSE"].count, 1);
+    assert!(!s.ops.contains_key("CREATE"), "{:?}", s.ops.keys());
+    assert_eq!(read_file(&c, "big.bin").await, data);
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_operations_over_a_session() {
+    let srv = Srv::start().await;
+    let c = connect41(&srv).await;
+    metadata_round(&c, "d").await;
+    assert!(!srv.path("d").exists());
+    let err = c.open("nope/x", OpenOptions::read()).await.err().unwrap();
+    assert!(err.to_string().contains("NOENT"), "{err}");
+    // A path several levels deep is one LOOKUP compound per uncached
+    // component at most, and handles and attributes of a listing fill the
+    // caches as READDIRPLUS does over NFSv3.
+    std::fs::create_dir_all(srv.path("a/b/c")).unwrap();
+    std::fs::write(srv.path("a/b/c/f"), b"12345").unwrap();
+    assert_eq!(c.stat("a/b/c/f").await.unwrap().size, 5);
+    let listed = c.readdir("a/b/c").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].attrs.as_ref().unwrap().size, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wrong_export_is_a_clear_error() {
+    let srv = Srv::start().await;
+    let url = format!("nfs://127.0.0.1:{}/no/such/export?version=4.1", srv.addr.port());
+    let err = Client::connect(&url, ClientSettings::default()).await.err().unwrap();
+    assert!(err.to_string().contains("mount of /no/such/export refused"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_callers_than_slots_wait_for_one() {
+    let srv = Srv::start().await;
+    for i in 0..20 {
+        std::fs::write(srv.path(&format!("f{i}")), b"x").unwrap();
+    }
+    let mut settings = ClientSettings::default();
+    settings.v41.slots = 2;
+    settings.attr_cache.noac = true;
+    let c = Client::connect(&url41(&srv), settings).await.unwrap();
+    let tasks: Vec<_> = (0..64)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { c.stat(&format!("f{}", i % 20)).await.map(|a| a.size) })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap().unwrap(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflicting_open_recalls_the_delegation_within_milliseconds() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("shared"), pattern(4096, 1)).unwrap();
+    let a = connect41(&srv).await;
+    let b = connect41(&srv).await;
+    // A reads the file and keeps a read delegation after closing it.
+    assert_eq!(read_file(&a, "shared").await, pattern(4096, 1));
+    let a41 = a.nfs41().unwrap();
+    assert_eq!(a41.delegations_held(), 1, "{:?}", a41.counters());
+    // Under the delegation, opening again needs no GETATTR to revalidate.
+    let before = a.stats().ops.get("GETATTR").map_or(0, |c| c.count);
+    read_file(&a, "shared").await;
+    assert_eq!(a.stats().ops.get("GETATTR").map_or(0, |c| c.count), before);
+    // B writes: the server recalls A's delegation, A returns it, B's OPEN
+    // goes through after a retry or two.
+    let t = Instant::now();
+    let mut f = b.open("shared", OpenOptions::read_write()).await.unwrap();
+    let took = t.elapsed();
+    f.write(0, b"changed").await.unwrap();
+    f.close().await.unwrap();
+    assert_eq!(a41.counters().recalls, 1);
+    assert_eq!(a41.delegations_held(), 0);
+    assert!(took < Duration::from_secs(1), "conflicting OPEN took {took:?}");
+    // And A, its delegation gone, sees B's write at its next open.
+    assert_eq!(&read_file(&a, "shared").await[..7], b"changed");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_under_a_write_delegation_are_flushed_before_it_goes_back() {
+    let srv = Srv::start().await;
+    let a = connect41(&srv).await;
+    let b = connect41(&srv).await;
+    let data = pattern(1 << 20, 9);
+    write_file(&a, "w", &data).await;
+    // The other client reads: A's delegation (if the server granted a
+    // write one) is recalled and what A wrote is on the server first.
+    assert_eq!(read_file(&b, "w").await, data);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handles_and_locks_of_the_mount_api_work_over_a_session() {
+    let srv = Srv::start().await;
+    let c = connect41(&srv).await;
+    let root = c.root().clone();
+    let (dir, _) = c.mkdir_in(&root, "sub", Default::default()).await.unwrap();
+    let (fh, a) = c.create_in(&dir, "f", Default::default(), true).await.unwrap();
+    let mut f = c.open_handle(fh.clone(), a, OpenOptions::read_write());
+    f.write(0, b"hello").await.unwrap();
+    f.close().await.unwrap();
+    let (_, l) = c.symlink_in(&dir, "l", b"f", Default::default()).await.unwrap();
+    assert_eq!(l.r#type, proto::nfs3::ftype3::NF3LNK);
+    let target = c.lookup_in(&dir, "l").await.unwrap().0;
+    assert_eq!(&c.readlink_handle(&target).await.unwrap()[..], b"f");
+    let linked = c.link_in(&fh, &dir, "g").await.unwrap();
+    assert_eq!(linked.nlink, 2);
+    c.rename_in(&dir, "g", &root, "moved").await.unwrap();
+    assert_eq!(std::fs::read(srv.path("moved")).unwrap(), b"hello");
+    let set = proto::nfs3::sattr3 { size: Some(2), mode: Some(0o600), ..Default::default() };
+    let after = c.setattr_handle(&fh, set).await.unwrap();
+    assert_eq!((after.size, after.mode), (2, 0o600));
+    let st = c.fsstat(&root).await.unwrap();
+    assert!(st.tbytes > 0);
+    c.remove_in(&root, "moved").await.unwrap();
+    c.remove_in(&dir, "l").await.unwrap();
+    c.remove_in(&dir, "f").await.unwrap();
+    c.rmdir_in(&root, "sub").await.unwrap();
+    assert!(!srv.path("sub").exists());
+}
