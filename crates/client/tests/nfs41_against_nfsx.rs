@@ -161,3 +161,23 @@ async fn handles_and_locks_of_the_mount_api_work_over_a_session() {
     c.rmdir_in(&root, "sub").await.unwrap();
     assert!(!srv.path("sub").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_server_reboot_opens_are_reclaimed_and_writes_go_on() {
+    let mut srv = Srv::start().await;
+    let c = connect41(&srv).await;
+    let mut f = c.open("r", create()).await.unwrap();
+    f.write(0, b"before ").await.unwrap();
+    f.flush().await.unwrap();
+    srv.restart().await;
+    // The next call finds the connection gone, reconnects, learns the
+    // session and the client id are gone, makes new ones and reclaims the
+    // open during the server's grace period.
+    f.write(7, b"after").await.unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(30), f.close()).await.expect("no hang");
+    r.unwrap();
+    assert_eq!(std::fs::read(srv.path("r")).unwrap(), b"before after");
+    let n = c.nfs41().unwrap().counters();
+    assert!(n.sessions_created >= 2, "{n:?}");
+    assert_eq!(n.reclaims, 1, "{n:?}");
+}

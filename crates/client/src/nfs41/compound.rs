@@ -182,7 +182,7 @@ impl Nfs41 {
     /// NFS4ERR_GRACE are retried after a wait that starts at 1 ms and
     /// doubles, as long as nothing in the compound took effect before the
     /// operation that asked for the wait.
-    pub(crate) async fn compound_status(&self, ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
+    pub(crate) async fn compound_status(&self, mut ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
         let name = main_op(&ops);
         let first_change = ops.iter().position(changes_state).unwrap_or(ops.len());
         let mut backoff = Backoff::new(&self.retry);
@@ -248,6 +248,8 @@ impl Nfs41 {
             };
             if lost_session(retry_status) {
                 Box::pin(self.recover(generation, retry_status)).await?;
+                // The stateids the request carries may be from before.
+                self.remap_stateids(&mut ops);
                 continue;
             }
             match retry_status {

@@ -66,6 +66,9 @@ pub struct Nfs41 {
     pub(crate) recovering: tokio::sync::Mutex<()>,
     pub(crate) opens: Mutex<HashMap<Bytes, opens::OpenState>>,
     pub(crate) delegations: Mutex<Delegations<Bytes>>,
+    /// Stateids replaced by a recovery (old `other` → the new stateid),
+    /// for requests that were built before it and are sent again.
+    pub(crate) remapped: Mutex<HashMap<[u8; 12], proto::nfs4::stateid4>>,
     pub(crate) flush_hook: OnceLock<FlushHook>,
     /// The export's root handle, from PUTROOTFH + LOOKUPs at mount.
     pub(crate) root: Mutex<Bytes>,

@@ -208,6 +208,28 @@ impl Nfs41 {
         self.opens.lock().get(fh).map_or(ANONYMOUS, |o| o.stateid.clone())
     }
 
+    /// Replaces stateids a recovery made stale in a request built before it.
+    pub(crate) fn remap_stateids(&self, ops: &mut [nfs_argop4]) {
+        let remapped = self.remapped.lock();
+        if remapped.is_empty() {
+            return;
+        }
+        let fix = |s: &mut stateid4| {
+            if let Some(new) = remapped.get(&s.other) {
+                *s = new.clone();
+            }
+        };
+        for op in ops {
+            match op {
+                nfs_argop4::OP_READ(a) => fix(&mut a.stateid),
+                nfs_argop4::OP_WRITE(a) => fix(&mut a.stateid),
+                nfs_argop4::OP_SETATTR(a) => fix(&mut a.stateid),
+                nfs_argop4::OP_CLOSE(a) => fix(&mut a.open_stateid),
+                _ => {}
+            }
+        }
+    }
+
     /// Whether the server promised to tell this client before anyone
     /// else changes `fh` (a delegation is held): its cached attributes and
     /// data need no check on open.
@@ -264,6 +286,7 @@ impl Nfs41 {
                 Ok(res) => {
                     if let Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) = res.get(1) {
                         if let Some(o) = self.opens.lock().get_mut(&fh) {
+                            self.remapped.lock().insert(o.stateid.other, ok.stateid.clone());
                             o.stateid = ok.stateid.clone();
                         }
                         self.counters.lock().reclaims += 1;
@@ -272,7 +295,9 @@ impl Nfs41 {
                 Err(e) => {
                     // I/O on it goes on with the anonymous stateid.
                     tracing::warn!("could not reclaim an open after the server restarted: {e}");
-                    self.opens.lock().remove(&fh);
+                    if let Some(o) = self.opens.lock().remove(&fh) {
+                        self.remapped.lock().insert(o.stateid.other, ANONYMOUS);
+                    }
                 }
             }
         }

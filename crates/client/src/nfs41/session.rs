@@ -146,6 +146,7 @@ impl Nfs41 {
             recovering: tokio::sync::Mutex::new(()),
             opens: Mutex::default(),
             delegations: Mutex::default(),
+            remapped: Mutex::default(),
             flush_hook: Default::default(),
             root: Mutex::new(Bytes::new()),
             me: me.clone(),
@@ -213,9 +214,14 @@ impl Nfs41 {
         self.counters.lock().sessions_created += 1;
         if reclaim {
             // Delegations are not reclaimed: the caches they allowed are
-            // checked again instead.
-            self.delegations.lock().drain();
+            // checked again instead, and I/O under them goes on under the
+            // file's open (or none).
+            let dropped = self.delegations.lock().drain();
             self.reclaim_opens().await;
+            for (fh, d) in dropped {
+                let now = self.io_stateid(&fh, true);
+                self.remapped.lock().insert(d.stateid.other, now);
+            }
             self.reclaim_complete().await?;
         }
         Ok(())

@@ -83,19 +83,39 @@ impl Srv {
     pub async fn start() -> Srv {
         let dir = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
-        let mut settings = server::Settings::default();
-        settings.listen = "127.0.0.1:0".parse().unwrap();
-        settings.portmap_port = Some(0);
-        settings.state_dir = Some(state.path().to_path_buf());
+        let (rt, addr) = Self::run(dir.path(), state.path(), "127.0.0.1:0".parse().unwrap()).await;
+        Srv { rt: Some(rt), addr, dir, _state: state }
+    }
+
+    async fn run(
+        dir: &std::path::Path,
+        state: &std::path::Path,
+        listen: std::net::SocketAddr,
+    ) -> (tokio::runtime::Runtime, std::net::SocketAddr) {
+        let mut settings = server::Settings { listen, portmap_port: Some(0), ..Default::default() };
+        settings.state_dir = Some(state.to_path_buf());
+        // A restarted server's grace period, short enough for a test.
+        settings.core.nfs4.grace_secs = 3;
+        settings.core.nfs4.lease_secs = 3;
         let cfg = server::ServeConfig {
-            dir: Some(dir.path().to_path_buf()),
+            dir: Some(dir.to_path_buf()),
             backend: server::Backend::Local,
             exports_file: None,
             settings,
         };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let server = rt.spawn(server::Server::start(cfg)).await.unwrap().unwrap();
-        Srv { rt: Some(rt), addr: server.local_addr, dir, _state: state }
+        (rt, server.local_addr)
+    }
+
+    /// The server dies (all its tasks and sockets at once) and starts
+    /// again on the same port with the same export and state directory:
+    /// a reboot, as clients see it.
+    pub async fn restart(&mut self) {
+        self.kill();
+        let (rt, addr) = Self::run(self.dir.path(), self._state.path(), self.addr).await;
+        self.rt = Some(rt);
+        self.addr = addr;
     }
 
     pub fn kill(&mut self) {
