@@ -280,7 +280,8 @@ impl Client {
         if how.create {
             self.inner.caches.changed_dir(&dir.data);
         }
-        let (fh, mut a) = r?;
+        let (fh, mut a, dir_after) = r?;
+        self.inner.caches.put_attrs(&dir.data, &dir_after);
         let fh = nfs_fh3 { data: fh };
         if how.truncate && a.size != 0 {
             let set = sattr3 { size: Some(0), ..Default::default() };
@@ -289,7 +290,7 @@ impl Client {
             }
         }
         self.inner.caches.revalidate(&fh.data, &a);
-        self.inner.caches.put_entry(&dir.data, name, &fh, &a, None);
+        self.inner.caches.put_entry(&dir.data, name, &fh, &a, Some(&dir_after));
         Ok(File::opened(self.inner.clone(), fh, a, how))
     }
 

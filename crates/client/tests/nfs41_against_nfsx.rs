@@ -109,6 +109,7 @@ async fn a_conflicting_open_recalls_the_delegation_within_milliseconds() {
     let t = Instant::now();
     let mut f = b.open("shared", OpenOptions::read_write()).await.unwrap();
     let took = t.elapsed();
+    eprintln!("conflicting OPEN took {took:?}, {:?}", b.nfs41().unwrap().counters());
     f.write(0, b"changed").await.unwrap();
     f.close().await.unwrap();
     assert_eq!(a41.counters().recalls, 1);

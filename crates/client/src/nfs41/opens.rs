@@ -61,14 +61,15 @@ impl Nfs41 {
     }
 
     /// OPEN of `name` in `dir`, creating it with `create` when given, with
-    /// the new handle and its attributes from the same compound.
+    /// the file's handle and attributes and the directory's attributes
+    /// after it from the same compound.
     pub async fn open_name(
         &self,
         dir: &Bytes,
         name: &str,
         access: OpenAccess,
         create: Option<createhow4>,
-    ) -> Result<(Bytes, fattr3)> {
+    ) -> Result<(Bytes, fattr3, fattr3)> {
         let openhow = match create {
             Some(how) => openflag4::OPEN4_CREATE(how),
             None => openflag4::default(opentype4::OPEN4_NOCREATE),
@@ -79,12 +80,13 @@ impl Nfs41 {
             self.open_op(access, openhow, claim),
             nfs_argop4::OP_GETFH,
             self.getattr_op(),
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: dir.clone() }),
+            self.getattr_op(),
         ];
         let res = self.compound(ops).await?;
         let fh = fh_of(&res[2])?;
-        let attrs = attrs_of(self, &res[3])?;
         self.opened(&fh, &res[1], access)?;
-        Ok((fh, attrs))
+        Ok((fh, attrs_of(self, &res[3])?, attrs_of(self, &res[5])?))
     }
 
     /// OPEN of a file by its handle (CLAIM_FH), for callers that hold the

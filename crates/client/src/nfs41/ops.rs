@@ -141,13 +141,15 @@ impl Nfs41 {
         Ok(SETATTR3resok { obj_wcc: wcc(Some(attrs_of(self, &res[2])?)) })
     }
 
+    /// LOOKUP with the directory's attributes too, in one compound: the
+    /// name cache keeps names only under known directory attributes.
     pub async fn lookup(&self, dir: &Bytes, name: &str) -> Result<LOOKUP3resok> {
-        let ops = vec![putfh(dir), lookup_op(name), nfs_argop4::OP_GETFH, self.getattr_op()];
+        let ops = vec![putfh(dir), self.getattr_op(), lookup_op(name), nfs_argop4::OP_GETFH, self.getattr_op()];
         let res = self.compound(ops).await?;
         Ok(LOOKUP3resok {
-            object: nfs_fh3 { data: fh_of(&res[2])? },
-            obj_attributes: Some(attrs_of(self, &res[3])?),
-            dir_attributes: None,
+            object: nfs_fh3 { data: fh_of(&res[3])? },
+            obj_attributes: Some(attrs_of(self, &res[4])?),
+            dir_attributes: Some(attrs_of(self, &res[1])?),
         })
     }
 
@@ -199,9 +201,9 @@ impl Nfs41 {
             createhow3::GUARDED(a) => createhow4::GUARDED4(attrs::encode_sattr(&a)),
             createhow3::EXCLUSIVE(verf) => createhow4::EXCLUSIVE4(verf),
         };
-        let (fh, a) = self.open_name(dir, name, super::OpenAccess::Both, Some(how4)).await?;
+        let (fh, a, dir_after) = self.open_name(dir, name, super::OpenAccess::Both, Some(how4)).await?;
         self.keep_spare(&fh);
-        Ok(CREATE3resok { obj: Some(nfs_fh3 { data: fh }), obj_attributes: Some(a), dir_wcc: wcc(None) })
+        Ok(CREATE3resok { obj: Some(nfs_fh3 { data: fh }), obj_attributes: Some(a), dir_wcc: wcc(Some(dir_after)) })
     }
 
     /// CREATE of a directory, symlink or special file, with its handle
@@ -276,8 +278,9 @@ impl Nfs41 {
             maxcount,
             attr_request: bitmap(&attrs::readdir_attrs()),
         };
-        let res = self.compound(vec![putfh(dir), nfs_argop4::OP_READDIR(args)]).await?;
-        let nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(ok)) = &res[1] else { return Err(malformed("READDIR")) };
+        let res = self.compound(vec![putfh(dir), self.getattr_op(), nfs_argop4::OP_READDIR(args)]).await?;
+        let dir_attributes = Some(attrs_of(self, &res[1])?);
+        let nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(ok)) = &res[2] else { return Err(malformed("READDIR")) };
         let mut entries = Vec::with_capacity(ok.reply.entries.len());
         for e in &ok.reply.entries {
             let a = decoded(&e.attrs)?;
@@ -291,7 +294,7 @@ impl Nfs41 {
             });
         }
         Ok(READDIRPLUS3resok {
-            dir_attributes: None,
+            dir_attributes,
             cookieverf: ok.cookieverf,
             reply: dirlistplus3 { entries, eof: ok.reply.eof },
         })
