@@ -116,6 +116,22 @@ struct NfsFs {
     rt: Handle,
 }
 
+/// How long a client that is done may take to end its NFSv4.1 session.
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
+
+impl Drop for NfsFs {
+    /// An NFSv4.1 client gives its delegations back and ends its session
+    /// before it goes: left to lease expiry, they would make the next
+    /// run's clients wait for recalls nobody answers.
+    fn drop(&mut self) {
+        if self.client.nfs41().is_none() || Handle::try_current().is_ok() {
+            return;
+        }
+        let client = self.client.clone();
+        let _ = self.rt.block_on(async move { tokio::time::timeout(SHUTDOWN_LIMIT, client.shutdown()).await });
+    }
+}
+
 fn op_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(client::Error) -> BenchError + 'a {
     move |e| BenchError::op(op, path, e)
 }

@@ -165,6 +165,12 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
         self.entries.get(k).filter(|e| e.fresh(now)).map(|e| &e.attr)
     }
 
+    /// The attributes of `k` however old: for a file the server promised
+    /// to report changes to (an NFSv4.1 delegation), age does not matter.
+    pub fn get_any(&self, k: &K) -> Option<&fattr3> {
+        self.entries.get(k).map(|e| &e.attr)
+    }
+
     /// When the cached attributes of `k` stop being fresh, if they are now.
     pub fn expires_at(&self, k: &K, now: WallNanos) -> Option<WallNanos> {
         self.entries.get(k).filter(|e| e.fresh(now)).map(|e| e.fetched + e.timeout)

@@ -31,6 +31,11 @@ impl Caches {
         self.attrs.lock().get(fh, wall_now()).cloned()
     }
 
+    /// Cached attributes of `fh` however old (under a delegation).
+    pub fn attrs_any(&self, fh: &Bytes) -> Option<fattr3> {
+        self.attrs.lock().get_any(fh).cloned()
+    }
+
     pub fn put_attrs(&self, fh: &Bytes, a: &fattr3) {
         let now = wall_now();
         self.attrs.lock().put(fh, a.clone(), now);

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use client_core::attrcache::Validator;
 use client_core::readahead::Readahead;
 use proto::nfs3::{fattr3, nfs_fh3, stable_how};
 use tokio::task::JoinHandle;
@@ -57,7 +58,10 @@ impl File {
         Self::with_open(inner, fh, attrs, how, open)
     }
 
+    /// Every open comes here with the file's attributes as of the open:
+    /// cached data read under others is dropped (close-to-open).
     fn with_open(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions, open: ServerOpen) -> File {
+        inner.data.lock().revalidate(&fh.data, &Validator::from(&attrs));
         let ra = Readahead::new(inner.settings.readahead.clone());
         File { key: fh.data.clone(), inner, fh, how, attrs, ra, ahead: BTreeMap::new(), wrote: false, open }
     }
@@ -100,6 +104,8 @@ impl File {
         self.ensure_open(true).await?;
         self.wrote = true;
         self.ahead.clear();
+        // The write-behind holds the newer bytes from here on.
+        self.inner.data.lock().invalidate(&self.key);
         if !self.how.sync {
             return self.inner.write_behind(&self.key, offset, data).await;
         }
@@ -128,6 +134,9 @@ impl File {
             // it: write them back first.
             self.inner.flush(&self.key).await?;
         }
+        if let Some(n) = self.from_cache(offset, buf) {
+            return Ok(n);
+        }
         let len = buf.len() as u64;
         match self.ra.on_read(offset, len) {
             Some((start, n)) => self.prefetch(start, n),
@@ -153,6 +162,9 @@ impl File {
                     (ok.data, ok.eof)
                 }
             };
+            if !self.wrote {
+                self.inner.data.lock().insert(&self.key, pos, data.clone(), &Validator::from(&self.attrs));
+            }
             let n = data.len().min(buf.len() - filled);
             buf[filled..filled + n].copy_from_slice(&data[..n]);
             filled += n;
@@ -161,6 +173,24 @@ impl File {
             }
         }
         Ok(filled)
+    }
+
+    /// A read served from the data kept across opens, when all of it is
+    /// there (up to the size the file had at open).
+    fn from_cache(&mut self, offset: u64, buf: &mut [u8]) -> Option<usize> {
+        if self.wrote {
+            return None;
+        }
+        // The size as this client knows it now (its own writes through
+        // another open file drop the cached attributes).
+        let size = self.inner.cached_attrs(&self.fh)?.size;
+        if offset >= size {
+            return Some(0);
+        }
+        let len = (buf.len() as u64).min(size - offset);
+        let data = self.inner.data.lock().lookup(&self.key, offset, len)?;
+        buf[..data.len()].copy_from_slice(&data);
+        Some(data.len())
     }
 
     fn covered(&self, offset: u64) -> bool {

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use client_core::readahead::ReadCache;
 use client_core::writeback::{Action, Admit, DeferredError, WriteOk, Writeback};
 use parking_lot::Mutex;
 use proto::nfs3::{createhow3, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3};
@@ -20,6 +21,7 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::nfs::Nfs;
+use crate::nfs41::OpenAccess;
 use crate::settings::ClientSettings;
 use crate::url::NfsUrl;
 
@@ -72,13 +74,24 @@ pub(crate) struct Inner {
     /// Signalled after every WRITE/COMMIT reply.
     pub wb_progress: Notify,
     pub caches: Caches,
+    /// File data across opens, keyed by handle.
+    pub data: Mutex<ReadCache<Key>>,
 }
 
 impl Inner {
     pub fn new(nfs: Nfs, root: nfs_fh3, settings: ClientSettings, url: NfsUrl) -> Inner {
         let wb = Mutex::new(Writeback::new(settings.writeback.clone()));
         let caches = Caches::new(&settings);
-        Inner { nfs, root, settings, url, wb, wb_progress: Notify::new(), caches }
+        let data = Mutex::new(ReadCache::new(settings.read_cache.clone()));
+        Inner { nfs, root, settings, url, wb, wb_progress: Notify::new(), caches, data }
+    }
+
+    /// Attributes of `fh` that need no call: fresh in the cache, or of
+    /// any age under a delegation.
+    pub fn cached_attrs(&self, fh: &nfs_fh3) -> Option<fattr3> {
+        self.caches
+            .attrs(&fh.data)
+            .or_else(|| self.nfs.delegated(fh).then(|| self.caches.attrs_any(&fh.data)).flatten())
     }
 
     /// Sends whatever the write-behind cache wants sent.
@@ -192,7 +205,7 @@ impl Client {
 
     /// GETATTR through the attribute cache.
     pub async fn getattr(&self, fh: &nfs_fh3) -> Result<fattr3> {
-        if let Some(a) = self.inner.caches.attrs(&fh.data) {
+        if let Some(a) = self.inner.cached_attrs(fh) {
             return Ok(a);
         }
         self.getattr_fresh(fh).await
@@ -203,7 +216,7 @@ impl Client {
         // Under a delegation the server tells this client before anyone
         // else changes the file: what is cached is still true.
         if self.inner.nfs.delegated(fh) {
-            if let Some(a) = self.inner.caches.attrs(&fh.data) {
+            if let Some(a) = self.inner.caches.attrs_any(&fh.data) {
                 return Ok(a);
             }
         }
@@ -271,11 +284,22 @@ impl Client {
     /// a GETATTR and maybe a CREATE.
     async fn open_v41(&self, dir: &nfs_fh3, name: &str, how: OpenOptions) -> Result<File> {
         let v41 = self.inner.nfs.v41().expect("checked by the caller");
-        let access = crate::nfs41::OpenAccess::new(how.read || !how.write, how.write);
+        let access = OpenAccess::new(how.read || !how.write, how.write);
         let create = how.create.then(|| {
             let mode = sattr3 { mode: Some(0o644), ..Default::default() };
             proto::nfs4::createhow4::UNCHECKED4(client_core::v41::attrs::encode_sattr(&mode))
         });
+        // Under a delegation the open is this client's own business: the
+        // name and the attributes are cached and the server promised to
+        // say before anyone else changes the file.
+        if !how.truncate {
+            if let Some((fh, a)) = self.inner.caches.lookup(&dir.data, name) {
+                if v41.open_local(&fh.data, OpenAccess::new(how.read || !how.write, how.write)) {
+                    let a = self.inner.caches.attrs_any(&fh.data).unwrap_or(a);
+                    return Ok(File::opened(self.inner.clone(), fh, a, how));
+                }
+            }
+        }
         let r = v41.open_name(&dir.data, name, access, create).await;
         if how.create {
             self.inner.caches.changed_dir(&dir.data);
@@ -323,6 +347,7 @@ impl Client {
         let (dir, name) = self.parent_of(path).await?;
         if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
             self.inner.wb.lock().forget(&fh.data);
+            self.inner.data.lock().invalidate(&fh.data);
         }
         let r = self.inner.nfs.remove(&dir, name).await;
         self.inner.caches.changed_dir(&dir.data);

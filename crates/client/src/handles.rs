@@ -127,6 +127,7 @@ impl Client {
     pub async fn remove_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
         if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
             self.inner.wb.lock().forget(&fh.data);
+            self.inner.data.lock().invalidate(&fh.data);
             self.inner.caches.invalidate_attrs(&fh.data);
         }
         let r = self.inner.nfs.remove(dir, name).await;
@@ -144,6 +145,7 @@ impl Client {
         // A file replaced by the rename loses its cached writes, as by REMOVE.
         if let Some((fh, _)) = self.inner.caches.lookup(&to.data, to_name) {
             self.inner.wb.lock().forget(&fh.data);
+            self.inner.data.lock().invalidate(&fh.data);
         }
         let r = self.inner.nfs.rename(from, from_name, to, to_name).await;
         self.dir_changed(from, r.as_ref().ok().map(|ok| &ok.fromdir_wcc));
@@ -156,6 +158,7 @@ impl Client {
     pub async fn setattr_handle(&self, fh: &nfs_fh3, set: sattr3) -> Result<fattr3> {
         if set.size.is_some() {
             self.flush_handle(fh).await?;
+            self.inner.data.lock().invalidate(&fh.data);
         }
         let r = self.inner.nfs.setattr(fh, set).await;
         self.inner.caches.invalidate_attrs(&fh.data);

@@ -233,8 +233,9 @@ impl Nfs {
         match self {
             Nfs::V3(_) => Ok(false),
             Nfs::V41(n) => {
-                if !n.take_spare(&fh.data) {
-                    n.open_fh(&fh.data, OpenAccess::new(read, write)).await?;
+                let access = OpenAccess::new(read, write);
+                if !n.take_spare(&fh.data) && !n.open_local(&fh.data, access) {
+                    n.open_fh(&fh.data, access).await?;
                 }
                 Ok(true)
             }

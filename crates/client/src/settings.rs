@@ -2,7 +2,7 @@
 //! (all optional) configures `nfsx bench --client-config`.
 
 use client_core::attrcache::AttrCacheSettings;
-use client_core::readahead::ReadaheadSettings;
+use client_core::readahead::{ReadCacheSettings, ReadaheadSettings};
 use client_core::rpc::RpcSettings;
 use client_core::v41::backoff::RetrySettings;
 use client_core::writeback::WritebackSettings;
@@ -37,6 +37,9 @@ pub struct ClientSettings {
     pub rpc: RpcSettings,
     pub writeback: WritebackSettings,
     pub readahead: ReadaheadSettings,
+    /// File data kept across opens, checked at each open (close-to-open)
+    /// or trusted under an NFSv4.1 delegation.
+    pub read_cache: ReadCacheSettings,
     pub attr_cache: AttrCacheSettings,
     pub v41: V41Settings,
 }
@@ -76,6 +79,7 @@ impl Default for ClientSettings {
             rpc: RpcSettings::default(),
             writeback: WritebackSettings::default(),
             readahead: ReadaheadSettings::default(),
+            read_cache: ReadCacheSettings::default(),
             attr_cache: AttrCacheSettings::default(),
             v41: V41Settings::default(),
         }

@@ -123,3 +123,25 @@ async fn ls_l_after_readdir_is_served_from_the_caches() {
     let calls = |s: &client_core::stats::Stats| s.ops.values().map(|c| c.count).sum::<u64>();
     assert_eq!(calls(&after), calls(&before), "stat of every entry after READDIRPLUS costs no call");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rereads_of_an_unchanged_file_are_served_from_the_data_cache() {
+    let srv = Srv::start().await;
+    let data = pattern(100_000, 8);
+    std::fs::write(srv.path("d"), &data).unwrap();
+    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    assert_eq!(read_file(&c, "d").await, data);
+    let reads = c.stats().ops["READ"].count;
+    let getattrs = c.stats().ops["GETATTR"].count;
+    for _ in 0..10 {
+        assert_eq!(read_file(&c, "d").await, data);
+    }
+    // Close-to-open: one GETATTR per open finds the file unchanged, and
+    // its data comes from the cache.
+    assert_eq!(c.stats().ops["READ"].count, reads);
+    assert_eq!(c.stats().ops["GETATTR"].count, getattrs + 10);
+    // Changed behind the client's back: the next open drops the data.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(srv.path("d"), b"changed").unwrap();
+    assert_eq!(read_file(&c, "d").await, b"changed");
+}

@@ -182,3 +182,52 @@ async fn after_a_server_reboot_opens_are_reclaimed_and_writes_go_on() {
     assert!(n.sessions_created >= 2, "{n:?}");
     assert_eq!(n.reclaims, 1, "{n:?}");
 }
+
+fn calls(c: &Client) -> u64 {
+    c.stats().ops.iter().filter(|(op, _)| !matches!(**op, "SEQUENCE")).map(|(_, s)| s.count).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rereads_under_a_read_delegation_make_no_call() {
+    let srv = Srv::start().await;
+    let data = pattern(10_000, 3);
+    std::fs::write(srv.path("small"), &data).unwrap();
+    let c = connect41(&srv).await;
+    assert_eq!(read_file(&c, "small").await, data);
+    // The first CLOSE goes out after close returns.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = calls(&c);
+    for _ in 0..20 {
+        assert_eq!(read_file(&c, "small").await, data);
+    }
+    assert_eq!(calls(&c), before, "opens, reads and closes all local: {:?}", c.stats().ops);
+    assert!(c.nfs41().unwrap().counters().local_opens >= 20);
+    // Another client's write recalls the delegation; the local opens
+    // become nothing to return, and the next open sees the new data.
+    let b = connect41(&srv).await;
+    write_file(&b, "small", b"new").await;
+    assert_eq!(read_file(&c, "small").await, b"new");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_open_under_a_delegation_stays_open_through_its_recall() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("held"), pattern(8192, 4)).unwrap();
+    let a = connect41(&srv).await;
+    read_file(&a, "held").await;
+    // Opened locally, under the delegation.
+    let mut f = a.open("held", OpenOptions::read()).await.unwrap();
+    let mut buf = vec![0u8; 100];
+    f.read(0, &mut buf).await.unwrap();
+    // B's write open recalls it: A's open becomes an open on the server
+    // (CLAIM_DELEG_CUR_FH) before the delegation goes back.
+    let b = connect41(&srv).await;
+    let mut w = b.open("held", OpenOptions::read_write()).await.unwrap();
+    w.write(0, b"B").await.unwrap();
+    w.close().await.unwrap();
+    // A's open still works: a READ on its own open stateid sees B's byte.
+    assert_eq!(f.read(0, &mut buf[..1]).await.unwrap(), 1);
+    f.close().await.unwrap();
+    assert_eq!(a.nfs41().unwrap().counters().recalls, 1);
+    assert_eq!(&read_file(&a, "held").await[..1], b"B");
+}

@@ -3,7 +3,7 @@
 //! `find . -exec ls -l {} \;`. A client's threads share its work: the files
 //! are dealt out round-robin, trees are walked from a shared queue.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -46,7 +46,14 @@ pub struct Metadata {
     pub threads: usize,
     /// Mean directory width of the list/stat tree.
     pub width: usize,
+    /// read-small only: read the files over and over for this long
+    /// (Chen 2015 Fig. 7), reporting files/s over time.
+    pub duration: Option<Duration>,
 }
+
+/// Files read per bucket of the read-small time series: about 40
+/// buckets over the run, none shorter than this.
+const MIN_BUCKET: Duration = Duration::from_millis(100);
 
 /// One client's prepared work: the directory the operation works in and,
 /// for read-small, the files to read in order.
@@ -94,14 +101,28 @@ impl Workload for Metadata {
             match self.op {
                 MetaOp::ReadSmall => {
                     let mut rbuf = vec![0u8; buf.len()];
-                    for (_, path) in prepared[w.client].files.iter().enumerate().filter(|(i, _)| mine(i)) {
-                        let start = Instant::now();
-                        let mut f = w.fs.open(path, OpenOptions::read())?;
-                        let (bytes, _) = read_whole(f.as_mut(), self.file_size, &mut rbuf)?;
-                        f.close()?;
-                        t.lat_us.push(us_since(start));
-                        t.ops += 1;
-                        t.bytes += bytes;
+                    let deadline = self.duration.map(|d| w.start + d);
+                    'passes: loop {
+                        for (_, path) in prepared[w.client].files.iter().enumerate().filter(|(i, _)| mine(i)) {
+                            if deadline.is_some_and(|d| Instant::now() >= d) || w.stopped() {
+                                break 'passes;
+                            }
+                            let start = Instant::now();
+                            let mut f = w.fs.open(path, OpenOptions::read())?;
+                            let (bytes, _) = read_whole(f.as_mut(), self.file_size, &mut rbuf)?;
+                            f.close()?;
+                            t.lat_us.push(us_since(start));
+                            t.ops += 1;
+                            t.bytes += bytes;
+                            if deadline.is_some() {
+                                t.done_at.push(w.start.elapsed());
+                            }
+                        }
+                        t.passes += 1;
+                        if deadline.is_none() {
+                            break;
+                        }
+                        t.first_pass_end.get_or_insert(w.start.elapsed());
                     }
                 }
                 MetaOp::Create => {
@@ -146,6 +167,42 @@ impl Workload for Metadata {
             }
             Ok(t)
         })?;
-        Ok(throughput(done, ctx.clients.len()))
+        let series = self.duration.map(|d| over_time(&done, d));
+        let mut m = throughput(done, ctx.clients.len());
+        if let Some(s) = series {
+            m.extend(s);
+        }
+        Ok(m)
     }
+}
+
+/// read-small with `--duration`: files/s in each bucket of the run, the
+/// rate of the first pass over the files (until the slowest worker ended
+/// it) and the rate after it, as Chen 2015 Fig. 7 plots them.
+fn over_time(done: &[super::Done<Tally>], duration: Duration) -> Metrics {
+    let bucket = (duration / 40).max(MIN_BUCKET);
+    let n = (duration.as_secs_f64() / bucket.as_secs_f64()).ceil() as usize;
+    let mut counts = vec![0u64; n.max(1)];
+    let mut all: Vec<Duration> = Vec::new();
+    for d in done {
+        for at in &d.out.done_at {
+            let i = ((at.as_secs_f64() / bucket.as_secs_f64()) as usize).min(counts.len() - 1);
+            counts[i] += 1;
+            all.push(*at);
+        }
+    }
+    // A worker that never finished a pass has no steady state.
+    let first_pass_end = done.iter().map(|d| d.out.first_pass_end.unwrap_or(duration)).max().unwrap_or(duration);
+    let end = done.iter().map(|d| d.elapsed).max().unwrap_or(duration).max(first_pass_end);
+    let first = all.iter().filter(|a| **a <= first_pass_end).count() as f64;
+    let after = all.len() as f64 - first;
+    let rate = |files: f64, secs: f64| if secs > 0.0 { files / secs } else { 0.0 };
+    let per_s = bucket.as_secs_f64();
+    let mut m = Metrics::new();
+    m.insert("first_pass_ops_per_sec".into(), super::num(rate(first, first_pass_end.as_secs_f64())));
+    m.insert("steady_ops_per_sec".into(), super::num(rate(after, (end - first_pass_end).as_secs_f64())));
+    m.insert("series_bucket_s".into(), super::num(per_s));
+    let series: Vec<serde_json::Value> = counts.iter().map(|c| super::num(*c as f64 / per_s)).collect();
+    m.insert("series_ops_per_sec".into(), serde_json::Value::Array(series));
+    m
 }

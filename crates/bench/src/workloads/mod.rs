@@ -170,6 +170,12 @@ pub struct Tally {
     pub bytes: u64,
     /// Microseconds per operation.
     pub lat_us: Vec<f64>,
+    /// For runs over time: when each operation ended, from the start.
+    pub done_at: Vec<Duration>,
+    /// Complete passes over the worker's share of the files.
+    pub passes: u64,
+    /// When the first pass ended.
+    pub first_pass_end: Option<Duration>,
 }
 
 /// Aggregates workers as the multi-client rule says: MB/s is the sum over

@@ -53,6 +53,11 @@ impl<K: Hash + Eq + Clone> Delegations<K> {
         self.held.get(key).filter(|d| !d.recalled)
     }
 
+    /// The stateid of `key`'s delegation, recalled or not.
+    pub fn usable_or_recalled(&self, key: &K) -> Option<stateid4> {
+        self.held.get(key).map(|d| d.stateid.clone())
+    }
+
     /// Whether `key` may be written under a delegation.
     pub fn may_write(&self, key: &K) -> bool {
         self.usable(key).is_some_and(|d| d.kind == DelegationKind::Write)

@@ -84,6 +84,8 @@ pub struct Counters {
     pub delay_retries: u64,
     pub sessions_created: u64,
     pub reclaims: u64,
+    /// Opens served under a delegation without a call.
+    pub local_opens: u64,
 }
 
 impl Nfs41 {

@@ -49,6 +49,9 @@ pub(crate) struct OpenState {
     /// Of those, opens made by a create for a file-API open that has not
     /// claimed them yet ([`Nfs41::take_spare`]).
     pub spare: usize,
+    /// Opened under a delegation without asking the server (`stateid` is
+    /// the delegation's): made real before the delegation goes back.
+    pub local: bool,
 }
 
 /// The special stateid of all zeros (RFC 8881 section 8.2.3): I/O with no
@@ -127,9 +130,12 @@ impl Nfs41 {
                 access: 0,
                 users: 0,
                 spare: 0,
+                local: false,
             });
-            if e.stateid.other != ok.stateid.other || ok.stateid.seqid.wrapping_sub(e.stateid.seqid) < (1 << 31) {
+            let newer = ok.stateid.seqid.wrapping_sub(e.stateid.seqid) < (1 << 31);
+            if e.local || e.stateid.other != ok.stateid.other || newer {
                 e.stateid = ok.stateid.clone();
+                e.local = false;
             }
             e.access |= access.bits();
             e.users += 1;
@@ -151,6 +157,76 @@ impl Nfs41 {
             }
         }
         Ok(())
+    }
+
+    /// An open made without a call, under a delegation that covers
+    /// `access` (RFC 8881 section 10.4: the client may handle opens
+    /// locally while it holds one). False when none does.
+    pub fn open_local(&self, fh: &Bytes, access: OpenAccess) -> bool {
+        let deleg = {
+            let d = self.delegations.lock();
+            match d.usable(fh) {
+                Some(d) if access == OpenAccess::Read || d.kind == DelegationKind::Write => d.stateid.clone(),
+                _ => return false,
+            }
+        };
+        {
+            let mut opens = self.opens.lock();
+            match opens.get_mut(fh) {
+                // Open here already (on the server with the access needed,
+                // or locally): one more user.
+                Some(o) if o.local || o.access & access.bits() == access.bits() => {
+                    o.users += 1;
+                    o.access |= access.bits();
+                }
+                Some(_) => return false,
+                None => {
+                    let o = OpenState { stateid: deleg, access: access.bits(), users: 1, spare: 0, local: true };
+                    opens.insert(fh.clone(), o);
+                }
+            }
+        }
+        self.counters.lock().local_opens += 1;
+        true
+    }
+
+    /// Before a delegation goes back, the opens made under it become
+    /// opens on the server (OPEN with CLAIM_DELEG_CUR_FH); local opens
+    /// nobody uses any more just go.
+    async fn make_local_opens_real(&self, fh: &Bytes, deleg: &stateid4) {
+        let access = {
+            let mut opens = self.opens.lock();
+            match opens.get(fh) {
+                Some(o) if o.local && o.users > 0 => o.access,
+                Some(o) if o.local => {
+                    opens.remove(fh);
+                    return;
+                }
+                _ => return,
+            }
+        };
+        let ops = vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+            nfs_argop4::OP_OPEN(OPEN4args {
+                seqid: 0,
+                share_access: access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+                share_deny: OPEN4_SHARE_DENY_NONE,
+                owner: self.open_owner(),
+                openhow: openflag4::default(opentype4::OPEN4_NOCREATE),
+                claim: open_claim4::CLAIM_DELEG_CUR_FH(deleg.clone()),
+            }),
+        ];
+        match self.compound(ops).await {
+            Ok(res) => {
+                if let Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) = res.get(1) {
+                    if let Some(o) = self.opens.lock().get_mut(fh) {
+                        o.stateid = ok.stateid.clone();
+                        o.local = false;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("could not open a file on the server before returning its delegation: {e}"),
+        }
     }
 
     /// The open a create just made is kept for the open that follows it.
@@ -180,7 +256,11 @@ impl Nfs41 {
             if e.users > 0 {
                 return Ok(());
             }
-            opens.remove(fh).map(|e| e.stateid)
+            match opens.remove(fh) {
+                // Made under a delegation: the server never heard of it.
+                Some(e) if e.local => return Ok(()),
+                e => e.map(|e| e.stateid),
+            }
         };
         let Some(stateid) = stateid else { return Ok(()) };
         let ops = vec![
@@ -243,6 +323,10 @@ impl Nfs41 {
     pub(crate) async fn return_delegation(&self, fh: &Bytes) {
         if let Some(hook) = self.flush_hook.get() {
             hook(fh.clone()).await;
+        }
+        let held = self.delegations.lock().usable_or_recalled(fh);
+        if let Some(stateid) = held {
+            self.make_local_opens_real(fh, &stateid).await;
         }
         let taken = self.delegations.lock().take(fh);
         if let Some(d) = taken {

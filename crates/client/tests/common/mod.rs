@@ -92,6 +92,14 @@ impl Srv {
         state: &std::path::Path,
         listen: std::net::SocketAddr,
     ) -> (tokio::runtime::Runtime, std::net::SocketAddr) {
+        Self::try_run(dir, state, listen).await.unwrap()
+    }
+
+    async fn try_run(
+        dir: &std::path::Path,
+        state: &std::path::Path,
+        listen: std::net::SocketAddr,
+    ) -> Result<(tokio::runtime::Runtime, std::net::SocketAddr), String> {
         let mut settings = server::Settings { listen, portmap_port: Some(0), ..Default::default() };
         settings.state_dir = Some(state.to_path_buf());
         // A restarted server's grace period, short enough for a test.
@@ -104,8 +112,13 @@ impl Srv {
             settings,
         };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let server = rt.spawn(server::Server::start(cfg)).await.unwrap().unwrap();
-        (rt, server.local_addr)
+        match rt.spawn(server::Server::start(cfg)).await.unwrap() {
+            Ok(server) => Ok((rt, server.local_addr)),
+            Err(e) => {
+                rt.shutdown_background();
+                Err(e.to_string())
+            }
+        }
     }
 
     /// The server dies (all its tasks and sockets at once) and starts
@@ -113,7 +126,19 @@ impl Srv {
     /// a reboot, as clients see it.
     pub async fn restart(&mut self) {
         self.kill();
-        let (rt, addr) = Self::run(self.dir.path(), self._state.path(), self.addr).await;
+        // The dead server's runtime lets go of its port and its state
+        // directory's lock in the background: try until it has.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let (rt, addr) = loop {
+            match Self::try_run(self.dir.path(), self._state.path(), self.addr).await {
+                Ok(started) => break started,
+                Err(e) if std::time::Instant::now() < give_up => {
+                    let _ = e;
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("the server did not start again: {e}"),
+            }
+        };
         self.rt = Some(rt);
         self.addr = addr;
     }

@@ -67,11 +67,52 @@ impl FlushGroup {
     /// concurrent callers. Metadata and data-only callers use separate
     /// groups, so a data-only flush never answers for metadata.
     pub(crate) fn sync(&self, fd: BorrowedFd<'_>, metadata: bool, counts: &FlushCounts) -> Result<(), Errno> {
-        self.sync_with(counts, || if metadata { rustix::fs::fsync(fd) } else { rustix::fs::fdatasync(fd) })
+        let since = self.ticket();
+        self.sync_since(since, fd, metadata, counts)
     }
 
-    /// [`FlushGroup::sync`] with the flush given as `flush`.
-    pub(crate) fn sync_with(&self, counts: &FlushCounts, flush: impl Fn() -> Result<(), Errno>) -> Result<(), Errno> {
+    /// [`FlushGroup::sync`] for a change made after `since` was taken
+    /// ([`FlushGroup::ticket`]): a flush that ran between the change and
+    /// this call, and failed, may have lost it (Linux marks the failed
+    /// pages clean, and tells only that flush), so its error is this
+    /// caller's too.
+    pub(crate) fn sync_since(
+        &self,
+        since: u64,
+        fd: BorrowedFd<'_>,
+        metadata: bool,
+        counts: &FlushCounts,
+    ) -> Result<(), Errno> {
+        self.sync_with(since, counts, || if metadata { rustix::fs::fsync(fd) } else { rustix::fs::fdatasync(fd) })
+    }
+
+    /// The first flush that may carry a change made from now on (the one
+    /// running, or the next); taken before the change.
+    pub(crate) fn ticket(&self) -> u64 {
+        let g = self.state.lock();
+        if g.running {
+            g.started
+        } else {
+            g.started + 1
+        }
+    }
+
+    /// [`FlushGroup::ticket`], with `observe` run under the group's lock
+    /// (tests record when the ticket was taken on their own clock).
+    #[cfg(test)]
+    fn ticket_observed(&self, observe: impl FnOnce() -> u64) -> (u64, u64) {
+        let g = self.state.lock();
+        let t = if g.running { g.started } else { g.started + 1 };
+        (t, observe())
+    }
+
+    /// [`FlushGroup::sync_since`] with the flush given as `flush`.
+    pub(crate) fn sync_with(
+        &self,
+        since: u64,
+        counts: &FlushCounts,
+        flush: impl Fn() -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
         counts.callers.fetch_add(1, Ordering::Relaxed);
         let mut g = self.state.lock();
         // A flush running now may have started before our write returned,
@@ -80,7 +121,7 @@ impl FlushGroup {
         // succeed with the data gone (Linux marks failed pages clean). So
         // a failure of the running flush is ours too.
         let mine = g.started + 1;
-        let first = if g.running { g.started } else { mine };
+        let first = since.min(if g.running { g.started } else { mine });
         loop {
             if g.done >= mine {
                 let failed = g.failures.iter().find(|(n, _)| (first..=mine).contains(n)).map(|(_, e)| *e);
@@ -124,7 +165,8 @@ impl DirFlushes {
     /// call durable, sharing the `fsync` with concurrent callers.
     pub(crate) fn sync(&self, key: (u64, u64), dir: BorrowedFd<'_>) -> Result<(), Errno> {
         let group = self.groups.lock().entry(key).or_default().clone();
-        let r = group.sync_with(&self.counts, || {
+        let since = group.ticket();
+        let r = group.sync_with(since, &self.counts, || {
             use rustix::fs::{Mode, OFlags};
             let fd = rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
             rustix::fs::fsync(&fd)
@@ -279,8 +321,8 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut seen = Vec::new();
                     for i in 0..30u64 {
-                        let arrived = tick();
-                        let r = g.sync_with(&counts, || {
+                        let (since, arrived) = g.ticket_observed(&tick);
+                        let r = g.sync_with(since, &counts, || {
                             let start = tick();
                             std::thread::sleep(std::time::Duration::from_micros(200 + (t * 37 + i * 11) % 300));
                             let fail = (start % 7) == 3;

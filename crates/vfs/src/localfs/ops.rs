@@ -478,6 +478,13 @@ impl Vfs for LocalFs {
             _ => return Err(VfsError::FBig),
         }
         let f = self.file(id, true)?;
+        // Taken before writing: a flush of the file that fails between
+        // the write and its own flush may have carried (and lost) it.
+        let since = match stable {
+            Stability::Unstable => 0,
+            Stability::DataSync => f.fdatasyncs.ticket(),
+            Stability::FileSync => f.fsyncs.ticket(),
+        };
         if stable == Stability::Unstable {
             // Marked before writing: an eviction racing with this write
             // must not skip the flush that keeps its errors.
@@ -494,8 +501,10 @@ impl Vfs for LocalFs {
                 }
             }
             // Stable writes arriving together share one flush (see flush).
-            Stability::DataSync => f.fdatasyncs.sync(f.fd.as_fd(), false, &self.flush_counts).map_err(errno)?,
-            Stability::FileSync => f.fsyncs.sync(f.fd.as_fd(), true, &self.flush_counts).map_err(errno)?,
+            Stability::DataSync => {
+                f.fdatasyncs.sync_since(since, f.fd.as_fd(), false, &self.flush_counts).map_err(errno)?
+            }
+            Stability::FileSync => f.fsyncs.sync_since(since, f.fd.as_fd(), true, &self.flush_counts).map_err(errno)?,
         }
         Ok(WriteResult { count, committed: stable })
     }
