@@ -134,7 +134,7 @@ impl File {
             // it: write them back first.
             self.inner.flush(&self.key).await?;
         }
-        if let Some(n) = self.from_cache(offset, buf) {
+        if let Some(n) = self.read_cached(offset, buf) {
             return Ok(n);
         }
         let len = buf.len() as u64;
@@ -177,7 +177,7 @@ impl File {
 
     /// A read served from the data kept across opens, when all of it is
     /// there (up to the size the file had at open).
-    fn from_cache(&mut self, offset: u64, buf: &mut [u8]) -> Option<usize> {
+    fn read_cached(&mut self, offset: u64, buf: &mut [u8]) -> Option<usize> {
         if self.wrote {
             return None;
         }
