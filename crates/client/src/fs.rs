@@ -253,15 +253,31 @@ impl Client {
         if self.inner.nfs.v41().is_some() {
             return self.open_v41(&dir, name, how).await;
         }
-        let found = match self.lookup_in(&dir, name).await {
+        // A name cached under the directory's current attributes is good
+        // whatever the age of the file's own: the GETATTR below checks those.
+        let cached = self.inner.caches.lookup(&dir.data, name);
+        let found = match cached.clone() {
+            Some(found) => Ok(found),
+            None => self.lookup_in(&dir, name).await,
+        };
+        let found = match found {
             Ok(found) => Some(found),
             Err(e) if e.status() == Some(nfsstat3::NFS3ERR_NOENT) && how.create => None,
             Err(e) => return Err(e),
         };
         let (fh, attrs) = match found {
-            Some((fh, _)) => {
+            Some((mut fh, _)) => {
                 // Close-to-open: attributes are always fetched afresh on open.
-                let mut a = self.getattr_fresh(&fh).await?;
+                let mut a = match self.getattr_fresh(&fh).await {
+                    // The cached name outlived its file (removed or
+                    // replaced by another client): look it up again.
+                    Err(e) if cached.is_some() && e.status() == Some(nfsstat3::NFS3ERR_STALE) => {
+                        self.inner.caches.changed_dir(&dir.data);
+                        fh = self.lookup_in(&dir, name).await?.0;
+                        self.getattr_fresh(&fh).await?
+                    }
+                    r => r?,
+                };
                 if how.truncate && a.size != 0 {
                     let set = sattr3 { size: Some(0), ..Default::default() };
                     if let Some(post) = self.inner.nfs.setattr(&fh, set).await?.obj_wcc.after {
@@ -292,11 +308,14 @@ impl Client {
         // Under a delegation the open is this client's own business: the
         // name and the attributes are cached and the server promised to
         // say before anyone else changes the file.
+        // (Not when its attributes are unknown, after this client's own
+        // writes: the OPEN below brings them.)
         if !how.truncate {
-            if let Some((fh, a)) = self.inner.caches.lookup(&dir.data, name) {
-                if v41.open_local(&fh.data, OpenAccess::new(how.read || !how.write, how.write)) {
-                    let a = self.inner.caches.attrs_any(&fh.data).unwrap_or(a);
-                    return Ok(File::opened(self.inner.clone(), fh, a, how));
+            if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
+                if let Some(a) = self.inner.caches.attrs_any(&fh.data) {
+                    if v41.open_local(&fh.data, OpenAccess::new(how.read || !how.write, how.write)) {
+                        return Ok(File::opened(self.inner.clone(), fh, a, how));
+                    }
                 }
             }
         }
