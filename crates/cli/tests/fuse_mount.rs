@@ -282,3 +282,35 @@ fn an_open_sees_what_another_client_wrote() {
     }
     m.umount();
 }
+
+/// Over NFSv4.1, locks taken through one mount exclude a process on
+/// another mount of the same export (as two machines would be): flock(1)
+/// and fcntl locks both go to the server as byte-range locks.
+#[test]
+fn locks_through_one_nfsv41_mount_exclude_another() {
+    let srv = TestServer::start(ServerOpts::default());
+    let mut a = Mounted::with_query(&srv, "?version=4.1", "", &[]);
+    let mut b = Mounted::with_query(&srv, "?version=4.1", "", &[]);
+    std::fs::write(a.dir.join("lockfile"), b"x").unwrap();
+    let fa = a.dir.join("lockfile");
+    let fb = b.dir.join("lockfile");
+    // A holds the lock for 2 s in the background.
+    let mut holder = Command::new("flock")
+        .args([fa.to_str().unwrap(), "-c", "echo held; sleep 2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("flock");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "held");
+    let tried = Command::new("flock").args(["-n", fb.to_str().unwrap(), "true"]).status().unwrap();
+    assert!(!tried.success(), "the lock held through the other mount is seen");
+    // Waiting for it works once A lets go.
+    let start = Instant::now();
+    let waited = Command::new("flock").args(["-w", "20", fb.to_str().unwrap(), "true"]).status().unwrap();
+    assert!(waited.success());
+    assert!(start.elapsed() >= Duration::from_millis(500), "granted only after the holder let go");
+    assert!(holder.wait().unwrap().success());
+    a.umount();
+    b.umount();
+}

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::Result;
 use crate::fs::{Inner, Key, OpenOptions};
+use crate::nfs41::LockConflict;
 
 /// A prefetched block: still in flight, or arrived (data, eof).
 enum Chunk {
@@ -235,6 +236,51 @@ impl File {
             return Ok(None);
         }
         Ok(Some((data.slice(skip..), *eof)))
+    }
+
+    /// Makes sure the server holds an open of the file with the access a
+    /// read (or `write`) lock needs.
+    pub async fn open_on_server(&mut self, write: bool) -> Result<()> {
+        self.ensure_open(write).await
+    }
+
+    /// Takes a byte-range lock on `[offset, offset + len)` (`len`
+    /// `u64::MAX`: to the end of the file) for `owner` (any number naming
+    /// the locker, e.g. a process). Returns the lock in the way when
+    /// another owner holds one and `wait` is false; with `wait`, returns
+    /// once granted. Cached writes go to the server first, and cached data
+    /// is dropped, so what the lock protects is read fresh (NFSv4.1 only).
+    pub async fn lock(
+        &mut self,
+        owner: u64,
+        offset: u64,
+        len: u64,
+        write: bool,
+        wait: bool,
+    ) -> Result<Option<LockConflict>> {
+        self.ensure_open(write).await?;
+        let r = self.inner.nfs.lock(&self.fh, owner, (offset, len), write, wait).await?;
+        if r.is_none() {
+            self.ahead.clear();
+            self.inner.data.lock().invalidate(&self.key);
+            self.inner.caches.invalidate_attrs(&self.key);
+        }
+        Ok(r)
+    }
+
+    /// The lock in the way of `lock(owner, offset, len, write, false)`, if any.
+    pub async fn test_lock(&mut self, owner: u64, offset: u64, len: u64, write: bool) -> Result<Option<LockConflict>> {
+        self.ensure_open(false).await?;
+        self.inner.nfs.test_lock(&self.fh, owner, (offset, len), write).await
+    }
+
+    /// Releases `owner`'s locks on the range, after writing back what was
+    /// written under them.
+    pub async fn unlock(&mut self, owner: u64, offset: u64, len: u64) -> Result<()> {
+        if self.wrote {
+            self.inner.flush(&self.key).await?;
+        }
+        self.inner.nfs.unlock(&self.fh, owner, (offset, len)).await
     }
 
     /// Drops the data read ahead (after the file was truncated or changed

@@ -171,6 +171,43 @@ impl Client {
         }
     }
 
+    /// A byte-range lock on `fh` for `owner` (see [`File::lock`]); the
+    /// file must be open through this client (an open that has done I/O,
+    /// or [`File::open_on_server`]).
+    pub async fn lock_handle(
+        &self,
+        fh: &nfs_fh3,
+        owner: u64,
+        range: (u64, u64),
+        write: bool,
+        wait: bool,
+    ) -> Result<Option<crate::LockConflict>> {
+        let r = self.inner.nfs.lock(fh, owner, range, write, wait).await?;
+        if r.is_none() {
+            // What the lock protects is read fresh from here on.
+            self.inner.data.lock().invalidate(&fh.data);
+            self.inner.caches.invalidate_attrs(&fh.data);
+        }
+        Ok(r)
+    }
+
+    pub async fn test_lock_handle(
+        &self,
+        fh: &nfs_fh3,
+        owner: u64,
+        range: (u64, u64),
+        write: bool,
+    ) -> Result<Option<crate::LockConflict>> {
+        self.inner.nfs.test_lock(fh, owner, range, write).await
+    }
+
+    /// Releases `owner`'s locks on the range after writing back what this
+    /// client cached for the file.
+    pub async fn unlock_handle(&self, fh: &nfs_fh3, owner: u64, range: (u64, u64)) -> Result<()> {
+        self.inner.flush(&fh.data).await?;
+        self.inner.nfs.unlock(fh, owner, range).await
+    }
+
     pub async fn readlink_handle(&self, fh: &nfs_fh3) -> Result<Bytes> {
         self.inner.nfs.readlink(fh).await
     }

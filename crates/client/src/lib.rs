@@ -32,5 +32,6 @@ pub use file::File;
 pub use fs::{DirEntry, OpenOptions};
 pub use handles::DirPage;
 pub use mount::ServerAddrs;
+pub use nfs41::LockConflict;
 pub use settings::ClientSettings;
 pub use url::{NfsUrl, Version};

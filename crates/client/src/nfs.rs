@@ -12,7 +12,7 @@ use proto::nfs4::{createtype4, specdata4};
 
 use crate::error::{Error, Result};
 use crate::nfs3::{dirop, Nfs3};
-use crate::nfs41::{Nfs41, OpenAccess};
+use crate::nfs41::{LockConflict, Nfs41, OpenAccess};
 
 pub enum Nfs {
     V3(Nfs3),
@@ -247,6 +247,42 @@ impl Nfs {
         match self {
             Nfs::V3(_) => Ok(()),
             Nfs::V41(n) => n.close(&fh.data).await,
+        }
+    }
+
+    /// A byte-range lock for `owner` (NFSv4.1 LOCK; over NFSv3 locks go
+    /// through NLM, which this client does not speak yet: NOTSUPP).
+    pub async fn lock(
+        &self,
+        fh: &nfs_fh3,
+        owner: u64,
+        range: (u64, u64),
+        write: bool,
+        wait: bool,
+    ) -> Result<Option<LockConflict>> {
+        match self {
+            Nfs::V3(_) => Err(Error::Nfs { proc: "LOCK", status: nfsstat3::NFS3ERR_NOTSUPP }),
+            Nfs::V41(n) => n.lock(&fh.data, owner, range.0, range.1, write, wait).await,
+        }
+    }
+
+    pub async fn test_lock(
+        &self,
+        fh: &nfs_fh3,
+        owner: u64,
+        range: (u64, u64),
+        write: bool,
+    ) -> Result<Option<LockConflict>> {
+        match self {
+            Nfs::V3(_) => Err(Error::Nfs { proc: "LOCKT", status: nfsstat3::NFS3ERR_NOTSUPP }),
+            Nfs::V41(n) => n.test_lock(&fh.data, owner, range.0, range.1, write).await,
+        }
+    }
+
+    pub async fn unlock(&self, fh: &nfs_fh3, owner: u64, range: (u64, u64)) -> Result<()> {
+        match self {
+            Nfs::V3(_) => Err(Error::Nfs { proc: "LOCKU", status: nfsstat3::NFS3ERR_NOTSUPP }),
+            Nfs::V41(n) => n.unlock(&fh.data, owner, range.0, range.1).await,
         }
     }
 

@@ -21,6 +21,7 @@ use proto::nfs3::{cookieverf3, devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3,
 use crate::attr::{errno, file_attr, kind, sattr};
 use crate::files::OpenFiles;
 use crate::inodes::Inodes;
+use crate::locks::LockRequest;
 
 /// Node ids are not reused, so the kernel never needs a generation.
 const GENERATION: Generation = Generation(0);
@@ -89,6 +90,20 @@ impl NfsFs {
 
     fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
         self.rt.spawn(f);
+    }
+
+    /// A lock request on the open file `ino`.
+    fn lock_request(
+        &self,
+        ino: INodeNo,
+        owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+    ) -> Result<LockRequest, Errno> {
+        let file = self.files.get(ino.0).ok_or(Errno::EBADF)?;
+        let (client, fh) = (self.client.clone(), self.handle(ino)?);
+        Ok(LockRequest { client, fh, file, owner: owner.0, start, end, typ })
     }
 
     fn handle(&self, ino: INodeNo) -> Result<nfs_fh3, Errno> {
@@ -182,6 +197,12 @@ impl Filesystem for NfsFs {
             F::FUSE_AUTO_INVAL_DATA,
         ] {
             let _ = config.add_capabilities(cap);
+        }
+        // Locks go to the server where the protocol has them (NFSv4.1);
+        // otherwise the kernel keeps them on this machine.
+        if self.client.nfs41().is_some() {
+            let _ = config.add_capabilities(F::FUSE_POSIX_LOCKS);
+            let _ = config.add_capabilities(F::FUSE_FLOCK_LOCKS);
         }
         let _ = config.set_max_write(self.settings.max_write).or_else(|max| config.set_max_write(max));
         // The kernel's readahead window bounds how much of a sequential
@@ -630,6 +651,45 @@ impl Filesystem for NfsFs {
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
         reply.error(Errno::ENOSYS);
+    }
+
+    /// fcntl(F_GETLK): over NFSv4.1, LOCKT at the server.
+    fn getlk(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        pid: u32,
+        reply: fuser::ReplyLock,
+    ) {
+        match self.lock_request(ino, lock_owner, start, end, typ) {
+            Ok(r) => self.spawn(crate::locks::test(r, pid, reply)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// fcntl(F_SETLK/F_SETLKW) and flock(2): over NFSv4.1, LOCK/LOCKU.
+    fn setlk(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        _pid: u32,
+        sleep: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.lock_request(ino, lock_owner, start, end, typ) {
+            Ok(r) => self.spawn(crate::locks::set(r, sleep, reply)),
+            Err(e) => reply.error(e),
+        }
     }
 
     /// No file on an NFS export is a terminal or takes device requests

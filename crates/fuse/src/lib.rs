@@ -14,6 +14,7 @@ mod attr;
 mod files;
 pub mod fs;
 mod inodes;
+mod locks;
 
 use std::path::Path;
 use std::sync::Arc;

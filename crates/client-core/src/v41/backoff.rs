@@ -43,8 +43,10 @@ pub struct Backoff {
 
 impl Backoff {
     pub fn new(s: &RetrySettings) -> Backoff {
-        let min = s.delay_min_ms.max(1) * MS;
-        Backoff { next: min, max: (s.delay_max_ms * MS).max(min), waited: 0, give_up: s.give_up_ms * MS }
+        // Settings come from a file: no value may overflow the arithmetic.
+        let min = s.delay_min_ms.clamp(1, u64::MAX / MS / 4) * MS;
+        let max = s.delay_max_ms.saturating_mul(MS).clamp(min, u64::MAX / 4);
+        Backoff { next: min, max, waited: 0, give_up: s.give_up_ms.saturating_mul(MS) }
     }
 
     /// How long to wait before the next try, or None when the request
@@ -54,7 +56,7 @@ impl Backoff {
             return None;
         }
         let w = self.next;
-        self.waited += w;
+        self.waited = self.waited.saturating_add(w);
         self.next = (self.next * 2).min(self.max);
         Some(w)
     }
@@ -70,5 +72,12 @@ mod tests {
         let mut b = Backoff::new(&s);
         let waits: Vec<u64> = std::iter::from_fn(|| b.next_wait()).map(|n| n / MS).collect();
         assert_eq!(waits, vec![1, 2, 4, 8, 8, 8]);
+        // Extreme settings do not overflow.
+        let s = RetrySettings { delay_min_ms: u64::MAX, delay_max_ms: u64::MAX, give_up_ms: u64::MAX };
+        let mut b = Backoff::new(&s);
+        assert!(b.next_wait().is_some());
+        for _ in 0..100 {
+            let _ = b.next_wait();
+        }
     }
 }

@@ -10,6 +10,7 @@
 
 mod callback;
 mod compound;
+mod locks;
 mod opens;
 mod ops;
 mod session;
@@ -29,6 +30,7 @@ use tokio::sync::Notify;
 
 use crate::transport::Connection;
 
+pub use locks::LockConflict;
 pub use opens::OpenAccess;
 
 /// What a recall must do before the delegation goes back: write back what
@@ -69,6 +71,8 @@ pub struct Nfs41 {
     /// Stateids replaced by a recovery (old `other` → the new stateid),
     /// for requests that were built before it and are sent again.
     pub(crate) remapped: Mutex<HashMap<[u8; 12], proto::nfs4::stateid4>>,
+    /// Lock stateids by (file, lock owner).
+    pub(crate) locks: Mutex<HashMap<(Bytes, u64), proto::nfs4::stateid4>>,
     pub(crate) flush_hook: OnceLock<FlushHook>,
     /// The export's root handle, from PUTROOTFH + LOOKUPs at mount.
     pub(crate) root: Mutex<Bytes>,

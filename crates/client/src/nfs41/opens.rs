@@ -193,7 +193,7 @@ impl Nfs41 {
     /// Before a delegation goes back, the opens made under it become
     /// opens on the server (OPEN with CLAIM_DELEG_CUR_FH); local opens
     /// nobody uses any more just go.
-    async fn make_local_opens_real(&self, fh: &Bytes, deleg: &stateid4) {
+    pub(crate) async fn make_local_opens_real(&self, fh: &Bytes, deleg: &stateid4) {
         let access = {
             let mut opens = self.opens.lock();
             match opens.get(fh) {
@@ -263,11 +263,24 @@ impl Nfs41 {
             }
         };
         let Some(stateid) = stateid else { return Ok(()) };
-        let ops = vec![
-            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
-            nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: stateid }),
-        ];
-        match self.compound(ops).await {
+        // The file's lock stateids go in the same compound (its locks
+        // were released before the close, as close(2) releases them).
+        let mut ops = vec![nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() })];
+        let locks = self.take_lock_stateids(fh);
+        let freeing = !locks.is_empty();
+        ops.extend(locks.into_iter().map(|s| nfs_argop4::OP_FREE_STATEID(FREE_STATEID4args { fsa_stateid: s })));
+        ops.push(nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: stateid.clone() }));
+        let mut r = self.compound(ops).await;
+        if freeing && r.is_err() {
+            // A lock stateid the server would not free must not keep
+            // the open.
+            let ops = vec![
+                nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+                nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: stateid }),
+            ];
+            r = self.compound(ops).await;
+        }
+        match r {
             // Opened again meanwhile: the server holds the newer open,
             // whose stateid a newer OPEN reply recorded.
             Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_OLD_STATEID, .. }) => Ok(()),

@@ -147,6 +147,7 @@ impl Nfs41 {
             opens: Mutex::default(),
             delegations: Mutex::default(),
             remapped: Mutex::default(),
+            locks: Mutex::default(),
             flush_hook: Default::default(),
             root: Mutex::new(Bytes::new()),
             me: me.clone(),
