@@ -16,7 +16,7 @@ use crate::target::{BenchError, Result, Target};
 use crate::workloads::data::Mode;
 use crate::workloads::filebench::Personality;
 use crate::workloads::metadata::MetaOp;
-use crate::workloads::{data, filebench, metadata, multi_client, seqwrite, Job};
+use crate::workloads::{data, filebench, metadata, multi_client, recall, seqwrite, Job};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorkloadKind {
@@ -34,6 +34,10 @@ pub enum WorkloadKind {
     Macro,
     /// Aggregate write then read throughput of 1, 2, 4, 8 clients.
     MultiClient,
+    /// Chen et al. 2015 Fig. 13: a conflicting OPEN while another client
+    /// holds a delegation of the file, from call to success (2 clients;
+    /// --files conflicts per run, default 30).
+    Recall,
 }
 
 impl WorkloadKind {
@@ -44,6 +48,7 @@ impl WorkloadKind {
             WorkloadKind::Metadata => "metadata",
             WorkloadKind::Macro => "macro",
             WorkloadKind::MultiClient => "multi-client",
+            WorkloadKind::Recall => "recall",
         }
     }
 }
@@ -280,7 +285,7 @@ fn check_applies(args: &BenchArgs) -> Result<()> {
         ("--mode", !args.mode.is_empty(), &[Data]),
         ("--sync", args.sync, &[Seqwrite, Data]),
         ("--op", !args.op.is_empty(), &[Metadata]),
-        ("--files", args.files.is_some(), &[Metadata, Macro]),
+        ("--files", args.files.is_some(), &[Metadata, Macro, Recall]),
         ("--file-size", args.file_size.is_some(), &[Metadata, Macro]),
         ("--personality", !args.personality.is_empty(), &[Macro]),
         ("--duration", args.duration.is_some(), &[Data, Macro, Metadata]),
@@ -320,7 +325,17 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
     check_applies(args)?;
     const MIB: u64 = 1 << 20;
     let w = args.workload;
-    let clients = or(&args.clients, if w == MultiClient { &[1, 2, 4, 8] } else { &[1] });
+    let clients = or(
+        &args.clients,
+        match w {
+            MultiClient => &[1, 2, 4, 8],
+            Recall => &[2],
+            _ => &[1],
+        },
+    );
+    if w == Recall && clients.iter().any(|&c| c < 2) {
+        return Err(invalid("recall needs --clients 2 or more (a holder and an opener)".into()));
+    }
     let delays = or(&args.delay, &[Duration::ZERO]);
     let sizes = or(&args.size, &[if w == Seqwrite { 32 * MIB } else { 64 * MIB }]);
     let io_sizes = or(
@@ -446,6 +461,12 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
             } else {
                 &["ops_per_sec"]
             }
+        }
+        Recall => {
+            let files = args.files.unwrap_or(30);
+            inner.push((BTreeMap::new(), Job::Recall(recall::Recall { files })));
+            params.insert("files".into(), json!(files));
+            &["recall_ms", "delegations_returned"]
         }
         Macro => {
             let duration = args.duration.unwrap_or(Duration::from_secs(60));

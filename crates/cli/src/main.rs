@@ -99,7 +99,9 @@ enum Command {
     ///   nfsx bench seqwrite --target nfs://127.0.0.1/srv/data --target /tmp --runs 5 --report out/
     ///
     /// Workloads: seqwrite (Lever & Honeyman), data, metadata, macro
-    /// (Chen et al. 2015, sections 3, 4, 6; Lai), multi-client.
+    /// (Chen et al. 2015, sections 3, 4, 6; Lai), multi-client, recall
+    /// (Chen et al. 2015 Fig. 13). Targets nfs://HOST/EXPORT take
+    /// ?version=4.1 for NFSv4.1.
     #[command(verbatim_doc_comment)]
     Bench(Box<bench::cli::BenchArgs>),
     /// Mount an NFS export on a local directory through FUSE (NFSv3, or

@@ -167,3 +167,35 @@ fn server_dying_mid_run_leaves_marked_partial_results() {
     assert_eq!(v["partial"], true);
     assert!(runs(&v).iter().any(|r| r["ok"] == false && r["error"].as_str().is_some()));
 }
+
+/// The NFSv4.1 workloads: a conflicting open while another client holds a
+/// delegation (recall), and small files re-read for a while, where the
+/// steady state under delegations makes no call (read-small --duration).
+#[test]
+fn recall_and_read_small_over_time_against_nfsx_over_nfsv41() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let t = format!("{}?version=4.1", target(&srv));
+    let (out, v) = bench(&["recall", "--target", &t, "--files", "5", "--runs", "2"], tmp.path(), LIMIT);
+    for r in all_ok(&out, &v) {
+        assert_eq!(r["delegations_returned"].as_u64(), Some(5), "{r}");
+        let ms = r["recall_ms"].as_f64().unwrap();
+        assert!(ms > 0.0 && ms < 1000.0, "{r}");
+    }
+    let args = ["metadata", "--op", "read-small", "--files", "20", "--duration", "2s", "--target", &t, "--runs", "1"];
+    let (out, v) = bench(&args, tmp.path(), LIMIT);
+    let rs = all_ok(&out, &v);
+    let r = &rs[0];
+    let steady = r["steady_ops_per_sec"].as_f64().unwrap();
+    let first = r["first_pass_ops_per_sec"].as_f64().unwrap();
+    assert!(steady > first, "re-reads under delegations are faster than the first pass: {r}");
+    assert!(!r["series_ops_per_sec"].as_array().unwrap().is_empty());
+    let ops: Vec<(&str, u64)> = r["op_stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["op"].as_str().unwrap(), s["count"].as_u64().unwrap()))
+        .collect();
+    let reads = ops.iter().find(|(op, _)| *op == "READ").map_or(0, |o| o.1);
+    assert!(reads <= 20, "one READ per file, in the first pass only: {ops:?}");
+}

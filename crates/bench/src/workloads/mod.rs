@@ -19,6 +19,7 @@ pub mod data;
 pub mod filebench;
 pub mod metadata;
 pub mod multi_client;
+pub mod recall;
 pub mod seqwrite;
 pub mod tree;
 
@@ -49,6 +50,7 @@ pub enum Job {
     Metadata(metadata::Metadata),
     Macro(filebench::Macro),
     MultiClient(multi_client::MultiClient),
+    Recall(recall::Recall),
 }
 
 /// Where the measured phase starts and ends, for the counter snapshots.
@@ -67,6 +69,7 @@ impl Job {
             Job::Metadata(w) => run_phases(w, ctx, phase),
             Job::Macro(w) => run_phases(w, ctx, phase),
             Job::MultiClient(w) => run_phases(w, ctx, phase),
+            Job::Recall(w) => run_phases(w, ctx, phase),
         }
     }
 }
