@@ -16,7 +16,7 @@ use crate::target::{BenchError, Result, Target};
 use crate::workloads::data::Mode;
 use crate::workloads::filebench::Personality;
 use crate::workloads::metadata::MetaOp;
-use crate::workloads::{data, filebench, metadata, multi_client, recall, seqwrite, Job};
+use crate::workloads::{data, filebench, locked_read, metadata, multi_client, recall, seqwrite, Job};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorkloadKind {
@@ -38,6 +38,10 @@ pub enum WorkloadKind {
     /// holds a delegation of the file, from call to success (2 clients;
     /// --files conflicts per run, default 30).
     Recall,
+    /// Chen et al. 2015 §5.2, Table 1: every client opens, read-locks,
+    /// reads, unlocks and closes each of --files shared 4 KiB files ten
+    /// times (default 100 files, 2 clients); calls per client.
+    LockedRead,
 }
 
 impl WorkloadKind {
@@ -49,6 +53,7 @@ impl WorkloadKind {
             WorkloadKind::Macro => "macro",
             WorkloadKind::MultiClient => "multi-client",
             WorkloadKind::Recall => "recall",
+            WorkloadKind::LockedRead => "locked-read",
         }
     }
 }
@@ -285,7 +290,7 @@ fn check_applies(args: &BenchArgs) -> Result<()> {
         ("--mode", !args.mode.is_empty(), &[Data]),
         ("--sync", args.sync, &[Seqwrite, Data]),
         ("--op", !args.op.is_empty(), &[Metadata]),
-        ("--files", args.files.is_some(), &[Metadata, Macro, Recall]),
+        ("--files", args.files.is_some(), &[Metadata, Macro, Recall, LockedRead]),
         ("--file-size", args.file_size.is_some(), &[Metadata, Macro]),
         ("--personality", !args.personality.is_empty(), &[Macro]),
         ("--duration", args.duration.is_some(), &[Data, Macro, Metadata]),
@@ -329,7 +334,7 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
         &args.clients,
         match w {
             MultiClient => &[1, 2, 4, 8],
-            Recall => &[2],
+            Recall | LockedRead => &[2],
             _ => &[1],
         },
     );
@@ -461,6 +466,12 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
             } else {
                 &["ops_per_sec"]
             }
+        }
+        LockedRead => {
+            let files = args.files.unwrap_or(100);
+            inner.push((BTreeMap::new(), Job::LockedRead(locked_read::LockedRead { files })));
+            params.insert("files".into(), json!(files));
+            &["calls_per_client", "ops_per_sec", "latency_mean_us"]
         }
         Recall => {
             let files = args.files.unwrap_or(30);

@@ -172,6 +172,18 @@ impl BenchFile for DirFile {
         drop(self.file);
         Ok(())
     }
+
+    fn lock_whole(&mut self, write: bool) -> Result<()> {
+        use rustix::fs::FlockOperation as Op;
+        let op = if write { Op::LockExclusive } else { Op::LockShared };
+        // fcntl(F_SETLKW) over the whole file: POSIX locks, as NFS carries them.
+        rustix::fs::fcntl_lock(&self.file, op).map_err(|e| BenchError::op("lock", &self.path, e.to_string()))
+    }
+
+    fn unlock_whole(&mut self) -> Result<()> {
+        let op = rustix::fs::FlockOperation::Unlock;
+        rustix::fs::fcntl_lock(&self.file, op).map_err(|e| BenchError::op("unlock", &self.path, e.to_string()))
+    }
 }
 
 /// The per-op counters of the NFS mount holding `dir`, from the text of

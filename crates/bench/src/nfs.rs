@@ -237,4 +237,24 @@ impl BenchFile for NfsFile {
         let file = self.file.take().expect("open until close");
         self.rt.block_on(file.close()).map_err(op_err("close", &self.path))
     }
+
+    fn lock_whole(&mut self, write: bool) -> Result<()> {
+        let rt = self.rt.clone();
+        let owner = lock_owner();
+        rt.block_on(self.file().lock(owner, 0, u64::MAX, write, true)).map(drop).map_err(op_err("lock", &self.path))
+    }
+
+    fn unlock_whole(&mut self) -> Result<()> {
+        let rt = self.rt.clone();
+        rt.block_on(self.file().unlock(lock_owner(), 0, u64::MAX)).map_err(op_err("unlock", &self.path))
+    }
+}
+
+/// The lock owner of the calling thread, as a process's POSIX locks are
+/// its own (each workload thread plays a process).
+fn lock_owner() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::thread::current().id().hash(&mut h);
+    h.finish()
 }

@@ -73,6 +73,11 @@ pub trait BenchFile: Send {
     fn flush(&mut self) -> Result<()>;
     /// close(2); on NFS this flushes (close-to-open).
     fn close(self: Box<Self>) -> Result<()>;
+    /// fcntl(F_SETLKW) of the whole file: a read (shared) or write lock,
+    /// waiting while another holds a conflicting one.
+    fn lock_whole(&mut self, write: bool) -> Result<()>;
+    /// Releases the lock `lock_whole` took.
+    fn unlock_whole(&mut self) -> Result<()>;
 }
 
 /// Counters for one kind of operation as a client saw it (one row of the

@@ -100,7 +100,7 @@ enum Command {
     ///
     /// Workloads: seqwrite (Lever & Honeyman), data, metadata, macro
     /// (Chen et al. 2015, sections 3, 4, 6; Lai), multi-client, recall
-    /// (Chen et al. 2015 Fig. 13). Targets nfs://HOST/EXPORT take
+    /// (Chen et al. 2015 Fig. 13), locked-read (section 5.2). Targets nfs://HOST/EXPORT take
     /// ?version=4.1 for NFSv4.1.
     #[command(verbatim_doc_comment)]
     Bench(Box<bench::cli::BenchArgs>),

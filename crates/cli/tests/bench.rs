@@ -199,3 +199,31 @@ fn recall_and_read_small_over_time_against_nfsx_over_nfsv41() {
     let reads = ops.iter().find(|(op, _)| *op == "READ").map_or(0, |o| o.1);
     assert!(reads <= 20, "one READ per file, in the first pass only: {ops:?}");
 }
+
+/// Locked reads (Chen 2015 Table 1) over NFSv4.1 with and without
+/// delegations, beside a local directory (fcntl locks): under a
+/// delegation the data is read once and only LOCK/LOCKU reach the server.
+#[test]
+fn locked_read_with_and_without_delegations() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let local = tmp.path().join("local");
+    std::fs::create_dir(&local).unwrap();
+    let on = format!("{}?version=4.1", target(&srv));
+    let off = format!("{}?version=4.1&delegations=0", target(&srv));
+    let l = local.to_string_lossy().to_string();
+    let args = ["locked-read", "--files", "5", "--target", &on, "--target", &off, "--target", &l, "--runs", "1"];
+    let (out, v) = bench(&args, tmp.path(), LIMIT);
+    let rs = all_ok(&out, &v);
+    let count = |r: &serde_json::Value, op: &str| -> u64 {
+        r["op_stats"].as_array().unwrap().iter().filter(|s| s["op"] == op).map(|s| s["count"].as_u64().unwrap()).sum()
+    };
+    let with = rs.iter().find(|r| r["target"] == on.as_str()).unwrap();
+    let without = rs.iter().find(|r| r["target"] == off.as_str()).unwrap();
+    // 2 clients x 5 files x 10 locked reads.
+    assert_eq!(count(without, "READ"), 100, "{without}");
+    assert_eq!(count(without, "LOCK"), 100);
+    assert!(count(with, "READ") < 30, "read about once per file and client under the delegations: {with}");
+    assert_eq!(count(with, "LOCK"), 100, "locks still go to the server under a read delegation");
+    assert!(with["calls_per_client"].as_f64().unwrap() < without["calls_per_client"].as_f64().unwrap());
+}

@@ -85,6 +85,9 @@ impl Client {
     /// NFSv4.1 needs no MOUNT: a session on the NFS port, and the export's
     /// handle from a PUTROOTFH + LOOKUP compound.
     async fn connect_v41(url: &NfsUrl, addrs: ServerAddrs, mut settings: ClientSettings) -> Result<Client> {
+        if let Some(d) = url.delegations {
+            settings.v41.delegations = d;
+        }
         let base = conn_params(&settings, addrs.nfs);
         let nfs = Nfs41::connect(base, &settings, &url.export).await?;
         let root = nfs_fh3 { data: nfs.root() };

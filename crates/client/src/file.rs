@@ -260,7 +260,9 @@ impl File {
     ) -> Result<Option<LockConflict>> {
         self.ensure_open(write).await?;
         let r = self.inner.nfs.lock(&self.fh, owner, (offset, len), write, wait).await?;
-        if r.is_none() {
+        // Under a delegation nobody else can have written: what is
+        // cached stays good (RFC 8881 section 10.4.2).
+        if r.is_none() && !self.inner.nfs.delegated(&self.fh) {
             self.ahead.clear();
             self.inner.data.lock().invalidate(&self.key);
             self.inner.caches.invalidate_attrs(&self.key);
@@ -305,7 +307,9 @@ impl File {
                 wb.forget(&self.key);
             }
         }
-        if !self.wrote && !self.how.write {
+        // (Not when it has lock state: the next open's locks would race
+        // with the freeing of this one's.)
+        if !self.wrote && !self.how.write && !self.inner.nfs.has_lock_state(&self.fh) {
             // A reader's CLOSE has nothing to report that close(2) could
             // act on: it goes out while the caller moves on (as the Linux
             // client sends it), saving a round trip per small file read.

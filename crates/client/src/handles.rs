@@ -183,7 +183,7 @@ impl Client {
         wait: bool,
     ) -> Result<Option<crate::LockConflict>> {
         let r = self.inner.nfs.lock(fh, owner, range, write, wait).await?;
-        if r.is_none() {
+        if r.is_none() && !self.inner.nfs.delegated(fh) {
             // What the lock protects is read fresh from here on.
             self.inner.data.lock().invalidate(&fh.data);
             self.inner.caches.invalidate_attrs(&fh.data);

@@ -286,6 +286,11 @@ impl Nfs {
         }
     }
 
+    /// Whether some lock owner of this client has lock state on `fh`.
+    pub fn has_lock_state(&self, fh: &nfs_fh3) -> bool {
+        self.v41().is_some_and(|n| n.has_lock_state(&fh.data))
+    }
+
     /// Whether the server promised to report changes to `fh` (an NFSv4.1
     /// delegation): cached attributes need no check on open.
     pub fn delegated(&self, fh: &nfs_fh3) -> bool {

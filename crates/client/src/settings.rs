@@ -52,13 +52,16 @@ pub struct V41Settings {
     /// session may have in flight (the server may grant fewer, and lower
     /// or raise its target later). Default 64.
     pub slots: u32,
+    /// Accept the delegations the server offers (false: every OPEN says
+    /// it wants none, OPEN4_SHARE_ACCESS_WANT_NO_DELEG). Default true.
+    pub delegations: bool,
     /// Waits between retries of a request the server asked to delay.
     pub retry: RetrySettings,
 }
 
 impl Default for V41Settings {
     fn default() -> Self {
-        V41Settings { slots: 64, retry: RetrySettings::default() }
+        V41Settings { slots: 64, delegations: true, retry: RetrySettings::default() }
     }
 }
 

@@ -2,7 +2,8 @@
 //! is where the server's portmapper answers (nfsx serves portmap, MOUNT
 //! and NFS on one port); without it the client asks the portmapper on 111
 //! and falls back to 2049 for everything. `version` picks the protocol:
-//! NFSv3 (the default) or NFSv4.1.
+//! NFSv3 (the default) or NFSv4.1; `delegations=0` (NFSv4.1) makes the
+//! client ask for no delegation, overriding the settings file.
 
 use crate::error::{Error, Result};
 
@@ -22,6 +23,8 @@ pub struct NfsUrl {
     /// The export path as MOUNT expects it, starting with `/`.
     pub export: String,
     pub version: Version,
+    /// `delegations=0|1`: overrides `[v41] delegations`.
+    pub delegations: Option<bool>,
 }
 
 impl NfsUrl {
@@ -33,12 +36,16 @@ impl NfsUrl {
             None => (rest.split('#').next().unwrap_or_default(), ""),
         };
         let mut version = Version::V3;
+        let mut delegations = None;
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             match kv.split_once('=') {
                 Some(("version", "3")) => version = Version::V3,
                 Some(("version", "4.1")) => version = Version::V41,
                 Some(("version", v)) => return Err(bad(&format!("version {v} is not spoken (3 or 4.1)"))),
-                _ => return Err(bad(&format!("unknown option {kv:?} (known: version)"))),
+                Some(("delegations", "0")) => delegations = Some(false),
+                Some(("delegations", "1")) => delegations = Some(true),
+                Some(("delegations", v)) => return Err(bad(&format!("delegations={v}: 0 or 1"))),
+                _ => return Err(bad(&format!("unknown option {kv:?} (known: version, delegations)"))),
             }
         }
         let (authority, path) = match rest.find('/') {
@@ -62,7 +69,7 @@ impl NfsUrl {
             None => None,
         };
         let export = if path.len() > 1 { path.trim_end_matches('/') } else { path };
-        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version })
+        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version, delegations })
     }
 }
 
@@ -73,10 +80,17 @@ impl std::fmt::Display for NfsUrl {
             Some(p) => write!(f, "nfs://{host}:{p}{}", self.export)?,
             None => write!(f, "nfs://{host}{}", self.export)?,
         }
-        match self.version {
-            Version::V3 => Ok(()),
-            Version::V41 => write!(f, "?version=4.1"),
+        let mut query = Vec::new();
+        if self.version == Version::V41 {
+            query.push("version=4.1".to_string());
         }
+        if let Some(d) = self.delegations {
+            query.push(format!("delegations={}", u8::from(d)));
+        }
+        if !query.is_empty() {
+            write!(f, "?{}", query.join("&"))?;
+        }
+        Ok(())
     }
 }
 
@@ -96,6 +110,10 @@ mod tests {
         assert_eq!((u.version, u.export.as_str()), (Version::V41, "/x"));
         assert_eq!(u.to_string(), "nfs://h:20/x?version=4.1");
         assert_eq!(NfsUrl::parse("nfs://h/x?version=3").unwrap().version, Version::V3);
+        let u = NfsUrl::parse("nfs://h/x?version=4.1&delegations=0").unwrap();
+        assert_eq!((u.version, u.delegations), (Version::V41, Some(false)));
+        assert_eq!(u.to_string(), "nfs://h/x?version=4.1&delegations=0");
+        assert!(NfsUrl::parse("nfs://h/x?delegations=maybe").is_err());
         for bad in [
             "http://x/y",
             "nfs:///x",

@@ -17,6 +17,7 @@ use crate::target::{BenchError, BenchFs, Result};
 
 pub mod data;
 pub mod filebench;
+pub mod locked_read;
 pub mod metadata;
 pub mod multi_client;
 pub mod recall;
@@ -51,6 +52,7 @@ pub enum Job {
     Macro(filebench::Macro),
     MultiClient(multi_client::MultiClient),
     Recall(recall::Recall),
+    LockedRead(locked_read::LockedRead),
 }
 
 /// Where the measured phase starts and ends, for the counter snapshots.
@@ -70,6 +72,7 @@ impl Job {
             Job::Macro(w) => run_phases(w, ctx, phase),
             Job::MultiClient(w) => run_phases(w, ctx, phase),
             Job::Recall(w) => run_phases(w, ctx, phase),
+            Job::LockedRead(w) => run_phases(w, ctx, phase),
         }
     }
 }
@@ -228,6 +231,21 @@ impl Latency {
         let p = |q| crate::stats::percentile(lat, q);
         Latency { mean, p50: p(50.0), p99: p(99.0), max: lat[lat.len() - 1] }
     }
+}
+
+/// `n` files of `size` bytes in the first client's directory, made by the
+/// first client, for workloads whose clients share them; their paths.
+pub fn shared_files(ctx: &Ctx, prefix: &str, n: usize, size: u64) -> Result<Vec<String>> {
+    let buf = pattern(size as usize);
+    let mut files = Vec::with_capacity(n);
+    for i in 0..n {
+        let path = format!("{}/{prefix}-{i}", ctx.dirs[0]);
+        let mut f = ctx.clients[0].open(&path, crate::target::OpenOptions::create())?;
+        f.write_at(0, &buf)?;
+        f.close()?;
+        files.push(path);
+    }
+    Ok(files)
 }
 
 /// A JSON number (null for NaN), kept to 7 significant digits: more than

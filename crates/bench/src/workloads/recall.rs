@@ -13,7 +13,7 @@
 
 use std::time::Instant;
 
-use super::{num, pattern, read_whole, us_since, Ctx, Latency, Metrics, Workload};
+use super::{num, read_whole, shared_files, us_since, Ctx, Latency, Metrics, Workload};
 use crate::target::{BenchError, OpenOptions, Result};
 
 #[derive(Debug, Clone)]
@@ -34,18 +34,8 @@ impl Workload for Recall {
         if ctx.clients.len() < 2 {
             return Err(BenchError::Invalid("recall needs --clients 2 (a holder and an opener)".into()));
         }
-        let buf = pattern(FILE_SIZE as usize);
-        let dir = &ctx.dirs[0];
-        let mut made = Vec::new();
-        for i in 0..self.files {
-            let path = format!("{dir}/recall-{i}");
-            // Made by the holder: the opener has no state on the files.
-            let mut f = ctx.clients[0].open(&path, OpenOptions::create())?;
-            f.write_at(0, &buf)?;
-            f.close()?;
-            made.push(path);
-        }
-        Ok(made)
+        // Made by the holder: the opener has no state on the files.
+        shared_files(ctx, "recall", self.files, FILE_SIZE)
     }
 
     fn measure(&self, ctx: &Ctx, files: &Self::Prepared) -> Result<Metrics> {

@@ -73,6 +73,13 @@ pub(crate) fn main_op(ops: &[nfs_argop4]) -> &'static str {
                 }
                 continue;
             }
+            // Freed in passing (before a CLOSE).
+            OP_FREE_STATEID(_) => {
+                if name == "SEQUENCE" {
+                    name = "FREE_STATEID";
+                }
+                continue;
+            }
             OP_LOOKUP(_) | OP_LOOKUPP => "LOOKUP",
             OP_OPEN(_) => "OPEN",
             OP_CLOSE(_) => "CLOSE",
@@ -92,7 +99,6 @@ pub(crate) fn main_op(ops: &[nfs_argop4]) -> &'static str {
             OP_DELEGRETURN(_) => "DELEGRETURN",
             OP_OPEN_DOWNGRADE(_) => "OPEN_DOWNGRADE",
             OP_RECLAIM_COMPLETE(_) => "RECLAIM_COMPLETE",
-            OP_FREE_STATEID(_) => "FREE_STATEID",
             OP_ACCESS(_) => "ACCESS",
             OP_EXCHANGE_ID(_) => "EXCHANGE_ID",
             OP_CREATE_SESSION(_) => "CREATE_SESSION",

@@ -166,6 +166,11 @@ impl Nfs41 {
         Ok(())
     }
 
+    /// Whether some owner has lock state on `fh` here.
+    pub fn has_lock_state(&self, fh: &Bytes) -> bool {
+        self.locks.lock().keys().any(|(f, _)| f == fh)
+    }
+
     /// The lock stateids of `fh`, taken out of the table: a CLOSE frees
     /// them in the same compound (FREE_STATEID; its locks were released).
     pub(crate) fn take_lock_stateids(&self, fh: &Bytes) -> Vec<stateid4> {

@@ -61,6 +61,8 @@ pub struct Nfs41 {
     pub(crate) verifier: [u8; 8],
     pub(crate) retry: RetrySettings,
     pub(crate) slots_wanted: u32,
+    /// Whether OPENs accept delegations (`[v41] delegations`).
+    pub(crate) want_delegations: bool,
     pub(crate) session: Mutex<SessionState>,
     pub(crate) slots: Mutex<SlotTable>,
     pub(crate) slot_freed: Notify,

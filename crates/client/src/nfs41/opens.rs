@@ -109,7 +109,12 @@ impl Nfs41 {
     fn open_op(&self, access: OpenAccess, openhow: openflag4, claim: open_claim4) -> nfs_argop4 {
         nfs_argop4::OP_OPEN(OPEN4args {
             seqid: 0,
-            share_access: access.bits() | OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE,
+            share_access: access.bits()
+                | if self.want_delegations {
+                    OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE
+                } else {
+                    OPEN4_SHARE_ACCESS_WANT_NO_DELEG
+                },
             share_deny: OPEN4_SHARE_DENY_NONE,
             owner: self.open_owner(),
             openhow,
@@ -249,11 +254,15 @@ impl Nfs41 {
 
     /// One user of `fh` is done; the last one CLOSEs it.
     pub async fn close(&self, fh: &Bytes) -> Result<()> {
+        let delegated = self.has_delegation(fh);
         let stateid = {
             let mut opens = self.opens.lock();
             let Some(e) = opens.get_mut(fh) else { return Ok(()) };
             e.users = e.users.saturating_sub(1);
-            if e.users > 0 {
+            // Under a delegation an open the server knows is kept, idle,
+            // for the next open and its locks (a lock stands on an open);
+            // it is closed when the delegation goes back.
+            if e.users > 0 || (delegated && !e.local) {
                 return Ok(());
             }
             match opens.remove(fh) {
@@ -271,7 +280,7 @@ impl Nfs41 {
         ops.extend(locks.into_iter().map(|s| nfs_argop4::OP_FREE_STATEID(FREE_STATEID4args { fsa_stateid: s })));
         ops.push(nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: stateid.clone() }));
         let mut r = self.compound(ops).await;
-        if freeing && r.is_err() {
+        if freeing && matches!(r, Err(Error::Nfs4 { op: "FREE_STATEID", .. })) {
             // A lock stateid the server would not free must not keep
             // the open.
             let ops = vec![
@@ -344,6 +353,16 @@ impl Nfs41 {
         let taken = self.delegations.lock().take(fh);
         if let Some(d) = taken {
             self.delegreturn(fh, d.stateid).await;
+        }
+        // An open kept idle under the delegation goes with it.
+        let idle = self.opens.lock().get(fh).is_some_and(|o| o.users == 0 && !o.local);
+        if idle {
+            if let Some(o) = self.opens.lock().get_mut(fh) {
+                o.users = 1;
+            }
+            if let Err(e) = self.close(fh).await {
+                tracing::debug!("CLOSE of an idle open after returning its delegation: {e}");
+            }
         }
     }
 

@@ -11,6 +11,10 @@ use proto::nfs4::*;
 use super::Nfs41;
 use crate::error::{Error, Result};
 
+/// Times a READ or WRITE is sent again after its stateid went stale
+/// under it (each time with the stateid that replaced it).
+const STALE_STATEID_RETRIES: u32 = 2;
+
 fn malformed(what: &str) -> Error {
     Error::Decode { proc: "COMPOUND", why: format!("{what} missing from the reply") }
 }
@@ -153,9 +157,41 @@ impl Nfs41 {
         })
     }
 
+    /// A READ or WRITE (or SETATTR) with the stateid `io_stateid` names
+    /// now, sent again if that stateid went stale meanwhile: a
+    /// delegation returned (recalled) or an open upgraded between the
+    /// choice and the server's check.
+    async fn with_io_stateid(
+        &self,
+        fh: &Bytes,
+        write: bool,
+        make: impl Fn(stateid4) -> Vec<nfs_argop4>,
+    ) -> Result<Vec<nfs_resop4>> {
+        let mut tries = 0;
+        loop {
+            let stateid = self.io_stateid(fh, write);
+            match self.compound(make(stateid.clone())).await {
+                Err(Error::Nfs4 { status, .. })
+                    if tries < STALE_STATEID_RETRIES
+                        && matches!(
+                            status,
+                            nfsstat4::NFS4ERR_BAD_STATEID
+                                | nfsstat4::NFS4ERR_OLD_STATEID
+                                | nfsstat4::NFS4ERR_DELEG_REVOKED
+                                | nfsstat4::NFS4ERR_ADMIN_REVOKED
+                        )
+                        && self.io_stateid(fh, write) != stateid =>
+                {
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
     pub async fn read(&self, fh: &Bytes, offset: u64, count: u32) -> Result<READ3resok> {
-        let stateid = self.io_stateid(fh, false);
-        let res = self.compound(vec![putfh(fh), nfs_argop4::OP_READ(READ4args { stateid, offset, count })]).await?;
+        let read = |stateid| vec![putfh(fh), nfs_argop4::OP_READ(READ4args { stateid, offset, count })];
+        let res = self.with_io_stateid(fh, false, read).await?;
         match &res[1] {
             nfs_resop4::OP_READ(READ4res::NFS4_OK(ok)) => Ok(READ3resok {
                 file_attributes: None,
@@ -168,9 +204,12 @@ impl Nfs41 {
     }
 
     pub async fn write(&self, fh: &Bytes, offset: u64, data: Bytes, stable: stable_how) -> Result<WRITE3resok> {
-        let stateid = self.io_stateid(fh, true);
-        let args = WRITE4args { stateid, offset, stable: stable4(stable), data };
-        let res = self.compound(vec![putfh(fh), nfs_argop4::OP_WRITE(args)]).await?;
+        let stable = stable4(stable);
+        let write = |stateid| {
+            let args = WRITE4args { stateid, offset, stable, data: data.clone() };
+            vec![putfh(fh), nfs_argop4::OP_WRITE(args)]
+        };
+        let res = self.with_io_stateid(fh, true, write).await?;
         match &res[1] {
             nfs_resop4::OP_WRITE(WRITE4res::NFS4_OK(ok)) => Ok(WRITE3resok {
                 file_wcc: wcc(None),

@@ -134,6 +134,7 @@ impl Nfs41 {
             verifier,
             retry: settings.v41.retry.clone(),
             slots_wanted,
+            want_delegations: settings.v41.delegations,
             session: Mutex::new(SessionState {
                 clientid: eid.eir_clientid,
                 sessionid: cs.csr_sessionid,

@@ -126,9 +126,12 @@ pub(crate) fn grant(
     if want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG && write {
         return not_wanted();
     }
+    // Read delegations coexist with other clients' read opens and read
+    // delegations (nobody can write while they are held); a write
+    // delegation tolerates no other client's open or delegation.
     let blocked = t.stateids.on_file(file).any(|(_, e)| match &e.kind {
-        Kind::Open(_) => e.client != client,
-        Kind::Deleg(d) => e.client == client || !d.revoked,
+        Kind::Open(o) => e.client != client && (write || o.access & OPEN4_SHARE_ACCESS_WRITE != 0),
+        Kind::Deleg(d) => e.client == client || (!d.revoked && (write || d.write)),
         Kind::Lock(_) => false,
     });
     if blocked {
