@@ -305,9 +305,24 @@ fn locks_through_one_nfsv41_mount_exclude_another() {
     assert_eq!(line.trim(), "held");
     let tried = Command::new("flock").args(["-n", fb.to_str().unwrap(), "true"]).status().unwrap();
     assert!(!tried.success(), "the lock held through the other mount is seen");
-    // Waiting for it works once A lets go.
+    // Waiting for it works once A lets go (when its flock exits and the
+    // kernel releases the lock).
     let start = Instant::now();
-    let waited = Command::new("flock").args(["-w", "20", fb.to_str().unwrap(), "true"]).status().unwrap();
+    let mut waiter = Command::new("flock").args(["-w", "20", fb.to_str().unwrap(), "true"]).spawn().unwrap();
+    let waited = loop {
+        if let Some(s) = waiter.try_wait().unwrap() {
+            break s;
+        }
+        // A FUSE lock wait cannot be interrupted: should it never end,
+        // the mounts go (lazily) so the test fails instead of hanging.
+        if start.elapsed() > Duration::from_secs(30) {
+            drop(a);
+            drop(b);
+            let _ = waiter.wait();
+            panic!("the lock was never granted through the other mount");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert!(waited.success());
     assert!(start.elapsed() >= Duration::from_millis(500), "granted only after the holder let go");
     assert!(holder.wait().unwrap().success());

@@ -191,6 +191,11 @@ impl Client {
         Ok(r)
     }
 
+    /// Whether some lock owner of this client has lock state on `fh`.
+    pub fn has_lock_state(&self, fh: &nfs_fh3) -> bool {
+        self.inner.nfs.has_lock_state(fh)
+    }
+
     pub async fn test_lock_handle(
         &self,
         fh: &nfs_fh3,

@@ -499,12 +499,20 @@ impl Filesystem for NfsFs {
 
     /// close(2) of one descriptor: what was written through the mount goes
     /// to the server now, and close(2) reports it if that fails.
-    fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, lock_owner: LockOwner, reply: ReplyEmpty) {
         let Some(file) = self.files.get(ino.0) else { return reply.ok() };
+        let (c, fh) = (self.client.clone(), self.handle(ino).ok());
         self.spawn(async move {
-            match file.lock().await.flush().await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(&e)),
+            if let Err(e) = file.lock().await.flush().await {
+                return reply.error(errno(&e));
+            }
+            // close(2) drops the caller's POSIX locks on the file.
+            match fh {
+                Some(fh) => match crate::locks::release_owner(&c, &fh, lock_owner.0).await {
+                    Ok(()) => reply.ok(),
+                    Err(e) => reply.error(e),
+                },
+                None => reply.ok(),
             }
         });
     }
@@ -515,12 +523,26 @@ impl Filesystem for NfsFs {
         ino: INodeNo,
         _fh: FileHandle,
         _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
+        lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let Some(file) = self.files.release(ino.0) else { return reply.ok() };
+        // The flock locks of the open file description go with it (the
+        // kernel names their owner only then).
+        let flock = lock_owner.zip(self.handle(ino).ok());
+        let c = self.client.clone();
+        let Some(file) = self.files.release(ino.0) else {
+            return self.spawn(async move {
+                if let Some((owner, fh)) = flock {
+                    let _ = crate::locks::release_owner(&c, &fh, owner.0).await;
+                }
+                reply.ok()
+            });
+        };
         self.spawn(async move {
+            if let Some((owner, fh)) = flock {
+                let _ = crate::locks::release_owner(&c, &fh, owner.0).await;
+            }
             let r = match Arc::try_unwrap(file) {
                 Ok(f) => f.into_inner().close().await,
                 // A read or write still holds it: it finishes, then the

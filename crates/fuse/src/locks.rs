@@ -70,6 +70,17 @@ impl LockRequest {
     }
 }
 
+/// Releases every lock `owner` holds on `fh`: POSIX locks when the owner
+/// closes any descriptor of the file (FUSE flush), flock locks when the
+/// last descriptor of the open file description goes (FUSE release).
+/// Nothing is sent when this client holds no lock state on the file.
+pub async fn release_owner(client: &Client, fh: &nfs_fh3, owner: u64) -> Result<(), Errno> {
+    if !client.has_lock_state(fh) {
+        return Ok(());
+    }
+    client.unlock_handle(fh, owner, (0, u64::MAX)).await.map_err(|e| errno(&e))
+}
+
 /// getlk: the lock in the way, or F_UNLCK when there is none.
 pub async fn test(r: LockRequest, pid: u32, reply: ReplyLock) {
     if let Err(e) = r.opened(false).await {
