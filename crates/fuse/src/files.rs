@@ -25,6 +25,16 @@ pub struct OpenFiles {
     seen: Mutex<HashMap<u64, (nfstime3, u64)>>,
 }
 
+/// Closes a file whose last open ended (it writes back first). A read or
+/// write may still hold it: that finishes, then the last reference closes
+/// nothing more, everything having been written back here.
+pub async fn close_last(file: Shared) -> client::Result<()> {
+    match Arc::try_unwrap(file) {
+        Ok(f) => f.into_inner().close().await,
+        Err(shared) => shared.lock().await.flush().await,
+    }
+}
+
 impl OpenFiles {
     /// One more open of node `ino`, making its file with `make` if it is
     /// not open yet.

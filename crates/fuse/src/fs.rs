@@ -501,18 +501,18 @@ impl Filesystem for NfsFs {
     /// to the server now, and close(2) reports it if that fails.
     fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, lock_owner: LockOwner, reply: ReplyEmpty) {
         let Some(file) = self.files.get(ino.0) else { return reply.ok() };
-        let (c, fh) = (self.client.clone(), self.handle(ino).ok());
+        let (c, fh) = (self.client.clone(), self.handle(ino));
         self.spawn(async move {
             if let Err(e) = file.lock().await.flush().await {
                 return reply.error(errno(&e));
             }
             // close(2) drops the caller's POSIX locks on the file.
             match fh {
-                Some(fh) => match crate::locks::release_owner(&c, &fh, lock_owner.0).await {
+                Ok(fh) => match crate::locks::release_owner(&c, &fh, lock_owner.0).await {
                     Ok(()) => reply.ok(),
                     Err(e) => reply.error(e),
                 },
-                None => reply.ok(),
+                Err(_) => reply.ok(),
             }
         });
     }
@@ -528,30 +528,19 @@ impl Filesystem for NfsFs {
         reply: ReplyEmpty,
     ) {
         // The flock locks of the open file description go with it (the
-        // kernel names their owner only then).
+        // kernel names their owner only then), before the file is closed.
         let flock = lock_owner.zip(self.handle(ino).ok());
-        let c = self.client.clone();
-        let Some(file) = self.files.release(ino.0) else {
-            return self.spawn(async move {
-                if let Some((owner, fh)) = flock {
-                    let _ = crate::locks::release_owner(&c, &fh, owner.0).await;
-                }
-                reply.ok()
-            });
-        };
+        let (c, file) = (self.client.clone(), self.files.release(ino.0));
         self.spawn(async move {
             if let Some((owner, fh)) = flock {
                 let _ = crate::locks::release_owner(&c, &fh, owner.0).await;
             }
-            let r = match Arc::try_unwrap(file) {
-                Ok(f) => f.into_inner().close().await,
-                // A read or write still holds it: it finishes, then the
-                // last reference closes nothing more (all was flushed).
-                Err(shared) => shared.lock().await.flush().await,
-            };
-            match r {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(&e)),
+            match file.map(crate::files::close_last) {
+                Some(closing) => match closing.await {
+                    Ok(()) => reply.ok(),
+                    Err(e) => reply.error(errno(&e)),
+                },
+                None => reply.ok(),
             }
         });
     }

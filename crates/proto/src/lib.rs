@@ -57,4 +57,5 @@ pub mod nsm;
 #[path = "gen/nfs4.rs"]
 pub mod nfs4;
 
+pub mod bitmap4;
 pub mod framer;

@@ -16,25 +16,7 @@ use xdr::{Decoder, Encoder};
 /// Longest owner or group string accepted (RFC 8881 leaves it open).
 const MAX_OWNER: u32 = 1024;
 
-/// A bitmap4 with `attrs` set.
-pub fn bitmap(attrs: &[u32]) -> Vec<u32> {
-    let mut words = Vec::new();
-    for &a in attrs {
-        let w = (a / 32) as usize;
-        if words.len() <= w {
-            words.resize(w + 1, 0);
-        }
-        words[w] |= 1 << (a % 32);
-    }
-    words
-}
-
-/// The attribute numbers set in `mask`, ascending (the order of their values).
-pub fn bits(mask: &[u32]) -> impl Iterator<Item = u32> + '_ {
-    mask.iter()
-        .enumerate()
-        .flat_map(|(w, word)| (0..32).filter(move |b| word & (1 << b) != 0).map(move |b| w as u32 * 32 + b))
-}
+pub use proto::bitmap4::{bits, of as bitmap};
 
 /// What a stat needs: everything `fattr3` holds, plus `change`.
 pub const STAT: &[u32] = &[

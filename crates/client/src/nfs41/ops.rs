@@ -39,12 +39,30 @@ fn gid_by_name(name: &str) -> Option<u32> {
     id_by_name(name, "/etc/group")
 }
 
-fn id_by_name(name: &str, db: &str) -> Option<u32> {
+/// Names looked up in the host's databases are remembered (a server
+/// that sends names sends them in every GETATTR); at most this many.
+const MAX_NAMES_KEPT: usize = 4096;
+
+fn id_by_name(name: &str, db: &'static str) -> Option<u32> {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    /// (database, name) → id, or None for a name the host does not know.
+    type Known = parking_lot::Mutex<HashMap<(&'static str, String), Option<u32>>>;
+    static KNOWN: OnceLock<Known> = OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(id) = known.lock().get(&(db, name.to_string())) {
+        return *id;
+    }
     let text = std::fs::read_to_string(db).ok()?;
-    text.lines().find_map(|l| {
+    let id = text.lines().find_map(|l| {
         let mut f = l.split(':');
         (f.next()? == name).then(|| f.nth(1)?.parse().ok())?
-    })
+    });
+    let mut known = known.lock();
+    if known.len() < MAX_NAMES_KEPT {
+        known.insert((db, name.to_string()), id);
+    }
+    id
 }
 
 pub(crate) fn to_fattr3(f: &fattr4) -> Result<fattr3> {

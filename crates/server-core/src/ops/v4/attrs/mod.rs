@@ -19,26 +19,7 @@ pub(crate) use encode::{encode, rdattr_error_only, supported_mask, Subject};
 /// them in GETATTR, READDIR, VERIFY or NVERIFY is NFS4ERR_INVAL.
 pub(crate) const WRITE_ONLY: [u32; 2] = [FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET];
 
-/// Whether attribute `n` is set in `mask`.
-pub(crate) fn has(mask: &[u32], n: u32) -> bool {
-    mask.get((n / 32) as usize).is_some_and(|w| w & (1 << (n % 32)) != 0)
-}
-
-/// Sets attribute `n` in `mask`, growing it as needed.
-pub(crate) fn add(mask: &mut bitmap4, n: u32) {
-    let i = (n / 32) as usize;
-    if mask.len() <= i {
-        mask.resize(i + 1, 0);
-    }
-    mask[i] |= 1 << (n % 32);
-}
-
-/// The attribute numbers set in `mask`, lowest first.
-pub(crate) fn bits(mask: &[u32]) -> impl Iterator<Item = u32> + '_ {
-    mask.iter()
-        .enumerate()
-        .flat_map(|(i, w)| (0..32u32).filter(move |b| w & (1 << b) != 0).map(move |b| i as u32 * 32 + b))
-}
+pub(crate) use proto::bitmap4::{add, bits, has};
 
 /// Decodes the settable attributes in `fattr` (SETATTR, OPEN and CREATE
 /// `createattrs`) and returns them with the bitmap of those that were
