@@ -288,9 +288,20 @@ fn an_open_sees_what_another_client_wrote() {
 /// and fcntl locks both go to the server as byte-range locks.
 #[test]
 fn locks_through_one_nfsv41_mount_exclude_another() {
+    locks_through_one_mount_exclude_another("?version=4.1");
+}
+
+/// The same over NFSv3, where the locks go to the server's lock manager
+/// (NLM).
+#[test]
+fn locks_through_one_nfsv3_mount_exclude_another() {
+    locks_through_one_mount_exclude_another("?version=3");
+}
+
+fn locks_through_one_mount_exclude_another(query: &str) {
     let srv = TestServer::start(ServerOpts::default());
-    let mut a = Mounted::with_query(&srv, "?version=4.1", "", &[]);
-    let mut b = Mounted::with_query(&srv, "?version=4.1", "", &[]);
+    let mut a = Mounted::with_query(&srv, query, "", &[]);
+    let mut b = Mounted::with_query(&srv, query, "", &[]);
     std::fs::write(a.dir.join("lockfile"), b"x").unwrap();
     let fa = a.dir.join("lockfile");
     let fb = b.dir.join("lockfile");

@@ -57,7 +57,7 @@ impl Stats {
 /// The name of a procedure of the programs the client speaks, for counters
 /// and logs.
 pub fn procedure_name(prog: u32, vers: u32, proc_: u32) -> &'static str {
-    use proto::{mount3, nfs3, portmap};
+    use proto::{mount3, nfs3, nlm, portmap};
     const NFS3: [&str; 22] = [
         "NULL",
         "GETATTR",
@@ -84,10 +84,14 @@ pub fn procedure_name(prog: u32, vers: u32, proc_: u32) -> &'static str {
     ];
     const MOUNT3: [&str; 6] = ["NULL", "MNT", "DUMP", "UMNT", "UMNTALL", "EXPORT"];
     const PMAP: [&str; 6] = ["NULL", "SET", "UNSET", "GETPORT", "DUMP", "CALLIT"];
+    // Prefixed: the counters are keyed by name, and NLM's LOCK is not
+    // NFSv4's.
+    const NLM4: [&str; 5] = ["NLM_NULL", "NLM_TEST", "NLM_LOCK", "NLM_CANCEL", "NLM_UNLOCK"];
     let table: &[&'static str] = match (prog, vers) {
         (nfs3::NFS_PROGRAM, nfs3::NFS_V3) => &NFS3,
         (mount3::MOUNT_PROGRAM, _) => &MOUNT3,
         (portmap::PMAP_PROGRAM, portmap::PMAP_V2) => &PMAP,
+        (nlm::NLM_PROG, 4) => &NLM4,
         _ => &[],
     };
     table.get(proc_ as usize).copied().unwrap_or("OTHER")

@@ -14,6 +14,7 @@ use crate::mount::{self, ServerAddrs};
 use crate::nfs::Nfs;
 use crate::nfs3::Nfs3;
 use crate::nfs41::Nfs41;
+use crate::nlm::Nlm;
 use crate::settings::ClientSettings;
 use crate::transport::{ConnParams, Connection};
 use crate::url::{NfsUrl, Version};
@@ -43,10 +44,15 @@ async fn lookup(host: &str) -> Result<IpAddr> {
     addrs.next().map(|a| a.ip()).ok_or_else(|| Error::Connect { what: host.to_string(), why: "no address".into() })
 }
 
-pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
-    let machine = s.machine_name.clone().unwrap_or_else(|| {
+/// The name this client gives itself (AUTH_SYS, NLM's caller name).
+fn machine_name(s: &ClientSettings) -> String {
+    s.machine_name.clone().unwrap_or_else(|| {
         std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
-    });
+    })
+}
+
+pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
+    let machine = machine_name(s);
     let (euid, egid) = effective_ids();
     let gid = s.gid.unwrap_or(egid);
     ConnParams {
@@ -121,19 +127,21 @@ impl Client {
                 .map_err(|e| Error::Connect { what: format!("NFS service at {}", addrs.nfs), why: e.to_string() })?;
             conns.push(c);
         }
-        let nfs = Nfs3::new(conns);
+        let caller = machine_name(&settings);
+        let nlm = Nlm::new(addrs.nlm, base.clone(), &caller, settings.v41.retry.clone());
+        let nfs = Nfs3::new(conns).with_lock_manager(nlm);
         let info = nfs.fsinfo(&root).await?;
         settings.rsize = clamp_io(settings.rsize, info.rtmax);
         settings.wsize = clamp_io(settings.wsize, info.wtmax);
         settings.writeback.wsize = settings.wsize as u64;
-        Ok(Client { inner: Arc::new(Inner::new(Nfs::V3(nfs), root, settings, url.clone())) })
+        Ok(Client { inner: Arc::new(Inner::new(Nfs::V3(Box::new(nfs)), root, settings, url.clone())) })
     }
 
     /// The raw NFSv3 calls (None over NFSv4.1), sharing this client's
     /// connections and counters.
     pub fn nfs3(&self) -> Option<&Nfs3> {
         match &self.inner.nfs {
-            Nfs::V3(n) => Some(n),
+            Nfs::V3(n) => Some(n.as_ref()),
             Nfs::V41(_) => None,
         }
     }
@@ -141,6 +149,12 @@ impl Client {
     /// The NFSv4.1 session (None over NFSv3).
     pub fn nfs41(&self) -> Option<&Arc<Nfs41>> {
         self.inner.nfs.v41()
+    }
+
+    /// Whether byte-range locks go to the server: NFSv4.1, or NFSv3 when
+    /// the server's portmapper named a lock manager (NLM).
+    pub fn locks_at_server(&self) -> bool {
+        self.inner.nfs.locks_at_server()
     }
 
     /// "3" or "4.1".

@@ -18,6 +18,8 @@ pub enum Error {
     Nfs { proc: &'static str, status: nfsstat3 },
     #[error("{op} failed: {status:?}")]
     Nfs4 { op: &'static str, status: nfsstat4 },
+    #[error("{proc} failed: {status:?}")]
+    Nlm { proc: &'static str, status: proto::nlm::nlm4_stats },
     #[error("{proc}: malformed reply: {why}")]
     Decode { proc: &'static str, why: String },
     #[error("{0}")]
@@ -30,8 +32,24 @@ impl Error {
         match self {
             Error::Nfs { status, .. } => Some(*status),
             Error::Nfs4 { status, .. } => Some(v3_status(*status)),
+            Error::Nlm { status, .. } => Some(nlm_status(*status)),
             _ => None,
         }
+    }
+}
+
+/// The NFSv3 status nearest an NLM failure, for the same errno mapping.
+pub fn nlm_status(s: proto::nlm::nlm4_stats) -> nfsstat3 {
+    use proto::nlm::nlm4_stats::*;
+    match s {
+        nlm4_granted => nfsstat3::NFS3_OK,
+        nlm4_denied | nlm4_blocked | nlm4_deadlck => nfsstat3::NFS3ERR_ACCES,
+        nlm4_denied_grace_period => nfsstat3::NFS3ERR_JUKEBOX,
+        nlm4_denied_nolocks => nfsstat3::NFS3ERR_NOSPC,
+        nlm4_rofs => nfsstat3::NFS3ERR_ROFS,
+        nlm4_stale_fh => nfsstat3::NFS3ERR_STALE,
+        nlm4_fbig => nfsstat3::NFS3ERR_FBIG,
+        nlm4_failed => nfsstat3::NFS3ERR_IO,
     }
 }
 

@@ -22,6 +22,7 @@ pub mod mount;
 pub mod nfs;
 pub mod nfs3;
 pub mod nfs41;
+pub mod nlm;
 pub mod settings;
 pub mod transport;
 pub mod url;

@@ -1,5 +1,5 @@
-//! Finding a server's MOUNT and NFS ports through its portmapper, and MOUNT
-//! v3 MNT to get the export's root file handle.
+//! Finding a server's MOUNT, NFS and NLM ports through its portmapper, and
+//! MOUNT v3 MNT to get the export's root file handle.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::mount3::{self, mountres3};
 use proto::nfs3::{self, nfs_fh3};
+use proto::nlm::NLM_PROG;
 use proto::portmap::{pmap2_mapping, PMAP2_GETPORT, PMAP_PROGRAM, PMAP_V2};
 use xdr::{Decode, Decoder, Encoder};
 
@@ -22,11 +23,13 @@ const NFS_PORT: u16 = 2049;
 pub struct ServerAddrs {
     pub mount: SocketAddr,
     pub nfs: SocketAddr,
+    /// The lock manager (NLM v4) for NFSv3 locks, when there is one.
+    pub nlm: Option<SocketAddr>,
 }
 
-/// Asks the portmapper at `port` (111 when None) where MOUNT v3 and NFS v3
-/// listen over TCP. A server without a portmapper is assumed to serve
-/// everything on the given port (or 2049).
+/// Asks the portmapper at `port` (111 when None) where MOUNT v3, NFS v3
+/// and NLM v4 listen over TCP. A server without a portmapper is assumed to
+/// serve everything on the given port (or 2049), as nfsx does.
 pub async fn discover(ip: std::net::IpAddr, port: Option<u16>, params: &ConnParams) -> Result<ServerAddrs> {
     let pmap = SocketAddr::new(ip, port.unwrap_or(PORTMAP_PORT));
     let fallback = SocketAddr::new(ip, port.unwrap_or(NFS_PORT));
@@ -34,7 +37,7 @@ pub async fn discover(ip: std::net::IpAddr, port: Option<u16>, params: &ConnPara
         Ok(c) => c,
         Err(e) if port.is_none() => {
             tracing::debug!("no portmapper at {pmap} ({e}); assuming {fallback}");
-            return Ok(ServerAddrs { mount: fallback, nfs: fallback });
+            return Ok(ServerAddrs { mount: fallback, nfs: fallback, nlm: Some(fallback) });
         }
         Err(e) => return Err(Error::Connect { what: pmap.to_string(), why: e.to_string() }),
     };
@@ -51,11 +54,16 @@ pub async fn discover(ip: std::net::IpAddr, port: Option<u16>, params: &ConnPara
     };
     let mount = getport(mount3::MOUNT_PROGRAM, mount3::MOUNT_V3).await;
     let nfs = getport(nfs3::NFS_PROGRAM, nfs3::NFS_V3).await;
+    let nlm = getport(NLM_PROG, crate::nlm::NLM_V4).await.map(|p| SocketAddr::new(ip, p));
     match (mount, nfs) {
-        (Some(m), Some(n)) => Ok(ServerAddrs { mount: SocketAddr::new(ip, m), nfs: SocketAddr::new(ip, n) }),
+        (Some(m), Some(n)) => Ok(ServerAddrs {
+            mount: SocketAddr::new(ip, m),
+            nfs: SocketAddr::new(ip, n),
+            nlm: nlm.or(port.map(|_| fallback)),
+        }),
         // A portmapper that does not know the programs: they may still be
         // served on its port (nfsx) — MNT will tell.
-        _ if port.is_some() => Ok(ServerAddrs { mount: fallback, nfs: fallback }),
+        _ if port.is_some() => Ok(ServerAddrs { mount: fallback, nfs: fallback, nlm: nlm.or(Some(fallback)) }),
         _ => Err(Error::Connect {
             what: format!("{pmap}"),
             why: "the portmapper knows no MOUNT v3 / NFS v3 over TCP".into(),

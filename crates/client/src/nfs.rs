@@ -15,7 +15,7 @@ use crate::nfs3::{dirop, Nfs3};
 use crate::nfs41::{LockConflict, Nfs41, OpenAccess};
 
 pub enum Nfs {
-    V3(Nfs3),
+    V3(Box<Nfs3>),
     V41(Arc<Nfs41>),
 }
 
@@ -250,8 +250,8 @@ impl Nfs {
         }
     }
 
-    /// A byte-range lock for `owner` (NFSv4.1 LOCK; over NFSv3 locks go
-    /// through NLM, which this client does not speak yet: NOTSUPP).
+    /// A byte-range lock for `owner` (NFSv4.1 LOCK; over NFSv3 NLM LOCK,
+    /// NOTSUPP when the server has no lock manager).
     pub async fn lock(
         &self,
         fh: &nfs_fh3,
@@ -261,7 +261,7 @@ impl Nfs {
         wait: bool,
     ) -> Result<Option<LockConflict>> {
         match self {
-            Nfs::V3(_) => Err(Error::Nfs { proc: "LOCK", status: nfsstat3::NFS3ERR_NOTSUPP }),
+            Nfs::V3(n) => n.nlm_or_notsupp("NLM_LOCK")?.lock(&fh.data, owner, range.0, range.1, write, wait).await,
             Nfs::V41(n) => n.lock(&fh.data, owner, range.0, range.1, write, wait).await,
         }
     }
@@ -274,21 +274,33 @@ impl Nfs {
         write: bool,
     ) -> Result<Option<LockConflict>> {
         match self {
-            Nfs::V3(_) => Err(Error::Nfs { proc: "LOCKT", status: nfsstat3::NFS3ERR_NOTSUPP }),
+            Nfs::V3(n) => n.nlm_or_notsupp("NLM_TEST")?.test_lock(&fh.data, owner, range.0, range.1, write).await,
             Nfs::V41(n) => n.test_lock(&fh.data, owner, range.0, range.1, write).await,
         }
     }
 
     pub async fn unlock(&self, fh: &nfs_fh3, owner: u64, range: (u64, u64)) -> Result<()> {
         match self {
-            Nfs::V3(_) => Err(Error::Nfs { proc: "LOCKU", status: nfsstat3::NFS3ERR_NOTSUPP }),
+            Nfs::V3(n) => n.nlm_or_notsupp("NLM_UNLOCK")?.unlock(&fh.data, owner, range.0, range.1).await,
             Nfs::V41(n) => n.unlock(&fh.data, owner, range.0, range.1).await,
         }
     }
 
     /// Whether some lock owner of this client has lock state on `fh`.
     pub fn has_lock_state(&self, fh: &nfs_fh3) -> bool {
-        self.v41().is_some_and(|n| n.has_lock_state(&fh.data))
+        match self {
+            Nfs::V3(n) => n.nlm().is_some_and(|l| l.has_lock_state(&fh.data)),
+            Nfs::V41(n) => n.has_lock_state(&fh.data),
+        }
+    }
+
+    /// Whether locks go to the server (NFSv4.1, or NFSv3 with a lock
+    /// manager found through the portmapper).
+    pub fn locks_at_server(&self) -> bool {
+        match self {
+            Nfs::V3(n) => n.nlm().is_some(),
+            Nfs::V41(_) => true,
+        }
     }
 
     /// Whether the server promised to report changes to `fh` (an NFSv4.1

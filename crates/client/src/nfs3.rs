@@ -11,6 +11,7 @@ use proto::nfs3::*;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use crate::error::{Error, Result};
+use crate::nlm::Nlm;
 use crate::transport::Connection;
 
 /// Turns a result union into the Rust result of its OK arm.
@@ -45,12 +46,24 @@ results! {
 pub struct Nfs3 {
     conns: Vec<Connection>,
     next: AtomicUsize,
+    nlm: Option<Nlm>,
 }
 
 impl Nfs3 {
     pub fn new(conns: Vec<Connection>) -> Nfs3 {
         assert!(!conns.is_empty(), "at least one connection");
-        Nfs3 { conns, next: AtomicUsize::new(0) }
+        Nfs3 { conns, next: AtomicUsize::new(0), nlm: None }
+    }
+
+    /// Locks go through `nlm` (without one they fail with NOTSUPP).
+    pub fn with_lock_manager(mut self, nlm: Nlm) -> Nfs3 {
+        self.nlm = Some(nlm);
+        self
+    }
+
+    /// The server's lock manager, when one was found.
+    pub fn nlm(&self) -> Option<&Nlm> {
+        self.nlm.as_ref().filter(|n| n.available())
     }
 
     /// Any procedure of NFS v3, with typed arguments and results.
@@ -138,11 +151,19 @@ impl Nfs3 {
         self.call::<_, FSINFO3res>(NFS3_FSINFO, &FSINFO3args { fsroot: root.clone() }).await
     }
 
+    /// The lock manager, or NOTSUPP for `proc_` when the server has none.
+    pub(crate) fn nlm_or_notsupp(&self, proc_: &'static str) -> Result<&Nlm> {
+        self.nlm().ok_or(Error::Nfs { proc: proc_, status: nfsstat3::NFS3ERR_NOTSUPP })
+    }
+
     /// Counters of every connection, summed.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
         for c in &self.conns {
             s.merge(&c.stats());
+        }
+        if let Some(n) = &self.nlm {
+            s.merge(&n.stats());
         }
         s
     }

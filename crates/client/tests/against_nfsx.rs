@@ -145,3 +145,20 @@ async fn rereads_of_an_unchanged_file_are_served_from_the_data_cache() {
     std::fs::write(srv.path("d"), b"changed").unwrap();
     assert_eq!(read_file(&c, "d").await, b"changed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn byte_range_locks_over_nfsv3_go_through_the_lock_manager() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("locked"), pattern(4096, 1)).unwrap();
+    let a = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let b = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    assert!(a.locks_at_server());
+    locks_exclude_other_clients(&a, &b).await;
+    let s = a.stats();
+    assert!(s.ops["NLM_LOCK"].count >= 1 && s.ops["NLM_UNLOCK"].count >= 1, "{:?}", s.ops.keys());
+    assert!(b.stats().ops["NLM_TEST"].count >= 1);
+    // Unlocking what an owner never locked sends nothing.
+    let before = a.stats().ops["NLM_UNLOCK"].count;
+    a.unlock_handle(&a.lookup("locked").await.unwrap().0, 99, (0, u64::MAX)).await.unwrap();
+    assert_eq!(a.stats().ops["NLM_UNLOCK"].count, before);
+}

@@ -77,6 +77,15 @@ pub fn sattr(
 
 /// The errno a failed call gives the program that made it.
 pub fn errno(e: &client::Error) -> Errno {
+    // NLM has two answers NFS has not.
+    if let client::Error::Nlm { status, .. } = e {
+        use proto::nlm::nlm4_stats;
+        match status {
+            nlm4_stats::nlm4_deadlck => return Errno::from_i32(libc::EDEADLK),
+            nlm4_stats::nlm4_denied_nolocks => return Errno::from_i32(libc::ENOLCK),
+            _ => {}
+        }
+    }
     let Some(status) = e.status() else {
         // No answer, or one that made no sense: the server is the problem.
         return Errno::EIO;

@@ -198,9 +198,9 @@ impl Filesystem for NfsFs {
         ] {
             let _ = config.add_capabilities(cap);
         }
-        // Locks go to the server where the protocol has them (NFSv4.1);
-        // otherwise the kernel keeps them on this machine.
-        if self.client.nfs41().is_some() {
+        // Locks go to the server where it takes them (NFSv4.1, or NLM
+        // over NFSv3); otherwise the kernel keeps them on this machine.
+        if self.client.locks_at_server() {
             let _ = config.add_capabilities(F::FUSE_POSIX_LOCKS);
             let _ = config.add_capabilities(F::FUSE_FLOCK_LOCKS);
         }

@@ -1,8 +1,10 @@
 //! POSIX and flock locks through the mount, as NFSv4.1 byte-range locks
-//! (LOCK, LOCKT, LOCKU) held for the kernel's lock owner, so programs on
-//! different machines (or mounts) exclude each other. Over NFSv3 the
-//! mount does not take them: the kernel then keeps locks local to the
-//! machine, as it does for any FUSE file system without lock support.
+//! (LOCK, LOCKT, LOCKU) or, over NFSv3, NLM locks (LOCK, TEST, UNLOCK),
+//! held for the kernel's lock owner, so programs on different machines
+//! (or mounts) exclude each other. Over NFSv3 against a server without a
+//! lock manager the mount does not take them: the kernel then keeps locks
+//! local to the machine, as it does for any FUSE file system without lock
+//! support.
 
 use std::sync::Arc;
 

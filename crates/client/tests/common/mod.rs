@@ -2,6 +2,8 @@
 //! in process.
 #![allow(dead_code)]
 
+use std::time::{Duration, Instant};
+
 use client::{Client, OpenOptions};
 
 pub fn create() -> OpenOptions {
@@ -154,4 +156,39 @@ impl Srv {
     pub fn path(&self, rel: &str) -> std::path::PathBuf {
         self.dir.path().join(rel)
     }
+}
+
+/// Two clients of one server lock the file `locked`: a write lock held by
+/// one is in the other's way (for a test, a try and a read lock alike), a
+/// range beside it is free, and a waiter gets the lock once it is
+/// released, seeing what was written under it.
+pub async fn locks_exclude_other_clients(a: &Client, b: &Client) {
+    let mut fa = a.open("locked", OpenOptions::read_write()).await.unwrap();
+    let mut fb = b.open("locked", OpenOptions::read_write()).await.unwrap();
+    assert_eq!(fa.lock(1, 0, 100, true, false).await.unwrap(), None);
+    // Another client: the write lock is in its way, for a test, a try and
+    // a read lock alike; a range beside it is free.
+    let c = fb.test_lock(7, 50, 10, false).await.unwrap().expect("conflict");
+    assert_eq!((c.offset, c.length, c.write), (0, 100, true));
+    assert!(fb.lock(7, 0, 1, false, false).await.unwrap().is_some());
+    assert_eq!(fb.lock(7, 100, 10, true, false).await.unwrap(), None);
+    // A waiter gets the lock once it is released.
+    let waiter = tokio::spawn(async move {
+        let t = Instant::now();
+        let r = fb.lock(7, 0, 100, true, true).await.unwrap();
+        (r, t.elapsed(), fb)
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    fa.write(0, b"A").await.unwrap();
+    fa.unlock(1, 0, 100).await.unwrap();
+    let (r, waited, mut fb) = tokio::time::timeout(Duration::from_secs(10), waiter).await.unwrap().unwrap();
+    assert_eq!(r, None);
+    assert!(waited >= Duration::from_millis(50));
+    // What A wrote under its lock is on the server when B holds it.
+    let mut buf = [0u8; 1];
+    fb.read(0, &mut buf).await.unwrap();
+    assert_eq!(&buf, b"A");
+    fb.unlock(7, 0, u64::MAX).await.unwrap();
+    fb.close().await.unwrap();
+    fa.close().await.unwrap();
 }

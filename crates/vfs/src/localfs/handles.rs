@@ -34,8 +34,11 @@ pub(crate) struct Handle {
     last_used: AtomicU64,
 }
 
+/// One shard: its own lock, so lookups of different ids rarely contend.
+type Shard = Mutex<HashMap<FileId, Arc<Handle>>>;
+
 pub(crate) struct HandleCache {
-    shards: Box<[Mutex<HashMap<FileId, Arc<Handle>>>]>,
+    shards: Box<[Shard]>,
     per_shard: usize,
     epoch: Instant,
     hits: AtomicU64,

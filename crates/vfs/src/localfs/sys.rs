@@ -284,7 +284,7 @@ pub(crate) fn pread_full(fd: BorrowedFd<'_>, offset: u64, count: usize) -> VfsRe
     while got < count {
         let spare = &mut buf.spare_capacity_mut()[..count - got];
         match rustix::io::pread_uninit(fd, spare, offset + got as u64) {
-            Ok((filled, _)) if filled.is_empty() => break,
+            Ok(([], _)) => break,
             Ok((filled, _)) => {
                 let n = filled.len();
                 // SAFETY: pread_uninit initialised the first `n` bytes of

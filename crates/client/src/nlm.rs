@@ -1,0 +1,263 @@
+//! Byte-range locks over NFSv3: NLM version 4 (the Open Group's XNFS
+//! lock manager with 64-bit offsets), the side protocol NFSv3 leaves
+//! locking to.
+//!
+//! Only the synchronous procedures are used (TEST, LOCK, UNLOCK). A lock
+//! held elsewhere is waited for by asking again without `block`, 1 ms
+//! first and doubling up to a second, as this client does for NFSv4.1
+//! locks: a blocking LOCK would have the server call back (NLM_GRANTED)
+//! to a lock manager on this machine, which a user-space client does not
+//! run. For the same reason there is no status monitor here: a server
+//! that restarts does not learn that this client held locks, and the
+//! locks are lost with it (NFSv4.1 reclaims them; prefer it for locking).
+//!
+//! The server knows a lock owner by the caller's host name and `svid`
+//! (Linux lockd uses only those two) plus the owner handle `oh`, so each
+//! owner the caller names gets an `svid` unique within this process, and
+//! `oh` carries the process id beside it, unique on this machine.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use client_core::stats::{procedure_name, Stats};
+use client_core::v41::backoff::{Backoff, RetrySettings};
+use parking_lot::Mutex;
+use proto::nlm::*;
+use tokio::sync::OnceCell;
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+use crate::error::{Error, Result};
+use crate::nfs41::LockConflict;
+use crate::transport::{ConnParams, Connection};
+
+pub const NLM_V4: u32 = 4;
+
+/// Longest pause between two asks for a lock held elsewhere.
+const LOCK_POLL_MAX: Duration = Duration::from_secs(1);
+
+/// The NSM state this client reports in LOCK (odd: "up"). Without a
+/// status monitor it never changes.
+const NSM_STATE: i32 = 1;
+
+/// NLM's "to the end of the file" length.
+const NLM_TO_END: u64 = 0;
+
+/// Owners of this process get `svid`s from here; the process id goes in
+/// the owner handle, so two processes on one host never share an owner.
+static NEXT_SVID: AtomicU32 = AtomicU32::new(1);
+
+/// The NLM side of one NFSv3 client: where the server's lock manager is,
+/// a connection made at the first lock, and which owners hold locks.
+pub struct Nlm {
+    addr: Option<SocketAddr>,
+    params: ConnParams,
+    conn: OnceCell<Connection>,
+    caller_name: Bytes,
+    retry: RetrySettings,
+    cookie: AtomicU64,
+    svids: Mutex<HashMap<u64, u32>>,
+    /// Files and the owners that were granted a lock on them and have not
+    /// unlocked the whole file since (partial unlocks leave the owner
+    /// here: a later release asks the server once too often, never too
+    /// rarely).
+    held: Mutex<HashMap<Bytes, HashSet<u64>>>,
+}
+
+/// NFSv4's (offset, length `u64::MAX` = to the end) as NLM's (offset,
+/// length 0 = to the end).
+fn nlm_len(length: u64) -> u64 {
+    if length == u64::MAX {
+        NLM_TO_END
+    } else {
+        length
+    }
+}
+
+fn conflict(h: &nlm4_holder) -> LockConflict {
+    let length = if h.l_len == NLM_TO_END { u64::MAX } else { h.l_len };
+    LockConflict { offset: h.l_offset, length, write: h.exclusive }
+}
+
+/// An NLM status other than granted or denied, as an error.
+fn failed(proc_: &'static str, stat: nlm4_stats) -> Error {
+    Error::Nlm { proc: proc_, status: stat }
+}
+
+impl Nlm {
+    /// `addr`: the server's NLM v4 service over TCP, None when its
+    /// portmapper did not know one (locks then fail with NOTSUPP).
+    pub fn new(addr: Option<SocketAddr>, params: ConnParams, caller_name: &str, retry: RetrySettings) -> Nlm {
+        Nlm {
+            addr,
+            params,
+            conn: OnceCell::new(),
+            caller_name: Bytes::copy_from_slice(caller_name.as_bytes()),
+            retry,
+            cookie: AtomicU64::new(1),
+            svids: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn conn(&self) -> Result<&Connection> {
+        let Some(addr) = self.addr else {
+            return Err(Error::Nfs { proc: "NLM_LOCK", status: proto::nfs3::nfsstat3::NFS3ERR_NOTSUPP });
+        };
+        self.conn
+            .get_or_try_init(|| async {
+                Connection::connect(ConnParams { addr, ..self.params.clone() })
+                    .await
+                    .map_err(|e| Error::Connect { what: format!("lock manager (NLM) at {addr}"), why: e.to_string() })
+            })
+            .await
+    }
+
+    async fn call<A: Encode, R: Decode>(&self, proc_: u32, args: &A) -> Result<R> {
+        let name = procedure_name(NLM_PROG, NLM_V4, proc_);
+        let mut e = Encoder::new();
+        args.encode(&mut e);
+        let reply = self
+            .conn()
+            .await?
+            .call(NLM_PROG, NLM_V4, proc_, e.into_segments())
+            .await
+            .map_err(|err| Error::Rpc { proc: name, err })?;
+        R::decode(&mut Decoder::new(reply)).map_err(|e| Error::Decode { proc: name, why: e.to_string() })
+    }
+
+    fn cookie(&self) -> Bytes {
+        Bytes::copy_from_slice(&self.cookie.fetch_add(1, Ordering::Relaxed).to_be_bytes())
+    }
+
+    fn alock(&self, fh: &Bytes, owner: u64, offset: u64, length: u64) -> nlm4_lock {
+        let svid = *self.svids.lock().entry(owner).or_insert_with(|| NEXT_SVID.fetch_add(1, Ordering::Relaxed));
+        let mut oh = std::process::id().to_be_bytes().to_vec();
+        oh.extend_from_slice(&owner.to_be_bytes());
+        nlm4_lock {
+            caller_name: self.caller_name.clone(),
+            fh: fh.clone(),
+            oh: Bytes::from(oh),
+            svid,
+            l_offset: offset,
+            l_len: nlm_len(length),
+        }
+    }
+
+    /// LOCK `[offset, offset + length)` (`length` `u64::MAX`: to the end)
+    /// for `owner`. Returns the lock in the way when it is held elsewhere
+    /// and `wait` is false; with `wait` asks again until it is granted.
+    /// A server in its grace period is asked again the same way.
+    pub async fn lock(
+        &self,
+        fh: &Bytes,
+        owner: u64,
+        offset: u64,
+        length: u64,
+        write: bool,
+        wait: bool,
+    ) -> Result<Option<LockConflict>> {
+        let poll = RetrySettings { delay_max_ms: LOCK_POLL_MAX.as_millis() as u64, ..self.retry.clone() };
+        let mut grace = Backoff::new(&poll);
+        let mut held = Backoff::new(&RetrySettings { give_up_ms: u64::MAX, ..poll.clone() });
+        loop {
+            let args = nlm4_lockargs {
+                cookie: self.cookie(),
+                block: false,
+                exclusive: write,
+                alock: self.alock(fh, owner, offset, length),
+                reclaim: false,
+                state: NSM_STATE,
+            };
+            let res: nlm4_res = self.call(NLM_LOCK, &args).await?;
+            let pause = match res.stat.stat {
+                nlm4_stats::nlm4_granted => {
+                    self.held.lock().entry(fh.clone()).or_default().insert(owner);
+                    return Ok(None);
+                }
+                // Who holds it, for the caller (fcntl F_SETLK only needs
+                // to know that someone does); if nobody does any more, the
+                // lock is asked for again.
+                nlm4_stats::nlm4_denied | nlm4_stats::nlm4_blocked if !wait => {
+                    if let Some(found) = self.test_lock(fh, owner, offset, length, write).await? {
+                        return Ok(Some(found));
+                    }
+                    held.next_wait()
+                }
+                nlm4_stats::nlm4_denied | nlm4_stats::nlm4_blocked => held.next_wait(),
+                nlm4_stats::nlm4_denied_grace_period => grace.next_wait(),
+                other => return Err(failed("NLM_LOCK", other)),
+            };
+            let Some(pause) = pause else { return Err(failed("NLM_LOCK", res.stat.stat)) };
+            tokio::time::sleep(Duration::from_nanos(pause)).await;
+        }
+    }
+
+    /// TEST: the lock standing in the way of one `owner` would take, if any.
+    pub async fn test_lock(
+        &self,
+        fh: &Bytes,
+        owner: u64,
+        offset: u64,
+        length: u64,
+        write: bool,
+    ) -> Result<Option<LockConflict>> {
+        let mut grace = Backoff::new(&self.retry);
+        loop {
+            let args =
+                nlm4_testargs { cookie: self.cookie(), exclusive: write, alock: self.alock(fh, owner, offset, length) };
+            let res: nlm4_testres = self.call(NLM_TEST, &args).await?;
+            match res.stat {
+                nlm4_testrply::nlm4_denied(h) => return Ok(Some(conflict(&h))),
+                nlm4_testrply::default(nlm4_stats::nlm4_granted) => return Ok(None),
+                nlm4_testrply::default(nlm4_stats::nlm4_denied_grace_period) => match grace.next_wait() {
+                    Some(pause) => tokio::time::sleep(Duration::from_nanos(pause)).await,
+                    None => return Err(failed("NLM_TEST", nlm4_stats::nlm4_denied_grace_period)),
+                },
+                nlm4_testrply::default(other) => return Err(failed("NLM_TEST", other)),
+            }
+        }
+    }
+
+    /// UNLOCK of `[offset, offset + length)` for `owner`; nothing is sent
+    /// when the owner holds no lock on the file.
+    pub async fn unlock(&self, fh: &Bytes, owner: u64, offset: u64, length: u64) -> Result<()> {
+        if !self.held.lock().get(fh).is_some_and(|o| o.contains(&owner)) {
+            return Ok(());
+        }
+        let args = nlm4_unlockargs { cookie: self.cookie(), alock: self.alock(fh, owner, offset, length) };
+        let res: nlm4_res = self.call(NLM_UNLOCK, &args).await?;
+        match res.stat.stat {
+            // Unlocking what is not locked is not an error in POSIX.
+            nlm4_stats::nlm4_granted | nlm4_stats::nlm4_denied => {}
+            other => return Err(failed("NLM_UNLOCK", other)),
+        }
+        if offset == 0 && length == u64::MAX {
+            let mut held = self.held.lock();
+            if let Some(owners) = held.get_mut(fh) {
+                owners.remove(&owner);
+                if owners.is_empty() {
+                    held.remove(fh);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some owner of this client may hold a lock on `fh`.
+    pub fn has_lock_state(&self, fh: &Bytes) -> bool {
+        self.held.lock().contains_key(fh)
+    }
+
+    /// Whether the server has a lock manager this client can reach.
+    pub fn available(&self) -> bool {
+        self.addr.is_some()
+    }
+
+    /// Counters of the lock manager's connection (none before a lock).
+    pub fn stats(&self) -> Stats {
+        self.conn.get().map(|c| c.stats()).unwrap_or_default()
+    }
+}
