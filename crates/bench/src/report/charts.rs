@@ -1,20 +1,45 @@
-//! Which plots a report gets, chosen from the data it holds, and how each
-//! is drawn: seqwrite's per-call latency trace and histogram, metric against
-//! a swept coordinate, and bar charts otherwise.
+//! Which plots a report gets, chosen from the data it holds, and what each
+//! shows: seqwrite's per-call latency trace and histogram, read-small's
+//! files/s over time, a metric against a swept coordinate, and bar charts
+//! otherwise. `draw` gives them their frame and legend.
 
+use plotters::prelude::*;
 use serde_json::Value;
 
-use super::svg::{legend, shorten, style, Axis, Canvas, Frame};
-use super::{first_ok, has_latencies, latencies, point_label, Plot, Unit};
+use super::axis::Axis;
+use super::draw::{colour, line, note, Chart, Drawn, Figure, Mark};
+use super::{first_ok, has_latencies, latencies, point_label, timeline, Plot, Unit};
 use crate::model::BenchReport;
 use crate::stats::{decade_range, log_histogram, points_of, targets_of, Point, Summary};
 
-const WIDTH: f64 = 840.0;
-const LEFT: f64 = 80.0;
-const TOP: f64 = 40.0;
-const PLOT_W: f64 = 520.0;
-const PLOT_H: f64 = 280.0;
-const LEGEND_X: f64 = LEFT + PLOT_W + 24.0;
+/// Pixel columns of the latency trace: a trace is thinned to two calls per
+/// column (see `decimate`).
+const TRACE_COLUMNS: usize = 640;
+/// The latency the trace marks: a write call slower than this stalled.
+const STALL_US: f64 = 1000.0;
+/// Histogram buckets per decade of latency.
+const BUCKETS_PER_DECADE: usize = 10;
+/// Series of a sweep are moved apart by this share of the x axis each, so
+/// their error bars do not hide each other.
+const NUDGE: f64 = 0.006;
+/// Width of a whisker, as a share of a group of bars.
+const WHISKER: f64 = 0.04;
+/// The bars of a group fill this share of it, the rest parts the groups.
+const GROUP_FILL: f64 = 0.8;
+/// A bar fills this share of its slot, leaving a hairline between bars.
+const BAR_FILL: f64 = 0.92;
+const MARKER_PX: u32 = 6;
+/// Traces of several targets overlap: thin and a little transparent, so
+/// the one underneath still shows.
+const TRACE_PX: u32 = 1;
+const TRACE_OPACITY: f64 = 0.8;
+const STEP_PX: u32 = 2;
+const STEP_OPACITY: f64 = 0.9;
+const SWEEP_PX: u32 = 2;
+/// Dash and gap of the stall threshold's line, in pixels.
+const STALL_DASH: u32 = 4;
+/// The share axis always reaches all calls.
+const ALL_CALLS_PCT: f64 = 100.0;
 
 pub(crate) fn plots(report: &BenchReport) -> Vec<Plot> {
     let mut out = Vec::new();
@@ -23,6 +48,7 @@ pub(crate) fn plots(report: &BenchReport) -> Vec<Plot> {
         out.extend(latency_trace(report));
         out.extend(latency_histogram(report));
     }
+    out.extend(timeline::files_over_time(report));
     let swept = swept_coords(report);
     for coord in &swept {
         for metric in &report.metrics {
@@ -44,14 +70,6 @@ pub(crate) fn plots(report: &BenchReport) -> Vec<Plot> {
 
 fn slug(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
-}
-
-fn canvas(series: usize, extra_bottom: f64) -> Canvas {
-    Canvas::new(WIDTH, (TOP + PLOT_H + 50.0 + extra_bottom).max(TOP + 20.0 + series as f64 * 18.0))
-}
-
-fn frame(x: Axis, y: Axis) -> Frame {
-    Frame { x, y, left: LEFT, top: TOP, width: PLOT_W, height: PLOT_H }
 }
 
 /// Per-call latencies of each target's first successful run at each point:
@@ -80,27 +98,27 @@ fn latency_trace(report: &BenchReport) -> Option<Plot> {
     let series = trace_series(report, true);
     let longest = series.iter().map(|(_, l)| l.len()).max()?;
     let all = series.iter().flat_map(|(_, l)| l.iter().copied());
-    let y = Axis::log(all.chain([1000.0]), Unit::Micros, "latency of the call");
-    let f = frame(Axis::linear([0.0, longest as f64], Unit::Plain, "write call", true), y);
-    let mut c = canvas(series.len(), 0.0);
     let title = "Latency of each write call (first successful run)";
-    f.draw(&mut c, title, true);
-    let cols = PLOT_W as usize;
-    for (i, (_, lat)) in series.iter().enumerate() {
-        let (colour, dash) = style(i);
-        c.polyline(
-            &decimate(lat, cols).iter().map(|&(k, v)| (f.px(k as f64), f.py(v))).collect::<Vec<_>>(),
-            colour,
-            1.0,
-            dash,
-            0.8,
-        );
-    }
-    let y1ms = f.py(1000.0);
-    c.line((LEFT, y1ms), (LEFT + PLOT_W, y1ms), "#000", 1.0, "4 4");
-    c.text(LEFT + PLOT_W - 4.0, y1ms - 4.0, "end", 11.0, 0.0, "1 ms");
-    legend(&mut c, LEGEND_X, TOP + 10.0, &series.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>());
-    Some(Plot { file: "latency-trace.svg".into(), title: title.into(), svg: c.finish() })
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    let figure = Figure {
+        title,
+        x: Axis::linear([0.0, longest as f64], Unit::Plain, "write call", true),
+        y: Axis::log(all.chain([STALL_US]), Unit::Micros, "latency of the call"),
+        legend: &names,
+        mark: Mark::Line,
+        groups: None,
+    };
+    let svg = figure.render(|chart| {
+        for (i, (_, lat)) in series.iter().enumerate() {
+            let pts = decimate(lat, TRACE_COLUMNS).into_iter().map(|(k, v)| (k as f64, v)).collect();
+            line(chart, i, pts, TRACE_PX, TRACE_OPACITY)?;
+        }
+        let x = chart.x_range();
+        let stall = vec![(x.start, STALL_US), (x.end, STALL_US)];
+        chart.draw_series(DashedLineSeries::new(stall, STALL_DASH, STALL_DASH, BLACK.stroke_width(1)))?;
+        note(chart, &Unit::Micros.fmt(STALL_US), (x.end, STALL_US))
+    })?;
+    Some(Plot { file: "latency-trace.svg".into(), title: title.into(), svg })
 }
 
 /// At most two points per pixel column, the smallest and the largest, so a
@@ -130,33 +148,36 @@ fn latency_histogram(report: &BenchReport) -> Option<Plot> {
     let hists: Vec<Vec<(f64, f64, f64)>> = series
         .iter()
         .map(|(_, l)| {
-            let h = log_histogram(l, lo, hi, 10);
+            let h = log_histogram(l, lo, hi, BUCKETS_PER_DECADE);
             h.iter().map(|b| (b.lo, b.hi, 100.0 * b.count as f64 / l.len() as f64)).collect()
         })
         .collect();
     // A log scale, so the rare slow calls that matter show next to the bulk.
     let shares = hists.iter().flatten().map(|b| b.2).filter(|v| *v > 0.0);
-    let y = Axis::log(shares.chain([100.0]), Unit::Percent, "share of calls");
-    let x = Axis { lo, hi, log: true, unit: Unit::Micros, label: "latency of the call".into() };
-    let f = frame(x, y);
-    let mut c = canvas(series.len(), 0.0);
     let title = "Distribution of write call latency (all successful runs)";
-    f.draw(&mut c, title, true);
-    for (i, h) in hists.iter().enumerate() {
-        let (colour, dash) = style(i);
-        // Empty buckets drop to the bottom of the frame.
-        let bottom = f.y.lo;
-        let mut pts = vec![(f.px(lo), f.py(bottom))];
-        for &(a, b, share) in h {
-            let share = share.max(bottom);
-            pts.push((f.px(a), f.py(share)));
-            pts.push((f.px(b), f.py(share)));
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    let figure = Figure {
+        title,
+        x: Axis { lo, hi, log: true, unit: Unit::Micros, label: "latency of the call".into() },
+        y: Axis::log(shares.chain([ALL_CALLS_PCT]), Unit::Percent, "share of calls"),
+        legend: &names,
+        mark: Mark::Line,
+        groups: None,
+    };
+    let bottom = figure.y.lo;
+    let svg = figure.render(|chart| {
+        for (i, h) in hists.iter().enumerate() {
+            // A step line; empty buckets drop to the foot of the axis.
+            let mut pts = vec![(lo, bottom)];
+            for &(a, b, share) in h {
+                pts.extend([(a, share.max(bottom)), (b, share.max(bottom))]);
+            }
+            pts.push((hi, bottom));
+            line(chart, i, pts, STEP_PX, STEP_OPACITY)?;
         }
-        pts.push((f.px(hi), f.py(bottom)));
-        c.polyline(&pts, colour, 1.5, dash, 0.9);
-    }
-    legend(&mut c, LEGEND_X, TOP + 10.0, &series.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>());
-    Some(Plot { file: "latency-histogram.svg".into(), title: title.into(), svg: c.finish() })
+        Ok(())
+    })?;
+    Some(Plot { file: "latency-histogram.svg".into(), title: title.into(), svg })
 }
 
 /// Numeric coordinates that take more than one value.
@@ -222,23 +243,28 @@ fn sweep_chart(report: &BenchReport, coord: &str, metric: &str) -> Option<Plot> 
     let (unit, log) = super::coord_unit(coord);
     let log = log && series.iter().all(|(_, p)| p.iter().all(|q| q.0 > 0.0));
     let x = if log { Axis::log(xs, unit, coord) } else { Axis::linear(xs, unit, coord, false) };
-    let f = frame(x, value_axis(series.iter().flat_map(|(_, p)| p.iter().map(|(_, s)| s)), metric));
-    let mut c = canvas(series.len(), 0.0);
+    let y = value_axis(series.iter().flat_map(|(_, p)| p.iter().map(|(_, s)| s)), metric);
     let title = format!("{metric} by {coord} (mean, 95% CI)");
-    f.draw(&mut c, &title, true);
-    let n = series.len() as f64;
-    for (i, (_, pts)) in series.iter().enumerate() {
-        let (colour, dash) = style(i);
-        // Nudge series apart so their error bars do not hide each other.
-        let dx = (i as f64 - (n - 1.0) / 2.0) * 3.0;
-        c.polyline(&pts.iter().map(|(x, s)| (f.px(*x) + dx, f.py(s.mean))).collect::<Vec<_>>(), colour, 2.0, dash, 1.0);
-        for (x, s) in pts {
-            error_bar(&mut c, &f, f.px(*x) + dx, s, colour);
-            c.circle(f.px(*x) + dx, f.py(s.mean), 3.0, colour);
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    let figure = Figure { title: &title, x, y, legend: &names, mark: Mark::Line, groups: None };
+    let x = figure.x.clone();
+    let svg = figure.render(|chart| {
+        let n = series.len() as f64;
+        for (i, (_, pts)) in series.iter().enumerate() {
+            let nudge = (i as f64 - (n - 1.0) / 2.0) * NUDGE;
+            let at = |v: f64| x.at(x.frac(v) + nudge);
+            line(chart, i, pts.iter().map(|(v, s)| (at(*v), s.mean)).collect(), SWEEP_PX, 1.0)?;
+            let style = colour(i).filled().stroke_width(1);
+            let floor = chart.y_range().start;
+            let bars = pts.iter().map(|(v, s)| {
+                let (lo, hi) = ci_ends(s, floor);
+                ErrorBar::new_vertical(at(*v), lo, s.mean, hi, style, MARKER_PX)
+            });
+            chart.draw_series(bars)?;
         }
-    }
-    legend(&mut c, LEGEND_X, TOP + 10.0, &series.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>());
-    Some(Plot { file: format!("{}-by-{}.svg", slug(metric), slug(coord)), title, svg: c.finish() })
+        Ok(())
+    })?;
+    Some(Plot { file: format!("{}-by-{}.svg", slug(metric), slug(coord)), title, svg })
 }
 
 /// A value axis from zero that holds every mean and confidence interval,
@@ -250,12 +276,14 @@ fn value_axis<'a>(summaries: impl Iterator<Item = &'a Summary> + Clone, label: &
     Axis::linear(ys, Unit::Plain, label, true)
 }
 
-fn error_bar(c: &mut Canvas, f: &Frame, x: f64, s: &Summary, colour: &str) {
+/// The ends of the 95% confidence interval of `s`, the lower one not
+/// below `floor` (the foot of the axis); both at the mean when there is
+/// no interval.
+fn ci_ends(s: &Summary, floor: f64) -> (f64, f64) {
     if s.ci95 > 0.0 && s.ci95.is_finite() {
-        let (top, bottom) = (f.py(s.mean + s.ci95), f.py((s.mean - s.ci95).max(f.y.lo)));
-        c.line((x, top), (x, bottom), colour, 1.0, "");
-        c.line((x - 4.0, top), (x + 4.0, top), colour, 1.0, "");
-        c.line((x - 4.0, bottom), (x + 4.0, bottom), colour, 1.0, "");
+        ((s.mean - s.ci95).max(floor), s.mean + s.ci95)
+    } else {
+        (s.mean, s.mean)
     }
 }
 
@@ -299,32 +327,38 @@ fn bar_chart(
 ) -> Option<Plot> {
     let present = values.iter().flatten().flatten();
     present.clone().next()?;
-    let x = Axis::linear([0.0, groups.len() as f64], Unit::Plain, "", false);
-    let f = frame(x, value_axis(present, y_label));
-    let slanted =
-        groups.len() > 4 || groups.iter().any(|g| g.chars().count() * 7 > (PLOT_W / groups.len() as f64) as usize);
-    // Labels slanted at 30° need about half their length below the axis.
-    let longest = groups.iter().map(|g| g.chars().count().min(40)).max().unwrap_or(0) as f64;
-    let mut c = canvas(names.len(), if slanted { (longest * 3.3 - 20.0).max(0.0) } else { 0.0 });
-    f.draw(&mut c, title, false);
-    let group_w = PLOT_W / groups.len() as f64;
-    let bar_w = group_w * 0.8 / names.len().max(1) as f64;
-    for (g, label) in groups.iter().enumerate() {
-        let x0 = LEFT + g as f64 * group_w + group_w * 0.1;
+    let figure = Figure {
+        title,
+        x: Axis { lo: 0.0, hi: groups.len() as f64, log: false, unit: Unit::Plain, label: String::new() },
+        y: value_axis(present, y_label),
+        legend: names,
+        mark: Mark::Bar,
+        groups: Some(groups),
+    };
+    let svg = figure.render(|chart| {
+        let slot = GROUP_FILL / names.len().max(1) as f64;
         for (t, series) in values.iter().enumerate() {
-            let Some(s) = series.get(g).copied().flatten() else { continue };
-            let (colour, _) = style(t);
-            let (y0, y1) = (f.py(0.0), f.py(s.mean));
-            c.rect(x0 + t as f64 * bar_w, y0.min(y1), bar_w * 0.92, (y0 - y1).abs(), colour);
-            error_bar(&mut c, &f, x0 + (t as f64 + 0.46) * bar_w, &s, "#000");
+            for (g, s) in series.iter().enumerate() {
+                let Some(s) = s else { continue };
+                let x0 = g as f64 + (1.0 - GROUP_FILL) / 2.0 + t as f64 * slot;
+                let bar = Rectangle::new([(x0, 0.0), (x0 + slot * BAR_FILL, s.mean)], colour(t).filled());
+                chart.draw_series([bar])?;
+                whisker(chart, x0 + slot * BAR_FILL / 2.0, s)?;
+            }
         }
-        let cx = LEFT + (g as f64 + 0.5) * group_w;
-        if slanted {
-            c.text(cx, TOP + PLOT_H + 14.0, "end", 11.0, -30.0, &shorten(label, 40));
-        } else {
-            c.text(cx, TOP + PLOT_H + 17.0, "middle", 11.0, 0.0, label);
-        }
+        Ok(())
+    })?;
+    Some(Plot { file: file.into(), title: title.into(), svg })
+}
+
+/// A black error bar without a marker: the bar itself shows the mean.
+fn whisker(chart: &mut Chart, x: f64, s: &Summary) -> Drawn {
+    let (lo, hi) = ci_ends(s, chart.y_range().start);
+    if lo == hi {
+        return Ok(());
     }
-    legend(&mut c, LEGEND_X, TOP + 10.0, names);
-    Some(Plot { file: file.into(), title: title.into(), svg: c.finish() })
+    let w = WHISKER / 2.0;
+    let lines = [vec![(x, lo), (x, hi)], vec![(x - w, lo), (x + w, lo)], vec![(x - w, hi), (x + w, hi)]];
+    chart.draw_series(lines.into_iter().map(|l| PathElement::new(l, BLACK.stroke_width(1))))?;
+    Ok(())
 }

@@ -1,10 +1,12 @@
-//! The HTML page: what ran where, the plots, and the numbers behind them in
+//! The HTML page: the headline (ratios, and the papers' numbers beside
+//! them), what ran where, the plots, and the numbers behind them in
 //! tables, so the page stands on its own when copied elsewhere with its
 //! SVG files.
 
 use std::fmt::Write;
 
-use super::{esc, first_ok, latency_rows, micros, num, point_label, ratio_of, Plot};
+use super::headline::headline;
+use super::{esc, first_ok, latency_rows, micros, num, point_label, Plot};
 use crate::model::BenchReport;
 use crate::stats::{points_of, targets_of};
 
@@ -15,7 +17,8 @@ th{background:#f4f4f4;text-align:left}td{text-align:right;font-variant-numeric:t
 caption{text-align:left;font-weight:bold;padding:.3em 0}code{background:#f6f6f6;padding:.1em .3em}\
 .partial{background:#fff3cd;border:1px solid #e0b000;padding:.7em 1em;font-weight:bold}\
 figure{margin:1em 0}figcaption{color:#555;font-size:.9em}img{max-width:100%;border:1px solid #eee}\
-.err{color:#a00;text-align:left;white-space:pre-wrap}";
+.err{color:#a00;text-align:left;white-space:pre-wrap}\
+table.headline td{vertical-align:top}td.paper{text-align:left;max-width:24em;background:#f7fbff}";
 
 pub(crate) fn page(report: &BenchReport, plots: &[Plot]) -> String {
     let mut h = String::new();
@@ -27,13 +30,7 @@ pub(crate) fn page(report: &BenchReport, plots: &[Plot]) -> String {
         t = esc(&title)
     );
     let failed = report.runs.iter().filter(|r| !r.ok).count();
-    if report.partial {
-        let _ = writeln!(
-            h,
-            "<p class=\"partial\">Partial result: {failed} run(s) failed or the bench was interrupted; \
-             statistics use the successful runs only.</p>"
-        );
-    }
+    headline(&mut h, report, failed);
     meta(&mut h, report);
     if !plots.is_empty() {
         h.push_str("<h2>Plots</h2>\n");
@@ -47,7 +44,6 @@ pub(crate) fn page(report: &BenchReport, plots: &[Plot]) -> String {
         }
     }
     summary(&mut h, report);
-    ratios(&mut h, report);
     latency(&mut h, report);
     op_stats(&mut h, report);
     if failed > 0 {
@@ -153,32 +149,6 @@ fn summary(h: &mut String, r: &BenchReport) {
             h.push_str(&table_caption(&esc(metric), &head, &rows, 2));
         }
     }
-}
-
-fn ratios(h: &mut String, r: &BenchReport) {
-    let targets = targets_of(r);
-    if r.ratios.is_empty() || targets.len() < 2 {
-        return;
-    }
-    let _ = writeln!(
-        h,
-        "<h2>Ratios to {}</h2>\n<p>Mean of each target divided by the baseline's mean.</p>",
-        esc(&targets[0])
-    );
-    let mut head = vec!["point".to_string(), "metric".to_string()];
-    head.extend(targets[1..].iter().map(|t| format!("{t} / {}", targets[0])));
-    let mut rows = Vec::new();
-    for point in points_of(r) {
-        for metric in &r.metrics {
-            let vals: Vec<Option<f64>> = targets[1..].iter().map(|t| ratio_of(r, t, &point, metric)).collect();
-            if vals.iter().any(Option::is_some) {
-                let mut row = vec![esc(&point_label(&point)), esc(metric)];
-                row.extend(vals.iter().map(|v| v.map_or("–".into(), |x| format!("{x:.2}"))));
-                rows.push(row);
-            }
-        }
-    }
-    h.push_str(&table(&head.iter().map(String::as_str).collect::<Vec<_>>(), &rows, 2));
 }
 
 fn latency(h: &mut String, r: &BenchReport) {

@@ -1,11 +1,15 @@
 //! Human-readable results: a compact table for the terminal and an HTML
-//! report with SVG plots, both made from the `BenchReport` alone so a saved
-//! `--json` file can be rendered again later.
+//! report with SVG plots (drawn with plotters), both made from the
+//! `BenchReport` alone so a saved `--json` file can be rendered again later.
 
+mod axis;
 mod charts;
+mod draw;
+mod headline;
 mod html;
-mod svg;
+mod papers;
 mod text;
+mod timeline;
 
 use std::borrow::Cow;
 use std::io;
@@ -71,6 +75,12 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
+/// Text for plotters, which escapes markup itself but passes control
+/// characters through, and XML 1.0 allows none of them.
+pub(crate) fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '\u{FFFD}' } else { c }).collect()
+}
+
 /// A number with about three significant digits, enough to compare runs
 /// whose spread is rarely below a percent.
 pub(crate) fn num(x: f64) -> String {
@@ -122,17 +132,26 @@ pub(crate) enum Unit {
     Millis,
     Micros,
     Percent,
+    /// Operations per second: spans orders of magnitude between targets
+    /// (Chen 2015 Fig. 7's 172x), so read in decades.
+    Rate,
 }
 
 impl Unit {
     pub fn fmt(self, v: f64) -> String {
         match self {
-            Unit::Plain => num(v),
+            Unit::Plain | Unit::Rate => num(v),
             Unit::Bytes => bytes(v),
             Unit::Millis => micros(v * 1e3),
             Unit::Micros => micros(v),
             Unit::Percent => format!("{} %", num(v)),
         }
+    }
+
+    /// Whether a log axis of this unit ticks at powers of ten; sizes and
+    /// counts, swept in powers of two, tick at those.
+    pub fn in_decades(self) -> bool {
+        matches!(self, Unit::Micros | Unit::Millis | Unit::Percent | Unit::Rate)
     }
 }
 
@@ -201,5 +220,7 @@ pub(crate) fn ratio_of(report: &BenchReport, target: &str, point: &Point, metric
     report.ratios.iter().find(|r| r.target == target && &r.point == point && r.metric == metric).map(|r| r.ratio)
 }
 
+#[cfg(test)]
+mod chart_tests;
 #[cfg(test)]
 mod tests;

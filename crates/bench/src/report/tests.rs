@@ -2,12 +2,12 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::svg::Axis;
+use super::axis::Axis;
 use super::*;
 use crate::model::{BenchReport, HostInfo, RunRecord};
 use crate::target::OpStat;
 
-const ODD: &str = "<&> dir";
+pub(super) const ODD: &str = "<&> dir";
 
 fn op(name: &str, count: u64) -> OpStat {
     OpStat {
@@ -42,7 +42,7 @@ fn seqwrite_run(target: &str, run: usize, scale: f64, spike: bool) -> RunRecord 
     }
 }
 
-fn seqwrite() -> BenchReport {
+pub(super) fn seqwrite() -> BenchReport {
     let mut runs = Vec::new();
     for run in 1..=3 {
         runs.push(seqwrite_run("nfsx", run, 1.0, run == 1));
@@ -68,7 +68,7 @@ fn seqwrite() -> BenchReport {
     }
 }
 
-fn sweep() -> BenchReport {
+pub(super) fn sweep() -> BenchReport {
     let mut runs = Vec::new();
     for target in ["a", ODD] {
         for io in [4096u64, 65536, 1 << 20] {
@@ -102,7 +102,7 @@ fn check_markup(doc: &str) {
     while let Some(i) = rest.find(['<', '&']) {
         let after = &rest[i..];
         if let Some(entity) = after.strip_prefix('&') {
-            let ok = ["amp;", "lt;", "gt;", "quot;", "#39;"].iter().any(|e| entity.starts_with(e));
+            let ok = ["amp;", "lt;", "gt;", "quot;", "#39;", "apos;"].iter().any(|e| entity.starts_with(e));
             assert!(ok, "bare & at {:?}", &after[..after.len().min(30)]);
             rest = entity;
             continue;
@@ -124,7 +124,7 @@ fn check_markup(doc: &str) {
 }
 
 /// Writes the report and checks every file the page refers to.
-fn written(report: &BenchReport) -> (tempfile::TempDir, String, Vec<String>) {
+pub(super) fn written(report: &BenchReport) -> (tempfile::TempDir, String, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report");
     let index = write_report(&out, report).unwrap();
@@ -135,7 +135,7 @@ fn written(report: &BenchReport) -> (tempfile::TempDir, String, Vec<String>) {
     for part in html.split("src=\"").skip(1) {
         let file = &part[..part.find('"').unwrap()];
         let svg = std::fs::read_to_string(out.join(file)).unwrap_or_else(|_| panic!("{file} exists"));
-        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{file}");
+        assert!(svg.starts_with("<svg ") && svg.contains(" xmlns=\"http://www.w3.org/2000/svg\""), "{file}");
         check_markup(&svg);
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{file} has only finite coordinates");
         files.push(file.to_string());
@@ -155,7 +155,7 @@ fn seqwrite_report_has_latency_plots_and_tables() {
     assert!(html.contains("<caption>write_mbps</caption>") && html.contains("Ratios to nfsx"));
     assert!(html.contains("<td class=\"t\">WRITE</td><td>5000</td><td>8300</td><td>120</td>"), "op-stats averages");
     let trace = std::fs::read_to_string(_dir.path().join("report/latency-trace.svg")).unwrap();
-    assert!(trace.contains(">1 ms</text>") && trace.contains("&lt;&amp;&gt; dir"));
+    assert!(trace.contains(">\n1 ms\n</text>") && trace.contains("&lt;&amp;&gt; dir"));
 }
 
 #[test]

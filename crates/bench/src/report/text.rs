@@ -3,7 +3,6 @@
 
 use std::fmt::Write;
 
-use super::svg::shorten;
 use super::{first_ok, latency_rows, micros, num, point_label, ratio_of, summarized};
 use crate::model::BenchReport;
 use crate::stats::{points_of, targets_of};
@@ -150,4 +149,14 @@ fn align(rows: &[Vec<String>], text_cols: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `s` cut to `max` characters with an ellipsis: the ratio columns of the
+/// terminal table only name the target, which the header above gives in full.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let keep: String = s.chars().take(max.saturating_sub(1)).collect();
+    format!("{keep}…")
 }
