@@ -11,7 +11,7 @@ PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh start >/dev/null 2>&1
 $NEW serve $W/ex1 --listen 127.0.0.1:12060 --state-dir $W/st1 --config $W/c.toml --metrics 127.0.0.1:12061 --log warn & p1=$!
 $OLD serve $W/ex2 --listen 127.0.0.1:12070 --state-dir $W/st2 --config $W/c.toml --metrics 127.0.0.1:12071 --log warn & p2=$!
 sleep 1
-$NEW bench metadata --op list,stat --files $FILES --runs $RUNS --quiet --target nfs://127.0.0.1:12060$W/ex1 --target nfs://127.0.0.1:12070$W/ex2 --target nfs://127.0.0.1/export --json $OUT.json > $OUT.txt 2>&1
+$NEW bench metadata --op list,stat --files $FILES --runs $RUNS --quiet --target "nfs://127.0.0.1:12060$W/ex1?version=3" --target "nfs://127.0.0.1:12070$W/ex2?version=3" --target "nfs://127.0.0.1/export?version=3" --json $OUT.json > $OUT.txt 2>&1
 curl -s 127.0.0.1:12061/metrics > $OUT.new.metrics
 curl -s 127.0.0.1:12071/metrics > $OUT.old.metrics
 kill $p1 $p2; wait $p1 $p2 2>/dev/null

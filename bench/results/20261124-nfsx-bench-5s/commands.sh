@@ -12,6 +12,6 @@ PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh start >/dev/null 2>&1
 "$NFSX" serve $W/ex --listen 127.0.0.1:12160 --state-dir $W/st --config $W/c.toml --log warn & sp=$!
 trap 'kill $sp; PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh stop >/dev/null 2>&1' EXIT
 sleep 1
-b() { "$NFSX" bench data --runs 5 --duration 5s --quiet --target nfs://127.0.0.1:12160$W/ex --target nfs://127.0.0.1/export "$@"; }
+b() { "$NFSX" bench data --runs 5 --duration 5s --quiet --target "nfs://127.0.0.1:12160$W/ex?version=3" --target "nfs://127.0.0.1/export?version=3" "$@"; }
 b --mode rand-read,rand-write --io-size 4KiB --threads 16 --size 64MiB --json "$OUT/rand-4k-16t.json" > "$OUT/rand-4k-16t.txt" 2>&1
 b --mode seq-read,seq-write --io-size 1MiB --threads 4 --size 256MiB --json "$OUT/seq-1m-4t.json" > "$OUT/seq-1m-4t.txt" 2>&1

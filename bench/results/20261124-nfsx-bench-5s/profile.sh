@@ -12,7 +12,7 @@ sleep 1
 PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh start >/dev/null 2>&1
 gp=$(cat /tmp/nfsx-ganesha/ganesha.pid)
 for t in nfsx ganesha; do
-  if [ $t = nfsx ]; then pid=$sp; url=nfs://127.0.0.1:12150$W/ex; else pid=$gp; url=nfs://127.0.0.1/export; fi
+  if [ $t = nfsx ]; then pid=$sp; url="nfs://127.0.0.1:12150$W/ex?version=3"; else pid=$gp; url="nfs://127.0.0.1/export?version=3"; fi
   perf stat -e task-clock,context-switches -p $pid -o $OUT/$t.server.perf &
   ps_=$!
   perf stat -e task-clock,context-switches -o $OUT/$t.client.perf -- $NFSX bench data "$@" --runs 1 --quiet --target $url > $OUT/$t.bench.txt 2>&1

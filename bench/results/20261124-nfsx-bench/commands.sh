@@ -12,7 +12,7 @@ scripts/ganesha.sh start                       # nfs://127.0.0.1/export, takes p
   --config /var/tmp/nxb/c.toml --metrics 127.0.0.1:12061 --log warn &
 trap 'kill $!; scripts/ganesha.sh stop' EXIT
 sleep 1
-N=nfs://127.0.0.1:12060/var/tmp/nxb/ex G=nfs://127.0.0.1/export
+N='nfs://127.0.0.1:12060/var/tmp/nxb/ex?version=3' G='nfs://127.0.0.1/export?version=3'
 b() { "$NFSX" bench data --runs 5 --target "$N" --target "$G" --quiet "$@"; }
 b --mode seq-write --io-size 8KiB --threads 16 --sync --size 16MiB --json "$OUT/sync-8k-16t.json" | tee "$OUT/sync-8k-16t.txt"
 curl -s 127.0.0.1:12061/metrics | grep -E '^nfsx_backend_flush' | tee "$OUT/flushes.txt"

@@ -12,7 +12,7 @@ $NFSX serve $W/ex1 --listen 127.0.0.1:12060 --state-dir $W/st1 --config $W/c1.to
 $NFSX serve $W/ex2 --listen 127.0.0.1:12070 --state-dir $W/st2 --config $W/c2.toml --metrics 127.0.0.1:12071 --log warn & p2=$!
 sleep 1
 $NFSX bench data --mode seq-write --io-size 8KiB --threads 16 --sync --size 16MiB --runs $RUNS --quiet \
-  --target nfs://127.0.0.1:12060$W/ex1 --target nfs://127.0.0.1:12070$W/ex2 --target nfs://127.0.0.1/export --json $OUT.json > $OUT.txt 2>&1
+  --target "nfs://127.0.0.1:12060$W/ex1?version=3" --target "nfs://127.0.0.1:12070$W/ex2?version=3" --target "nfs://127.0.0.1/export?version=3" --json $OUT.json > $OUT.txt 2>&1
 curl -s 127.0.0.1:12061/metrics | grep -E '^nfsx_backend_flush' > $OUT.p1.flushes
 curl -s 127.0.0.1:12071/metrics | grep -E '^nfsx_backend_flush' > $OUT.pP.flushes
 kill $p1 $p2; wait $p1 $p2 2>/dev/null

@@ -62,6 +62,9 @@ pub struct RunRecord {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+    /// The protocol the client spoke ("NFSv3", "NFSv4.1") on an NFS target.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub protocol: Option<String>,
     /// Wall-clock seconds of the measured part.
     pub elapsed_s: f64,
     /// The workload's measurements, at the top level of the run object:

@@ -185,6 +185,10 @@ impl BenchFs for NfsFs {
         self.rt.block_on(self.client.rename(from, to)).map_err(op_err("rename", from))
     }
 
+    fn protocol(&self) -> Option<String> {
+        Some(format!("NFSv{}", self.client.version()))
+    }
+
     fn op_stats(&self) -> Vec<OpStat> {
         let ns_to_us = |ns: u64| ns / 1000;
         self.client

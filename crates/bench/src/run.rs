@@ -163,6 +163,7 @@ fn run_one(
             return rec;
         }
     };
+    rec.protocol = clients.first().and_then(|c| c.protocol());
     let workdir = format!("nfsx-bench-{}-{n}", std::process::id());
     let dirs: Vec<String> = (0..clients.len()).map(|i| format!("{workdir}/c{i}")).collect();
     let mut before: Vec<Vec<OpStat>> = Vec::new();

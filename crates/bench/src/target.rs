@@ -111,6 +111,11 @@ pub trait BenchFs: Send + Sync {
     /// Per-operation counters so far, if this target can tell (the nfsx
     /// client always; a directory on a Linux NFS mount via mountstats).
     fn op_stats(&self) -> Vec<OpStat>;
+    /// The protocol spoken, when the target is a server ("NFSv3",
+    /// "NFSv4.1"): a URL without a version is negotiated.
+    fn protocol(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Something that makes clients: each `connect` is an independent client

@@ -100,20 +100,22 @@ enum Command {
     ///
     /// Workloads: seqwrite (Lever & Honeyman), data, metadata, macro
     /// (Chen et al. 2015, sections 3, 4, 6; Lai), multi-client, recall
-    /// (Chen et al. 2015 Fig. 13), locked-read (section 5.2). Targets nfs://HOST/EXPORT take
-    /// ?version=4.1 for NFSv4.1.
+    /// (Chen et al. 2015 Fig. 13), locked-read (section 5.2). Targets
+    /// nfs://HOST/EXPORT speak NFSv4.1 where the server offers it and NFSv3
+    /// otherwise; ?version=3 or ?version=4.1 fixes the version (the papers'
+    /// NFSv3 figures need ?version=3).
     #[command(verbatim_doc_comment)]
     Bench(Box<bench::cli::BenchArgs>),
-    /// Mount an NFS export on a local directory through FUSE (NFSv3, or
-    /// NFSv4.1 with `?version=4.1`, through nfsx's own client), so any
-    /// program can use it; no kernel NFS client
+    /// Mount an NFS export on a local directory through FUSE (NFSv4.1
+    /// where the server offers it, else NFSv3, through nfsx's own client),
+    /// so any program can use it; no kernel NFS client
     /// is needed. Runs in the foreground until the directory is unmounted
     /// (`nfsx umount DIR`, `fusermount3 -u DIR`) or the process gets
     /// SIGINT/SIGTERM, which unmount it:
     ///
     ///   nfsx mount nfs://127.0.0.1/srv/data /mnt/data &
     ///   tar -C /mnt/data -xf src.tar && nfsx umount /mnt/data
-    ///   nfsx mount 'nfs://127.0.0.1/srv/data?version=4.1' /mnt/data &
+    ///   nfsx mount 'nfs://127.0.0.1/srv/data?version=3' /mnt/data &
     ///
     /// Writes are cached (write-behind) and sent at close(2), fsync(2) or a
     /// stat of the file, which report any error; attributes and names are
@@ -123,7 +125,8 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Mount {
         /// nfs://HOST[:PORT]/EXPORT[?version=3|4.1] (PORT: where the
-        /// server's portmapper answers; version 3 unless given).
+        /// server's portmapper answers; without a version NFSv4.1 where
+        /// the server offers it, else NFSv3).
         url: String,
         /// Directory to mount on (must exist).
         dir: PathBuf,

@@ -16,6 +16,11 @@ fn target(srv: &TestServer) -> String {
     format!("nfs://127.0.0.1:{}{}", srv.port, srv.export.display())
 }
 
+/// The same over NFSv3 (a URL without a version speaks NFSv4.1 to nfsx).
+fn target_v3(srv: &TestServer) -> String {
+    format!("{}?version=3", target(srv))
+}
+
 #[test]
 fn seqwrite_against_nfsx_and_a_directory_with_report() {
     let srv = TestServer::start(ServerOpts::default());
@@ -23,7 +28,7 @@ fn seqwrite_against_nfsx_and_a_directory_with_report() {
     let local = tmp.path().join("local");
     std::fs::create_dir(&local).unwrap();
     let report = tmp.path().join("report");
-    let (t, l, r) = (target(&srv), local.to_string_lossy().to_string(), report.to_string_lossy().to_string());
+    let (t, l, r) = (target_v3(&srv), local.to_string_lossy().to_string(), report.to_string_lossy().to_string());
     let args = ["seqwrite", "--target", &t, "--target", &l, "--size", "2MiB", "--runs", "3", "--report", &r];
     let (out, v) = bench(&args, tmp.path(), LIMIT);
     let rs = all_ok(&out, &v);
@@ -35,6 +40,8 @@ fn seqwrite_against_nfsx_and_a_directory_with_report() {
         assert_eq!(run["call_latency_us"].as_array().unwrap().len(), 256, "one latency per 8 KiB call");
     }
     let nfs_run = rs.iter().find(|r| r["target"] == t.as_str()).unwrap();
+    assert_eq!(nfs_run["protocol"], "NFSv3");
+    assert!(rs.iter().find(|r| r["target"] == l.as_str()).unwrap().get("protocol").is_none());
     let ops: Vec<&str> = nfs_run["op_stats"].as_array().unwrap().iter().map(|s| s["op"].as_str().unwrap()).collect();
     assert!(ops.contains(&"WRITE") && ops.contains(&"COMMIT"), "{ops:?}");
     let v = v.unwrap();
@@ -49,7 +56,7 @@ fn seqwrite_against_nfsx_and_a_directory_with_report() {
 fn delay_proxy_adds_the_round_trip() {
     let srv = TestServer::start(ServerOpts::default());
     let tmp = tempfile::tempdir().unwrap();
-    let t = target(&srv);
+    let t = target_v3(&srv);
     let args = ["seqwrite", "--target", &t, "--size", "1MiB", "--runs", "3", "--delay", "0,20ms"];
     let (out, v) = bench(&args, tmp.path(), LIMIT);
     let rs = all_ok(&out, &v);
@@ -71,7 +78,7 @@ fn delay_proxy_adds_the_round_trip() {
 fn data_metadata_macro_and_multi_client_smoke() {
     let srv = TestServer::start(ServerOpts::default());
     let tmp = tempfile::tempdir().unwrap();
-    let t = target(&srv);
+    let t = target_v3(&srv);
     let cases: [&[&str]; 4] = [
         &[
             "data",
@@ -138,7 +145,7 @@ fn bad_targets_and_parameters_get_one_clear_line() {
 fn server_dying_mid_run_leaves_marked_partial_results() {
     let mut srv = TestServer::start(ServerOpts::default());
     let tmp = tempfile::tempdir().unwrap();
-    let t = target(&srv);
+    let t = target_v3(&srv);
     let cfg = tmp.path().join("client.toml");
     std::fs::write(&cfg, "reconnect_timeout_ms = 1000\n[rpc]\ntimeout_ms = 1000\nretrans = 1\n").unwrap();
     let c = cfg.to_string_lossy().to_string();
@@ -200,19 +207,35 @@ fn recall_and_read_small_over_time_against_nfsx_over_nfsv41() {
     assert!(reads <= 20, "one READ per file, in the first pass only: {ops:?}");
 }
 
-/// Locked reads (Chen 2015 Table 1) over NFSv4.1 with and without
-/// delegations, beside a local directory (fcntl locks): under a
-/// delegation the data is read once and only LOCK/LOCKU reach the server.
+/// Locked reads (Chen 2015 Table 1) over NFSv3 (NLM) and NFSv4.1 with
+/// and without delegations, beside a local directory (fcntl locks): under
+/// a delegation the data is read once and only LOCK/LOCKU reach the
+/// server.
 #[test]
 fn locked_read_with_and_without_delegations() {
     let srv = TestServer::start(ServerOpts::default());
     let tmp = tempfile::tempdir().unwrap();
     let local = tmp.path().join("local");
     std::fs::create_dir(&local).unwrap();
+    let v3 = format!("{}?version=3", target(&srv));
     let on = format!("{}?version=4.1", target(&srv));
     let off = format!("{}?version=4.1&delegations=0", target(&srv));
     let l = local.to_string_lossy().to_string();
-    let args = ["locked-read", "--files", "5", "--target", &on, "--target", &off, "--target", &l, "--runs", "1"];
+    let args = [
+        "locked-read",
+        "--files",
+        "5",
+        "--target",
+        &v3,
+        "--target",
+        &on,
+        "--target",
+        &off,
+        "--target",
+        &l,
+        "--runs",
+        "1",
+    ];
     let (out, v) = bench(&args, tmp.path(), LIMIT);
     let rs = all_ok(&out, &v);
     let count = |r: &serde_json::Value, op: &str| -> u64 {
@@ -226,4 +249,23 @@ fn locked_read_with_and_without_delegations() {
     assert!(count(with, "READ") < 30, "read about once per file and client under the delegations: {with}");
     assert_eq!(count(with, "LOCK"), 100, "locks still go to the server under a read delegation");
     assert!(with["calls_per_client"].as_f64().unwrap() < without["calls_per_client"].as_f64().unwrap());
+    // NFSv3: the lock manager's LOCK and UNLOCK, and a READ after each
+    // lock (it drops the cached data).
+    let nfs3 = rs.iter().find(|r| r["target"] == v3.as_str()).unwrap();
+    assert_eq!((nfs3["protocol"].as_str(), with["protocol"].as_str()), (Some("NFSv3"), Some("NFSv4.1")));
+    assert_eq!(count(nfs3, "NLM_LOCK"), 100, "{nfs3}");
+    assert_eq!(count(nfs3, "NLM_UNLOCK"), 100);
+    assert_eq!(count(nfs3, "READ"), 100);
+}
+
+/// A target without a version speaks NFSv4.1 to a server that offers it,
+/// and each run records the protocol it spoke.
+#[test]
+fn a_target_without_a_version_is_negotiated_and_recorded() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let t = target(&srv);
+    let (out, v) = bench(&["seqwrite", "--target", &t, "--size", "1MiB", "--runs", "1"], tmp.path(), LIMIT);
+    let rs = all_ok(&out, &v);
+    assert_eq!(rs[0]["protocol"], "NFSv4.1", "{}", rs[0]);
 }

@@ -17,8 +17,8 @@ fn ganesha() -> String {
 fn side_by_side(workload_args: &[&str]) -> serde_json::Value {
     let srv = TestServer::start(ServerOpts::default());
     let tmp = tempfile::tempdir().unwrap();
-    let nfsx = format!("nfs://127.0.0.1:{}{}", srv.port, srv.export.display());
-    let g = ganesha();
+    let nfsx = format!("nfs://127.0.0.1:{}{}?version=3", srv.port, srv.export.display());
+    let g = format!("{}?version=3", ganesha());
     let mut args = workload_args.to_vec();
     args.extend_from_slice(&["--target", &nfsx, "--target", &g, "--runs", "3"]);
     let (out, v) = bench(&args, tmp.path(), Duration::from_secs(300));

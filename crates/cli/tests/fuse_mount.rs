@@ -36,7 +36,7 @@ impl Mounted {
     }
 
     fn with_args(srv: &TestServer, client_config: &str, extra: &[&str]) -> Mounted {
-        Mounted::with_query(srv, "", client_config, extra)
+        Mounted::with_query(srv, "?version=3", client_config, extra)
     }
 
     /// A mount of `srv` with `query` after the URL's path (`?version=4.1`).

@@ -85,6 +85,13 @@ impl Client {
         match url.version {
             Version::V3 => Self::connect_v3(url, addrs, settings).await,
             Version::V41 => Self::connect_v41(url, addrs, settings).await,
+            Version::Auto => match Self::connect_v41(url, addrs, settings.clone()).await {
+                Err(e) if no_v41(&e) => {
+                    tracing::info!(url = %url, why = %e, "NFSv4.1 not offered for this export; using NFSv3");
+                    Self::connect_v3(url, addrs, settings).await
+                }
+                other => other,
+            },
         }
     }
 
@@ -183,6 +190,23 @@ impl Client {
     /// Per-procedure counters of the NFS connections.
     pub fn stats(&self) -> Stats {
         self.inner.nfs.stats()
+    }
+}
+
+/// Whether a failed NFSv4.1 mount means the server does not offer the
+/// export over NFSv4.1 (so NFSv3 is worth a try), as opposed to a server
+/// that is down or refuses this client: no NFS version 4 program, no
+/// minor version 1, or an export path its NFSv4 namespace does not have
+/// (servers may publish exports under other pseudo paths).
+fn no_v41(e: &Error) -> bool {
+    use client_core::rpc::RpcError;
+    use proto::nfs4::nfsstat4::*;
+    match e {
+        Error::Rpc { err: RpcError::ProgMismatch(..) | RpcError::ProgUnavail | RpcError::ProcUnavail, .. } => true,
+        Error::Nfs4 { status, .. } => {
+            matches!(status, NFS4ERR_MINOR_VERS_MISMATCH | NFS4ERR_NOENT | NFS4ERR_NOTDIR | NFS4ERR_WRONGSEC)
+        }
+        _ => false,
     }
 }
 

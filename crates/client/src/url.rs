@@ -2,15 +2,20 @@
 //! is where the server's portmapper answers (nfsx serves portmap, MOUNT
 //! and NFS on one port); without it the client asks the portmapper on 111
 //! and falls back to 2049 for everything. `version` picks the protocol:
-//! NFSv3 (the default) or NFSv4.1; `delegations=0` (NFSv4.1) makes the
-//! client ask for no delegation, overriding the settings file.
+//! NFSv3 or NFSv4.1; without it the client speaks NFSv4.1 where the server
+//! offers it and NFSv3 otherwise, as the Linux client negotiates.
+//! `delegations=0` (NFSv4.1) makes the client ask for no delegation,
+//! overriding the settings file.
 
 use crate::error::{Error, Result};
 
 /// The NFS version a URL asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Version {
+    /// NFSv4.1 where the server offers it (and the export is found
+    /// there), NFSv3 otherwise.
     #[default]
+    Auto,
     V3,
     V41,
 }
@@ -35,7 +40,7 @@ impl NfsUrl {
             Some((r, q)) => (r, q.split('#').next().unwrap_or_default()),
             None => (rest.split('#').next().unwrap_or_default(), ""),
         };
-        let mut version = Version::V3;
+        let mut version = Version::Auto;
         let mut delegations = None;
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             match kv.split_once('=') {
@@ -81,8 +86,10 @@ impl std::fmt::Display for NfsUrl {
             None => write!(f, "nfs://{host}{}", self.export)?,
         }
         let mut query = Vec::new();
-        if self.version == Version::V41 {
-            query.push("version=4.1".to_string());
+        match self.version {
+            Version::Auto => {}
+            Version::V3 => query.push("version=3".to_string()),
+            Version::V41 => query.push("version=4.1".to_string()),
         }
         if let Some(d) = self.delegations {
             query.push(format!("delegations={}", u8::from(d)));
@@ -110,6 +117,8 @@ mod tests {
         assert_eq!((u.version, u.export.as_str()), (Version::V41, "/x"));
         assert_eq!(u.to_string(), "nfs://h:20/x?version=4.1");
         assert_eq!(NfsUrl::parse("nfs://h/x?version=3").unwrap().version, Version::V3);
+        assert_eq!(NfsUrl::parse("nfs://h/x?version=3").unwrap().to_string(), "nfs://h/x?version=3");
+        assert_eq!(NfsUrl::parse("nfs://h/x").unwrap().version, Version::Auto);
         let u = NfsUrl::parse("nfs://h/x?version=4.1&delegations=0").unwrap();
         assert_eq!((u.version, u.delegations), (Version::V41, Some(false)));
         assert_eq!(u.to_string(), "nfs://h/x?version=4.1&delegations=0");

@@ -12,6 +12,10 @@ fn url() -> String {
     std::env::var("NFSX_GANESHA_URL").unwrap_or_else(|_| "nfs://127.0.0.1/export".into())
 }
 
+fn url_v3() -> String {
+    format!("{}?version=3", url())
+}
+
 fn scratch(name: &str) -> String {
     format!("nfsx-client-test-{}-{name}", std::process::id())
 }
@@ -19,7 +23,7 @@ fn scratch(name: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
 async fn ganesha_write_behind_and_read_back() {
-    let c = Client::connect(&url(), ClientSettings::default()).await.unwrap();
+    let c = Client::connect(&url_v3(), ClientSettings::default()).await.unwrap();
     let data = pattern(16 << 20, 9);
     let path = scratch("big");
     write_file(&c, &path, &data).await;
@@ -33,14 +37,14 @@ async fn ganesha_write_behind_and_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
 async fn ganesha_metadata() {
-    let c = Client::connect(&url(), ClientSettings { nconnect: 2, ..Default::default() }).await.unwrap();
+    let c = Client::connect(&url_v3(), ClientSettings { nconnect: 2, ..Default::default() }).await.unwrap();
     metadata_round(&c, &scratch("meta")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
 async fn ganesha_wrong_export() {
-    let bad = format!("{}/no-such-export-here", url().trim_end_matches('/'));
+    let bad = format!("{}/no-such-export-here?version=3", url().trim_end_matches('/'));
     let err = Client::connect(&bad, ClientSettings::default()).await.err().unwrap();
     assert!(err.to_string().contains("refused"), "{err}");
 }
@@ -60,5 +64,14 @@ async fn ganesha_over_nfsv41() {
     assert_eq!(read_file(&c, &path).await, data);
     metadata_round(&c, &scratch("v41meta")).await;
     c.remove(&path).await.unwrap();
+    c.shutdown().await;
+}
+
+/// Ganesha offers NFSv4.1: a URL without a version speaks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
+async fn ganesha_without_a_version_speaks_nfsv41() {
+    let c = Client::connect(&url(), ClientSettings::default()).await.unwrap();
+    assert_eq!(c.version(), "4.1");
     c.shutdown().await;
 }

@@ -13,7 +13,7 @@ use common::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_behind_then_read_back() {
     let srv = Srv::start().await;
-    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
     let data = pattern(8 << 20, 7);
     let mut f = c.open("big.bin", create()).await.unwrap();
     for (i, chunk) in data.chunks(8192).enumerate() {
@@ -32,7 +32,7 @@ async fn write_behind_then_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_operations() {
     let srv = Srv::start().await;
-    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
     metadata_round(&c, "d").await;
     assert!(!srv.path("d").exists());
     let err = c.open("nope/x", OpenOptions { read: true, ..Default::default() }).await.err().unwrap();
@@ -43,7 +43,7 @@ async fn metadata_operations() {
 async fn several_connections_and_sync_writes() {
     let srv = Srv::start().await;
     let settings = ClientSettings { nconnect: 3, ..Default::default() };
-    let c = Client::connect(&srv.url(), settings).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), settings).await.unwrap();
     let mut f = c.open("s.bin", OpenOptions { sync: true, ..create() }).await.unwrap();
     f.write(0, &pattern(100_000, 1)).await.unwrap();
     // O_SYNC: on disk before close, no COMMIT needed.
@@ -69,7 +69,7 @@ async fn wrong_export_is_a_clear_error() {
 async fn server_gone_mid_run_fails_calls_without_hanging() {
     let mut srv = Srv::start().await;
     let settings = ClientSettings { reconnect_timeout_ms: 500, ..Default::default() };
-    let c = Client::connect(&srv.url(), settings).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), settings).await.unwrap();
     let mut f = c.open("f", create()).await.unwrap();
     f.write(0, &pattern(1 << 20, 3)).await.unwrap();
     srv.kill();
@@ -87,12 +87,12 @@ async fn readahead_grows_on_sequential_and_stays_off_on_random_reads() {
     let srv = Srv::start().await;
     let data = pattern(8 << 20, 5);
     std::fs::write(srv.path("r.bin"), &data).unwrap();
-    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
     assert_eq!(read_file(&c, "r.bin").await, data);
     let reads = c.stats().ops["READ"].count;
     assert!(reads < 40, "64 KiB reads served by large prefetches, got {reads} READs for 128 calls");
 
-    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
     let mut f = c.open("r.bin", OpenOptions { read: true, ..Default::default() }).await.unwrap();
     let mut buf = vec![0u8; 4096];
     for i in 0..50u64 {
@@ -112,7 +112,7 @@ async fn ls_l_after_readdir_is_served_from_the_caches() {
     for i in 0..100 {
         std::fs::write(srv.path(&format!("t/{i}")), b"abc").unwrap();
     }
-    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
     let entries = c.readdir("t").await.unwrap();
     assert_eq!(entries.len(), 100);
     let before = c.stats();
@@ -129,7 +129,7 @@ async fn rereads_of_an_unchanged_file_are_served_from_the_data_cache() {
     let srv = Srv::start().await;
     let data = pattern(100_000, 8);
     std::fs::write(srv.path("d"), &data).unwrap();
-    let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
     assert_eq!(read_file(&c, "d").await, data);
     let reads = c.stats().ops["READ"].count;
     let getattrs = c.stats().ops["GETATTR"].count;
@@ -150,8 +150,8 @@ async fn rereads_of_an_unchanged_file_are_served_from_the_data_cache() {
 async fn byte_range_locks_over_nfsv3_go_through_the_lock_manager() {
     let srv = Srv::start().await;
     std::fs::write(srv.path("locked"), pattern(4096, 1)).unwrap();
-    let a = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
-    let b = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+    let a = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
+    let b = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
     assert!(a.locks_at_server());
     locks_exclude_other_clients(&a, &b).await;
     let s = a.stats();
@@ -161,4 +161,26 @@ async fn byte_range_locks_over_nfsv3_go_through_the_lock_manager() {
     let before = a.stats().ops["NLM_UNLOCK"].count;
     a.unlock_handle(&a.lookup("locked").await.unwrap().0, 99, (0, u64::MAX)).await.unwrap();
     assert_eq!(a.stats().ops["NLM_UNLOCK"].count, before);
+}
+
+/// Without `version` in the URL the client speaks NFSv4.1 where the server
+/// offers it and NFSv3 where it does not (no NFS version 4 program, or no
+/// minor version 1), as the Linux client negotiates; a version asked for
+/// by name is not negotiated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_version_nfsv41_is_spoken_where_the_server_offers_it() {
+    use server_core::NfsVersion::{V3, V40, V41};
+    for (offered, spoken) in [(vec![V3, V40, V41], "4.1"), (vec![V41], "4.1"), (vec![V3, V40], "3"), (vec![V3], "3")] {
+        let srv = Srv::start_offering(&offered).await;
+        let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
+        assert_eq!(c.version(), spoken, "server offering {offered:?}");
+        write_file(&c, "f", b"negotiated").await;
+        assert_eq!(read_file(&c, "f").await, b"negotiated");
+        c.shutdown().await;
+    }
+    let srv = Srv::start_offering(&[V3]).await;
+    let err = Client::connect(&format!("{}?version=4.1", srv.url()), ClientSettings::default()).await.err().unwrap();
+    assert!(err.to_string().contains("version not available"), "{err}");
+    let srv = Srv::start_offering(&[V41]).await;
+    assert!(Client::connect(&srv.url_v3(), ClientSettings::default()).await.is_err());
 }

@@ -29,7 +29,7 @@ pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use placement::Placement;
 pub use portmap::uaddr;
 pub use rpc::Auth;
-pub use settings::CoreSettings;
+pub use settings::{CoreSettings, NfsVersion};
 pub use state::{Backchannel, MemStore, NoBackchannel, StableStore};
 
 use std::net::SocketAddr;

@@ -45,6 +45,13 @@ impl Core {
         if !SERVICES.contains(&(prog, vers)) {
             return None;
         }
+        // An NFS version switched off is not advertised either.
+        if prog == crate::ops::v3::PROGRAM {
+            let (low, high) = self.settings().nfs_program_versions();
+            if vers < low || vers > high {
+                return None;
+            }
+        }
         match t {
             Transport::Tcp => Some(self.ports.tcp),
             Transport::Udp => self.ports.udp,

@@ -228,11 +228,14 @@ impl Core {
                 crate::mount::VERSION => crate::mount::dispatch(self, call, d, &mut e),
                 _ => return Some(self.prog_mismatch(call, 3, 3, "mount.prog_mismatch")),
             },
-            crate::ops::v3::PROGRAM => match vers {
-                crate::ops::v3::VERSION => crate::ops::v3::dispatch(self, call, d, &mut e),
-                crate::ops::v4::VERSION => crate::ops::v4::dispatch(self, call, d, &mut e),
-                _ => return Some(self.prog_mismatch(call, 3, 4, "nfs.prog_mismatch")),
-            },
+            crate::ops::v3::PROGRAM => {
+                let (low, high) = self.settings.nfs_program_versions();
+                match vers {
+                    crate::ops::v3::VERSION if low == 3 => crate::ops::v3::dispatch(self, call, d, &mut e),
+                    crate::ops::v4::VERSION if high == 4 => crate::ops::v4::dispatch(self, call, d, &mut e),
+                    _ => return Some(self.prog_mismatch(call, low, high, "nfs.prog_mismatch")),
+                }
+            }
             crate::nlm::PROGRAM => match vers {
                 crate::nlm::VERSION => crate::nlm::dispatch(self, call, d, &mut e),
                 _ => return Some(self.prog_mismatch(call, 4, 4, "nlm.prog_mismatch")),

@@ -7,6 +7,21 @@ use serde::Deserialize;
 
 const MIB: u32 = 1024 * 1024;
 
+/// An NFS version (and NFSv4 minor version) the server may offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum NfsVersion {
+    #[serde(rename = "3")]
+    V3,
+    #[serde(rename = "4.0")]
+    V40,
+    #[serde(rename = "4.1")]
+    V41,
+}
+
+impl NfsVersion {
+    pub const ALL: [NfsVersion; 3] = [NfsVersion::V3, NfsVersion::V40, NfsVersion::V41];
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CoreSettings {
@@ -70,6 +85,11 @@ pub struct CoreSettings {
     /// (sendfile) instead of being read into memory and written from
     /// there, saving one copy of the data; 0 never does.
     pub read_sendfile_min: u32,
+    /// The NFS versions offered (as knfsd's `vers3`, `vers4.0`, `vers4.1`
+    /// in nfs.conf): a call for another gets PROG_MISMATCH (NFS version)
+    /// or NFS4ERR_MINOR_VERS_MISMATCH (NFSv4 minor version), which is how
+    /// clients negotiate down. MOUNT and NLM stay on either way.
+    pub versions: Vec<NfsVersion>,
     /// NFSv4 limits and policies (`[core.nfs4]`).
     pub nfs4: crate::state::Nfs4Settings,
 }
@@ -97,6 +117,7 @@ impl Default for CoreSettings {
             inline_requests: true,
             read_sendfile_min: 64 * 1024,
             inline_cached_reads: true,
+            versions: NfsVersion::ALL.to_vec(),
             nfs4: Default::default(),
         }
     }
@@ -116,6 +137,23 @@ impl CoreSettings {
         self.name_max = self.name_max.clamp(1, 255);
         self.warn_sample_every = self.warn_sample_every.max(1);
         self.nfs4 = self.nfs4.sanitized();
+        if self.versions.is_empty() {
+            tracing::error!("[core] versions is empty; offering every NFS version");
+            self.versions = NfsVersion::ALL.to_vec();
+        }
         self
+    }
+
+    /// Whether `v` is offered.
+    pub fn offers(&self, v: NfsVersion) -> bool {
+        self.versions.contains(&v)
+    }
+
+    /// The lowest and highest NFS program versions offered, for
+    /// PROG_MISMATCH.
+    pub fn nfs_program_versions(&self) -> (u32, u32) {
+        let v3 = self.offers(NfsVersion::V3);
+        let v4 = self.offers(NfsVersion::V40) || self.offers(NfsVersion::V41);
+        (if v3 { 3 } else { 4 }, if v4 { 4 } else { 3 })
     }
 }

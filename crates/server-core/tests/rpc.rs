@@ -152,3 +152,34 @@ fn no_reply_to_replies_and_truncated_headers() {
     let out = e.raw(Bytes::from_static(&[0, 0, 0, 1, 0, 0, 0, 7]));
     assert!(out.reply.is_none());
 }
+
+/// `[core] versions`: an NFS version switched off answers PROG_MISMATCH
+/// with the range still offered and is not advertised; an NFSv4 minor
+/// version switched off answers NFS4ERR_MINOR_VERS_MISMATCH. Clients
+/// negotiate down on exactly these answers.
+#[test]
+fn versions_switched_off_are_refused_and_not_advertised() {
+    use proto::nfs4::{nfs_argop4, nfsstat4};
+    use proto::portmap::{pmap2_mapping, PMAP2_GETPORT};
+    use server_core::{CoreSettings, NfsVersion};
+    let mismatch = |e: &Env, vers| match e.call_as(NFS, vers, 0, &user(), &[]).body {
+        reply_body::MSG_ACCEPTED(a) => a.reply_data,
+        other => panic!("{other:?}"),
+    };
+    let getport = |e: &Env, vers| -> u32 {
+        e.call(PMAP, 2, PMAP2_GETPORT, &pmap2_mapping { prog: NFS, vers, prot: 6, port: 0 }).result()
+    };
+    let only = |versions: &[NfsVersion]| {
+        env_with("/export *(rw,insecure)\n", CoreSettings { versions: versions.to_vec(), ..CoreSettings::default() })
+    };
+    let v3_only = only(&[NfsVersion::V3]);
+    assert_eq!(mismatch(&v3_only, 4), reply_data::PROG_MISMATCH(mismatch_info { low: 3, high: 3 }));
+    assert_eq!((getport(&v3_only, 3), getport(&v3_only, 4)), (2049, 0));
+    let v4_only = only(&[NfsVersion::V40, NfsVersion::V41]);
+    assert_eq!(mismatch(&v4_only, 3), reply_data::PROG_MISMATCH(mismatch_info { low: 4, high: 4 }));
+    assert_eq!((getport(&v4_only, 3), getport(&v4_only, 4)), (0, 2049));
+    let no_41 = only(&[NfsVersion::V3, NfsVersion::V40]);
+    let ops = || vec![nfs_argop4::OP_PUTROOTFH];
+    assert_eq!(no_41.compound(1, ops()).status, nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH);
+    assert_eq!(no_41.compound(0, ops()).status, nfsstat4::NFS4_OK);
+}

@@ -156,7 +156,15 @@ impl Nfs41 {
         });
         tokio::spawn(callback::serve(Arc::downgrade(&nfs), cb_rx));
         nfs.reclaim_complete().await?;
-        let (root, lease) = nfs.lookup_export(export).await?;
+        let (root, lease) = match nfs.lookup_export(export).await {
+            Ok(found) => found,
+            Err(e) => {
+                // The session and client id go now, not at lease expiry
+                // (the caller may mount over NFSv3 instead).
+                nfs.shutdown().await;
+                return Err(e);
+            }
+        };
         *nfs.root.lock() = root;
         nfs.session.lock().lease = lease.max(1);
         tokio::spawn(renew(Arc::downgrade(&nfs)));

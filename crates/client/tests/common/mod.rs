@@ -71,6 +71,7 @@ pub struct Srv {
     pub addr: std::net::SocketAddr,
     pub dir: tempfile::TempDir,
     _state: tempfile::TempDir,
+    versions: Vec<server_core::NfsVersion>,
 }
 
 impl Drop for Srv {
@@ -83,26 +84,26 @@ impl Drop for Srv {
 
 impl Srv {
     pub async fn start() -> Srv {
-        let dir = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let (rt, addr) = Self::run(dir.path(), state.path(), "127.0.0.1:0".parse().unwrap()).await;
-        Srv { rt: Some(rt), addr, dir, _state: state }
+        Self::start_offering(&server_core::NfsVersion::ALL).await
     }
 
-    async fn run(
-        dir: &std::path::Path,
-        state: &std::path::Path,
-        listen: std::net::SocketAddr,
-    ) -> (tokio::runtime::Runtime, std::net::SocketAddr) {
-        Self::try_run(dir, state, listen).await.unwrap()
+    /// A server offering only `versions` of NFS.
+    pub async fn start_offering(versions: &[server_core::NfsVersion]) -> Srv {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let listen = "127.0.0.1:0".parse().unwrap();
+        let (rt, addr) = Self::try_run(dir.path(), state.path(), listen, versions).await.unwrap();
+        Srv { rt: Some(rt), addr, dir, _state: state, versions: versions.to_vec() }
     }
 
     async fn try_run(
         dir: &std::path::Path,
         state: &std::path::Path,
         listen: std::net::SocketAddr,
+        versions: &[server_core::NfsVersion],
     ) -> Result<(tokio::runtime::Runtime, std::net::SocketAddr), String> {
         let mut settings = server::Settings { listen, portmap_port: Some(0), ..Default::default() };
+        settings.core.versions = versions.to_vec();
         settings.state_dir = Some(state.to_path_buf());
         // A restarted server's grace period, short enough for a test.
         settings.core.nfs4.grace_secs = 3;
@@ -132,7 +133,7 @@ impl Srv {
         // directory's lock in the background: try until it has.
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let (rt, addr) = loop {
-            match Self::try_run(self.dir.path(), self._state.path(), self.addr).await {
+            match Self::try_run(self.dir.path(), self._state.path(), self.addr, &self.versions).await {
                 Ok(started) => break started,
                 Err(e) if std::time::Instant::now() < give_up => {
                     let _ = e;
@@ -149,8 +150,14 @@ impl Srv {
         self.rt.take().unwrap().shutdown_background();
     }
 
+    /// The export's URL without a version: NFSv4.1 where offered.
     pub fn url(&self) -> String {
         format!("nfs://127.0.0.1:{}{}", self.addr.port(), self.dir.path().display())
+    }
+
+    /// The export over NFSv3.
+    pub fn url_v3(&self) -> String {
+        format!("{}?version=3", self.url())
     }
 
     pub fn path(&self, rel: &str) -> std::path::PathBuf {

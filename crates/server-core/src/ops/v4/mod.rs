@@ -178,7 +178,12 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
         finish(out, e);
         return Dispatched::Done { label, ok: false };
     }
-    if minor > MAX_MINOR {
+    let offered = match minor {
+        0 => core.settings().offers(crate::settings::NfsVersion::V40),
+        1 => core.settings().offers(crate::settings::NfsVersion::V41),
+        _ => false,
+    };
+    if minor > MAX_MINOR || !offered {
         out.status = nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH;
         finish(out, e);
         return Dispatched::Done { label, ok: false };
