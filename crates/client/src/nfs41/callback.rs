@@ -58,9 +58,13 @@ pub(crate) async fn serve(nfs: Weak<Nfs41>, mut calls: mpsc::UnboundedReceiver<I
 async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
     let mut resarray = Vec::new();
     let mut status = nfsstat4::NFS4_OK;
+    // Whether the server named requests of ours it does not know we saw
+    // the replies of: the callback may have overtaken one (a grant).
+    let mut racing = false;
     for op in args.argarray {
         let (res, s) = match op {
             nfs_cb_argop4::OP_CB_SEQUENCE(s) => {
+                racing = !s.csa_referring_call_lists.is_empty();
                 let ok = CB_SEQUENCE4resok {
                     csr_sessionid: s.csa_sessionid,
                     csr_sequenceid: s.csa_sequenceid,
@@ -71,7 +75,7 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
                 (nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(ok)), nfsstat4::NFS4_OK)
             }
             nfs_cb_argop4::OP_CB_RECALL(r) => {
-                let s = recall(nfs, &r.stateid).await;
+                let s = recall(nfs, &r.stateid, racing).await;
                 (nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status: s }), s)
             }
             nfs_cb_argop4::OP_CB_RECALL_ANY(_) => {
@@ -98,7 +102,12 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
 
 /// CB_RECALL: OK and the return under way, or NFS4ERR_BADHANDLE for a
 /// delegation this client does not hold (RFC 8881 section 20.2.3).
-async fn recall(nfs: &Arc<Nfs41>, stateid: &stateid4) -> nfsstat4 {
+/// When the server said the recall may have overtaken a reply (`racing`)
+/// and the grant has not come within the wait, NFS4ERR_DELAY: the server
+/// asks again later (section 2.10.6.3). BADHANDLE would tell it this
+/// client holds nothing while the grant is still on its way here, and
+/// nothing would then return the delegation until the server revoked it.
+async fn recall(nfs: &Arc<Nfs41>, stateid: &stateid4, racing: bool) -> nfsstat4 {
     for _ in 0..RECALL_RACE_STEPS {
         let found = nfs.delegations.lock().recall(stateid);
         if let Some(fh) = found {
@@ -109,5 +118,9 @@ async fn recall(nfs: &Arc<Nfs41>, stateid: &stateid4) -> nfsstat4 {
         }
         tokio::time::sleep(RECALL_RACE_STEP).await;
     }
-    nfsstat4::NFS4ERR_BADHANDLE
+    if racing {
+        nfsstat4::NFS4ERR_DELAY
+    } else {
+        nfsstat4::NFS4ERR_BADHANDLE
+    }
 }

@@ -18,23 +18,33 @@ use crate::error::{Error, Result};
 struct SlotGuard<'a> {
     nfs: &'a Nfs41,
     slot: Option<Slot>,
+    /// The session the slot is of. A recovery that replaced it made a new
+    /// table whose slot of the same number may be in use by now: a slot
+    /// of an old session is not given back into it, or two requests would
+    /// go out on one slot (RFC 8881 section 2.10.6.1).
+    generation: u64,
 }
 
 impl SlotGuard<'_> {
-    fn finish(mut self, outcome: SlotOutcome) {
+    fn give_back(&mut self, outcome: SlotOutcome) {
         if let Some(slot) = self.slot.take() {
-            self.nfs.slots.lock().release(slot, outcome);
+            let mut table = self.nfs.slots.lock();
+            if self.nfs.session.lock().generation == self.generation {
+                table.release(slot, outcome);
+            }
+            drop(table);
             self.nfs.slot_freed.notify_waiters();
         }
+    }
+
+    fn finish(mut self, outcome: SlotOutcome) {
+        self.give_back(outcome);
     }
 }
 
 impl Drop for SlotGuard<'_> {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            self.nfs.slots.lock().release(slot, SlotOutcome::Unknown);
-            self.nfs.slot_freed.notify_waiters();
-        }
+        self.give_back(SlotOutcome::Unknown);
     }
 }
 
@@ -160,13 +170,19 @@ fn lost_session(s: nfsstat4) -> bool {
 }
 
 impl Nfs41 {
-    async fn acquire_slot(&self) -> Slot {
+    /// A slot, with the session it is of and that session's generation,
+    /// read under the table's lock: a recovery replaces both under it.
+    async fn acquire_slot(&self) -> (Slot, sessionid4, u64) {
         loop {
             let freed = self.slot_freed.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            if let Some(slot) = self.slots.lock().acquire() {
-                return slot;
+            {
+                let mut table = self.slots.lock();
+                if let Some(slot) = table.acquire() {
+                    let st = self.session.lock();
+                    return (slot, st.sessionid, st.generation);
+                }
             }
             freed.await;
         }
@@ -193,12 +209,8 @@ impl Nfs41 {
         let first_change = ops.iter().position(changes_state).unwrap_or(ops.len());
         let mut backoff = Backoff::new(&self.retry);
         loop {
-            let slot = SlotGuard { nfs: self, slot: Some(self.acquire_slot().await) };
-            let s = slot.slot.expect("just taken");
-            let (sessionid, generation) = {
-                let st = self.session.lock();
-                (st.sessionid, st.generation)
-            };
+            let (s, sessionid, generation) = self.acquire_slot().await;
+            let slot = SlotGuard { nfs: self, slot: Some(s), generation };
             let mut argarray = Vec::with_capacity(ops.len() + 1);
             argarray.push(nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
                 sa_sessionid: sessionid,

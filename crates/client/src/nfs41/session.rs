@@ -213,13 +213,19 @@ impl Nfs41 {
             Err(e) => return Err(e),
         };
         {
+            // The session and its slot table change in one step, under
+            // the table's lock (then the session's, the order compound.rs
+            // takes them in): a slot is always of the session its request
+            // names, and slots of the old session, whose requests may
+            // still be out, stay out of the new table.
+            let mut slots = self.slots.lock();
             let mut s = self.session.lock();
             s.clientid = clientid;
             s.sessionid = cs.csr_sessionid;
             s.create_seq = cs.csr_sequence.wrapping_add(1);
             s.generation += 1;
+            slots.reset(cs.csr_fore_chan_attrs.ca_maxrequests.max(1));
         }
-        self.slots.lock().reset(cs.csr_fore_chan_attrs.ca_maxrequests.max(1));
         self.slot_freed.notify_waiters();
         self.counters.lock().sessions_created += 1;
         if reclaim {
