@@ -148,6 +148,12 @@ enum Command {
         /// `nfsx umount` still detaches a hard mount whose server is gone.
         #[arg(long)]
         hard: bool,
+        /// Send each opendir to the mount, which asks whether the
+        /// directory changed; by default the kernel opens directories
+        /// itself and keeps their listings while their mtime (refreshed
+        /// after --attr-ttl) is unchanged, two trips per listing fewer.
+        #[arg(long)]
+        opendir: bool,
     },
     /// Unmount a directory mounted with `nfsx mount` (fusermount3 -u).
     Umount {
@@ -186,7 +192,7 @@ fn main() -> anyhow::Result<()> {
     init_logging(&filter, cli.log_format);
     match cli.command {
         Command::Bench(args) => std::process::exit(bench::cli::main(*args)),
-        Command::Mount { url, dir, client_config, allow_other, attr_ttl, hard } => {
+        Command::Mount { url, dir, client_config, allow_other, attr_ttl, hard, opendir } => {
             let mut settings = match &client_config {
                 Some(p) => {
                     let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -198,8 +204,11 @@ fn main() -> anyhow::Result<()> {
                 settings.rpc.retrans = u32::MAX;
                 settings.reconnect_timeout_ms = HARD_RECONNECT_MS;
             }
-            let mount =
-                fuse::MountSettings { attr_ttl: std::time::Duration::from_millis(attr_ttl), ..Default::default() };
+            let mount = fuse::MountSettings {
+                attr_ttl: std::time::Duration::from_millis(attr_ttl),
+                no_opendir: !opendir,
+                ..Default::default()
+            };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()

@@ -92,6 +92,7 @@ fn data_metadata_macro_and_multi_client_smoke() {
             "1,2",
         ],
         &["metadata", "--op", "read-small,create,list,stat", "--files", "200", "--threads", "1,8"],
+        &["metadata", "--op", "list,stat", "--files", "200", "--warm"],
         &[
             "macro",
             "--personality",

@@ -283,6 +283,59 @@ fn an_open_sees_what_another_client_wrote() {
     m.umount();
 }
 
+/// The kernel keeps directory listings (no OPENDIR is sent to the mount)
+/// but not past a change: one made through the mount shows at once, one
+/// made on the server once the directory's attributes are older than
+/// --attr-ttl and the client's own attribute cache (`acdirmin`, 30 s by
+/// default as in Linux; off here); a listing larger than one READDIRPLUS
+/// reply is whole.
+#[test]
+fn listings_kept_by_the_kernel_see_changes() {
+    listings_see_changes(&[]);
+}
+
+/// The same with an OPENDIR for each listing (`--opendir`).
+#[test]
+fn listings_opened_through_the_mount_see_changes() {
+    listings_see_changes(&["--opendir"]);
+}
+
+fn listings_see_changes(extra: &[&str]) {
+    let srv = TestServer::start(ServerOpts::default());
+    let args: Vec<&str> = ["--attr-ttl", "100"].iter().chain(extra).copied().collect();
+    let mut m = Mounted::with_args(&srv, "[attr_cache]\nactimeo = 0\n", &args);
+    let d = m.dir.join("d");
+    std::fs::create_dir(&d).unwrap();
+    let names = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        v.sort();
+        v
+    };
+    std::fs::write(d.join("a"), b"1").unwrap();
+    assert_eq!(names(&d), ["a"]);
+    std::fs::write(d.join("b"), b"2").unwrap();
+    assert_eq!(names(&d), ["a", "b"], "a change through the mount");
+    assert_eq!(names(&d), ["a", "b"], "listed again from the kernel's copy");
+    std::fs::write(srv.export.join("d/c"), b"3").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(names(&d), ["a", "b", "c"], "a change on the server, after the attribute time-out");
+    std::fs::remove_file(srv.export.join("d/a")).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(names(&d), ["b", "c"]);
+    // Several READDIRPLUS pages.
+    let big = srv.export.join("big");
+    std::fs::create_dir(&big).unwrap();
+    let mut want: Vec<String> = (0..3000).map(|i| format!("a-rather-long-file-name-{i:05}")).collect();
+    for n in &want {
+        std::fs::write(big.join(n), b"").unwrap();
+    }
+    want.sort();
+    assert_eq!(names(&m.dir.join("big")), want);
+    assert_eq!(names(&m.dir.join("big")), want);
+    m.umount();
+}
+
 /// Over NFSv4.1, locks taken through one mount exclude a process on
 /// another mount of the same export (as two machines would be): flock(1)
 /// and fcntl locks both go to the server as byte-range locks.

@@ -5,7 +5,6 @@
 use std::ffi::OsStr;
 use std::future::Future;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -15,10 +14,10 @@ use fuser::{
     ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
     ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
-use parking_lot::Mutex;
-use proto::nfs3::{cookieverf3, devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3, specdata3};
+use proto::nfs3::{devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3, specdata3};
 
 use crate::attr::{errno, file_attr, kind, sattr};
+use crate::dirs::Listings;
 use crate::files::OpenFiles;
 use crate::inodes::Inodes;
 use crate::locks::LockRequest;
@@ -37,11 +36,17 @@ pub struct MountSettings {
     /// The kernel's readahead window for files on the mount (capped by
     /// the kernel). Default 1 MiB.
     pub max_readahead: u32,
+    /// Ask the kernel to send no OPENDIR/RELEASEDIR: it then keeps each
+    /// directory's listing and revalidates it by the directory's mtime
+    /// (attributes older than `attr_ttl` are fetched again), two trips
+    /// through the mount fewer per directory listed. false: every opendir
+    /// asks whether the directory changed. Default true.
+    pub no_opendir: bool,
 }
 
 impl Default for MountSettings {
     fn default() -> Self {
-        MountSettings { attr_ttl: Duration::from_secs(1), max_write: 1 << 20, max_readahead: 1 << 20 }
+        MountSettings { attr_ttl: Duration::from_secs(1), max_write: 1 << 20, max_readahead: 1 << 20, no_opendir: true }
     }
 }
 
@@ -50,9 +55,8 @@ pub struct NfsFs {
     rt: tokio::runtime::Handle,
     inodes: Arc<Inodes>,
     files: Arc<OpenFiles>,
-    /// Open directories: the cookie verifier of each listing.
-    dirs: Arc<Mutex<std::collections::HashMap<u64, cookieverf3>>>,
-    next_dir: AtomicU64,
+    /// Directory listings in progress.
+    dirs: Arc<Listings>,
     settings: MountSettings,
     /// Tells the kernel to drop what it cached; set once the session runs.
     notifier: Arc<OnceLock<fuser::Notifier>>,
@@ -77,7 +81,6 @@ impl NfsFs {
             inodes,
             files: Arc::new(OpenFiles::default()),
             dirs: Arc::default(),
-            next_dir: AtomicU64::new(1),
             settings,
             notifier: Arc::default(),
         }
@@ -154,21 +157,6 @@ impl NfsFs {
         });
     }
 
-    /// The page of open directory `id` after `offset` (a cookie), with the
-    /// cookie verifier its previous page gave.
-    async fn page(
-        c: &Client,
-        dirs: &Mutex<std::collections::HashMap<u64, cookieverf3>>,
-        id: u64,
-        dir: &nfs_fh3,
-        offset: u64,
-    ) -> client::Result<client::DirPage> {
-        let verf = if offset == 0 { [0u8; 8] } else { dirs.lock().get(&id).copied().unwrap_or([0u8; 8]) };
-        let page = c.readdir_page(dir, offset, verf).await?;
-        dirs.lock().insert(id, page.cookieverf);
-        Ok(page)
-    }
-
     /// Writes back what is cached for `ino`: through its open file, or
     /// the client's cache when none is open.
     async fn write_back(client: &Client, files: &OpenFiles, ino: u64, fh: &nfs_fh3) -> client::Result<()> {
@@ -198,6 +186,9 @@ impl Filesystem for NfsFs {
         ] {
             let _ = config.add_capabilities(cap);
         }
+        if self.settings.no_opendir {
+            let _ = config.add_capabilities(F::FUSE_NO_OPENDIR_SUPPORT);
+        }
         // Locks go to the server where it takes them (NFSv4.1, or NLM
         // over NFSv3); otherwise the kernel keeps them on this machine.
         if self.client.locks_at_server() {
@@ -223,6 +214,7 @@ impl Filesystem for NfsFs {
         self.inodes.forget(ino.0, nlookup);
         if self.inodes.handle(ino.0).is_none() {
             self.files.forget(ino.0);
+            self.dirs.forget_node(ino.0);
         }
     }
 
@@ -560,12 +552,16 @@ impl Filesystem for NfsFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // ENOSYS (once) and the kernel opens directories itself from then
+        // on, keeping their listings (see `MountSettings::no_opendir`).
+        if self.settings.no_opendir {
+            return reply.error(Errno::ENOSYS);
+        }
         let fh = match self.handle(ino) {
             Ok(fh) => fh,
             Err(e) => return reply.error(e),
         };
-        let id = self.next_dir.fetch_add(1, Ordering::Relaxed);
-        self.dirs.lock().insert(id, [0u8; 8]);
+        let id = self.dirs.open();
         let (c, files) = (self.client.clone(), self.files.clone());
         self.spawn(async move {
             // The kernel keeps the listing it read (FOPEN_CACHE_DIR) and
@@ -591,19 +587,25 @@ impl Filesystem for NfsFs {
             Err(e) => return reply.error(e),
         };
         let (c, inodes, dirs) = (self.client.clone(), self.inodes.clone(), self.dirs.clone());
+        let key = Listings::key(ino.0, fh.0);
         self.spawn(async move {
-            let page = match Self::page(&c, &dirs, fh.0, &dir, offset).await {
+            let page = match dirs.page(&c, key, &dir, offset).await {
                 Ok(p) => p,
                 Err(e) => return reply.error(errno(&e)),
             };
+            let mut all = true;
             for e in &page.entries {
                 // An entry the kernel never looked up has no node id yet:
                 // its file id stands in (readdir ids are only reported).
                 let id = e.name_handle.as_ref().and_then(|h| inodes.known(h)).unwrap_or(e.fileid);
                 let t = e.name_attributes.as_ref().map_or(fuser::FileType::RegularFile, |a| kind(a.r#type));
                 if reply.add(INodeNo(id), e.cookie, t, OsStr::from_bytes_lossless(&e.name)) {
+                    all = false;
                     break;
                 }
+            }
+            if all && page.eof {
+                dirs.ended(key, page.entries.last().map_or(offset, |e| e.cookie));
             }
             reply.ok();
         });
@@ -616,11 +618,13 @@ impl Filesystem for NfsFs {
         };
         let (c, inodes, dirs, ttl) =
             (self.client.clone(), self.inodes.clone(), self.dirs.clone(), self.settings.attr_ttl);
+        let key = Listings::key(ino.0, fh.0);
         self.spawn(async move {
-            let page = match Self::page(&c, &dirs, fh.0, &dir, offset).await {
+            let page = match dirs.page(&c, key, &dir, offset).await {
                 Ok(p) => p,
                 Err(e) => return reply.error(errno(&e)),
             };
+            let mut all = true;
             for e in &page.entries {
                 let name = OsStr::from_bytes_lossless(&e.name);
                 let dot = e.name[..] == b"."[..] || e.name[..] == b".."[..];
@@ -647,8 +651,12 @@ impl Filesystem for NfsFs {
                     }
                 };
                 if full {
+                    all = false;
                     break;
                 }
+            }
+            if all && page.eof {
+                dirs.ended(key, page.entries.last().map_or(offset, |e| e.cookie));
             }
             reply.ok();
         });
@@ -720,7 +728,7 @@ impl Filesystem for NfsFs {
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
-        self.dirs.lock().remove(&fh.0);
+        self.dirs.close(fh.0);
         reply.ok();
     }
 

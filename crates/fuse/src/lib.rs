@@ -11,6 +11,7 @@
 //! (close-to-open consistency).
 
 mod attr;
+mod dirs;
 mod files;
 pub mod fs;
 mod inodes;

@@ -49,6 +49,9 @@ pub struct Metadata {
     /// read-small only: read the files over and over for this long
     /// (Chen 2015 Fig. 7), reporting files/s over time.
     pub duration: Option<Duration>,
+    /// list and stat: walk the tree once in the setup, so the timed walk
+    /// finds the caches warm.
+    pub warm: bool,
 }
 
 /// Files read per bucket of the read-small time series: about 40
@@ -84,6 +87,9 @@ impl Workload for Metadata {
                 MetaOp::List | MetaOp::Stat => {
                     let t = tree::plan(&root, self.files, self.width);
                     tree::create(fs.as_ref(), &t, |_| self.file_size, &buf)?;
+                    if self.warm {
+                        tree::walk(&WalkQueue::new(&root), |dir| stat_dir(fs.as_ref(), dir, |_| {}))?;
+                    }
                     Vec::new()
                 }
             };
@@ -147,22 +153,10 @@ impl Workload for Metadata {
                         .collect())
                 })?,
                 MetaOp::Stat => tree::walk(&queues[w.client], |dir| {
-                    let mut subdirs = Vec::new();
-                    for e in w.fs.readdir(dir)? {
-                        // `ls -l ENTRY`, as find runs it for each entry.
-                        let start = Instant::now();
-                        let path = format!("{dir}/{}", e.name);
-                        let st = w.fs.stat(&path)?;
-                        if st.kind == FileKind::Dir {
-                            for child in w.fs.readdir(&path)? {
-                                w.fs.stat(&format!("{path}/{}", child.name))?;
-                            }
-                            subdirs.push(path);
-                        }
+                    stat_dir(w.fs, dir, |start| {
                         t.lat_us.push(us_since(start));
                         t.ops += 1;
-                    }
-                    Ok(subdirs)
+                    })
                 })?,
             }
             Ok(t)
@@ -174,6 +168,27 @@ impl Workload for Metadata {
         }
         Ok(m)
     }
+}
+
+/// Lai's `find -exec ls -l` in one directory: `ls -l` of each entry (an
+/// lstat, and for a directory a listing and an lstat of each child),
+/// `timed` called once per entry with when it started. Returns the
+/// subdirectories, for the walk to go on with.
+fn stat_dir(fs: &dyn crate::workloads::BenchFs, dir: &str, mut timed: impl FnMut(Instant)) -> Result<Vec<String>> {
+    let mut subdirs = Vec::new();
+    for e in fs.readdir(dir)? {
+        let start = Instant::now();
+        let path = format!("{dir}/{}", e.name);
+        let st = fs.stat(&path)?;
+        if st.kind == FileKind::Dir {
+            for child in fs.readdir(&path)? {
+                fs.stat(&format!("{path}/{}", child.name))?;
+            }
+            subdirs.push(path);
+        }
+        timed(start);
+    }
+    Ok(subdirs)
 }
 
 /// read-small with `--duration`: files/s in each bucket of the run, the

@@ -1,0 +1,101 @@
+//! Directory listings through the mount: READDIRPLUS pages, the cookie
+//! verifier each listing must send back, and where a listing ended.
+//!
+//! A listing is known by its open-directory handle, or, when the kernel
+//! sends no OPENDIR (`FUSE_NO_OPENDIR_SUPPORT`, the default), by the
+//! directory's node id. The kernel asks for one more page after the last
+//! entry to learn that the listing ended; the page that had the server's
+//! EOF already said so, so that ask is answered here without a call: one
+//! READDIRPLUS per small directory instead of two.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use client::{Client, DirPage};
+use parking_lot::Mutex;
+use proto::nfs3::{cookieverf3, nfs_fh3};
+
+/// Keys of listings without an open handle are node ids with this bit
+/// set, so they never meet the handles `open` gives out.
+const NODE_KEY: u64 = 1 << 63;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Listing {
+    verf: cookieverf3,
+    /// The cookie after which the server said there is nothing more.
+    end: Option<u64>,
+}
+
+#[derive(Default)]
+pub struct Listings {
+    map: Mutex<HashMap<u64, Listing>>,
+    next: AtomicU64,
+}
+
+impl Listings {
+    /// A handle for an OPENDIR (never 0: 0 is "no handle").
+    pub fn open(&self) -> u64 {
+        let id = (self.next.fetch_add(1, Ordering::Relaxed) + 1) & !NODE_KEY;
+        self.map.lock().insert(id, Listing::default());
+        id
+    }
+
+    /// RELEASEDIR: the listing of that handle is over.
+    pub fn close(&self, fh: u64) {
+        self.map.lock().remove(&fh);
+    }
+
+    /// The kernel forgot the directory: so does its handle-less listing.
+    pub fn forget_node(&self, ino: u64) {
+        self.map.lock().remove(&(ino | NODE_KEY));
+    }
+
+    /// The listing a READDIR(PLUS) of node `ino` with handle `fh` belongs to.
+    pub fn key(ino: u64, fh: u64) -> u64 {
+        if fh == 0 {
+            ino | NODE_KEY
+        } else {
+            fh
+        }
+    }
+
+    /// The page after `offset` (a cookie; 0 starts over).
+    pub async fn page(&self, c: &Client, key: u64, dir: &nfs_fh3, offset: u64) -> client::Result<DirPage> {
+        let known = self.map.lock().get(&key).copied().unwrap_or_default();
+        if offset != 0 && known.end == Some(offset) {
+            return Ok(DirPage { entries: Vec::new(), cookieverf: known.verf, eof: true });
+        }
+        let verf = if offset == 0 { [0u8; 8] } else { known.verf };
+        let page = c.readdir_page(dir, offset, verf).await?;
+        self.map.lock().insert(key, Listing { verf: page.cookieverf, end: None });
+        Ok(page)
+    }
+
+    /// Every entry of a page with the server's EOF reached the kernel; the
+    /// next ask, after `last` (the last entry's cookie), needs no call.
+    pub fn ended(&self, key: u64, last: u64) {
+        if let Some(l) = self.map.lock().get_mut(&key) {
+            l.end = Some(last);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_handles_and_nodes_never_meet() {
+        let l = Listings::default();
+        let a = l.open();
+        let b = l.open();
+        assert!(a != 0 && b != 0 && a != b);
+        assert_eq!(Listings::key(7, a), a);
+        assert_eq!(Listings::key(a, 0), a | NODE_KEY);
+        assert_ne!(Listings::key(a, 0), a);
+        l.ended(a, 42);
+        assert_eq!(l.map.lock()[&a].end, Some(42));
+        l.close(a);
+        assert!(!l.map.lock().contains_key(&a));
+    }
+}
