@@ -185,6 +185,10 @@ impl BenchFs for NfsFs {
         self.rt.block_on(self.client.rename(from, to)).map_err(op_err("rename", from))
     }
 
+    fn write_whole(&self, path: &str, data: &[u8]) -> Result<()> {
+        self.rt.block_on(self.client.write_file(path, data)).map_err(op_err("write", path))
+    }
+
     fn protocol(&self) -> Option<String> {
         Some(format!("NFSv{}", self.client.version()))
     }

@@ -79,7 +79,7 @@ fn data_metadata_macro_and_multi_client_smoke() {
     let srv = TestServer::start(ServerOpts::default());
     let tmp = tempfile::tempdir().unwrap();
     let t = target_v3(&srv);
-    let cases: [&[&str]; 4] = [
+    let cases: [&[&str]; 5] = [
         &[
             "data",
             "--mode",

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use client_core::attrcache::Validator;
 use client_core::readahead::ReadCache;
 use client_core::writeback::{Action, Admit, DeferredError, WriteOk, Writeback};
 use parking_lot::Mutex;
@@ -247,6 +248,32 @@ impl Client {
         Ok((fh, name))
     }
 
+    /// `std::fs::write`: `path` created (or truncated) with `data` as its
+    /// contents, written back and closed. Over NFSv4.1 a file of at most
+    /// `wsize` bytes takes one COMPOUND (OPEN, WRITE, CLOSE) instead of
+    /// three round trips; otherwise it is opened, written and closed.
+    pub async fn write_file(&self, path: &str, data: &[u8]) -> Result<()> {
+        let Some(v41) = self.inner.nfs.v41().filter(|_| data.len() <= self.inner.settings.wsize as usize) else {
+            let mut f = self.open(path, OpenOptions::create()).await?;
+            f.write(0, data).await?;
+            return f.close().await;
+        };
+        let (dir, name) = self.parent_of(path).await?;
+        let mode = sattr3 { mode: Some(0o644), ..Default::default() };
+        let data = Bytes::copy_from_slice(data);
+        let r = v41.write_new_file(&dir.data, name, &mode, data.clone()).await;
+        self.inner.caches.changed_dir(&dir.data);
+        let (fh, a, dir_after) = r?;
+        let fh = nfs_fh3 { data: fh };
+        self.inner.caches.put_attrs(&dir.data, &dir_after);
+        self.inner.caches.put_entry(&dir.data, name, &fh, &a, Some(&dir_after));
+        // Read-your-writes: what was written is what a read would fetch.
+        let mut cache = self.inner.data.lock();
+        cache.revalidate(&fh.data, &Validator::from(&a));
+        cache.insert(&fh.data, 0, data, &Validator::from(&a));
+        Ok(())
+    }
+
     /// Opens (and with `create`, creates) a file.
     pub async fn open(&self, path: &str, how: OpenOptions) -> Result<File> {
         let (dir, name) = self.parent_of(path).await?;
@@ -301,9 +328,11 @@ impl Client {
     async fn open_v41(&self, dir: &nfs_fh3, name: &str, how: OpenOptions) -> Result<File> {
         let v41 = self.inner.nfs.v41().expect("checked by the caller");
         let access = OpenAccess::new(how.read || !how.write, how.write);
+        // A size of 0 truncates an existing file within the OPEN (RFC 8881
+        // section 18.16.3): no SETATTR after it.
         let create = how.create.then(|| {
-            let mode = sattr3 { mode: Some(0o644), ..Default::default() };
-            proto::nfs4::createhow4::UNCHECKED4(client_core::v41::attrs::encode_sattr(&mode))
+            let set = sattr3 { mode: Some(0o644), size: how.truncate.then_some(0), ..Default::default() };
+            proto::nfs4::createhow4::UNCHECKED4(client_core::v41::attrs::encode_sattr(&set))
         });
         // Under a delegation the open is this client's own business: the
         // name and the attributes are cached and the server promised to

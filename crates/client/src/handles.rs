@@ -84,6 +84,15 @@ impl Client {
         made(self, dir, name, ok.obj, ok.obj_attributes).await
     }
 
+    /// A regular file that nothing opens (mknod(2)): [`Client::create_in`]
+    /// without the open an NFSv4.1 create leaves for the open that
+    /// usually follows.
+    pub async fn mknod_file_in(&self, dir: &nfs_fh3, name: &str, attrs: sattr3) -> Result<(nfs_fh3, fattr3)> {
+        let (fh, a) = self.create_in(dir, name, attrs, true).await?;
+        self.inner.nfs.drop_spare(&fh).await?;
+        Ok((fh, a))
+    }
+
     pub async fn mkdir_in(&self, dir: &nfs_fh3, name: &str, attributes: sattr3) -> Result<(nfs_fh3, fattr3)> {
         let r = self.inner.nfs.mkdir(dir, name, attributes).await;
         self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));

@@ -250,6 +250,15 @@ impl Nfs {
         }
     }
 
+    /// A file [`Nfs::create`] made that no [`Nfs::open`] will take over
+    /// (mknod(2)): over NFSv4.1 its open goes.
+    pub async fn drop_spare(&self, fh: &nfs_fh3) -> Result<()> {
+        match self {
+            Nfs::V41(n) if n.take_spare(&fh.data) => n.close(&fh.data).await,
+            _ => Ok(()),
+        }
+    }
+
     /// A byte-range lock for `owner` (NFSv4.1 LOCK; over NFSv3 NLM LOCK,
     /// NOTSUPP when the server has no lock manager).
     pub async fn lock(

@@ -64,6 +64,13 @@ async fn ganesha_over_nfsv41() {
     assert_eq!(read_file(&c, &path).await, data);
     metadata_round(&c, &scratch("v41meta")).await;
     c.remove(&path).await.unwrap();
+    // OPEN, WRITE and CLOSE in one compound (the current stateid).
+    let whole = scratch("v41whole");
+    c.write_file(&whole, b"one compound").await.unwrap();
+    assert_eq!(read_file(&c, &whole).await, b"one compound");
+    c.write_file(&whole, b"trunc").await.unwrap();
+    assert_eq!(c.stat(&whole).await.unwrap().size, 5);
+    c.remove(&whole).await.unwrap();
     c.shutdown().await;
 }
 

@@ -135,6 +135,18 @@ async fn writes_under_a_write_delegation_are_flushed_before_it_goes_back() {
     assert_eq!(read_file(&b, "w").await, data);
 }
 
+/// mknod(2) of a regular file: the open its create made is closed, since
+/// no open takes it over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_made_by_mknod_keeps_no_open() {
+    let srv = Srv::start().await;
+    let c = Client::connect(&format!("{}&delegations=0", url41(&srv)), ClientSettings::default()).await.unwrap();
+    let root = c.root().clone();
+    c.mknod_file_in(&root, "node", Default::default()).await.unwrap();
+    assert_eq!(c.stats().ops["CLOSE"].count, 1);
+    assert!(srv.path("node").exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handles_and_locks_of_the_mount_api_work_over_a_session() {
     let srv = Srv::start().await;
@@ -239,4 +251,41 @@ async fn byte_range_locks_exclude_other_clients_and_waiters_get_them_when_releas
     let srv = Srv::start().await;
     std::fs::write(srv.path("locked"), pattern(4096, 1)).unwrap();
     locks_exclude_other_clients(&connect41(&srv).await, &connect41(&srv).await).await;
+}
+
+/// A small file written whole (`write_file`) is one COMPOUND: OPEN with
+/// create, WRITE, CLOSE; read back from the cache it filled; an existing
+/// file is truncated by the OPEN itself; a file larger than `wsize` goes
+/// the usual way. Over NFSv3 the same call opens, writes and closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_file_written_whole_is_one_compound() {
+    let srv = Srv::start().await;
+    let c = connect41(&srv).await;
+    let calls = |c: &Client| c.stats().ops.values().map(|o| o.count).sum::<u64>();
+    c.stat("").await.unwrap(); // the directory's attributes, cached
+    let before = calls(&c);
+    c.write_file("small", b"one round trip").await.unwrap();
+    assert_eq!(calls(&c) - before, 1, "{:?}", c.stats().ops.keys());
+    assert_eq!(std::fs::read(srv.path("small")).unwrap(), b"one round trip");
+    let before = calls(&c);
+    assert_eq!(read_file(&c, "small").await, b"one round trip");
+    assert!(calls(&c) - before <= 2, "served from the cache the write filled");
+    c.write_file("small", b"short").await.unwrap();
+    assert_eq!(std::fs::read(srv.path("small")).unwrap(), b"short", "truncated");
+    c.write_file("empty", b"").await.unwrap();
+    assert_eq!(std::fs::metadata(srv.path("empty")).unwrap().len(), 0);
+    let big = pattern(3 << 20, 4);
+    c.write_file("big", &big).await.unwrap();
+    assert_eq!(std::fs::read(srv.path("big")).unwrap(), big);
+    // An open of the same file by another user keeps working: the
+    // one-shot open is an open owner of its own.
+    let mut f = c.open("small", OpenOptions::read_write()).await.unwrap();
+    c.write_file("small", b"again").await.unwrap();
+    f.write(5, b"!").await.unwrap();
+    f.close().await.unwrap();
+    assert_eq!(std::fs::read(srv.path("small")).unwrap(), b"again!");
+    assert!(c.write_file("no/such/dir/f", b"x").await.is_err());
+    let v3 = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
+    v3.write_file("over-v3", b"three calls").await.unwrap();
+    assert_eq!(std::fs::read(srv.path("over-v3")).unwrap(), b"three calls");
 }

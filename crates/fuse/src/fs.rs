@@ -316,7 +316,7 @@ impl Filesystem for NfsFs {
         };
         self.make_entry(parent, reply, |c, dir| async move {
             match what {
-                None => c.create_in(&dir, &name, attrs, true).await,
+                None => c.mknod_file_in(&dir, &name, attrs).await,
                 Some(what) => c.mknod_in(&dir, &name, what).await,
             }
         });

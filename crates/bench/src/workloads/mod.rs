@@ -280,6 +280,10 @@ pub fn pattern(len: usize) -> Vec<u8> {
 /// Writes `size` bytes of `buf` (repeated) to a new file at `path` and
 /// closes it; for setup phases.
 pub fn write_file(fs: &dyn BenchFs, path: &str, size: u64, buf: &[u8]) -> Result<()> {
+    // Small enough to hand over at once: the client may need fewer calls.
+    if size <= buf.len() as u64 {
+        return fs.write_whole(path, &buf[..size as usize]);
+    }
     let mut f = fs.open(path, crate::target::OpenOptions::create())?;
     let mut off = 0;
     while off < size {

@@ -11,6 +11,7 @@
 mod callback;
 mod compound;
 mod locks;
+mod oneshot;
 mod opens;
 mod ops;
 mod session;
