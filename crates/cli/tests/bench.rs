@@ -244,19 +244,22 @@ fn locked_read_with_and_without_delegations() {
     };
     let with = rs.iter().find(|r| r["target"] == on.as_str()).unwrap();
     let without = rs.iter().find(|r| r["target"] == off.as_str()).unwrap();
-    // 2 clients x 5 files x 10 locked reads.
-    assert_eq!(count(without, "READ"), 100, "{without}");
+    // 2 clients x 5 files x 10 locked reads; the data read once per file
+    // and client stays cached through the locks (its attributes come with
+    // each LOCK and do not change).
+    assert!(count(without, "READ") <= 20, "{without}");
     assert_eq!(count(without, "LOCK"), 100);
+    assert_eq!(count(without, "GETATTR"), 0, "the attributes ride in the LOCK compound");
     assert!(count(with, "READ") < 30, "read about once per file and client under the delegations: {with}");
     assert_eq!(count(with, "LOCK"), 100, "locks still go to the server under a read delegation");
     assert!(with["calls_per_client"].as_f64().unwrap() < without["calls_per_client"].as_f64().unwrap());
-    // NFSv3: the lock manager's LOCK and UNLOCK, and a READ after each
-    // lock (it drops the cached data).
+    // NFSv3: the lock manager's LOCK and UNLOCK, and a GETATTR after each
+    // lock that finds the cached data still good.
     let nfs3 = rs.iter().find(|r| r["target"] == v3.as_str()).unwrap();
     assert_eq!((nfs3["protocol"].as_str(), with["protocol"].as_str()), (Some("NFSv3"), Some("NFSv4.1")));
     assert_eq!(count(nfs3, "NLM_LOCK"), 100, "{nfs3}");
     assert_eq!(count(nfs3, "NLM_UNLOCK"), 100);
-    assert_eq!(count(nfs3, "READ"), 100);
+    assert!(count(nfs3, "READ") <= 20);
 }
 
 /// A target without a version speaks NFSv4.1 to a server that offers it,

@@ -124,11 +124,17 @@ pub struct ReadCacheSettings {
     /// Bytes of file data kept, over all files; least recently used blocks
     /// go first. Default 256 MiB.
     pub max_bytes: u64,
+    /// After a lock is granted, keep a file's data when its attributes
+    /// (fetched with the lock) did not change, if the server's times are
+    /// fine enough to change at every change (its `time_delta` at most a
+    /// microsecond, as the Linux client decides); false drops the data at
+    /// every lock. Default true.
+    pub keep_after_lock: bool,
 }
 
 impl Default for ReadCacheSettings {
     fn default() -> Self {
-        ReadCacheSettings { max_bytes: 256 * 1024 * KIB }
+        ReadCacheSettings { max_bytes: 256 * 1024 * KIB, keep_after_lock: true }
     }
 }
 

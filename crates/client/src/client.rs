@@ -104,11 +104,12 @@ impl Client {
         let base = conn_params(&settings, addrs.nfs);
         let nfs = Nfs41::connect(base, &settings, &url.export).await?;
         let root = nfs_fh3 { data: nfs.root() };
-        let (rtmax, wtmax) = nfs.io_limits(&root.data).await?;
-        settings.rsize = clamp_io(settings.rsize, rtmax);
-        settings.wsize = clamp_io(settings.wsize, wtmax);
+        let fs = nfs.io_limits(&root.data).await?;
+        settings.rsize = clamp_io(settings.rsize, fs.rtmax);
+        settings.wsize = clamp_io(settings.wsize, fs.wtmax);
         settings.writeback.wsize = settings.wsize as u64;
-        let inner = Arc::new(Inner::new(Nfs::V41(nfs.clone()), root, settings, url.clone()));
+        let inner = Inner::new(Nfs::V41(nfs.clone()), root, settings, url.clone()).with_time_delta(fs.time_delta_ns);
+        let inner = Arc::new(inner);
         // A recall writes back what the delegation let this client keep,
         // and forgets the attributes it let it trust.
         let weak = Arc::downgrade(&inner);
@@ -141,7 +142,9 @@ impl Client {
         settings.rsize = clamp_io(settings.rsize, info.rtmax);
         settings.wsize = clamp_io(settings.wsize, info.wtmax);
         settings.writeback.wsize = settings.wsize as u64;
-        Ok(Client { inner: Arc::new(Inner::new(Nfs::V3(Box::new(nfs)), root, settings, url.clone())) })
+        let inner = Inner::new(Nfs::V3(Box::new(nfs)), root, settings, url.clone());
+        let delta = info.time_delta.seconds as u64 * 1_000_000_000 + info.time_delta.nseconds as u64;
+        Ok(Client { inner: Arc::new(inner.with_time_delta(Some(delta))) })
     }
 
     /// The raw NFSv3 calls (None over NFSv4.1), sharing this client's

@@ -259,15 +259,15 @@ impl File {
         wait: bool,
     ) -> Result<Option<LockConflict>> {
         self.ensure_open(write).await?;
-        let r = self.inner.nfs.lock(&self.fh, owner, (offset, len), write, wait).await?;
-        // Under a delegation nobody else can have written: what is
-        // cached stays good (RFC 8881 section 10.4.2).
-        if r.is_none() && !self.inner.nfs.delegated(&self.fh) {
+        let attrs = self.inner.fine_times && !self.inner.nfs.delegated(&self.fh);
+        let r = self.inner.nfs.lock(&self.fh, owner, (offset, len), write, wait, attrs).await?;
+        if r.conflict.is_none() && !self.inner.after_lock(&self.fh, r.attrs.as_ref()) {
             self.ahead.clear();
-            self.inner.data.lock().invalidate(&self.key);
-            self.inner.caches.invalidate_attrs(&self.key);
         }
-        Ok(r)
+        if let Some(a) = r.attrs {
+            self.attrs = a;
+        }
+        Ok(r.conflict)
     }
 
     /// The lock in the way of `lock(owner, offset, len, write, false)`, if any.

@@ -191,13 +191,12 @@ impl Client {
         write: bool,
         wait: bool,
     ) -> Result<Option<crate::LockConflict>> {
-        let r = self.inner.nfs.lock(fh, owner, range, write, wait).await?;
-        if r.is_none() && !self.inner.nfs.delegated(fh) {
-            // What the lock protects is read fresh from here on.
-            self.inner.data.lock().invalidate(&fh.data);
-            self.inner.caches.invalidate_attrs(&fh.data);
+        let attrs = self.inner.fine_times && !self.inner.nfs.delegated(fh);
+        let r = self.inner.nfs.lock(fh, owner, range, write, wait, attrs).await?;
+        if r.conflict.is_none() {
+            self.inner.after_lock(fh, r.attrs.as_ref());
         }
-        Ok(r)
+        Ok(r.conflict)
     }
 
     /// Whether some lock owner of this client has lock state on `fh`.

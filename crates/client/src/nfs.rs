@@ -23,6 +23,24 @@ fn made(obj: nfs_fh3, a: fattr3) -> CREATE3resok {
     CREATE3resok { obj: Some(obj), obj_attributes: Some(a), dir_wcc: wcc_data::default() }
 }
 
+/// What a server says about its file system at mount.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FsLimits {
+    /// Largest READ and WRITE (0 when it does not say).
+    pub rtmax: u32,
+    pub wtmax: u32,
+    /// The granularity of its times in ns, when it says.
+    pub time_delta_ns: Option<u64>,
+}
+
+/// A lock's outcome: the lock in the way, or granted (with the file's
+/// attributes as of then, when asked for).
+#[derive(Debug, Clone, Default)]
+pub struct Locked {
+    pub conflict: Option<LockConflict>,
+    pub attrs: Option<fattr3>,
+}
+
 impl Nfs {
     /// The NFSv4.1 session, when that is the protocol in use.
     pub fn v41(&self) -> Option<&Arc<Nfs41>> {
@@ -218,10 +236,15 @@ impl Nfs {
         }
     }
 
-    /// The server's largest READ and WRITE (0 when it does not say).
-    pub async fn io_limits(&self, root: &nfs_fh3) -> Result<(u32, u32)> {
+    /// The server's largest READ and WRITE and the granularity of its
+    /// times.
+    pub async fn io_limits(&self, root: &nfs_fh3) -> Result<FsLimits> {
         match self {
-            Nfs::V3(n) => n.fsinfo(root).await.map(|i| (i.rtmax, i.wtmax)),
+            Nfs::V3(n) => n.fsinfo(root).await.map(|i| FsLimits {
+                rtmax: i.rtmax,
+                wtmax: i.wtmax,
+                time_delta_ns: Some(i.time_delta.seconds as u64 * 1_000_000_000 + i.time_delta.nseconds as u64),
+            }),
             Nfs::V41(n) => n.io_limits(&root.data).await,
         }
     }
@@ -260,7 +283,9 @@ impl Nfs {
     }
 
     /// A byte-range lock for `owner` (NFSv4.1 LOCK; over NFSv3 NLM LOCK,
-    /// NOTSUPP when the server has no lock manager).
+    /// NOTSUPP when the server has no lock manager), with the file's
+    /// attributes once it is granted when `attrs` (NFSv4.1: a GETATTR in
+    /// the LOCK's compound; NFSv3: a GETATTR after it).
     pub async fn lock(
         &self,
         fh: &nfs_fh3,
@@ -268,10 +293,19 @@ impl Nfs {
         range: (u64, u64),
         write: bool,
         wait: bool,
-    ) -> Result<Option<LockConflict>> {
+        attrs: bool,
+    ) -> Result<Locked> {
         match self {
-            Nfs::V3(n) => n.nlm_or_notsupp("NLM_LOCK")?.lock(&fh.data, owner, range.0, range.1, write, wait).await,
-            Nfs::V41(n) => n.lock(&fh.data, owner, range.0, range.1, write, wait).await,
+            Nfs::V3(n) => {
+                let nlm = n.nlm_or_notsupp("NLM_LOCK")?;
+                let conflict = nlm.lock(&fh.data, owner, range.0, range.1, write, wait).await?;
+                let attrs = match conflict {
+                    None if attrs => Some(n.getattr(fh).await?),
+                    _ => None,
+                };
+                Ok(Locked { conflict, attrs })
+            }
+            Nfs::V41(n) => n.lock(&fh.data, owner, range.0, range.1, write, wait, attrs).await,
         }
     }
 

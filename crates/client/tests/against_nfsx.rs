@@ -193,3 +193,42 @@ async fn without_a_version_nfsv41_is_spoken_where_the_server_offers_it() {
     let srv = Srv::start_offering(&[V41]).await;
     assert!(Client::connect(&srv.url_v3(), ClientSettings::default()).await.is_err());
 }
+
+/// Over NFSv3 the attributes come from a GETATTR after the NLM LOCK: an
+/// unchanged file keeps its cached data, a changed one is read again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_over_nfsv3_keeps_the_cache_of_an_unchanged_file() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("f"), pattern(4096, 3)).unwrap();
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
+    let count = |op: &str| c.stats().ops.get(op).map_or(0, |o| o.count);
+    let mut f = c.open("f", OpenOptions::read_write()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    f.read(0, &mut buf).await.unwrap();
+    let reads = count("READ");
+    for _ in 0..5 {
+        f.lock(1, 0, u64::MAX, false, false).await.unwrap();
+        f.read(0, &mut buf).await.unwrap();
+        f.unlock(1, 0, u64::MAX).await.unwrap();
+    }
+    assert_eq!(count("READ"), reads);
+    std::thread::sleep(Duration::from_millis(5));
+    std::fs::write(srv.path("f"), pattern(4096, 9)).unwrap();
+    f.lock(1, 0, u64::MAX, false, false).await.unwrap();
+    f.read(0, &mut buf).await.unwrap();
+    assert_eq!(buf, pattern(4096, 9));
+    f.unlock(1, 0, u64::MAX).await.unwrap();
+    // keep_after_lock = false: every lock drops the data.
+    let mut s = ClientSettings::default();
+    s.read_cache.keep_after_lock = false;
+    let c2 = Client::connect(&srv.url_v3(), s).await.unwrap();
+    let mut g = c2.open("f", OpenOptions::read_write()).await.unwrap();
+    g.read(0, &mut buf).await.unwrap();
+    let before = c2.stats().ops["READ"].count;
+    g.lock(2, 0, u64::MAX, false, false).await.unwrap();
+    g.read(0, &mut buf).await.unwrap();
+    assert!(c2.stats().ops["READ"].count > before);
+    g.unlock(2, 0, u64::MAX).await.unwrap();
+    g.close().await.unwrap();
+    f.close().await.unwrap();
+}

@@ -289,3 +289,35 @@ async fn a_small_file_written_whole_is_one_compound() {
     v3.write_file("over-v3", b"three calls").await.unwrap();
     assert_eq!(std::fs::read(srv.path("over-v3")).unwrap(), b"three calls");
 }
+
+/// After a lock, data cached under attributes that did not change stays
+/// (the GETATTR rides in the LOCK's compound; the server's times are
+/// nanosecond-fine); a change made by another client meanwhile is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_keeps_the_cache_of_an_unchanged_file() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("f"), pattern(4096, 3)).unwrap();
+    let url = format!("{}&delegations=0", url41(&srv));
+    let c = Client::connect(&url, ClientSettings::default()).await.unwrap();
+    let count = |op: &str| c.stats().ops.get(op).map_or(0, |o| o.count);
+    let mut f = c.open("f", OpenOptions::read_write()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    f.read(0, &mut buf).await.unwrap();
+    let (reads, getattrs) = (count("READ"), count("GETATTR"));
+    for _ in 0..5 {
+        assert_eq!(f.lock(1, 0, u64::MAX, false, false).await.unwrap(), None);
+        f.read(0, &mut buf).await.unwrap();
+        assert_eq!(buf, pattern(4096, 3));
+        f.unlock(1, 0, u64::MAX).await.unwrap();
+    }
+    assert_eq!((count("READ"), count("GETATTR")), (reads, getattrs), "no READ, no GETATTR of its own");
+    // Another writer between two locks: read again.
+    std::thread::sleep(Duration::from_millis(5));
+    std::fs::write(srv.path("f"), pattern(4096, 9)).unwrap();
+    f.lock(1, 0, u64::MAX, false, false).await.unwrap();
+    f.read(0, &mut buf).await.unwrap();
+    assert_eq!(buf, pattern(4096, 9));
+    assert!(count("READ") > reads);
+    f.unlock(1, 0, u64::MAX).await.unwrap();
+    f.close().await.unwrap();
+}

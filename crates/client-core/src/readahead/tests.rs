@@ -128,7 +128,7 @@ fn cache_lookup_whole_partial_and_spanning() {
 
 #[test]
 fn cache_evicts_least_recently_used_across_files() {
-    let mut c = ReadCache::new(ReadCacheSettings { max_bytes: 300 });
+    let mut c = ReadCache::new(ReadCacheSettings { max_bytes: 300, ..Default::default() });
     c.insert(&1, 0, blk(1, 100), &v(1000));
     c.insert(&2, 0, blk(2, 100), &v(1000));
     c.insert(&3, 0, blk(3, 100), &v(1000));

@@ -55,7 +55,7 @@ pub const FS_STAT: &[u32] = &[
 ];
 
 /// What the client learns about a file system at mount.
-pub const FS_INFO: &[u32] = &[FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE];
+pub const FS_INFO: &[u32] = &[FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TIME_DELTA];
 
 /// Every attribute this client can decode, as returned by a server.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,6 +84,8 @@ pub struct Attrs {
     pub space_total: Option<u64>,
     pub space_used: Option<u64>,
     pub time_access: Option<nfstime4>,
+    /// The granularity of the server's times.
+    pub time_delta: Option<nfstime4>,
     pub time_metadata: Option<nfstime4>,
     pub time_modify: Option<nfstime4>,
 }
@@ -133,6 +135,7 @@ pub fn decode(fattr: &fattr4) -> Result<Attrs, String> {
             FATTR4_SPACE_TOTAL => a.space_total = Some(d.u64().map_err(bad(attr))?),
             FATTR4_SPACE_USED => a.space_used = Some(d.u64().map_err(bad(attr))?),
             FATTR4_TIME_ACCESS => a.time_access = Some(time(d).map_err(bad(attr))?),
+            FATTR4_TIME_DELTA => a.time_delta = Some(time(d).map_err(bad(attr))?),
             FATTR4_TIME_METADATA => a.time_metadata = Some(time(d).map_err(bad(attr))?),
             FATTR4_TIME_MODIFY => a.time_modify = Some(time(d).map_err(bad(attr))?),
             other => return Err(format!("attribute {other} was not asked for")),

@@ -136,13 +136,15 @@ impl Nfs41 {
     }
 
     /// The largest READ and WRITE the server takes.
-    pub async fn io_limits(&self, fh: &Bytes) -> Result<(u32, u32)> {
+    pub async fn io_limits(&self, fh: &Bytes) -> Result<crate::nfs::FsLimits> {
         let ops = vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_INFO) })];
         let res = self.compound(ops).await?;
         let nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) = &res[1] else { return Err(malformed("GETATTR")) };
         let a = decoded(&ok.obj_attributes)?;
         let clamp = |v: Option<u64>| v.map_or(0, |v| v.min(u32::MAX as u64) as u32);
-        Ok((clamp(a.maxread), clamp(a.maxwrite)))
+        let time_delta_ns =
+            a.time_delta.map(|t| (t.seconds.max(0) as u64).saturating_mul(1_000_000_000) + t.nseconds as u64);
+        Ok(crate::nfs::FsLimits { rtmax: clamp(a.maxread), wtmax: clamp(a.maxwrite), time_delta_ns })
     }
 
     pub async fn getattr(&self, fh: &Bytes) -> Result<fattr3> {
