@@ -43,6 +43,9 @@ struct ServerOpen {
     read: bool,
     write: bool,
     held: u32,
+    /// Of those, opens made for writing (closed as such, so that the last
+    /// writer's close can downgrade the file's open).
+    writes: u32,
 }
 
 impl File {
@@ -55,7 +58,13 @@ impl File {
 
     /// A file already open on the server (by the OPEN that found it).
     pub(crate) fn opened(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
-        let open = ServerOpen { needed: true, read: how.read || !how.write, write: how.write, held: 1 };
+        let open = ServerOpen {
+            needed: true,
+            read: how.read || !how.write,
+            write: how.write,
+            held: 1,
+            writes: u32::from(how.write),
+        };
         Self::with_open(inner, fh, attrs, how, open)
     }
 
@@ -75,7 +84,7 @@ impl File {
         }
         let (read, write) = (o.read || !write, o.write || write);
         if self.inner.nfs.open(&self.fh, read, write).await? {
-            self.open = ServerOpen { needed: true, read, write, held: o.held + 1 };
+            self.open = ServerOpen { needed: true, read, write, held: o.held + 1, writes: o.writes + u32::from(write) };
         }
         Ok(())
     }
@@ -83,9 +92,10 @@ impl File {
     /// CLOSEs every open this file made.
     async fn close_server_opens(&mut self) -> Result<()> {
         let held = std::mem::take(&mut self.open.held);
+        let writes = std::mem::take(&mut self.open.writes);
         let mut r = Ok(());
-        for _ in 0..held {
-            r = r.and(self.inner.nfs.close(&self.fh).await);
+        for i in 0..held {
+            r = r.and(self.inner.nfs.close(&self.fh, i < writes).await);
         }
         r
     }
@@ -318,7 +328,7 @@ impl File {
             if held > 0 {
                 tokio::spawn(async move {
                     for _ in 0..held {
-                        let _ = inner.nfs.close(&fh).await;
+                        let _ = inner.nfs.close(&fh, false).await;
                     }
                 });
             }
@@ -331,7 +341,7 @@ impl File {
 
 impl Drop for File {
     fn drop(&mut self) {
-        let held = self.open.held;
+        let (held, writes) = (self.open.held, self.open.writes);
         if held > 0 {
             // Dropped without close: the opens still go, after whatever
             // the write-behind holds for the file.
@@ -339,8 +349,8 @@ impl Drop for File {
                 let (inner, fh) = (self.inner.clone(), self.fh.clone());
                 rt.spawn(async move {
                     let _ = inner.flush(&fh.data).await;
-                    for _ in 0..held {
-                        let _ = inner.nfs.close(&fh).await;
+                    for i in 0..held {
+                        let _ = inner.nfs.close(&fh, i < writes).await;
                     }
                 });
             }

@@ -265,11 +265,12 @@ impl Nfs {
         }
     }
 
-    /// The end of an [`Nfs::open`] that returned true.
-    pub async fn close(&self, fh: &nfs_fh3) -> Result<()> {
+    /// The end of an [`Nfs::open`] that returned true (`wrote`: one with
+    /// `write`).
+    pub async fn close(&self, fh: &nfs_fh3, wrote: bool) -> Result<()> {
         match self {
             Nfs::V3(_) => Ok(()),
-            Nfs::V41(n) => n.close(&fh.data).await,
+            Nfs::V41(n) => n.close(&fh.data, wrote).await,
         }
     }
 
@@ -277,7 +278,7 @@ impl Nfs {
     /// (mknod(2)): over NFSv4.1 its open goes.
     pub async fn drop_spare(&self, fh: &nfs_fh3) -> Result<()> {
         match self {
-            Nfs::V41(n) if n.take_spare(&fh.data) => n.close(&fh.data).await,
+            Nfs::V41(n) if n.take_spare(&fh.data) => n.close(&fh.data, true).await,
             _ => Ok(()),
         }
     }

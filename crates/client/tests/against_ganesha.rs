@@ -70,6 +70,16 @@ async fn ganesha_over_nfsv41() {
     assert_eq!(read_file(&c, &whole).await, b"one compound");
     c.write_file(&whole, b"trunc").await.unwrap();
     assert_eq!(c.stat(&whole).await.unwrap().size, 5);
+    // The last writer's close downgrades the open readers still hold.
+    c.write_file(&whole, b"0123").await.unwrap();
+    let mut reader = c.open(&whole, client::OpenOptions::read()).await.unwrap();
+    let mut writer = c.open(&whole, client::OpenOptions::read_write()).await.unwrap();
+    writer.write(0, b"W").await.unwrap();
+    writer.close().await.unwrap();
+    let mut buf = [0u8; 4];
+    reader.read(0, &mut buf).await.unwrap();
+    assert_eq!(&buf, b"W123");
+    reader.close().await.unwrap();
     c.remove(&whole).await.unwrap();
     c.shutdown().await;
 }

@@ -321,3 +321,39 @@ async fn a_lock_keeps_the_cache_of_an_unchanged_file() {
     f.unlock(1, 0, u64::MAX).await.unwrap();
     f.close().await.unwrap();
 }
+
+/// The last writer of a file that readers still hold open downgrades the
+/// open to reading (OPEN_DOWNGRADE); the readers go on reading, and the
+/// last close CLOSEs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_writer_downgrades_the_open_to_reading() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("f"), b"0123456789").unwrap();
+    let c = Client::connect(&format!("{}&delegations=0", url41(&srv)), ClientSettings::default()).await.unwrap();
+    let count = |op: &str| c.stats().ops.get(op).map_or(0, |o| o.count);
+    let mut reader = c.open("f", OpenOptions::read()).await.unwrap();
+    let mut writer = c.open("f", OpenOptions::read_write()).await.unwrap();
+    writer.write(0, b"A").await.unwrap();
+    writer.close().await.unwrap();
+    assert_eq!((count("OPEN_DOWNGRADE"), count("CLOSE")), (1, 0));
+    let mut buf = [0u8; 10];
+    reader.read(0, &mut buf).await.unwrap();
+    assert_eq!(&buf, b"A123456789");
+    reader.close().await.unwrap();
+    // A reader's CLOSE goes out after close returns.
+    for _ in 0..100 {
+        if count("CLOSE") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(count("CLOSE"), 1);
+    // A writer again after the downgrade: the open is upgraded by OPEN.
+    let mut r2 = c.open("f", OpenOptions::read()).await.unwrap();
+    let mut w2 = c.open("f", OpenOptions::read_write()).await.unwrap();
+    w2.write(1, b"B").await.unwrap();
+    w2.close().await.unwrap();
+    r2.read(0, &mut buf).await.unwrap();
+    r2.close().await.unwrap();
+    assert_eq!(std::fs::read(srv.path("f")).unwrap(), b"AB23456789");
+}

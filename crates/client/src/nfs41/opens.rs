@@ -29,6 +29,10 @@ impl OpenAccess {
         }
     }
 
+    fn writes(self) -> bool {
+        !matches!(self, OpenAccess::Read)
+    }
+
     fn bits(self) -> u32 {
         match self {
             OpenAccess::Read => OPEN4_SHARE_ACCESS_READ,
@@ -46,6 +50,10 @@ pub(crate) struct OpenState {
     pub access: u32,
     /// Opens of the file through the file API not yet closed.
     pub users: usize,
+    /// Of those, opens for writing: when the last of them closes while
+    /// readers remain, the open is downgraded to reading (OPEN_DOWNGRADE),
+    /// so the server need not count this client as a writer.
+    pub writers: usize,
     /// Of those, opens made by a create for a file-API open that has not
     /// claimed them yet ([`Nfs41::take_spare`]).
     pub spare: usize,
@@ -134,6 +142,7 @@ impl Nfs41 {
                 stateid: ok.stateid.clone(),
                 access: 0,
                 users: 0,
+                writers: 0,
                 spare: 0,
                 local: false,
             });
@@ -144,6 +153,7 @@ impl Nfs41 {
             }
             e.access |= access.bits();
             e.users += 1;
+            e.writers += usize::from(access.writes());
         }
         let granted = match &ok.delegation {
             open_delegation4::OPEN_DELEGATE_READ(d) => Some((d.stateid.clone(), DelegationKind::Read)),
@@ -182,11 +192,14 @@ impl Nfs41 {
                 // or locally): one more user.
                 Some(o) if o.local || o.access & access.bits() == access.bits() => {
                     o.users += 1;
+                    o.writers += usize::from(access.writes());
                     o.access |= access.bits();
                 }
                 Some(_) => return false,
                 None => {
-                    let o = OpenState { stateid: deleg, access: access.bits(), users: 1, spare: 0, local: true };
+                    let writers = usize::from(access.writes());
+                    let o =
+                        OpenState { stateid: deleg, access: access.bits(), users: 1, writers, spare: 0, local: true };
                     opens.insert(fh.clone(), o);
                 }
             }
@@ -241,6 +254,35 @@ impl Nfs41 {
         }
     }
 
+    /// OPEN_DOWNGRADE to reading: the writers are gone, readers remain
+    /// (RFC 8881 section 18.18).
+    async fn downgrade(&self, fh: &Bytes, stateid: stateid4) -> Result<()> {
+        let ops = vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+            nfs_argop4::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4args {
+                open_stateid: stateid,
+                seqid: 0,
+                share_access: OPEN4_SHARE_ACCESS_READ,
+                share_deny: OPEN4_SHARE_DENY_NONE,
+            }),
+        ];
+        let res = self.compound(ops).await?;
+        if let Some(nfs_resop4::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4res::NFS4_OK(ok))) = res.get(1) {
+            if let Some(e) = self.opens.lock().get_mut(fh) {
+                // A writer that opened meanwhile upgraded it again (its
+                // OPEN's reply carries the newer seqid).
+                let newer = ok.open_stateid.seqid.wrapping_sub(e.stateid.seqid) < (1 << 31);
+                if newer && e.stateid.other == ok.open_stateid.other {
+                    e.stateid = ok.open_stateid.clone();
+                    if e.writers == 0 {
+                        e.access = OPEN4_SHARE_ACCESS_READ;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Claims an open a create made, if one is waiting (no call needed).
     pub fn take_spare(&self, fh: &Bytes) -> bool {
         match self.opens.lock().get_mut(fh) {
@@ -252,25 +294,41 @@ impl Nfs41 {
         }
     }
 
-    /// One user of `fh` is done; the last one CLOSEs it.
-    pub async fn close(&self, fh: &Bytes) -> Result<()> {
+    /// One user of `fh` is done (`wrote`: one that opened it for
+    /// writing); the last one CLOSEs it, the last writer before readers
+    /// downgrades it.
+    pub async fn close(&self, fh: &Bytes, wrote: bool) -> Result<()> {
         let delegated = self.has_delegation(fh);
+        let mut downgrade = None;
         let stateid = {
             let mut opens = self.opens.lock();
             let Some(e) = opens.get_mut(fh) else { return Ok(()) };
             e.users = e.users.saturating_sub(1);
+            if wrote {
+                e.writers = e.writers.saturating_sub(1);
+            }
+            let write_left = e.users > 0 && e.writers == 0 && e.access & OPEN4_SHARE_ACCESS_WRITE != 0;
+            if write_left && e.local {
+                e.access = OPEN4_SHARE_ACCESS_READ;
+            } else if write_left && !delegated {
+                downgrade = Some(e.stateid.clone());
+            }
             // Under a delegation an open the server knows is kept, idle,
             // for the next open and its locks (a lock stands on an open);
             // it is closed when the delegation goes back.
             if e.users > 0 || (delegated && !e.local) {
-                return Ok(());
-            }
-            match opens.remove(fh) {
-                // Made under a delegation: the server never heard of it.
-                Some(e) if e.local => return Ok(()),
-                e => e.map(|e| e.stateid),
+                None
+            } else {
+                match opens.remove(fh) {
+                    // Made under a delegation: the server never heard of it.
+                    Some(e) if e.local => None,
+                    e => e.map(|e| e.stateid),
+                }
             }
         };
+        if let Some(open) = downgrade {
+            return self.downgrade(fh, open).await;
+        }
         let Some(stateid) = stateid else { return Ok(()) };
         // The file's lock stateids go in the same compound (its locks
         // were released before the close, as close(2) releases them).
@@ -360,7 +418,7 @@ impl Nfs41 {
             if let Some(o) = self.opens.lock().get_mut(fh) {
                 o.users = 1;
             }
-            if let Err(e) = self.close(fh).await {
+            if let Err(e) = self.close(fh, false).await {
                 tracing::debug!("CLOSE of an idle open after returning its delegation: {e}");
             }
         }
