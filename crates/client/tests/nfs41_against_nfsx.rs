@@ -357,3 +357,55 @@ async fn the_last_writer_downgrades_the_open_to_reading() {
     r2.close().await.unwrap();
     assert_eq!(std::fs::read(srv.path("f")).unwrap(), b"AB23456789");
 }
+
+/// Under a write delegation locks are taken on the client, without a call
+/// (RFC 8881 section 10.4.2), its own lock owners arbitrated there; when
+/// the delegation is recalled, the locks are taken at the server first,
+/// so another client finds them in its way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_under_a_write_delegation_are_local_until_it_is_recalled() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("f"), pattern(4096, 1)).unwrap();
+    let a = connect41(&srv).await;
+    let mut fa = a.open("f", OpenOptions::read_write()).await.unwrap();
+    fa.write(0, b"a").await.unwrap();
+    let v41 = a.nfs41().unwrap().clone();
+    assert!(v41.has_delegation(&fa.handle().data), "nfsx grants a write delegation to a lone writer");
+    let count = |c: &Client, op: &str| c.stats().ops.get(op).map_or(0, |o| o.count);
+    assert_eq!(fa.lock(1, 0, 100, true, false).await.unwrap(), None);
+    let c = fa.test_lock(2, 50, 1, false).await.unwrap().expect("owner 1's lock");
+    assert_eq!((c.offset, c.length, c.write), (0, 100, true));
+    assert!(fa.lock(2, 10, 1, false, false).await.unwrap().is_some());
+    assert_eq!(fa.lock(2, 100, 10, true, false).await.unwrap(), None, "beside it");
+    assert_eq!((count(&a, "LOCK"), count(&a, "LOCKT")), (0, 0), "no call under the delegation");
+    assert!(v41.counters().local_locks >= 3);
+    fa.unlock(1, 0, 100).await.unwrap();
+    assert_eq!(fa.lock(2, 0, 100, true, false).await.unwrap(), None);
+    // A waiter of this client gets the lock once owner 2 lets go.
+    let mut fa2 = a.open("f", OpenOptions::read_write()).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let r = fa2.lock(3, 0, 1, true, true).await.unwrap();
+        (r, fa2)
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    fa.unlock(2, 0, 100).await.unwrap();
+    let (r, mut fa2) = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+    assert_eq!(r, None);
+    assert_eq!((count(&a, "LOCK"), count(&a, "LOCKU")), (0, 0));
+    // Another client: its OPEN recalls the delegation; the locks of
+    // owners 2 and 3 reach the server before the delegation goes back.
+    let b = connect41(&srv).await;
+    let mut fb = b.open("f", OpenOptions::read_write()).await.unwrap();
+    let c = fb.test_lock(9, 0, 1, false).await.unwrap().expect("owner 3's lock, now at the server");
+    assert!(c.write);
+    assert!(fb.test_lock(9, 100, 1, false).await.unwrap().is_some(), "owner 2's");
+    assert!(count(&a, "LOCK") >= 2);
+    // And their release goes to the server too.
+    fa2.unlock(3, 0, u64::MAX).await.unwrap();
+    fa.unlock(2, 0, u64::MAX).await.unwrap();
+    assert_eq!(fb.lock(9, 0, 110, true, false).await.unwrap(), None);
+    fa2.close().await.unwrap();
+    fb.unlock(9, 0, u64::MAX).await.unwrap();
+    fb.close().await.unwrap();
+    fa.close().await.unwrap();
+}

@@ -1,9 +1,10 @@
 //! NFSv4.1 client state, sans IO (RFC 8881): the slot table of a session,
 //! the attributes the client asks for and how it reads them, the waits
-//! between retries of a request the server asked to delay, and the
-//! delegations the client holds.
+//! between retries of a request the server asked to delay, the
+//! delegations the client holds and the locks it holds under them.
 
 pub mod attrs;
 pub mod backoff;
 pub mod delegations;
+pub mod locallocks;
 pub mod slots;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use client_core::v41::backoff::{Backoff, RetrySettings};
+use client_core::v41::locallocks::range_end;
 use proto::nfs4::*;
 
 use super::compound::failure;
@@ -37,6 +38,10 @@ fn lock_type(write: bool, wait: bool) -> nfs_lock_type4 {
         (true, true) => nfs_lock_type4::WRITEW_LT,
     }
 }
+
+/// Shards of files whose lock operations are serialised (see
+/// `Nfs41::lock_gates`).
+pub(crate) const LOCK_GATES: usize = 64;
 
 /// Longest pause between two asks for a lock held elsewhere.
 const LOCK_POLL_MAX: Duration = Duration::from_secs(1);
@@ -71,7 +76,8 @@ impl Nfs41 {
     /// and `wait` is false; with `wait` asks again until it is granted.
     /// With `attrs`, a GETATTR rides in the LOCK's compound (Chen et al.
     /// 2015 proposed it: the attributes a cache check after a lock needs,
-    /// without a call of their own).
+    /// without a call of their own). Under a write delegation the lock is
+    /// taken here, without a call (RFC 8881 section 10.4.2).
     #[allow(clippy::too_many_arguments)]
     pub async fn lock(
         &self,
@@ -83,53 +89,157 @@ impl Nfs41 {
         wait: bool,
         attrs: bool,
     ) -> Result<Locked> {
-        let poll = RetrySettings {
-            delay_max_ms: LOCK_POLL_MAX.as_millis() as u64,
-            give_up_ms: u64::MAX,
-            ..self.retry.clone()
-        };
-        let mut backoff = Backoff::new(&poll);
+        let end = range_end(offset, length);
+        let mut backoff = Backoff::new(&self.lock_poll());
         loop {
-            let known = self.locks.lock().get(&(fh.clone(), owner)).cloned();
-            let locker = match known {
-                Some(lock_stateid) => locker4::FALSE(exist_lock_owner4 { lock_stateid, lock_seqid: 0 }),
-                None => locker4::TRUE(open_to_lock_owner4 {
-                    open_seqid: 0,
-                    open_stateid: self.open_stateid_for_lock(fh).await?,
-                    lock_seqid: 0,
-                    lock_owner: self.lock_owner(owner),
-                }),
-            };
-            let mut ops = vec![
-                nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
-                nfs_argop4::OP_LOCK(LOCK4args {
-                    locktype: lock_type(write, wait),
-                    reclaim: false,
-                    offset,
-                    length,
-                    locker,
-                }),
-            ];
-            if attrs {
-                ops.push(self.getattr_op());
-            }
-            let r = self.compound_status(ops).await?;
-            match r.resarray.get(1) {
-                Some(nfs_resop4::OP_LOCK(LOCK4res::NFS4_OK(ok))) => {
-                    self.locks.lock().insert((fh.clone(), owner), ok.lock_stateid.clone());
-                    // The lock is held whatever became of the GETATTR.
-                    let attrs = r.resarray.get(2).and_then(|g| attrs_of(self, g).ok());
-                    return Ok(Locked { conflict: None, attrs });
-                }
-                Some(nfs_resop4::OP_LOCK(LOCK4res::NFS4ERR_DENIED(d))) if !wait => {
-                    return Ok(Locked { conflict: Some(conflict(d)), attrs: None })
-                }
-                Some(nfs_resop4::OP_LOCK(LOCK4res::NFS4ERR_DENIED(_))) => {
+            let gate = self.gate(fh).lock().await;
+            let local = self.lock_locally(fh, owner, offset, end, write);
+            drop(gate);
+            match local {
+                None => break,
+                Some(Ok(())) => return Ok(Locked::default()),
+                Some(Err(c)) if !wait => return Ok(Locked { conflict: Some(c), attrs: None }),
+                Some(Err(_)) => {
                     let pause = backoff.next_wait().unwrap_or(LOCK_POLL_MAX.as_nanos() as u64);
                     tokio::time::sleep(Duration::from_nanos(pause)).await;
                 }
-                _ => return Err(failure(&r)),
             }
+        }
+        self.lock_at_server(fh, owner, offset, length, write, wait, attrs).await
+    }
+
+    fn gate(&self, fh: &Bytes) -> &tokio::sync::Mutex<()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        fh.hash(&mut h);
+        &self.lock_gates[(h.finish() as usize) % self.lock_gates.len()]
+    }
+
+    /// The waits between asks for a lock held elsewhere: from the retry
+    /// settings' first wait, doubling up to a second, never giving up.
+    fn lock_poll(&self) -> RetrySettings {
+        RetrySettings { delay_max_ms: LOCK_POLL_MAX.as_millis() as u64, give_up_ms: u64::MAX, ..self.retry.clone() }
+    }
+
+    /// Under a usable write delegation, on a file with no lock at the
+    /// server: the lock taken locally (or the local lock in
+    /// the way). None: the server decides. The delegation is checked
+    /// under the local table's lock, and a recall marks it before it takes
+    /// the table's locks, so no local lock is taken after the locks went
+    /// to the server.
+    fn lock_locally(
+        &self,
+        fh: &Bytes,
+        owner: u64,
+        start: u64,
+        end: u64,
+        write: bool,
+    ) -> Option<std::result::Result<(), LockConflict>> {
+        let mut local = self.local_locks.lock();
+        // A lock some owner took at the server (before the delegation)
+        // is not in the local table: then the server decides for all.
+        if !self.delegations.lock().may_write(fh) || self.locks.lock().keys().any(|(f, _)| f == fh) {
+            return None;
+        }
+        self.counters.lock().local_locks += 1;
+        Some(local.lock(fh, owner, start, end, write).map_err(|l| {
+            let (offset, length) = l.offset_length();
+            LockConflict { offset, length, write: l.write }
+        }))
+    }
+
+    /// The locks taken here under the delegation of `fh`, taken at the
+    /// server before the delegation goes back (its opens were made real
+    /// first). Nothing can be in their way: the delegation kept every
+    /// other client out.
+    pub(crate) async fn make_local_locks_real(&self, fh: &Bytes) {
+        let _gate = self.gate(fh).lock().await;
+        let held = self.local_locks.lock().take(fh);
+        for l in held {
+            let (offset, length) = l.offset_length();
+            match self.lock_once_at_server(fh, l.owner, offset, length, l.write, false, false).await {
+                Ok(Locked { conflict: None, .. }) => {}
+                other => tracing::warn!(?other, "a lock held under a delegation could not be taken at the server"),
+            }
+        }
+    }
+
+    /// LOCK at the server, asking again while the lock is held elsewhere
+    /// and `wait`; each ask under the file's gate, the pauses outside it.
+    #[allow(clippy::too_many_arguments)]
+    async fn lock_at_server(
+        &self,
+        fh: &Bytes,
+        owner: u64,
+        offset: u64,
+        length: u64,
+        write: bool,
+        wait: bool,
+        attrs: bool,
+    ) -> Result<Locked> {
+        let mut backoff = Backoff::new(&self.lock_poll());
+        loop {
+            let r = {
+                let _gate = self.gate(fh).lock().await;
+                self.lock_once_at_server(fh, owner, offset, length, write, wait, attrs).await?
+            };
+            match r {
+                Locked { conflict: Some(_), .. } if wait => {
+                    let pause = backoff.next_wait().unwrap_or(LOCK_POLL_MAX.as_nanos() as u64);
+                    tokio::time::sleep(Duration::from_nanos(pause)).await;
+                }
+                r => return Ok(r),
+            }
+        }
+    }
+
+    /// One LOCK compound (the caller holds the file's gate).
+    #[allow(clippy::too_many_arguments)]
+    async fn lock_once_at_server(
+        &self,
+        fh: &Bytes,
+        owner: u64,
+        offset: u64,
+        length: u64,
+        write: bool,
+        wait: bool,
+        attrs: bool,
+    ) -> Result<Locked> {
+        let known = self.locks.lock().get(&(fh.clone(), owner)).cloned();
+        let locker = match known {
+            // Seqid 0: the stateid's current version (RFC 8881 section
+            // 8.2.2). An OPEN of the file by another user of this client,
+            // or a recall making local opens real, may have moved the
+            // seqid on since it was read here.
+            Some(lock_stateid) => {
+                locker4::FALSE(exist_lock_owner4 { lock_stateid: stateid4 { seqid: 0, ..lock_stateid }, lock_seqid: 0 })
+            }
+            None => locker4::TRUE(open_to_lock_owner4 {
+                open_seqid: 0,
+                open_stateid: stateid4 { seqid: 0, ..self.open_stateid_for_lock(fh).await? },
+                lock_seqid: 0,
+                lock_owner: self.lock_owner(owner),
+            }),
+        };
+        let mut ops = vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+            nfs_argop4::OP_LOCK(LOCK4args { locktype: lock_type(write, wait), reclaim: false, offset, length, locker }),
+        ];
+        if attrs {
+            ops.push(self.getattr_op());
+        }
+        let r = self.compound_status(ops).await?;
+        match r.resarray.get(1) {
+            Some(nfs_resop4::OP_LOCK(LOCK4res::NFS4_OK(ok))) => {
+                self.locks.lock().insert((fh.clone(), owner), ok.lock_stateid.clone());
+                // The lock is held whatever became of the GETATTR.
+                let attrs = r.resarray.get(2).and_then(|g| attrs_of(self, g).ok());
+                Ok(Locked { conflict: None, attrs })
+            }
+            Some(nfs_resop4::OP_LOCK(LOCK4res::NFS4ERR_DENIED(d))) => {
+                Ok(Locked { conflict: Some(conflict(d)), attrs: None })
+            }
+            _ => Err(failure(&r)),
         }
     }
 
@@ -142,6 +252,17 @@ impl Nfs41 {
         length: u64,
         write: bool,
     ) -> Result<Option<LockConflict>> {
+        // Locks taken here under a write delegation are this client's
+        // alone to know; with no lock of the file at the server, nobody
+        // else can hold one.
+        let local = self.local_locks.lock().conflict(fh, owner, offset, range_end(offset, length), write);
+        if let Some(l) = local {
+            let (offset, length) = l.offset_length();
+            return Ok(Some(LockConflict { offset, length, write: l.write }));
+        }
+        if self.delegations.lock().may_write(fh) && !self.locks.lock().keys().any(|(f, _)| f == fh) {
+            return Ok(None);
+        }
         let ops = vec![
             nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
             nfs_argop4::OP_LOCKT(LOCKT4args {
@@ -162,6 +283,8 @@ impl Nfs41 {
     /// LOCKU of `[offset, offset + length)` for `owner`; nothing to do
     /// when the owner never locked the file.
     pub async fn unlock(&self, fh: &Bytes, owner: u64, offset: u64, length: u64) -> Result<()> {
+        let _gate = self.gate(fh).lock().await;
+        self.local_locks.lock().unlock(fh, owner, offset, range_end(offset, length));
         let Some(lock_stateid) = self.locks.lock().get(&(fh.clone(), owner)).cloned() else { return Ok(()) };
         let ops = vec![
             nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
@@ -182,7 +305,7 @@ impl Nfs41 {
 
     /// Whether some owner has lock state on `fh` here.
     pub fn has_lock_state(&self, fh: &Bytes) -> bool {
-        self.locks.lock().keys().any(|(f, _)| f == fh)
+        self.locks.lock().keys().any(|(f, _)| f == fh) || self.local_locks.lock().holds(fh, None)
     }
 
     /// The lock stateids of `fh`, taken out of the table: a CLOSE frees

@@ -76,6 +76,13 @@ pub struct Nfs41 {
     pub(crate) remapped: Mutex<HashMap<[u8; 12], proto::nfs4::stateid4>>,
     /// Lock stateids by (file, lock owner).
     pub(crate) locks: Mutex<HashMap<(Bytes, u64), proto::nfs4::stateid4>>,
+    /// Locks taken on this client alone under a write delegation (RFC
+    /// 8881 section 10.4.2), taken at the server when it goes back.
+    pub(crate) local_locks: Mutex<client_core::v41::locallocks::LocalLocks<Bytes>>,
+    /// Lock operations on a file, one at a time per shard of files: a
+    /// recall taking the local locks to the server must not interleave
+    /// with an owner unlocking or locking the same file meanwhile.
+    pub(crate) lock_gates: Vec<tokio::sync::Mutex<()>>,
     pub(crate) flush_hook: OnceLock<FlushHook>,
     /// The export's root handle, from PUTROOTFH + LOOKUPs at mount.
     pub(crate) root: Mutex<Bytes>,
@@ -93,6 +100,8 @@ pub struct Counters {
     pub reclaims: u64,
     /// Opens served under a delegation without a call.
     pub local_opens: u64,
+    /// Locks taken (or found in the way) under a write delegation without a call.
+    pub local_locks: u64,
 }
 
 impl Nfs41 {

@@ -406,7 +406,10 @@ impl Nfs41 {
         }
         let held = self.delegations.lock().usable_or_recalled(fh);
         if let Some(stateid) = held {
+            // No more local locks from here on (see `lock_locally`).
+            self.delegations.lock().recall(&stateid);
             self.make_local_opens_real(fh, &stateid).await;
+            self.make_local_locks_real(fh).await;
         }
         let taken = self.delegations.lock().take(fh);
         if let Some(d) = taken {

@@ -149,6 +149,8 @@ impl Nfs41 {
             delegations: Mutex::default(),
             remapped: Mutex::default(),
             locks: Mutex::default(),
+            local_locks: Mutex::default(),
+            lock_gates: (0..super::locks::LOCK_GATES).map(|_| tokio::sync::Mutex::new(())).collect(),
             flush_hook: Default::default(),
             root: Mutex::new(Bytes::new()),
             me: me.clone(),
