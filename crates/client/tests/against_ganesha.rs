@@ -79,6 +79,12 @@ async fn ganesha_over_nfsv41() {
     let mut buf = [0u8; 4];
     reader.read(0, &mut buf).await.unwrap();
     assert_eq!(&buf, b"W123");
+    // Byte-range locks (stateids named with seqid 0, the current one).
+    reader = c.open(&whole, client::OpenOptions::read_write()).await.unwrap();
+    assert_eq!(reader.lock(1, 0, 2, true, false).await.unwrap(), None);
+    reader.unlock(1, 0, 2).await.unwrap();
+    assert_eq!(reader.lock(1, 0, u64::MAX, false, false).await.unwrap(), None);
+    reader.unlock(1, 0, u64::MAX).await.unwrap();
     reader.close().await.unwrap();
     c.remove(&whole).await.unwrap();
     c.shutdown().await;
