@@ -23,7 +23,7 @@ pub use names::DEFAULT_MAX_NAME_LEN;
 
 pub mod localfs;
 pub mod memfs;
-pub use localfs::{LocalFs, LocalFsSettings};
+pub use localfs::{CreateDirFlush, LocalFs, LocalFsSettings};
 pub use memfs::{MemFs, MemFsSettings};
 
 use bytes::Bytes;

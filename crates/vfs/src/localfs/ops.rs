@@ -181,8 +181,15 @@ impl LocalFs {
         );
         if self.settings.sync_metadata {
             match ftype {
-                // CREATE passes the file's own read-write fd.
-                FileType::Regular => self.sync_fd(fd)?,
+                // CREATE passes the file's own read-write fd; where that
+                // fsync also makes the new entry durable, the directory
+                // needs none of its own.
+                FileType::Regular => {
+                    self.sync_fd(fd)?;
+                    if self.file_sync_covers_entry {
+                        return Ok((id, self.attrs_of(&stx)));
+                    }
+                }
                 FileType::Directory => self.sync_fd(sys::open_dir(fd)?.as_fd())?,
                 // Nothing to open; the directory fsync covers the inode on
                 // journalling file systems.
