@@ -4,6 +4,7 @@
 
 use std::ffi::OsStr;
 use std::future::Future;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -599,7 +600,7 @@ impl Filesystem for NfsFs {
                 // its file id stands in (readdir ids are only reported).
                 let id = e.name_handle.as_ref().and_then(|h| inodes.known(h)).unwrap_or(e.fileid);
                 let t = e.name_attributes.as_ref().map_or(fuser::FileType::RegularFile, |a| kind(a.r#type));
-                if reply.add(INodeNo(id), e.cookie, t, OsStr::from_bytes_lossless(&e.name)) {
+                if reply.add(INodeNo(id), e.cookie, t, OsStr::from_bytes(&e.name)) {
                     all = false;
                     break;
                 }
@@ -626,7 +627,7 @@ impl Filesystem for NfsFs {
             };
             let mut all = true;
             for e in &page.entries {
-                let name = OsStr::from_bytes_lossless(&e.name);
+                let name = OsStr::from_bytes(&e.name);
                 let dot = e.name[..] == b"."[..] || e.name[..] == b".."[..];
                 let full = match (&e.name_handle, &e.name_attributes) {
                     (Some(h), Some(a)) if !dot => {
@@ -789,16 +790,5 @@ impl Filesystem for NfsFs {
                 Err(e) => reply.error(errno(&e)),
             }
         });
-    }
-}
-
-/// Names from the server as the kernel takes them: bytes, whatever they are.
-trait FromBytes {
-    fn from_bytes_lossless(b: &[u8]) -> &OsStr;
-}
-
-impl FromBytes for OsStr {
-    fn from_bytes_lossless(b: &[u8]) -> &OsStr {
-        std::os::unix::ffi::OsStrExt::from_bytes(b)
     }
 }

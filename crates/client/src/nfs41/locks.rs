@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use client_core::v41::backoff::{Backoff, RetrySettings};
-use client_core::v41::locallocks::range_end;
+use client_core::v41::locallocks::{range_end, LocalLock};
 use proto::nfs4::*;
 
 use super::compound::failure;
@@ -28,6 +28,24 @@ pub struct LockConflict {
 fn conflict(d: &LOCK4denied) -> LockConflict {
     let write = matches!(d.locktype, nfs_lock_type4::WRITE_LT | nfs_lock_type4::WRITEW_LT);
     LockConflict { offset: d.offset, length: d.length, write }
+}
+
+/// A lock taken under a delegation, as the lock in someone's way.
+fn local_conflict(l: &LocalLock) -> LockConflict {
+    let (offset, length) = l.offset_length();
+    LockConflict { offset, length, write: l.write }
+}
+
+/// One LOCK as the server is asked for it.
+#[derive(Debug, Clone, Copy)]
+struct Ask {
+    owner: u64,
+    offset: u64,
+    length: u64,
+    write: bool,
+    wait: bool,
+    /// A GETATTR in the same compound.
+    attrs: bool,
 }
 
 fn lock_type(write: bool, wait: bool) -> nfs_lock_type4 {
@@ -105,7 +123,7 @@ impl Nfs41 {
                 }
             }
         }
-        self.lock_at_server(fh, owner, offset, length, write, wait, attrs).await
+        self.lock_at_server(fh, Ask { owner, offset, length, write, wait, attrs }).await
     }
 
     fn gate(&self, fh: &Bytes) -> &tokio::sync::Mutex<()> {
@@ -138,14 +156,11 @@ impl Nfs41 {
         let mut local = self.local_locks.lock();
         // A lock some owner took at the server (before the delegation)
         // is not in the local table: then the server decides for all.
-        if !self.delegations.lock().may_write(fh) || self.locks.lock().keys().any(|(f, _)| f == fh) {
+        if !self.delegations.lock().may_write(fh) || self.has_server_lock_state(fh) {
             return None;
         }
         self.counters.lock().local_locks += 1;
-        Some(local.lock(fh, owner, start, end, write).map_err(|l| {
-            let (offset, length) = l.offset_length();
-            LockConflict { offset, length, write: l.write }
-        }))
+        Some(local.lock(fh, owner, start, end, write).map_err(|l| local_conflict(&l)))
     }
 
     /// The locks taken here under the delegation of `fh`, taken at the
@@ -157,7 +172,8 @@ impl Nfs41 {
         let held = self.local_locks.lock().take(fh);
         for l in held {
             let (offset, length) = l.offset_length();
-            match self.lock_once_at_server(fh, l.owner, offset, length, l.write, false, false).await {
+            let ask = Ask { owner: l.owner, offset, length, write: l.write, wait: false, attrs: false };
+            match self.lock_once_at_server(fh, ask).await {
                 Ok(Locked { conflict: None, .. }) => {}
                 other => tracing::warn!(?other, "a lock held under a delegation could not be taken at the server"),
             }
@@ -166,25 +182,15 @@ impl Nfs41 {
 
     /// LOCK at the server, asking again while the lock is held elsewhere
     /// and `wait`; each ask under the file's gate, the pauses outside it.
-    #[allow(clippy::too_many_arguments)]
-    async fn lock_at_server(
-        &self,
-        fh: &Bytes,
-        owner: u64,
-        offset: u64,
-        length: u64,
-        write: bool,
-        wait: bool,
-        attrs: bool,
-    ) -> Result<Locked> {
+    async fn lock_at_server(&self, fh: &Bytes, ask: Ask) -> Result<Locked> {
         let mut backoff = Backoff::new(&self.lock_poll());
         loop {
             let r = {
                 let _gate = self.gate(fh).lock().await;
-                self.lock_once_at_server(fh, owner, offset, length, write, wait, attrs).await?
+                self.lock_once_at_server(fh, ask).await?
             };
             match r {
-                Locked { conflict: Some(_), .. } if wait => {
+                Locked { conflict: Some(_), .. } if ask.wait => {
                     let pause = backoff.next_wait().unwrap_or(LOCK_POLL_MAX.as_nanos() as u64);
                     tokio::time::sleep(Duration::from_nanos(pause)).await;
                 }
@@ -194,17 +200,8 @@ impl Nfs41 {
     }
 
     /// One LOCK compound (the caller holds the file's gate).
-    #[allow(clippy::too_many_arguments)]
-    async fn lock_once_at_server(
-        &self,
-        fh: &Bytes,
-        owner: u64,
-        offset: u64,
-        length: u64,
-        write: bool,
-        wait: bool,
-        attrs: bool,
-    ) -> Result<Locked> {
+    async fn lock_once_at_server(&self, fh: &Bytes, ask: Ask) -> Result<Locked> {
+        let Ask { owner, offset, length, write, wait, attrs } = ask;
         let known = self.locks.lock().get(&(fh.clone(), owner)).cloned();
         let locker = match known {
             // Seqid 0: the stateid's current version (RFC 8881 section
@@ -257,10 +254,9 @@ impl Nfs41 {
         // else can hold one.
         let local = self.local_locks.lock().conflict(fh, owner, offset, range_end(offset, length), write);
         if let Some(l) = local {
-            let (offset, length) = l.offset_length();
-            return Ok(Some(LockConflict { offset, length, write: l.write }));
+            return Ok(Some(local_conflict(&l)));
         }
-        if self.delegations.lock().may_write(fh) && !self.locks.lock().keys().any(|(f, _)| f == fh) {
+        if self.delegations.lock().may_write(fh) && !self.has_server_lock_state(fh) {
             return Ok(None);
         }
         let ops = vec![
@@ -305,7 +301,12 @@ impl Nfs41 {
 
     /// Whether some owner has lock state on `fh` here.
     pub fn has_lock_state(&self, fh: &Bytes) -> bool {
-        self.locks.lock().keys().any(|(f, _)| f == fh) || self.local_locks.lock().holds(fh, None)
+        self.has_server_lock_state(fh) || self.local_locks.lock().holds(fh, None)
+    }
+
+    /// Whether some owner holds a lock stateid of `fh` from the server.
+    fn has_server_lock_state(&self, fh: &Bytes) -> bool {
+        self.locks.lock().keys().any(|(f, _)| f == fh)
     }
 
     /// The lock stateids of `fh`, taken out of the table: a CLOSE frees
