@@ -15,6 +15,6 @@ gen mount3 mount3
 gen nfs3_prot nfs3
 gen nlm_prot nlm
 gen sm_inter nsm
-gen nfs41_prot nfs4
+gen nfs42_prot nfs4
 # generator feature fixture used by tests/features.rs
 ./target/debug/xdrgen crates/proto/tests/fixtures/features.x -o crates/proto/tests/fixtures/features.rs

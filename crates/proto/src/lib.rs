@@ -51,8 +51,8 @@ pub mod nlm;
 #[path = "gen/nsm.rs"]
 pub mod nsm;
 
-/// NFSv4.0 and v4.1 (RFC 5661/5662) with the callback program, from
-/// `nfs41_prot.x`.
+/// NFSv4.0, v4.1 and v4.2 (RFC 7530, 8881, 7862/7863) with the callback
+/// program and the extended attributes of RFC 8276, from `nfs42_prot.x`.
 #[rustfmt::skip]
 #[path = "gen/nfs4.rs"]
 pub mod nfs4;

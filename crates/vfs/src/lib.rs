@@ -21,6 +21,9 @@ pub use access::{check_access, Access};
 mod names;
 pub use names::DEFAULT_MAX_NAME_LEN;
 
+mod v42;
+pub use v42::*;
+
 pub mod localfs;
 pub mod memfs;
 pub use localfs::{CreateDirFlush, LocalFs, LocalFsSettings};
@@ -138,6 +141,87 @@ pub trait Vfs: Send + Sync + 'static {
     }
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat>;
+
+    // NFSv4.2 (RFC 7862) and extended attributes (RFC 8276). A backend
+    // without them keeps the defaults, which say `NotSupported`.
+
+    /// The next data or hole at or after `offset` of a regular file;
+    /// `NxIo` when `offset` is past the end of the file.
+    fn seek(&self, _id: FileId, _offset: u64, _what: SeekWhat) -> VfsResult<SeekResult> {
+        Err(VfsError::NotSupported)
+    }
+
+    /// Reads up to `count` bytes as data and hole segments, with `eof` as
+    /// [`Vfs::read`] says it. A backend that cannot tell holes returns
+    /// one data segment.
+    fn read_sparse(&self, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)> {
+        let r = self.read(id, offset, count)?;
+        let segs = if r.data.is_empty() { Vec::new() } else { vec![Segment::Data { offset, data: r.data }] };
+        Ok((segs, r.eof))
+    }
+
+    /// Reserves space for `[offset, offset+length)`, growing the file if
+    /// that range ends past it (`fallocate` mode 0, ALLOCATE).
+    fn allocate(&self, _id: FileId, _offset: u64, _length: u64) -> VfsResult<Attrs> {
+        Err(VfsError::NotSupported)
+    }
+
+    /// Punches a hole in `[offset, offset+length)`, keeping the size;
+    /// reads of it return zeros (DEALLOCATE).
+    fn deallocate(&self, _id: FileId, _offset: u64, _length: u64) -> VfsResult<Attrs> {
+        Err(VfsError::NotSupported)
+    }
+
+    /// Copies `count` bytes (0: to the source's end of file) from `src` at
+    /// `src_offset` to `dst` at `dst_offset` inside the backend, reaching
+    /// at least `stable`. Ranges of one file must not overlap (`Invalid`).
+    fn copy_range(
+        &self,
+        _src: FileId,
+        _src_offset: u64,
+        _dst: FileId,
+        _dst_offset: u64,
+        _count: u64,
+        _stable: Stability,
+    ) -> VfsResult<CopyResult> {
+        Err(VfsError::NotSupported)
+    }
+
+    /// Makes `[dst_offset, dst_offset+count)` of `dst` share the source's
+    /// blocks (a reflink; `count` 0: to the source's end of file).
+    /// `NotSupported` where the file system cannot.
+    fn clone_range(&self, _src: FileId, _src_offset: u64, _dst: FileId, _dst_offset: u64, _count: u64) -> VfsResult<()> {
+        Err(VfsError::NotSupported)
+    }
+
+    /// The block size clones must be aligned to, if the backend clones.
+    fn clone_blksize(&self) -> Option<u32> {
+        None
+    }
+
+    /// Whether the backend stores extended attributes.
+    fn xattr_support(&self) -> bool {
+        false
+    }
+
+    /// The value of extended attribute `name` (without the `user.`
+    /// prefix); `NoXattr` when it is not set.
+    fn getxattr(&self, _id: FileId, _name: &[u8]) -> VfsResult<bytes::Bytes> {
+        Err(VfsError::NotSupported)
+    }
+
+    fn setxattr(&self, _id: FileId, _name: &[u8], _value: &[u8], _how: XattrSet) -> VfsResult<Attrs> {
+        Err(VfsError::NotSupported)
+    }
+
+    /// Names of the extended attributes set (without the prefix), sorted.
+    fn listxattrs(&self, _id: FileId) -> VfsResult<Vec<bytes::Bytes>> {
+        Err(VfsError::NotSupported)
+    }
+
+    fn removexattr(&self, _id: FileId, _name: &[u8]) -> VfsResult<Attrs> {
+        Err(VfsError::NotSupported)
+    }
 
     /// The backend's own counters (caches, flushes), for metrics.
     fn counters(&self) -> Vec<Counter> {

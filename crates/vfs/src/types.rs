@@ -59,6 +59,12 @@ pub enum VfsError {
     /// A type mismatch the protocol reports specially (e.g. readlink on a file).
     #[error("wrong object type")]
     BadType,
+    /// The extended attribute asked for is not set.
+    #[error("no such extended attribute")]
+    NoXattr,
+    /// An extended attribute value larger than the backend stores.
+    #[error("extended attribute value too large")]
+    XattrTooBig,
 }
 
 impl VfsError {
@@ -85,6 +91,9 @@ impl VfsError {
             libc::ELOOP => VfsError::Invalid,
             libc::EOPNOTSUPP => VfsError::NotSupported,
             libc::EAGAIN | libc::EBUSY => VfsError::Delay,
+            // getxattr/removexattr of an attribute that is not set.
+            libc::ENODATA => VfsError::NoXattr,
+            libc::E2BIG => VfsError::XattrTooBig,
             e => VfsError::Io(std::io::Error::from_raw_os_error(e).to_string()),
         }
     }

@@ -142,6 +142,10 @@ pub(crate) fn stat(e: VfsError) -> nfsstat3 {
         VfsError::NotSupported => nfsstat3::NFS3ERR_NOTSUPP,
         VfsError::Delay => nfsstat3::NFS3ERR_JUKEBOX,
         VfsError::BadType => nfsstat3::NFS3ERR_BADTYPE,
+        // NFSv3 has no extended attributes; these cannot arise from its
+        // procedures, but the mapping stays total.
+        VfsError::NoXattr => nfsstat3::NFS3ERR_NOENT,
+        VfsError::XattrTooBig => nfsstat3::NFS3ERR_FBIG,
     }
 }
 

@@ -32,5 +32,7 @@ pub(crate) fn stat4(e: VfsError) -> nfsstat4 {
         VfsError::NotSupported => NFS4ERR_NOTSUPP,
         VfsError::Delay => NFS4ERR_DELAY,
         VfsError::BadType => NFS4ERR_BADTYPE,
+        VfsError::NoXattr => NFS4ERR_NOXATTR,
+        VfsError::XattrTooBig => NFS4ERR_XATTR2BIG,
     }
 }

@@ -130,6 +130,9 @@ pub(super) fn run_op(cx: &mut Compound, op: nfs_argop4) -> (nfs_resop4, nfsstat4
         A::OP_WANT_DELEGATION(_) => {
             ok!(R::OP_WANT_DELEGATION, WANT_DELEGATION4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }
+        // Minor version 2 operations not wired yet: the compound loop
+        // refuses their opcodes before decoding (LAST_V41_OP).
+        _ => (R::OP_ILLEGAL(ILLEGAL4res { status: nfsstat4::NFS4ERR_OP_ILLEGAL }), nfsstat4::NFS4ERR_OP_ILLEGAL),
         A::OP_ILLEGAL => {
             (R::OP_ILLEGAL(ILLEGAL4res { status: nfsstat4::NFS4ERR_OP_ILLEGAL }), nfsstat4::NFS4ERR_OP_ILLEGAL)
         }

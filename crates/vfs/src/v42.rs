@@ -1,0 +1,73 @@
+//! Types of the NFSv4.2 operations (RFC 7862) and of extended attributes
+//! (RFC 8276) as the backend sees them: sparse files, server-side copy and
+//! clone, and the host's `user.` attribute namespace.
+
+use crate::{Stability, VfsError};
+
+/// What [`crate::Vfs::seek`] looks for (SEEK's `data_content4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeekWhat {
+    Data,
+    Hole,
+}
+
+/// Where the data or hole asked for starts. Every file ends in a virtual
+/// hole at its size (RFC 7862 section 15.11.3): asking for a hole in data
+/// that runs to the end gives `offset == size` and `eof`; asking for data
+/// where only a hole remains gives `offset == size` and `eof` too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeekResult {
+    pub offset: u64,
+    /// The content found reaches the end of the file, or none was found.
+    pub eof: bool,
+}
+
+/// One part of a sparse read (READ_PLUS's `read_plus_content`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Data { offset: u64, data: bytes::Bytes },
+    Hole { offset: u64, length: u64 },
+}
+
+/// What [`crate::Vfs::copy_range`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyResult {
+    /// Bytes copied; fewer than asked only at the source's end of file.
+    pub count: u64,
+    /// Stability the copied data reached in the destination.
+    pub committed: Stability,
+}
+
+/// SETXATTR's `setxattr_option4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XattrSet {
+    /// Create or replace.
+    Either,
+    /// Fail with `Exists` if the attribute is there.
+    Create,
+    /// Fail with `NoXattr` if the attribute is not there.
+    Replace,
+}
+
+/// Longest extended attribute name a client may use. The host stores it
+/// as `user.<name>` and Linux limits the whole to 255 bytes
+/// (`XATTR_NAME_MAX`).
+pub const XATTR_NAME_MAX: usize = 255 - XATTR_USER_PREFIX.len();
+/// Largest value (Linux `XATTR_SIZE_MAX`).
+pub const XATTR_SIZE_MAX: usize = 65536;
+/// The host namespace the protocol's attributes live in: RFC 8276 section
+/// 5 leaves namespaces to the server, and knfsd maps them to `user.` too,
+/// so files exported by either show the same attributes.
+pub const XATTR_USER_PREFIX: &[u8] = b"user.";
+
+/// Checks an extended attribute name before it reaches a backend: empty,
+/// NUL-bearing or over-long names are refused.
+pub fn check_xattr_name(name: &[u8]) -> Result<(), VfsError> {
+    if name.is_empty() || name.contains(&0) {
+        return Err(VfsError::Invalid);
+    }
+    if name.len() > XATTR_NAME_MAX {
+        return Err(VfsError::NameTooLong);
+    }
+    Ok(())
+}
