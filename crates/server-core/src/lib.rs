@@ -113,7 +113,7 @@ pub struct Core {
     /// retransmissions.
     drc: drc::Drc,
     /// NFSv4 state: clients, sessions, opens, locks, delegations.
-    pub(crate) v4: state::State4,
+    pub(crate) v4: Arc<state::State4>,
     /// The NFSv4 pseudo file system joining the exports.
     pub(crate) pseudo: ops::v4::pseudo::PseudoFs,
     /// The transport sends [`Outcome::tail`] regions (sendfile).
@@ -167,12 +167,12 @@ impl Core {
             kept.push(x);
         }
         let settings = settings.sanitized();
-        let v4 = state::State4::new(
+        let v4 = Arc::new(state::State4::new(
             settings.nfs4.clone(),
             Arc::new(SystemClock::default()),
             Arc::new(NoBackchannel),
             Arc::new(MemStore::default()),
-        );
+        ));
         let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
         let drc = drc::Drc::new(
             settings.drc_entries,
@@ -216,7 +216,7 @@ impl Core {
         backchannel: Arc<dyn Backchannel>,
         store: Arc<dyn StableStore>,
     ) -> Core {
-        self.v4 = state::State4::new(self.settings.nfs4.clone(), clock, backchannel, store);
+        self.v4 = Arc::new(state::State4::new(self.settings.nfs4.clone(), clock, backchannel, store));
         self
     }
 

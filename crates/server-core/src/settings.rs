@@ -16,10 +16,12 @@ pub enum NfsVersion {
     V40,
     #[serde(rename = "4.1")]
     V41,
+    #[serde(rename = "4.2")]
+    V42,
 }
 
 impl NfsVersion {
-    pub const ALL: [NfsVersion; 3] = [NfsVersion::V3, NfsVersion::V40, NfsVersion::V41];
+    pub const ALL: [NfsVersion; 4] = [NfsVersion::V3, NfsVersion::V40, NfsVersion::V41, NfsVersion::V42];
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -153,7 +155,7 @@ impl CoreSettings {
     /// PROG_MISMATCH.
     pub fn nfs_program_versions(&self) -> (u32, u32) {
         let v3 = self.offers(NfsVersion::V3);
-        let v4 = self.offers(NfsVersion::V40) || self.offers(NfsVersion::V41);
+        let v4 = [NfsVersion::V40, NfsVersion::V41, NfsVersion::V42].into_iter().any(|v| self.offers(v));
         (if v3 { 3 } else { 4 }, if v4 { 4 } else { 3 })
     }
 }

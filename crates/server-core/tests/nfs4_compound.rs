@@ -8,9 +8,9 @@ use common::*;
 use proto::nfs4::*;
 
 #[test]
-fn minor_version_2_is_refused() {
+fn minor_version_3_is_refused() {
     let env = rw_env();
-    let r = env.compound(2, vec![nfs_argop4::OP_PUTROOTFH]);
+    let r = env.compound(3, vec![nfs_argop4::OP_PUTROOTFH]);
     assert_eq!(r.status, nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH);
     assert!(r.resarray.is_empty());
 }

@@ -258,7 +258,7 @@ fn exchange_id_cases() {
     // the new id is confirmed.
     let EXCHANGE_ID4res::NFS4_OK(c) = exchange_id_as(&env, &user(), "eid", [2; 8], 0) else { panic!() };
     assert_ne!(c.eir_clientid, b.eir_clientid);
-    let mut old = Session { clientid: b.eir_clientid, sessionid: s1.csr_sessionid, seq: vec![0; 8] };
+    let mut old = Session { clientid: b.eir_clientid, sessionid: s1.csr_sessionid, seq: vec![0; 8], minor: 1 };
     ok(&old.run(&env, vec![nfs_argop4::OP_PUTROOTFH]));
     let CREATE_SESSION4res::NFS4_OK(_) =
         create_session(&env, create_session_args(c.eir_clientid, c.eir_sequenceid, 0, 8))

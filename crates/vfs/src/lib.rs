@@ -190,13 +190,32 @@ pub trait Vfs: Send + Sync + 'static {
     /// Makes `[dst_offset, dst_offset+count)` of `dst` share the source's
     /// blocks (a reflink; `count` 0: to the source's end of file).
     /// `NotSupported` where the file system cannot.
-    fn clone_range(&self, _src: FileId, _src_offset: u64, _dst: FileId, _dst_offset: u64, _count: u64) -> VfsResult<()> {
+    fn clone_range(
+        &self,
+        _src: FileId,
+        _src_offset: u64,
+        _dst: FileId,
+        _dst_offset: u64,
+        _count: u64,
+    ) -> VfsResult<()> {
         Err(VfsError::NotSupported)
     }
 
     /// The block size clones must be aligned to, if the backend clones.
     fn clone_blksize(&self) -> Option<u32> {
         None
+    }
+
+    /// Passes an access-pattern hint for `[offset, offset+len)` (`len` 0:
+    /// to the end) to the host; `Ok(false)` when the backend ignores it.
+    fn advise(&self, _id: FileId, _offset: u64, _len: u64, _advice: Advice) -> VfsResult<bool> {
+        Ok(false)
+    }
+
+    /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2
+    /// `change_attr_type` TIME_METADATA) rather than a counter.
+    fn change_is_ctime(&self) -> bool {
+        true
     }
 
     /// Whether the backend stores extended attributes.

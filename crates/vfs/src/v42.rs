@@ -38,6 +38,17 @@ pub struct CopyResult {
     pub committed: Stability,
 }
 
+/// An access-pattern hint (IO_ADVISE, as posix_fadvise(2) takes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    Normal,
+    Sequential,
+    Random,
+    WillNeed,
+    DontNeed,
+    NoReuse,
+}
+
 /// SETXATTR's `setxattr_option4`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XattrSet {

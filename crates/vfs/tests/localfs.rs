@@ -642,3 +642,78 @@ fn a_create_flushes_its_directory_only_where_needed() {
         assert_eq!(dir_flushes(&fs) - before, if skips { 1 } else { 2 }, "{how:?}");
     }
 }
+
+/// ext4 and tmpfs (where the tests' temporary directory usually lives)
+/// cannot reflink: CLONE says NotSupported and no clone block size is
+/// offered, and the probe leaves nothing behind in the export.
+#[test]
+fn clone_without_reflink_is_not_supported() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let fstype = rustix::fs::statfs(dirs.export()).unwrap().f_type;
+    if ![0xEF53, 0x0102_1994].contains(&fstype) {
+        eprintln!("skipped: file system type {fstype:#x} may reflink");
+        return;
+    }
+    let root = fs.root();
+    let (src, _) = fs.create(root, b"src", &guarded(), suite::OWNER).unwrap();
+    fs.write(src, 0, &[1u8; 8192], Stability::Unstable).unwrap();
+    let (dst, _) = fs.create(root, b"dst", &guarded(), suite::OWNER).unwrap();
+    assert_eq!(fs.clone_blksize(), None);
+    assert_eq!(fs.clone_range(src, 0, dst, 0, 0), Err(VfsError::NotSupported));
+    assert_eq!(fs.getattr(dst).unwrap().size, 0);
+    let left: Vec<_> = std::fs::read_dir(dirs.export()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
+/// Attributes live in the host's `user.` namespace: set there by anyone
+/// they are seen, and other namespaces are never listed.
+#[test]
+fn xattrs_are_the_hosts_user_namespace() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    if !fs.xattr_support() {
+        eprintln!("skipped: this file system stores no user extended attributes");
+        return;
+    }
+    let (f, _) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
+    let host = dirs.export().join("f");
+    rustix::fs::setxattr(&host, "user.from-host", b"1", rustix::fs::XattrFlags::empty()).unwrap();
+    // Needs CAP_SYS_ADMIN; without it there is nothing to hide.
+    let trusted = rustix::fs::setxattr(&host, "trusted.nfsx", b"2", rustix::fs::XattrFlags::empty()).is_ok();
+    fs.setxattr(f, b"from-nfs", b"3", XattrSet::Create).unwrap();
+    let names = fs.listxattrs(f).unwrap();
+    assert_eq!(
+        names.iter().map(|n| &n[..]).collect::<Vec<_>>(),
+        vec![&b"from-host"[..], b"from-nfs"],
+        "trusted set: {trusted}"
+    );
+    assert_eq!(&fs.getxattr(f, b"from-host").unwrap()[..], b"1");
+    let mut buf = [0u8; 8];
+    let n = rustix::fs::getxattr(&host, "user.from-nfs", &mut buf).unwrap();
+    assert_eq!(&buf[..n], b"3");
+    fs.removexattr(f, b"from-host").unwrap();
+    assert!(rustix::fs::getxattr(&host, "user.from-host", &mut buf).is_err());
+}
+
+/// A sparse source stays sparse through COPY on a file system that keeps
+/// holes, and a stable copy is flushed through the file's flush group.
+#[test]
+fn copy_keeps_holes_and_flushes_stable_copies() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let root = fs.root();
+    let (src, _) = fs.create(root, b"src", &guarded(), suite::OWNER).unwrap();
+    fs.write(src, 0, &[1u8; 4096], Stability::Unstable).unwrap();
+    fs.write(src, 64 << 20, &[2u8; 4096], Stability::Unstable).unwrap();
+    let (dst, _) = fs.create(root, b"dst", &guarded(), suite::OWNER).unwrap();
+    let flushes = |fs: &LocalFs| fs.counters().iter().find(|c| c.name == "flushes").unwrap().value;
+    let before = flushes(&fs);
+    let r = fs.copy_range(src, 0, dst, 0, 0, Stability::FileSync).unwrap();
+    assert_eq!(r, CopyResult { count: (64 << 20) + 4096, committed: Stability::FileSync });
+    assert!(flushes(&fs) > before, "a stable copy flushes");
+    let a = fs.getattr(dst).unwrap();
+    assert_eq!(a.size, (64 << 20) + 4096);
+    assert!(a.used < 8 << 20, "copied sparse: {} bytes used", a.used);
+    assert_eq!(&fs.read(dst, 64 << 20, 10).unwrap().data[..], &[2u8; 10]);
+}

@@ -89,3 +89,37 @@ fn extreme_offsets_and_counts_are_refused_not_panicking() {
     assert!(fs.getattr(u64::MAX).is_err());
     assert!(fs.lookup(u64::MAX, b"x").is_err());
 }
+
+#[test]
+fn clone_copies_and_offers_a_block_size() {
+    let fs = MemFs::new();
+    let how = CreateHow::Guarded(SetAttrs::default());
+    let (a, _) = fs.create(fs.root(), b"a", &how, suite::OWNER).unwrap();
+    let (b, _) = fs.create(fs.root(), b"b", &how, suite::OWNER).unwrap();
+    fs.write(a, 0, b"hello world", Stability::Unstable).unwrap();
+    assert_eq!(fs.clone_blksize(), Some(4096));
+    fs.clone_range(a, 6, b, 0, 0).unwrap();
+    assert_eq!(&fs.read(b, 0, 100).unwrap().data[..], b"world");
+    assert_eq!(fs.clone_range(a, 12, b, 0, 0), Err(VfsError::Invalid), "source offset past EOF");
+}
+
+/// Attribute bytes come out of the data budget and go back to it, and
+/// every change moves the change attribute.
+#[test]
+fn xattrs_are_charged_to_the_budget() {
+    let fs = MemFs::with_settings(MemFsSettings { max_total_bytes: 100_000, ..Default::default() });
+    let (f, _) = fs.create(fs.root(), b"f", &CreateHow::Guarded(SetAttrs::default()), suite::OWNER).unwrap();
+    let free = || fs.fsstat(fs.root()).unwrap().free_bytes;
+    let c0 = fs.getattr(f).unwrap().change;
+    let c1 = fs.setxattr(f, b"a", &[1u8; 60_000], XattrSet::Create).unwrap().change;
+    assert_eq!(free(), 100_000 - 60_001);
+    assert_eq!(fs.setxattr(f, b"b", &[1u8; 60_000], XattrSet::Create), Err(VfsError::NoSpace));
+    let c2 = fs.setxattr(f, b"a", b"small", XattrSet::Replace).unwrap().change;
+    assert_eq!(free(), 100_000 - 6);
+    let c3 = fs.removexattr(f, b"a").unwrap().change;
+    assert_eq!(free(), 100_000);
+    assert!(c0 < c1 && c1 < c2 && c2 < c3);
+    fs.setxattr(f, b"a", b"x", XattrSet::Create).unwrap();
+    fs.remove(fs.root(), b"f").unwrap();
+    assert_eq!(free(), 100_000, "freed with the file");
+}

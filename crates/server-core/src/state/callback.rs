@@ -1,5 +1,5 @@
 //! The callback program over the back channel: CB_NULL, CB_SEQUENCE,
-//! CB_RECALL.
+//! CB_RECALL, CB_OFFLOAD.
 
 use bytes::Bytes;
 use proto::nfs4::*;
@@ -86,19 +86,22 @@ pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     }
 }
 
-/// Encodes CB_COMPOUND { CB_SEQUENCE, CB_RECALL } for slot `slot` and
-/// sends it. False if the connection is gone.
-fn send_recall(st: &State4, t: &mut Tables, session: &sessionid4, slot: u32, stateid: &stateid4, fh: &nfs_fh4) -> bool {
+/// Encodes CB_COMPOUND { CB_SEQUENCE, `op` } for slot `slot` and sends
+/// it. False if the connection is gone.
+fn send_cb(st: &State4, t: &mut Tables, session: &sessionid4, slot: u32, op: nfs_cb_argop4) -> bool {
     let xid = t.sessions.next_xid();
     let Some(s) = t.sessions.get_mut(session) else { return false };
     let client = s.client;
+    // The minor version the client ID was created with (RFC 8881
+    // section 20.2.3).
+    let minorversion = t.clients.get(client).map_or(1, |c| c.minor.max(1));
     let Some(bc) = s.backchannel.as_mut() else { return false };
     let i = slot as usize;
     let seqid = bc.slots[i].seqid.wrapping_add(1);
     let highest = bc.slots.iter().enumerate().filter(|(j, x)| x.busy.is_some() || *j == i).map(|(j, _)| j).max();
     let args = CB_COMPOUND4args {
         tag: Bytes::new(),
-        minorversion: 1,
+        minorversion,
         callback_ident: 0,
         argarray: vec![
             nfs_cb_argop4::OP_CB_SEQUENCE(CB_SEQUENCE4args {
@@ -109,7 +112,7 @@ fn send_recall(st: &State4, t: &mut Tables, session: &sessionid4, slot: u32, sta
                 csa_cachethis: false,
                 csa_referring_call_lists: vec![],
             }),
-            nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args { stateid: stateid.clone(), truncate: false, fh: fh.clone() }),
+            op,
         ],
     };
     let mut e = Encoder::with_capacity(256);
@@ -178,10 +181,10 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
         bc.queue.clear();
         return true;
     }
-    // A slot came free: send the next queued recall.
+    // A slot came free: send the next queued callback.
     if let Some(slot) = bc.slots.iter().position(|x| x.busy.is_none()) {
-        if let Some((stateid, fh)) = bc.queue.pop_front() {
-            send_recall(st, t, &sid, slot as u32, &stateid, &fh);
+        if let Some(op) = bc.queue.pop_front() {
+            send_cb(st, t, &sid, slot as u32, op);
         }
     }
     true
@@ -192,6 +195,20 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
 /// back channel (the caller then treats the delegation as unrecallable
 /// and revokes it once the lease passes).
 pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid4, fh: &nfs_fh4) -> bool {
+    let op = nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args { stateid: stateid.clone(), truncate: false, fh: fh.clone() });
+    send_to_client(st, t, client, op)
+}
+
+/// Sends CB_OFFLOAD (the end of an asynchronous COPY, RFC 7862 section
+/// 16.1) to `client`. False when it has no usable back channel; the
+/// client then learns the result through OFFLOAD_STATUS.
+pub(crate) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD4args) -> bool {
+    send_to_client(st, t, client, nfs_cb_argop4::OP_CB_OFFLOAD(args))
+}
+
+/// Sends `op` behind a CB_SEQUENCE over one of `client`'s back channels,
+/// or queues it there while every slot is busy.
+fn send_to_client(st: &State4, t: &mut Tables, client: u64, op: nfs_cb_argop4) -> bool {
     loop {
         // Prefer a back channel that answered, then one not yet probed.
         let mut candidates: Vec<(u8, sessionid4)> = t
@@ -216,7 +233,7 @@ pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid
         let Some(bc) = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()) else { return false };
         match bc.slots.iter().position(|x| x.busy.is_none()) {
             Some(slot) => {
-                if send_recall(st, t, &sid, slot as u32, stateid, fh) {
+                if send_cb(st, t, &sid, slot as u32, op.clone()) {
                     return true;
                 }
                 // That connection is gone (marked down): try another.
@@ -225,7 +242,7 @@ pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid
                 if bc.queue.len() >= MAX_QUEUED_RECALLS {
                     return false;
                 }
-                bc.queue.push_back((stateid.clone(), fh.clone()));
+                bc.queue.push_back(op);
                 return true;
             }
         }

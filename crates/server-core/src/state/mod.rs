@@ -11,6 +11,7 @@ pub(crate) mod clients;
 pub(crate) mod delegations;
 pub(crate) mod grace;
 pub(crate) mod lockmgr;
+pub(crate) mod offload;
 pub(crate) mod opens;
 pub(crate) mod sessions;
 pub(crate) mod stateids;
@@ -87,6 +88,7 @@ pub(crate) struct Tables {
     pub grace: grace::Grace,
     pub stateids: stateids::Stateids,
     pub locks: lockmgr::LockManager,
+    pub offloads: offload::Offloads,
 }
 
 pub(crate) struct State4 {
@@ -130,6 +132,7 @@ impl Tables {
     /// state conflicts with another client's request (courtesy ends).
     pub fn expire_client(&mut self, client: u64) {
         self.stateids.purge_client(client, &mut self.locks);
+        self.offloads.cancel_client(client);
         self.clients.expire(client);
     }
 }

@@ -5,7 +5,7 @@ use std::hash::Hasher;
 use std::time::Duration;
 
 use bytes::Bytes;
-use proto::nfs4::{callback_sec_parms4, channel_attrs4, nfs_fh4, sessionid4, stateid4};
+use proto::nfs4::{callback_sec_parms4, channel_attrs4, nfs_cb_argop4, sessionid4};
 
 /// What a slot remembers of its last request.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ pub(crate) struct BackChannel {
     /// Operations per CB_COMPOUND the client takes.
     pub max_ops: u32,
     /// Recalls waiting for a free back-channel slot (bounded).
-    pub queue: VecDeque<(stateid4, nfs_fh4)>,
+    pub queue: VecDeque<nfs_cb_argop4>,
 }
 
 /// Longest recall queue per back channel.

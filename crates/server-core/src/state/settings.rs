@@ -78,6 +78,14 @@ pub struct Nfs4Settings {
     pub owner_format: OwnerFormat,
     /// The NFSv4 id-mapping domain (`user@domain`).
     pub domain: String,
+    /// Bytes one COPY copies before it answers (NFSv4.2): a longer copy
+    /// is answered short with the count done, and the client asks for the
+    /// rest, so no worker is held for a whole large file (knfsd caps its
+    /// synchronous copies the same way, at 4 MiB).
+    pub copy_sync_max: u64,
+    /// Asynchronous COPYs running at once (each on a thread of its own);
+    /// past it a COPY is answered short instead.
+    pub max_async_copies: usize,
 }
 
 impl Default for Nfs4Settings {
@@ -102,6 +110,8 @@ impl Default for Nfs4Settings {
             delegations: DelegationPolicy::ReadWrite,
             owner_format: OwnerFormat::Numeric,
             domain: "localdomain".into(),
+            copy_sync_max: 64 * 1024 * 1024,
+            max_async_copies: 16,
         }
     }
 }
@@ -117,6 +127,7 @@ impl Nfs4Settings {
         self.max_sessions_per_client = self.max_sessions_per_client.max(1);
         self.max_request_size = self.max_request_size.max(8192);
         self.max_response_size = self.max_response_size.max(8192);
+        self.copy_sync_max = self.copy_sync_max.max(4096);
         self
     }
 }

@@ -233,7 +233,7 @@ pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
 
 impl Stateids {
     /// A new `other`, never handed out before by this server instance.
-    fn new_other(&mut self, boot: u32) -> Other {
+    pub(crate) fn new_other(&mut self, boot: u32) -> Other {
         self.next += 1;
         let mut o = [0u8; 12];
         o[..4].copy_from_slice(&boot.to_be_bytes());

@@ -60,6 +60,21 @@ pub fn env(exports_text: &str) -> Env {
     env_with(exports_text, CoreSettings::default())
 }
 
+/// An Env whose exports (ids 1, 2, ...) are served from `backends`, one
+/// per exports line, in order.
+pub fn env_on(exports_text: &str, backends: Vec<Arc<dyn vfs::Vfs>>) -> Env {
+    let parsed = parse_exports(exports_text).unwrap();
+    let exports = parsed
+        .entries
+        .into_iter()
+        .zip(backends)
+        .enumerate()
+        .map(|(i, (e, fs))| Export { id: i as u32 + 1, path: e.path, fs, rules: e.rules })
+        .collect();
+    let core = Core::new(CoreSettings::default(), exports, SECRET, VERF, ServicePorts { tcp: 2049, udp: None });
+    Env { core, peer: peer("127.0.0.1:700"), fs: Vec::new(), xid: Cell::new(1) }
+}
+
 pub fn env_with(exports_text: &str, settings: CoreSettings) -> Env {
     let parsed = parse_exports(exports_text).unwrap();
     let mut exports = Vec::new();

@@ -43,18 +43,26 @@ pub struct Session {
     pub clientid: clientid4,
     pub sessionid: sessionid4,
     pub seq: Vec<u32>,
+    /// The minor version of every compound (1 unless made with
+    /// [`Session::ready_minor`]).
+    pub minor: u32,
 }
 
 impl Session {
     /// EXCHANGE_ID + CREATE_SESSION for owner `name`.
     pub fn new(env: &Env, name: &str) -> Session {
+        Session::new_minor(env, name, 1)
+    }
+
+    /// [`Session::new`] at minor version `minor` (1 or 2).
+    pub fn new_minor(env: &Env, name: &str, minor: u32) -> Session {
         let eid = EXCHANGE_ID4args {
             eia_clientowner: client_owner4 { co_verifier: [1; 8], co_ownerid: Bytes::copy_from_slice(name.as_bytes()) },
             eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
             eia_state_protect: state_protect4_a::SP4_NONE,
             eia_client_impl_id: vec![],
         };
-        let r = env.compound(1, vec![nfs_argop4::OP_EXCHANGE_ID(eid)]);
+        let r = env.compound(minor, vec![nfs_argop4::OP_EXCHANGE_ID(eid)]);
         ok(&r);
         let nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::NFS4_OK(eid)) = &r.resarray[0] else { panic!("{r:?}") };
         let cs = CREATE_SESSION4args {
@@ -66,17 +74,21 @@ impl Session {
             csa_cb_program: 0x40000000,
             csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
         };
-        let r = env.compound(1, vec![nfs_argop4::OP_CREATE_SESSION(cs)]);
+        let r = env.compound(minor, vec![nfs_argop4::OP_CREATE_SESSION(cs)]);
         ok(&r);
         let nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::NFS4_OK(cs)) = &r.resarray[0] else { panic!("{r:?}") };
         let slots = cs.csr_fore_chan_attrs.ca_maxrequests as usize;
-        Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; slots] }
+        Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; slots], minor }
     }
 
     /// [`Session::new`] followed by RECLAIM_COMPLETE, as a client with
     /// nothing to reclaim starts (new opens are GRACE until then).
     pub fn ready(env: &Env, name: &str) -> Session {
-        let mut s = Session::new(env, name);
+        Session::ready_minor(env, name, 1)
+    }
+
+    pub fn ready_minor(env: &Env, name: &str, minor: u32) -> Session {
+        let mut s = Session::new_minor(env, name, minor);
         s.reclaim_complete(env);
         s
     }
@@ -102,7 +114,7 @@ impl Session {
     pub fn run(&mut self, env: &Env, ops: Vec<nfs_argop4>) -> COMPOUND4res {
         let mut all = vec![self.sequence(0)];
         all.extend(ops);
-        let mut r = env.compound(1, all);
+        let mut r = env.compound(self.minor, all);
         if !r.resarray.is_empty() {
             r.resarray.remove(0);
         }
@@ -182,7 +194,7 @@ impl Session {
         let res = create_session(env, create_session_args(eid.eir_clientid, eid.eir_sequenceid, flags, slots));
         let CREATE_SESSION4res::NFS4_OK(cs) = res else { panic!("CREATE_SESSION failed: {res:?}") };
         let n = cs.csr_fore_chan_attrs.ca_maxrequests as usize;
-        Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; n] }
+        Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; n], minor: 1 }
     }
 
     /// The SEQUENCE op for the next request on `slot`, declaring

@@ -69,6 +69,7 @@
 //! `idle_fd_secs`, as with knfsd's `no_subtree_check`.
 
 mod cache;
+mod copy;
 mod flush;
 mod handles;
 mod ids;
@@ -76,6 +77,8 @@ mod journal;
 mod ops;
 mod resolve;
 mod sys;
+mod v42;
+mod xattr;
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -217,6 +220,9 @@ pub struct LocalFs {
     /// Write-back errors met outside a COMMIT, reported by the next one,
     /// with the generation of the object they were met on.
     pending: Arc<Pending>,
+    /// What the export's file system can do (reflinks, xattrs), learnt
+    /// on first use.
+    probes: v42::Probes,
     /// Held for our lifetime: one LocalFs per state directory.
     _lock: File,
 }
@@ -335,6 +341,7 @@ impl LocalFs {
             ids: RwLock::new(map),
             journal,
             pending,
+            probes: v42::Probes::default(),
             _lock: lock,
         })
     }

@@ -15,12 +15,13 @@ use super::sys::{self, errno};
 use super::LocalFs;
 use crate::names::{check_entry_name, classify_lookup, LookupName};
 use crate::{
-    Attrs, CreateHow, DirEntry, DirEntryPlus, FileId, FileRegion, FileType, FsStat, NodeKind, Owner, ReadDir,
-    ReadDirPlus, ReadResult, SetAttrs, SetTime, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult,
+    Attrs, CopyResult, CreateHow, DirEntry, DirEntryPlus, FileId, FileRegion, FileType, FsStat, NodeKind, Owner,
+    ReadDir, ReadDirPlus, ReadResult, SeekResult, SeekWhat, Segment, SetAttrs, SetTime, Stability, Timespec, Vfs,
+    VfsError, VfsResult, WriteResult, XattrSet,
 };
 
 /// Largest offset the kernel takes (off_t is signed).
-const MAX_OFFSET: u64 = i64::MAX as u64;
+pub(super) const MAX_OFFSET: u64 = i64::MAX as u64;
 /// Longest symlink target (PATH_MAX).
 const MAX_SYMLINK: usize = 4095;
 
@@ -42,7 +43,7 @@ struct Place<'a> {
 
 impl LocalFs {
     /// An open file for I/O on `id`, from the cache or freshly opened.
-    fn file(&self, id: FileId, write: bool) -> VfsResult<Arc<OpenFile>> {
+    pub(super) fn file(&self, id: FileId, write: bool) -> VfsResult<Arc<OpenFile>> {
         if let Some(f) = self.cache.get(id) {
             if f.writable || !write {
                 return Ok(f);
@@ -788,5 +789,67 @@ impl Vfs for LocalFs {
             free_files: s.f_ffree,
             avail_files: s.f_favail,
         })
+    }
+
+    // NFSv4.2 and extended attributes: see v42.rs and xattr.rs.
+
+    fn seek(&self, id: FileId, offset: u64, what: SeekWhat) -> VfsResult<SeekResult> {
+        self.seek_impl(id, offset, what)
+    }
+
+    fn read_sparse(&self, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)> {
+        self.read_sparse_impl(id, offset, count)
+    }
+
+    fn allocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
+        self.allocate_impl(id, offset, length)
+    }
+
+    fn deallocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
+        self.deallocate_impl(id, offset, length)
+    }
+
+    fn copy_range(
+        &self,
+        src: FileId,
+        src_offset: u64,
+        dst: FileId,
+        dst_offset: u64,
+        count: u64,
+        stable: Stability,
+    ) -> VfsResult<CopyResult> {
+        self.copy_range_impl(src, src_offset, dst, dst_offset, count, stable)
+    }
+
+    fn clone_range(&self, src: FileId, src_offset: u64, dst: FileId, dst_offset: u64, count: u64) -> VfsResult<()> {
+        self.clone_range_impl(src, src_offset, dst, dst_offset, count)
+    }
+
+    fn clone_blksize(&self) -> Option<u32> {
+        self.clone_blksize_impl()
+    }
+
+    fn advise(&self, id: FileId, offset: u64, len: u64, advice: crate::Advice) -> VfsResult<bool> {
+        self.advise_impl(id, offset, len, advice)
+    }
+
+    fn xattr_support(&self) -> bool {
+        self.xattr_support_impl()
+    }
+
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.getxattr_impl(id, name)
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.setxattr_impl(id, name, value, how)
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.listxattrs_impl(id)
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.removexattr_impl(id, name)
     }
 }

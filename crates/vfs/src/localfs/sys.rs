@@ -172,7 +172,7 @@ pub(crate) fn ctime(stx: &Statx) -> Timespec {
 /// `/proc/self/fd/N`: reopening through this magic link gives a new open
 /// file description of exactly the inode `fd` refers to, with new flags,
 /// without any path lookup an attacker could race.
-fn proc_path(fd: BorrowedFd<'_>) -> String {
+pub(crate) fn proc_path(fd: BorrowedFd<'_>) -> String {
     format!("/proc/self/fd/{}", fd.as_raw_fd())
 }
 

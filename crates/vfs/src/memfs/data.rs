@@ -35,14 +35,14 @@ impl Budget {
         self.limit
     }
 
-    fn reserve(&self, bytes: u64) -> VfsResult<()> {
+    pub(crate) fn reserve(&self, bytes: u64) -> VfsResult<()> {
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_add(bytes).filter(|&n| n <= self.limit))
             .map(|_| ())
             .map_err(|_| VfsError::NoSpace)
     }
 
-    fn release(&self, bytes: u64) {
+    pub(crate) fn release(&self, bytes: u64) {
         // Saturating: a release can never exceed what was reserved, but a
         // wrap here would silently disable the limit, so be defensive.
         let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| Some(u.saturating_sub(bytes)));
@@ -125,6 +125,73 @@ impl FileData {
             }
         }
         self.size = size;
+    }
+
+    /// The first offset at or after `offset` (below the size) that lies in
+    /// an allocated chunk: unallocated chunks are the file's holes, so
+    /// holes are found at chunk granularity. `None`: only holes remain.
+    pub(crate) fn next_data(&self, offset: u64, chunk: u64) -> Option<u64> {
+        let (&idx, _) = self.chunks.range(offset / chunk..).next()?;
+        let at = (idx * chunk).max(offset);
+        (at < self.size).then_some(at)
+    }
+
+    /// The first offset at or after `offset` in a hole; the size is one
+    /// (every file ends in a hole).
+    pub(crate) fn next_hole(&self, offset: u64, chunk: u64) -> u64 {
+        if offset >= self.size {
+            return offset;
+        }
+        let mut idx = offset / chunk;
+        for (&i, _) in self.chunks.range(idx..) {
+            if i != idx {
+                break;
+            }
+            idx += 1;
+        }
+        (idx * chunk).clamp(offset, self.size)
+    }
+
+    /// Backs `[offset, offset + len)` with chunks, so writes there cannot
+    /// run out of budget, and grows the file to its end (ALLOCATE). The
+    /// caller has checked the end against the file-size limit.
+    pub(crate) fn allocate(&mut self, offset: u64, len: u64, chunk: u64, budget: &Budget) -> VfsResult<()> {
+        let end = offset.checked_add(len).ok_or(VfsError::FBig)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let (first, last) = (offset / chunk, (end - 1) / chunk);
+        // Counted, not walked: a huge range fails on the budget at once.
+        let have = self.chunks.range(first..=last).count() as u64;
+        let missing = (last - first + 1) - have;
+        budget.reserve(missing.checked_mul(chunk).ok_or(VfsError::NoSpace)?)?;
+        for idx in first..=last {
+            self.chunks.entry(idx).or_insert_with(|| vec![0u8; chunk as usize].into_boxed_slice());
+        }
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
+    /// Zeroes `[offset, offset + len)` (the part below the size), freeing
+    /// the chunks that then hold nothing; the size stays (DEALLOCATE).
+    pub(crate) fn punch(&mut self, offset: u64, len: u64, chunk: u64, budget: &Budget) {
+        let end = offset.saturating_add(len).min(self.size);
+        if offset >= end {
+            return;
+        }
+        let (first, last) = (offset / chunk, (end - 1) / chunk);
+        let touched: Vec<u64> = self.chunks.range(first..=last).map(|(&i, _)| i).collect();
+        for idx in touched {
+            let (start, stop) = (idx * chunk, idx * chunk + chunk);
+            // Bytes past the size are zero already (the invariant above),
+            // so a chunk punched up to the size holds nothing.
+            if offset <= start && end >= stop.min(self.size) {
+                self.chunks.remove(&idx);
+                budget.release(chunk);
+            } else if let Some(buf) = self.chunks.get_mut(&idx) {
+                buf[(offset.max(start) - start) as usize..(end.min(stop) - start) as usize].fill(0);
+            }
+        }
     }
 
     /// Frees everything (the file is gone).

@@ -19,6 +19,8 @@
 mod data;
 mod node;
 mod ops;
+mod v42;
+mod xattr;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -168,6 +170,8 @@ impl MemFs {
     /// Drops an object whose last name is gone; the caller holds its lock.
     fn free(&self, id: FileId, node: &mut Node) {
         node.live = false;
+        self.budget.release(node.meta.xattr_bytes());
+        node.meta.xattrs.clear();
         if let Body::File(f) = &mut node.body {
             f.release_all(self.chunk, &self.budget);
         }

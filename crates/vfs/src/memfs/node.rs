@@ -42,6 +42,9 @@ pub(crate) struct Meta {
     pub(crate) rdev: (u32, u32),
     /// Exclusive-create verifier, kept until the next SETATTR.
     pub(crate) verifier: Option<[u8; 8]>,
+    /// Extended attributes by name (without the `user.` prefix); their
+    /// bytes are charged to the file-data budget.
+    pub(crate) xattrs: BTreeMap<Bytes, Bytes>,
 }
 
 impl Meta {
@@ -58,7 +61,13 @@ impl Meta {
             change: 1,
             rdev: (0, 0),
             verifier: None,
+            xattrs: BTreeMap::new(),
         }
+    }
+
+    /// Budget bytes the extended attributes take.
+    pub(crate) fn xattr_bytes(&self) -> u64 {
+        self.xattrs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()
     }
 
     /// Records a metadata change (ctime and change attribute).

@@ -7,8 +7,8 @@ use super::node::{lock_all, order, Body, Dir, Meta, Node};
 use super::{MemFs, ROOT};
 use crate::names::{check_entry_name, classify_lookup, LookupName};
 use crate::{
-    Attrs, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SetAttrs, Stability,
-    Timespec, Vfs, VfsError, VfsResult, WriteResult,
+    Attrs, CopyResult, CreateHow, DirEntry, FileId, FileType, FsStat, NodeKind, Owner, ReadDir, ReadResult, SeekResult,
+    SeekWhat, Segment, SetAttrs, Stability, Timespec, Vfs, VfsError, VfsResult, WriteResult, XattrSet,
 };
 
 /// Bound on optimistic retries when the tree changes between looking an
@@ -435,5 +435,68 @@ impl Vfs for MemFs {
             free_files,
             avail_files: free_files,
         })
+    }
+
+    // NFSv4.2 and extended attributes: see v42.rs and xattr.rs.
+
+    fn seek(&self, id: FileId, offset: u64, what: SeekWhat) -> VfsResult<SeekResult> {
+        self.seek_impl(id, offset, what)
+    }
+
+    fn read_sparse(&self, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)> {
+        self.read_sparse_impl(id, offset, count)
+    }
+
+    fn allocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
+        self.allocate_impl(id, offset, length)
+    }
+
+    fn deallocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
+        self.deallocate_impl(id, offset, length)
+    }
+
+    fn copy_range(
+        &self,
+        src: FileId,
+        src_offset: u64,
+        dst: FileId,
+        dst_offset: u64,
+        count: u64,
+        stable: Stability,
+    ) -> VfsResult<CopyResult> {
+        self.copy_range_impl(src, src_offset, dst, dst_offset, count, stable)
+    }
+
+    fn clone_range(&self, src: FileId, src_offset: u64, dst: FileId, dst_offset: u64, count: u64) -> VfsResult<()> {
+        self.clone_range_impl(src, src_offset, dst, dst_offset, count)
+    }
+
+    fn clone_blksize(&self) -> Option<u32> {
+        Some(super::v42::CLONE_BLKSIZE)
+    }
+
+    fn xattr_support(&self) -> bool {
+        true
+    }
+
+    /// MemFs counts changes (`Meta::change`) rather than using the ctime.
+    fn change_is_ctime(&self) -> bool {
+        false
+    }
+
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.getxattr_impl(id, name)
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.setxattr_impl(id, name, value, how)
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.listxattrs_impl(id)
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.removexattr_impl(id, name)
     }
 }

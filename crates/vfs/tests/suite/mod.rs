@@ -11,6 +11,9 @@ use std::collections::{HashMap, HashSet};
 
 use vfs::*;
 
+mod v42;
+pub use v42::*;
+
 pub const OWNER: Owner = Owner { uid: 1234, gid: 5678 };
 
 /// One `#[test]` per case; `$fixture` must evaluate to something with a
@@ -21,7 +24,9 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@cases $fixture;
             create_lookup_getattr, names_are_checked, read_write, setattr, type_errors,
             exclusive_create, unchecked_and_guarded_create, rename, rename_dirs, link,
-            symlink_readlink, mknod, remove_rmdir, readdir_paging, readdir_small, readdir_plus, change_and_times, fsstat);
+            symlink_readlink, mknod, remove_rmdir, readdir_paging, readdir_small, readdir_plus, change_and_times, fsstat,
+            seek_data_and_hole, read_sparse_segments, allocate_and_deallocate, copy_range, clone_range, xattrs,
+            xattr_limits);
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
         $(

@@ -1,4 +1,5 @@
-//! NFSv4 (RFC 7530 for minor version 0, RFC 8881 for minor version 1):
+//! NFSv4 (RFC 7530 for minor version 0, RFC 8881 for minor version 1,
+//! RFC 7862 and RFC 8276's extended attributes for minor version 2):
 //! the NULL procedure and COMPOUND. Operations are decoded one at a time
 //! and run as they are decoded, so a compound of any length costs memory
 //! for its replies only; each operation lives in its own file and the
@@ -7,17 +8,23 @@
 pub(crate) mod attrs;
 pub(crate) mod compound;
 pub(crate) mod dirops;
+mod io;
 pub(crate) mod pseudo;
 pub(crate) mod status;
 mod table;
 
 mod access;
+mod allocate;
 mod backchannel_ctl;
 mod bind_conn_to_session;
+mod clone;
 mod close;
 mod commit;
+mod copy;
+mod copy_async;
 mod create;
 mod create_session;
+mod deallocate;
 mod delegreturn;
 mod destroy_clientid;
 mod destroy_session;
@@ -25,13 +32,18 @@ mod exchange_id;
 mod free_stateid;
 mod getattr;
 mod getfh;
+mod getxattr;
+mod io_advise;
 mod link;
+mod listxattrs;
 mod lock;
 mod lockt;
 mod locku;
 mod lookup;
 mod lookupp;
 mod nverify;
+mod offload_cancel;
+mod offload_status;
 mod open;
 mod open_confirm;
 mod open_downgrade;
@@ -39,25 +51,30 @@ mod putfh;
 mod putpubfh;
 mod putrootfh;
 mod read;
+mod read_plus;
 mod readdir;
 mod readlink;
 mod reclaim_complete;
 mod release_lockowner;
 mod remove;
+mod removexattr;
 mod rename;
 mod renew;
 mod restorefh;
 mod savefh;
 mod secinfo;
 mod secinfo_no_name;
+mod seek;
 mod sequence;
 mod set_ssv;
 mod setattr;
 mod setclientid;
 mod setclientid_confirm;
+mod setxattr;
 mod test_stateid;
 mod verify;
 mod write;
+mod xattrs;
 
 use bytes::Bytes;
 use proto::nfs4::*;
@@ -71,11 +88,14 @@ pub(crate) use compound::{Compound, Fh, Obj};
 pub const PROGRAM: u32 = 100003;
 pub const VERSION: u32 = 4;
 /// Highest minor version served.
-pub const MAX_MINOR: u32 = 1;
+pub const MAX_MINOR: u32 = 2;
 /// `OP_RELEASE_LOCKOWNER`: the last operation minor version 0 defines.
 const LAST_V40_OP: u32 = 39;
 /// `OP_RECLAIM_COMPLETE`: the last operation minor version 1 defines.
 const LAST_V41_OP: u32 = 58;
+/// `OP_REMOVEXATTR`: the last operation of minor version 2 with the
+/// extended attributes RFC 8276 adds to it.
+const LAST_V42_OP: u32 = 75;
 /// Longest COMPOUND tag accepted (RFC 7530 gives none; it is echoed back).
 const MAX_TAG_LEN: u32 = 1024;
 
@@ -95,6 +115,11 @@ impl Status for LOCKT4res {
     }
 }
 impl Status for SETCLIENTID4res {
+    fn status(&self) -> nfsstat4 {
+        self.discriminant()
+    }
+}
+impl Status for COPY4res {
     fn status(&self) -> nfsstat4 {
         self.discriminant()
     }
@@ -181,6 +206,7 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
     let offered = match minor {
         0 => core.settings().offers(crate::settings::NfsVersion::V40),
         1 => core.settings().offers(crate::settings::NfsVersion::V41),
+        2 => core.settings().offers(crate::settings::NfsVersion::V42),
         _ => false,
     };
     if minor > MAX_MINOR || !offered {
@@ -190,7 +216,11 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
     }
     let mut cx = Compound::new(core, call, minor);
     cx.op_count = count as usize;
-    let last_op = if minor == 0 { LAST_V40_OP } else { LAST_V41_OP };
+    let last_op = match minor {
+        0 => LAST_V40_OP,
+        1 => LAST_V41_OP,
+        _ => LAST_V42_OP,
+    };
     if minor == 0 && count > core.v4.settings.max_ops {
         out.status = nfsstat4::NFS4ERR_RESOURCE;
         finish(out, e);

@@ -1,6 +1,7 @@
 //! The operation table: one arm per NFSv4 operation, wrapping each
 //! handler's result in its reply type. Optional operations nfsx does not
-//! offer (pNFS, directory delegations, named attributes) are answered
+//! offer (pNFS and its NFSv4.2 error and statistics reports, directory
+//! delegations, named attributes, inter-server copy, WRITE_SAME) are answered
 //! NFS4ERR_NOTSUPP here, without a file of their own.
 
 use proto::nfs4::*;
@@ -130,9 +131,40 @@ pub(super) fn run_op(cx: &mut Compound, op: nfs_argop4) -> (nfs_resop4, nfsstat4
         A::OP_WANT_DELEGATION(_) => {
             ok!(R::OP_WANT_DELEGATION, WANT_DELEGATION4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }
-        // Minor version 2 operations not wired yet: the compound loop
-        // refuses their opcodes before decoding (LAST_V41_OP).
-        _ => (R::OP_ILLEGAL(ILLEGAL4res { status: nfsstat4::NFS4ERR_OP_ILLEGAL }), nfsstat4::NFS4ERR_OP_ILLEGAL),
+        // Minor version 2 (RFC 7862) and extended attributes (RFC 8276).
+        A::OP_ALLOCATE(args) => unit!(R::OP_ALLOCATE, ALLOCATE4res, ar_status, super::allocate::run(cx, args)),
+        A::OP_COPY(args) => full!(R::OP_COPY, super::copy::run(cx, args)),
+        A::OP_DEALLOCATE(args) => {
+            unit!(R::OP_DEALLOCATE, DEALLOCATE4res, dr_status, super::deallocate::run(cx, args))
+        }
+        A::OP_IO_ADVISE(args) => ok!(R::OP_IO_ADVISE, IO_ADVISE4res, super::io_advise::run(cx, args)),
+        A::OP_OFFLOAD_CANCEL(args) => {
+            unit!(R::OP_OFFLOAD_CANCEL, OFFLOAD_CANCEL4res, ocr_status, super::offload_cancel::run(cx, args))
+        }
+        A::OP_OFFLOAD_STATUS(args) => {
+            ok!(R::OP_OFFLOAD_STATUS, OFFLOAD_STATUS4res, super::offload_status::run(cx, args))
+        }
+        A::OP_READ_PLUS(args) => ok!(R::OP_READ_PLUS, READ_PLUS4res, super::read_plus::run(cx, args)),
+        A::OP_SEEK(args) => ok!(R::OP_SEEK, SEEK4res, super::seek::run(cx, args)),
+        A::OP_CLONE(args) => unit!(R::OP_CLONE, CLONE4res, cl_status, super::clone::run(cx, args)),
+        A::OP_GETXATTR(args) => ok!(R::OP_GETXATTR, GETXATTR4res, super::getxattr::run(cx, args)),
+        A::OP_SETXATTR(args) => ok!(R::OP_SETXATTR, SETXATTR4res, super::setxattr::run(cx, args)),
+        A::OP_LISTXATTRS(args) => ok!(R::OP_LISTXATTRS, LISTXATTRS4res, super::listxattrs::run(cx, args)),
+        A::OP_REMOVEXATTR(args) => ok!(R::OP_REMOVEXATTR, REMOVEXATTR4res, super::removexattr::run(cx, args)),
+        // No inter-server copy, no layouts (so no layout errors or
+        // statistics to take), no WRITE_SAME (application data blocks).
+        A::OP_COPY_NOTIFY(_) => {
+            ok!(R::OP_COPY_NOTIFY, COPY_NOTIFY4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
+        }
+        A::OP_LAYOUTERROR(_) => {
+            unit!(R::OP_LAYOUTERROR, LAYOUTERROR4res, ler_status, Err::<(), nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
+        }
+        A::OP_LAYOUTSTATS(_) => {
+            unit!(R::OP_LAYOUTSTATS, LAYOUTSTATS4res, lsr_status, Err::<(), nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
+        }
+        A::OP_WRITE_SAME(_) => {
+            ok!(R::OP_WRITE_SAME, WRITE_SAME4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
+        }
         A::OP_ILLEGAL => {
             (R::OP_ILLEGAL(ILLEGAL4res { status: nfsstat4::NFS4ERR_OP_ILLEGAL }), nfsstat4::NFS4ERR_OP_ILLEGAL)
         }

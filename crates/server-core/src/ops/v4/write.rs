@@ -7,15 +7,13 @@
 //! reply claims what was asked (as NFSv3 WRITE does).
 
 use proto::nfs4::*;
-use vfs::{FileType, Stability};
+use vfs::Stability;
 
-use super::open::{file_key, io_client};
 use super::status::stat4;
-use super::Compound;
-use crate::auth::may_write;
-use crate::state::stateids::{check_io, IoKind};
+use super::{io, Compound};
+use crate::state::stateids::IoKind;
 
-fn stability(s: stable_how4) -> Stability {
+pub(super) fn stability(s: stable_how4) -> Stability {
     match s {
         stable_how4::UNSTABLE4 => Stability::Unstable,
         stable_how4::DATA_SYNC4 => Stability::DataSync,
@@ -23,7 +21,7 @@ fn stability(s: stable_how4) -> Stability {
     }
 }
 
-fn stable_how(s: Stability) -> stable_how4 {
+pub(super) fn stable_how(s: Stability) -> stable_how4 {
     match s {
         Stability::Unstable => stable_how4::UNSTABLE4,
         Stability::DataSync => stable_how4::DATA_SYNC4,
@@ -32,31 +30,11 @@ fn stable_how(s: Stability) -> stable_how4 {
 }
 
 pub(super) fn run(cx: &mut Compound, args: WRITE4args) -> Result<WRITE4resok, nfsstat4> {
-    let st = cx.state();
-    let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
-    match obj.attrs.ftype {
-        FileType::Regular => {}
-        FileType::Directory => return Err(nfsstat4::NFS4ERR_ISDIR),
-        _ => return Err(nfsstat4::NFS4ERR_INVAL),
-    }
-    if obj.read_only() {
-        return Err(nfsstat4::NFS4ERR_ROFS);
-    }
-    let sid = cx.resolve_stateid(&args.stateid)?;
+    let obj = io::file_to_write(cx)?;
     let settings = cx.core.settings();
     let n = u32::try_from(args.data.len()).unwrap_or(u32::MAX).min(settings.wtmax);
-    {
-        let mut t = st.tables.lock();
-        let range = (args.offset, u64::from(n));
-        check_io(st, &mut t, io_client(cx), &sid, file_key(&obj), IoKind::Write, range)?;
-    }
-    if !may_write(&obj.attrs, &obj.creds) {
-        return Err(nfsstat4::NFS4ERR_ACCESS);
-    }
-    match args.offset.checked_add(u64::from(n)) {
-        Some(end) if end <= settings.max_file_size => {}
-        _ => return Err(nfsstat4::NFS4ERR_FBIG),
-    }
+    io::check(cx, &obj, &args.stateid, IoKind::Write, (args.offset, u64::from(n)))?;
+    io::end_within(cx, args.offset, u64::from(n))?;
     let requested = stability(args.stable);
     let sync = obj.rule.options.sync;
     let asked = if sync { requested } else { Stability::Unstable };

@@ -72,6 +72,11 @@ const SUPPORTED: &[u32] = &[
     FATTR4_MOUNTED_ON_FILEID,
 ];
 
+/// Attributes minor version 2 adds (RFC 7862 section 12.2, RFC 8276
+/// section 8.2). clone_blksize is returned only for objects whose backend
+/// clones.
+const SUPPORTED_V42: &[u32] = &[FATTR4_CLONE_BLKSIZE, FATTR4_CHANGE_ATTR_TYPE, FATTR4_XATTR_SUPPORT];
+
 /// Attributes settable by an EXCLUSIVE4_1 create: not the times, which
 /// may hold the verifier until the follow-up SETATTR.
 const EXCLCREAT: [u32; 4] = [FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
@@ -84,6 +89,11 @@ pub(crate) fn supported_mask(minor: u32) -> bitmap4 {
     }
     if minor >= 1 {
         add(&mut m, FATTR4_SUPPATTR_EXCLCREAT);
+    }
+    if minor >= 2 {
+        for n in SUPPORTED_V42 {
+            add(&mut m, *n);
+        }
     }
     m
 }
@@ -286,6 +296,25 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
             FATTR4_TIME_METADATA => time(&mut e, v.ctime),
             FATTR4_TIME_MODIFY => time(&mut e, v.mtime),
             FATTR4_MOUNTED_ON_FILEID => e.u64(v.mounted_on),
+            FATTR4_CHANGE_ATTR_TYPE => {
+                let kind = match s {
+                    Subject::Obj { export, .. } if !export.fs.change_is_ctime() => {
+                        change_attr_type4::NFS4_CHANGE_TYPE_IS_MONOTONIC_INCR
+                    }
+                    // LocalFs derives `change` from ctime, and pseudo
+                    // directories from the boot time.
+                    _ => change_attr_type4::NFS4_CHANGE_TYPE_IS_TIME_METADATA,
+                };
+                kind.encode(&mut e)
+            }
+            FATTR4_XATTR_SUPPORT => e.bool(matches!(s, Subject::Obj { export, .. } if export.fs.xattr_support())),
+            FATTR4_CLONE_BLKSIZE => match s {
+                Subject::Obj { export, .. } if export.fs.clone_blksize().is_some() => {
+                    e.u32(export.fs.clone_blksize().unwrap_or(0))
+                }
+                // No CLONE here: the attribute is not returned.
+                _ => drop_bit(&mut mask, n),
+            },
             FATTR4_SUPPATTR_EXCLCREAT => {
                 let mut m = Vec::new();
                 for a in EXCLCREAT {
@@ -297,13 +326,18 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
                 // In the supported set without an encoder: a bug, but the
                 // reply stays well-formed by leaving the attribute out.
                 tracing::error!(attribute = n, "supported NFSv4 attribute has no encoder; left out");
-                if let Some(w) = mask.get_mut((n / 32) as usize) {
-                    *w &= !(1 << (n % 32));
-                }
+                drop_bit(&mut mask, n);
             }
         }
     }
     Ok(fattr4 { attrmask: mask, attr_vals: e.into_bytes() })
+}
+
+/// Takes attribute `n` back out of a reply's mask.
+fn drop_bit(mask: &mut bitmap4, n: u32) {
+    if let Some(w) = mask.get_mut((n / 32) as usize) {
+        *w &= !(1 << (n % 32));
+    }
 }
 
 /// A READDIR entry whose attributes could not be obtained: rdattr_error

@@ -1,0 +1,90 @@
+//! The background half of an asynchronous COPY (RFC 7862 section 15.2.3):
+//! the copy runs on a thread of its own in chunks of `copy_sync_max`,
+//! publishing its progress for OFFLOAD_STATUS and checking for
+//! OFFLOAD_CANCEL between chunks; at the end the destination is flushed
+//! (so the result says FILE_SYNC4) and CB_OFFLOAD tells the client.
+//! A server restart ends the copy with the process; the client then
+//! finds its copy stateid unknown (OFFLOAD_STATUS says BAD_STATEID) and
+//! copies again.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use proto::nfs4::*;
+use vfs::{FileId, Stability, Vfs};
+
+use super::status::stat4;
+use crate::state::offload::CopyJob;
+use crate::state::{callback, State4};
+
+/// What one background copy works on.
+pub(super) struct Copy {
+    pub fs: Arc<dyn Vfs>,
+    pub src: FileId,
+    pub src_offset: u64,
+    pub dst: FileId,
+    pub dst_offset: u64,
+    pub count: u64,
+    pub chunk: u64,
+    /// The destination's handle, for CB_OFFLOAD.
+    pub dst_fh: nfs_fh4,
+    pub writeverf: verifier4,
+}
+
+/// Starts `copy` on its own thread; false when no thread could be made.
+pub(super) fn spawn(st: Arc<State4>, job: Arc<CopyJob>, copy: Copy) -> bool {
+    std::thread::Builder::new().name("nfsx-copy".into()).spawn(move || run(&st, &job, &copy)).is_ok()
+}
+
+fn run(st: &State4, job: &CopyJob, c: &Copy) {
+    let mut done = 0u64;
+    let mut status = nfsstat4::NFS4_OK;
+    while done < c.count {
+        if job.cancel.load(Ordering::Acquire) {
+            tracing::debug!(copied = done, "asynchronous COPY cancelled");
+            return;
+        }
+        let n = (c.count - done).min(c.chunk);
+        match c.fs.copy_range(c.src, c.src_offset + done, c.dst, c.dst_offset + done, n, Stability::Unstable) {
+            Ok(r) => {
+                done += r.count;
+                job.copied.store(done, Ordering::Release);
+                if r.count < n {
+                    // The source ended early (it shrank meanwhile).
+                    break;
+                }
+            }
+            Err(e) => {
+                status = stat4(e);
+                break;
+            }
+        }
+    }
+    if status == nfsstat4::NFS4_OK {
+        if let Err(e) = c.fs.commit(c.dst, 0, 0) {
+            status = stat4(e);
+        }
+    }
+    *job.end.lock() = Some((status, st.now()));
+    if job.cancel.load(Ordering::Acquire) {
+        return;
+    }
+    let coa_offload_info = if status == nfsstat4::NFS4_OK {
+        offload_info4::NFS4_OK(write_response4 {
+            wr_callback_id: Vec::new(),
+            wr_count: done,
+            wr_committed: stable_how4::FILE_SYNC4,
+            wr_writeverf: c.writeverf,
+        })
+    } else {
+        offload_info4::default(status, done)
+    };
+    let args = CB_OFFLOAD4args { coa_fh: c.dst_fh.clone(), coa_stateid: job.stateid.clone(), coa_offload_info };
+    let mut t = st.tables.lock();
+    if !callback::offload(st, &mut t, job.client, args) {
+        tracing::info!(
+            client = format_args!("{:#x}", job.client),
+            "CB_OFFLOAD could not be sent; the client can ask with OFFLOAD_STATUS"
+        );
+    }
+}
