@@ -84,10 +84,11 @@ impl Client {
     pub async fn connect_to(url: &NfsUrl, addrs: ServerAddrs, settings: ClientSettings) -> Result<Client> {
         match url.version {
             Version::V3 => Self::connect_v3(url, addrs, settings).await,
-            Version::V41 => Self::connect_v41(url, addrs, settings).await,
-            Version::Auto => match Self::connect_v41(url, addrs, settings.clone()).await {
+            Version::V41 => Self::connect_v41(url, addrs, settings, &[1]).await,
+            Version::V42 => Self::connect_v41(url, addrs, settings, &[2]).await,
+            Version::Auto => match Self::connect_v41(url, addrs, settings.clone(), &[2, 1]).await {
                 Err(e) if no_v41(&e) => {
-                    tracing::info!(url = %url, why = %e, "NFSv4.1 not offered for this export; using NFSv3");
+                    tracing::info!(url = %url, why = %e, "NFSv4.1 and 4.2 not offered for this export; using NFSv3");
                     Self::connect_v3(url, addrs, settings).await
                 }
                 other => other,
@@ -95,14 +96,20 @@ impl Client {
         }
     }
 
-    /// NFSv4.1 needs no MOUNT: a session on the NFS port, and the export's
-    /// handle from a PUTROOTFH + LOOKUP compound.
-    async fn connect_v41(url: &NfsUrl, addrs: ServerAddrs, mut settings: ClientSettings) -> Result<Client> {
+    /// NFSv4.1 and 4.2 need no MOUNT: a session on the NFS port (at the
+    /// first of `minors` the server offers), and the export's handle from
+    /// a PUTROOTFH + LOOKUP compound.
+    async fn connect_v41(
+        url: &NfsUrl,
+        addrs: ServerAddrs,
+        mut settings: ClientSettings,
+        minors: &[u32],
+    ) -> Result<Client> {
         if let Some(d) = url.delegations {
             settings.v41.delegations = d;
         }
         let base = conn_params(&settings, addrs.nfs);
-        let nfs = Nfs41::connect(base, &settings, &url.export).await?;
+        let nfs = Nfs41::connect(base, &settings, &url.export, minors).await?;
         let root = nfs_fh3 { data: nfs.root() };
         let fs = nfs.io_limits(&root.data).await?;
         settings.rsize = clamp_io(settings.rsize, fs.rtmax);

@@ -1,7 +1,9 @@
 //! The async nfsx client: a tokio transport around the sans-IO
 //! `client-core`, portmap/MOUNT discovery from an `nfs://` URL, NFSv3 or
-//! an NFSv4.1 session (`?version=4.1`) underneath, and a file API with write-behind, adaptive readahead and
-//! attribute/name caches.
+//! an NFSv4.1/4.2 session (`?version=4.1`, `?version=4.2`) underneath, and
+//! a file API with write-behind, adaptive readahead, attribute/name caches
+//! and, over NFSv4.2, server-side copy and clone, holes and extended
+//! attributes.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), client::Error> {
@@ -26,6 +28,7 @@ pub mod nlm;
 pub mod settings;
 pub mod transport;
 pub mod url;
+mod v42;
 
 pub use client::{resolve, Client};
 pub use error::{Error, Result};
@@ -36,3 +39,4 @@ pub use mount::ServerAddrs;
 pub use nfs41::LockConflict;
 pub use settings::ClientSettings;
 pub use url::{NfsUrl, Version};
+pub use v42::XattrHow;

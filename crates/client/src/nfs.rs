@@ -54,6 +54,7 @@ impl Nfs {
     pub fn version(&self) -> &'static str {
         match self {
             Nfs::V3(_) => "3",
+            Nfs::V41(n) if n.minor == 2 => "4.2",
             Nfs::V41(_) => "4.1",
         }
     }

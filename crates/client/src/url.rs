@@ -1,9 +1,10 @@
-//! `nfs://host[:port]/export[?version=3|4.1]` URLs. The port, when given,
+//! `nfs://host[:port]/export[?version=3|4.1|4.2]` URLs. The port, when given,
 //! is where the server's portmapper answers (nfsx serves portmap, MOUNT
 //! and NFS on one port); without it the client asks the portmapper on 111
 //! and falls back to 2049 for everything. `version` picks the protocol:
-//! NFSv3 or NFSv4.1; without it the client speaks NFSv4.1 where the server
-//! offers it and NFSv3 otherwise, as the Linux client negotiates.
+//! NFSv3, NFSv4.1 or NFSv4.2; without it the client speaks NFSv4.2 where
+//! the server offers it, then NFSv4.1, then NFSv3, as the Linux client
+//! negotiates.
 //! `delegations=0` (NFSv4.1) makes the client ask for no delegation,
 //! overriding the settings file.
 
@@ -12,12 +13,13 @@ use crate::error::{Error, Result};
 /// The NFS version a URL asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Version {
-    /// NFSv4.1 where the server offers it (and the export is found
-    /// there), NFSv3 otherwise.
+    /// NFSv4.2 where the server offers it (and the export is found
+    /// there), else NFSv4.1, else NFSv3.
     #[default]
     Auto,
     V3,
     V41,
+    V42,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +48,8 @@ impl NfsUrl {
             match kv.split_once('=') {
                 Some(("version", "3")) => version = Version::V3,
                 Some(("version", "4.1")) => version = Version::V41,
-                Some(("version", v)) => return Err(bad(&format!("version {v} is not spoken (3 or 4.1)"))),
+                Some(("version", "4.2")) => version = Version::V42,
+                Some(("version", v)) => return Err(bad(&format!("version {v} is not spoken (3, 4.1 or 4.2)"))),
                 Some(("delegations", "0")) => delegations = Some(false),
                 Some(("delegations", "1")) => delegations = Some(true),
                 Some(("delegations", v)) => return Err(bad(&format!("delegations={v}: 0 or 1"))),
@@ -90,6 +93,7 @@ impl std::fmt::Display for NfsUrl {
             Version::Auto => {}
             Version::V3 => query.push("version=3".to_string()),
             Version::V41 => query.push("version=4.1".to_string()),
+            Version::V42 => query.push("version=4.2".to_string()),
         }
         if let Some(d) = self.delegations {
             query.push(format!("delegations={}", u8::from(d)));

@@ -90,11 +90,11 @@ async fn ganesha_over_nfsv41() {
     c.shutdown().await;
 }
 
-/// Ganesha offers NFSv4.1: a URL without a version speaks it.
+/// Ganesha offers NFSv4.2: a URL without a version speaks it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs NFS-Ganesha running (scripts/ganesha.sh start)"]
-async fn ganesha_without_a_version_speaks_nfsv41() {
+async fn ganesha_without_a_version_speaks_nfsv42() {
     let c = Client::connect(&url(), ClientSettings::default()).await.unwrap();
-    assert_eq!(c.version(), "4.1");
+    assert_eq!(c.version(), "4.2");
     c.shutdown().await;
 }

@@ -172,14 +172,22 @@ async fn byte_range_locks_over_nfsv3_go_through_the_lock_manager() {
     assert_eq!(a.stats().ops["NLM_UNLOCK"].count, before);
 }
 
-/// Without `version` in the URL the client speaks NFSv4.1 where the server
-/// offers it and NFSv3 where it does not (no NFS version 4 program, or no
-/// minor version 1), as the Linux client negotiates; a version asked for
-/// by name is not negotiated.
+/// Without `version` in the URL the client speaks NFSv4.2 where the server
+/// offers it, then NFSv4.1, then NFSv3 (no NFS version 4 program, or
+/// neither minor version 1 nor 2), as the Linux client negotiates; a
+/// version asked for by name is not negotiated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_version_nfsv41_is_spoken_where_the_server_offers_it() {
-    use server_core::NfsVersion::{V3, V40, V41};
-    for (offered, spoken) in [(vec![V3, V40, V41], "4.1"), (vec![V41], "4.1"), (vec![V3, V40], "3"), (vec![V3], "3")] {
+async fn without_a_version_the_highest_offered_is_spoken() {
+    use server_core::NfsVersion::{V3, V40, V41, V42};
+    let cases = [
+        (vec![V3, V40, V41, V42], "4.2"),
+        (vec![V3, V40, V41], "4.1"),
+        (vec![V41], "4.1"),
+        (vec![V42], "4.2"),
+        (vec![V3, V40], "3"),
+        (vec![V3], "3"),
+    ];
+    for (offered, spoken) in cases {
         let srv = Srv::start_offering(&offered).await;
         let c = Client::connect(&srv.url(), ClientSettings::default()).await.unwrap();
         assert_eq!(c.version(), spoken, "server offering {offered:?}");
@@ -192,6 +200,8 @@ async fn without_a_version_nfsv41_is_spoken_where_the_server_offers_it() {
     assert!(err.to_string().contains("version not available"), "{err}");
     let srv = Srv::start_offering(&[V41]).await;
     assert!(Client::connect(&srv.url_v3(), ClientSettings::default()).await.is_err());
+    let err = Client::connect(&format!("{}?version=4.2", srv.url()), ClientSettings::default()).await.err().unwrap();
+    assert!(err.to_string().contains("MINOR_VERS_MISMATCH"), "{err}");
 }
 
 /// Over NFSv3 the attributes come from a GETATTR after the NLM LOCK: an

@@ -2,7 +2,8 @@
 //! session's connection. CB_NULL answers nothing; CB_COMPOUND's
 //! CB_SEQUENCE is echoed, CB_RECALL starts returning the delegation at
 //! once (write back, then DELEGRETURN: one round trip after the flush),
-//! CB_RECALL_ANY returns them all; anything else is NFS4ERR_NOTSUPP.
+//! CB_RECALL_ANY returns them all, CB_OFFLOAD ends a background COPY's
+//! wait; anything else is NFS4ERR_NOTSUPP.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -85,6 +86,11 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
                     nfs_cb_resop4::OP_CB_RECALL_ANY(CB_RECALL_ANY4res { crar_status: nfsstat4::NFS4_OK }),
                     nfsstat4::NFS4_OK,
                 )
+            }
+            nfs_cb_argop4::OP_CB_OFFLOAD(o) => {
+                nfs.offloads.lock().deliver(o);
+                let s = nfsstat4::NFS4_OK;
+                (nfs_cb_resop4::OP_CB_OFFLOAD(CB_OFFLOAD4res { cor_status: s }), s)
             }
             _ => {
                 let s = nfsstat4::NFS4ERR_NOTSUPP;

@@ -115,6 +115,17 @@ pub(crate) fn main_op(ops: &[nfs_argop4]) -> &'static str {
             OP_DESTROY_SESSION(_) => "DESTROY_SESSION",
             OP_DESTROY_CLIENTID(_) => "DESTROY_CLIENTID",
             OP_BIND_CONN_TO_SESSION(_) => "BIND_CONN_TO_SESSION",
+            OP_COPY(_) => "COPY",
+            OP_OFFLOAD_STATUS(_) => "OFFLOAD_STATUS",
+            OP_CLONE(_) => "CLONE",
+            OP_SEEK(_) => "SEEK",
+            OP_ALLOCATE(_) => "ALLOCATE",
+            OP_DEALLOCATE(_) => "DEALLOCATE",
+            OP_READ_PLUS(_) => "READ_PLUS",
+            OP_GETXATTR(_) => "GETXATTR",
+            OP_SETXATTR(_) => "SETXATTR",
+            OP_LISTXATTRS(_) => "LISTXATTRS",
+            OP_REMOVEXATTR(_) => "REMOVEXATTR",
             _ => "COMPOUND",
         };
         return n;
@@ -154,6 +165,17 @@ pub(crate) fn op_name(r: &nfs_resop4) -> &'static str {
         OP_WRITE => "WRITE",
         OP_SEQUENCE => "SEQUENCE",
         OP_RECLAIM_COMPLETE => "RECLAIM_COMPLETE",
+        OP_COPY => "COPY",
+        OP_OFFLOAD_STATUS => "OFFLOAD_STATUS",
+        OP_CLONE => "CLONE",
+        OP_SEEK => "SEEK",
+        OP_ALLOCATE => "ALLOCATE",
+        OP_DEALLOCATE => "DEALLOCATE",
+        OP_READ_PLUS => "READ_PLUS",
+        OP_GETXATTR => "GETXATTR",
+        OP_SETXATTR => "SETXATTR",
+        OP_LISTXATTRS => "LISTXATTRS",
+        OP_REMOVEXATTR => "REMOVEXATTR",
         _ => "COMPOUND",
     }
 }
@@ -220,7 +242,7 @@ impl Nfs41 {
                 sa_cachethis: first_change < ops.len(),
             }));
             argarray.extend(ops.iter().cloned());
-            let args = COMPOUND4args { tag: Bytes::new(), minorversion: 1, argarray };
+            let args = COMPOUND4args { tag: Bytes::new(), minorversion: self.minor, argarray };
             let bytes = self
                 .conn
                 .call_as(Some(name), NFS4_PROGRAM, NFS_V4, 1, vec![xdr::to_bytes(&args)])

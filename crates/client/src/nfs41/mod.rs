@@ -15,6 +15,7 @@ mod oneshot;
 mod opens;
 mod ops;
 mod session;
+mod v42;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -33,6 +34,7 @@ use crate::transport::Connection;
 
 pub use locks::LockConflict;
 pub use opens::OpenAccess;
+pub use v42::Copied;
 
 /// What a recall must do before the delegation goes back: write back what
 /// the client cached for the file (the file API installs it).
@@ -55,6 +57,9 @@ pub(crate) struct SessionState {
 
 pub struct Nfs41 {
     pub(crate) conn: Connection,
+    /// The NFSv4 minor version every compound carries (1 or 2), the one
+    /// the client id was made with.
+    pub(crate) minor: u32,
     /// This client's name for EXCHANGE_ID: stable for the client's life,
     /// so a server that restarted knows whose opens are being reclaimed.
     pub(crate) owner: Bytes,
@@ -86,6 +91,8 @@ pub struct Nfs41 {
     pub(crate) flush_hook: OnceLock<FlushHook>,
     /// The export's root handle, from PUTROOTFH + LOOKUPs at mount.
     pub(crate) root: Mutex<Bytes>,
+    /// Background COPYs waited for, and CB_OFFLOADs that came first.
+    pub(crate) offloads: Mutex<v42::Offloads>,
     pub(crate) me: Weak<Nfs41>,
     pub(crate) counters: Mutex<Counters>,
 }

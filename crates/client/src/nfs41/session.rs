@@ -41,9 +41,9 @@ fn channel(slots: u32, max_request: u32) -> channel_attrs4 {
 
 /// A COMPOUND without SEQUENCE (EXCHANGE_ID, CREATE_SESSION,
 /// DESTROY_SESSION may not have one); returns the reply whole.
-pub(crate) async fn plain_compound(conn: &Connection, ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
+pub(crate) async fn plain_compound(conn: &Connection, minor: u32, ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
     let name = super::compound::main_op(&ops);
-    let args = COMPOUND4args { tag: Bytes::new(), minorversion: 1, argarray: ops };
+    let args = COMPOUND4args { tag: Bytes::new(), minorversion: minor, argarray: ops };
     let bytes = conn
         .call_as(Some(name), NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, vec![xdr::to_bytes(&args)])
         .await
@@ -55,9 +55,10 @@ fn failed(op: &'static str, status: nfsstat4) -> Error {
     Error::Nfs4 { op, status }
 }
 
-async fn exchange_id(conn: &Connection, owner: &Bytes, verifier: [u8; 8]) -> Result<EXCHANGE_ID4resok> {
+async fn exchange_id(conn: &Connection, minor: u32, owner: &Bytes, verifier: [u8; 8]) -> Result<EXCHANGE_ID4resok> {
     let r = plain_compound(
         conn,
+        minor,
         vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
             eia_clientowner: client_owner4 { co_verifier: verifier, co_ownerid: owner.clone() },
             eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
@@ -75,6 +76,7 @@ async fn exchange_id(conn: &Connection, owner: &Bytes, verifier: [u8; 8]) -> Res
 
 async fn create_session(
     conn: &Connection,
+    minor: u32,
     clientid: clientid4,
     seq: u32,
     slots: u32,
@@ -82,6 +84,7 @@ async fn create_session(
 ) -> Result<CREATE_SESSION4resok> {
     let r = plain_compound(
         conn,
+        minor,
         vec![nfs_argop4::OP_CREATE_SESSION(CREATE_SESSION4args {
             csa_clientid: clientid,
             csa_sequence: seq,
@@ -109,7 +112,12 @@ fn boot_verifier() -> [u8; 8] {
 impl Nfs41 {
     /// Connects to `params.addr`, makes a session and finds the handle of
     /// `export` (PUTROOTFH and a LOOKUP per component).
-    pub async fn connect(params: ConnParams, settings: &ClientSettings, export: &str) -> Result<Arc<Nfs41>> {
+    pub async fn connect(
+        params: ConnParams,
+        settings: &ClientSettings,
+        export: &str,
+        minors: &[u32],
+    ) -> Result<Arc<Nfs41>> {
         let (cb_tx, cb_rx) = mpsc::unbounded_channel();
         let conn = Connection::connect_with_back_channel(params.clone(), cb_tx)
             .await
@@ -125,11 +133,29 @@ impl Nfs41 {
         let verifier = boot_verifier();
         let slots_wanted = settings.v41.slots.max(1);
         let max_request = settings.max_record.min(u32::MAX as usize) as u32;
-        let eid = exchange_id(&conn, &owner, verifier).await?;
-        let cs = create_session(&conn, eid.eir_clientid, eid.eir_sequenceid, slots_wanted, max_request).await?;
+        // The first minor version the server takes (it answers the others
+        // NFS4ERR_MINOR_VERS_MISMATCH, RFC 8881 section 2.7).
+        let mut found = None;
+        for (i, &minor) in minors.iter().enumerate() {
+            match exchange_id(&conn, minor, &owner, verifier).await {
+                Ok(eid) => {
+                    found = Some((minor, eid));
+                    break;
+                }
+                Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH, .. }) if i + 1 < minors.len() => {
+                    tracing::debug!(minor, "NFSv4 minor version not offered; trying the next");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let Some((minor, eid)) = found else {
+            return Err(Error::Invalid("no NFSv4 minor version to try".into()));
+        };
+        let cs = create_session(&conn, minor, eid.eir_clientid, eid.eir_sequenceid, slots_wanted, max_request).await?;
         let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(1);
         let nfs = Arc::new_cyclic(|me| Nfs41 {
             conn,
+            minor,
             owner,
             verifier,
             retry: settings.v41.retry.clone(),
@@ -153,6 +179,7 @@ impl Nfs41 {
             lock_gates: (0..super::locks::LOCK_GATES).map(|_| tokio::sync::Mutex::new(())).collect(),
             flush_hook: Default::default(),
             root: Mutex::new(Bytes::new()),
+            offloads: Mutex::default(),
             me: me.clone(),
             counters: Mutex::new(Counters { sessions_created: 1, ..Default::default() }),
         });
@@ -200,16 +227,15 @@ impl Nfs41 {
         let attempt = if lost_client {
             Err(Error::Nfs4 { op: "CREATE_SESSION", status })
         } else {
-            create_session(&self.conn, clientid, seq, self.slots_wanted, max_request).await
+            create_session(&self.conn, self.minor, clientid, seq, self.slots_wanted, max_request).await
         };
         let (cs, clientid, reclaim) = match attempt {
             Ok(cs) => (cs, clientid, false),
             Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_STALE_CLIENTID | nfsstat4::NFS4ERR_EXPIRED, .. }) => {
                 tracing::info!("the server lost this client's state: establishing it again and reclaiming opens");
-                let eid = exchange_id(&self.conn, &self.owner, self.verifier).await?;
-                let cs =
-                    create_session(&self.conn, eid.eir_clientid, eid.eir_sequenceid, self.slots_wanted, max_request)
-                        .await?;
+                let eid = exchange_id(&self.conn, self.minor, &self.owner, self.verifier).await?;
+                let (id, seq) = (eid.eir_clientid, eid.eir_sequenceid);
+                let cs = create_session(&self.conn, self.minor, id, seq, self.slots_wanted, max_request).await?;
                 (cs, eid.eir_clientid, true)
             }
             Err(e) => return Err(e),
@@ -251,6 +277,7 @@ impl Nfs41 {
         let sessionid = self.session.lock().sessionid;
         let r = plain_compound(
             &self.conn,
+            self.minor,
             vec![nfs_argop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4args {
                 bctsa_sessid: sessionid,
                 bctsa_dir: channel_dir_from_client4::CDFC4_FORE_OR_BOTH,
@@ -272,11 +299,13 @@ impl Nfs41 {
         };
         let _ = plain_compound(
             &self.conn,
+            self.minor,
             vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args { dsa_sessionid: sessionid })],
         )
         .await;
         let _ = plain_compound(
             &self.conn,
+            self.minor,
             vec![nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args { dca_clientid: clientid })],
         )
         .await;

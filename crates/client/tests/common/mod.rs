@@ -72,6 +72,8 @@ pub struct Srv {
     pub dir: tempfile::TempDir,
     _state: tempfile::TempDir,
     versions: Vec<server_core::NfsVersion>,
+    /// Applied to the server's settings at every start.
+    tune: fn(&mut server::Settings),
 }
 
 impl Drop for Srv {
@@ -89,11 +91,16 @@ impl Srv {
 
     /// A server offering only `versions` of NFS.
     pub async fn start_offering(versions: &[server_core::NfsVersion]) -> Srv {
+        Self::start_tuned(versions, |_| {}).await
+    }
+
+    /// A server offering `versions`, its settings changed by `tune`.
+    pub async fn start_tuned(versions: &[server_core::NfsVersion], tune: fn(&mut server::Settings)) -> Srv {
         let dir = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
         let listen = "127.0.0.1:0".parse().unwrap();
-        let (rt, addr) = Self::try_run(dir.path(), state.path(), listen, versions).await.unwrap();
-        Srv { rt: Some(rt), addr, dir, _state: state, versions: versions.to_vec() }
+        let (rt, addr) = Self::try_run(dir.path(), state.path(), listen, versions, tune).await.unwrap();
+        Srv { rt: Some(rt), addr, dir, _state: state, versions: versions.to_vec(), tune }
     }
 
     async fn try_run(
@@ -101,6 +108,7 @@ impl Srv {
         state: &std::path::Path,
         listen: std::net::SocketAddr,
         versions: &[server_core::NfsVersion],
+        tune: fn(&mut server::Settings),
     ) -> Result<(tokio::runtime::Runtime, std::net::SocketAddr), String> {
         let mut settings = server::Settings { listen, portmap_port: Some(0), ..Default::default() };
         settings.core.versions = versions.to_vec();
@@ -108,6 +116,7 @@ impl Srv {
         // A restarted server's grace period, short enough for a test.
         settings.core.nfs4.grace_secs = 3;
         settings.core.nfs4.lease_secs = 3;
+        tune(&mut settings);
         let cfg = server::ServeConfig {
             dir: Some(dir.to_path_buf()),
             backend: server::Backend::Local,
@@ -133,7 +142,7 @@ impl Srv {
         // directory's lock in the background: try until it has.
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let (rt, addr) = loop {
-            match Self::try_run(self.dir.path(), self._state.path(), self.addr, &self.versions).await {
+            match Self::try_run(self.dir.path(), self._state.path(), self.addr, &self.versions, self.tune).await {
                 Ok(started) => break started,
                 Err(e) if std::time::Instant::now() < give_up => {
                     let _ = e;

@@ -3,12 +3,13 @@
 //! publishing its progress for OFFLOAD_STATUS and checking for
 //! OFFLOAD_CANCEL between chunks; at the end the destination is flushed
 //! (so the result says FILE_SYNC4) and CB_OFFLOAD tells the client.
-//! A server restart ends the copy with the process; the client then
-//! finds its copy stateid unknown (OFFLOAD_STATUS says BAD_STATEID) and
-//! copies again.
+//! A server restart ends the copy with the process (and a server stopped
+//! in process ends it at the next chunk: the copy holds its state only
+//! weakly); the client then finds its copy stateid unknown
+//! (OFFLOAD_STATUS says BAD_STATEID) and copies again.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use proto::nfs4::*;
 use vfs::{FileId, Stability, Vfs};
@@ -32,16 +33,21 @@ pub(super) struct Copy {
 }
 
 /// Starts `copy` on its own thread; false when no thread could be made.
-pub(super) fn spawn(st: Arc<State4>, job: Arc<CopyJob>, copy: Copy) -> bool {
+pub(super) fn spawn(st: &Arc<State4>, job: Arc<CopyJob>, copy: Copy) -> bool {
+    let st = Arc::downgrade(st);
     std::thread::Builder::new().name("nfsx-copy".into()).spawn(move || run(&st, &job, &copy)).is_ok()
 }
 
-fn run(st: &State4, job: &CopyJob, c: &Copy) {
+fn run(st: &Weak<State4>, job: &CopyJob, c: &Copy) {
     let mut done = 0u64;
     let mut status = nfsstat4::NFS4_OK;
     while done < c.count {
         if job.cancel.load(Ordering::Acquire) {
             tracing::debug!(copied = done, "asynchronous COPY cancelled");
+            return;
+        }
+        if st.strong_count() == 0 {
+            tracing::debug!(copied = done, "server stopped; asynchronous COPY abandoned");
             return;
         }
         let n = (c.count - done).min(c.chunk);
@@ -65,6 +71,7 @@ fn run(st: &State4, job: &CopyJob, c: &Copy) {
             status = stat4(e);
         }
     }
+    let Some(st) = st.upgrade() else { return };
     *job.end.lock() = Some((status, st.now()));
     if job.cancel.load(Ordering::Acquire) {
         return;
@@ -81,7 +88,7 @@ fn run(st: &State4, job: &CopyJob, c: &Copy) {
     };
     let args = CB_OFFLOAD4args { coa_fh: c.dst_fh.clone(), coa_stateid: job.stateid.clone(), coa_offload_info };
     let mut t = st.tables.lock();
-    if !callback::offload(st, &mut t, job.client, args) {
+    if !callback::offload(&st, &mut t, job.client, args) {
         tracing::info!(
             client = format_args!("{:#x}", job.client),
             "CB_OFFLOAD could not be sent; the client can ask with OFFLOAD_STATUS"
