@@ -571,3 +571,137 @@ fn asynchronous_copy_can_be_cancelled() {
     assert!(offloads_sent(&cb).is_empty(), "a cancelled copy sends no CB_OFFLOAD");
     assert!(size(&env, &mut s, &dst) < total, "the copy stopped early");
 }
+
+/// Opens `file` for writing with a wish for a write delegation; returns
+/// the handle and the delegation's stateid.
+fn create_delegated(env: &Env, s: &mut Session, file: &str) -> (nfs_fh4, stateid4) {
+    let open = OPEN4args {
+        seqid: 0,
+        share_access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+        share_deny: 0,
+        owner: open_owner4 { clientid: 0, owner: name("holder") },
+        openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
+        claim: open_claim4::CLAIM_NULL(name(file)),
+    };
+    let ops = vec![A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data }), A::OP_OPEN(open), A::OP_GETFH];
+    let r = s.run(env, ops);
+    ok(&r);
+    let R::OP_OPEN(OPEN4res::NFS4_OK(o)) = &r.resarray[1] else { panic!("{r:?}") };
+    let open_delegation4::OPEN_DELEGATE_WRITE(w) = &o.delegation else { panic!("no write delegation: {o:?}") };
+    let R::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[2] else { panic!("{r:?}") };
+    (fh.object.clone(), w.stateid.clone())
+}
+
+/// The CB_GETATTR calls sent so far, as (xid, fh).
+fn cb_getattrs_sent(cb: &RecordingBackchannel) -> Vec<(u32, nfs_fh4)> {
+    use xdr::{Decode, Decoder};
+    let mut out = Vec::new();
+    for (_, rec) in cb.sent.lock().unwrap().iter() {
+        let mut d = Decoder::new(rec.clone());
+        let Ok(msg) = proto::rpc::rpc_msg::decode(&mut d) else { continue };
+        let proto::rpc::rpc_msg_body::CALL(call) = msg.body else { continue };
+        if call.proc != 1 {
+            continue;
+        }
+        for op in CB_COMPOUND4args::decode(&mut d).unwrap().argarray {
+            if let nfs_cb_argop4::OP_CB_GETATTR(g) = op {
+                out.push((msg.xid, g.fh));
+            }
+        }
+    }
+    out
+}
+
+/// The reply record a holder sends to CB_COMPOUND `xid`: CB_SEQUENCE,
+/// then CB_GETATTR with `attrs` (size, change), or NOTSUPP for `None`.
+fn cb_getattr_reply(xid: u32, sessionid: sessionid4, attrs: Option<(u64, u64)>) -> Bytes {
+    use xdr::Encode;
+    let seq = CB_SEQUENCE4resok {
+        csr_sessionid: sessionid,
+        csr_sequenceid: 1,
+        csr_slotid: 0,
+        csr_highest_slotid: 0,
+        csr_target_highest_slotid: 0,
+    };
+    let getattr = match attrs {
+        Some((size, change)) => {
+            let mut e = xdr::Encoder::new();
+            e.u64(change);
+            e.u64(size);
+            CB_GETATTR4res::NFS4_OK(CB_GETATTR4resok {
+                obj_attributes: fattr4 { attrmask: mask(&[FATTR4_CHANGE, FATTR4_SIZE]), attr_vals: e.into_bytes() },
+            })
+        }
+        None => CB_GETATTR4res::default(nfsstat4::NFS4ERR_NOTSUPP),
+    };
+    let status = if attrs.is_some() { nfsstat4::NFS4_OK } else { nfsstat4::NFS4ERR_NOTSUPP };
+    let res = CB_COMPOUND4res {
+        status,
+        tag: Bytes::new(),
+        resarray: vec![
+            nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(seq)),
+            nfs_cb_resop4::OP_CB_GETATTR(getattr),
+        ],
+    };
+    let mut e = xdr::Encoder::new();
+    for v in [xid, 1, 0, 0, 0, 0] {
+        e.u32(v);
+    }
+    res.encode(&mut e);
+    e.into_bytes()
+}
+
+#[test]
+fn getattr_asks_a_write_delegations_holder() {
+    let (mut env, _clock, cb) = env_with_nfs4(Default::default(), Arc::new(server_core::MemStore::default()));
+    let mut holder = session_with_callbacks(&mut env, &cb);
+    let (fh, _deleg) = create_delegated(&env, &mut holder, "f");
+    let mut other = Session::ready_minor(&env, "other", 2);
+    let ask = |other: &mut Session| {
+        let r = other.run(
+            &env,
+            vec![putfh(&fh), A::OP_GETATTR(GETATTR4args { attr_request: mask(&[FATTR4_CHANGE, FATTR4_SIZE]) })],
+        );
+        let status = r.status;
+        let vals = match last(&r) {
+            R::OP_GETATTR(GETATTR4res::NFS4_OK(g)) => {
+                let v = &g.obj_attributes.attr_vals;
+                Some((u64::from_be_bytes(v[8..16].try_into().unwrap()), u64::from_be_bytes(v[..8].try_into().unwrap())))
+            }
+            _ => None,
+        };
+        (status, vals)
+    };
+    // The holder answers the CB_GETATTR from another thread while the
+    // GETATTR waits: first with the server's own values, then as a
+    // holder that wrote 5 bytes, then with an error.
+    let server_change = {
+        let r =
+            holder.run(&env, vec![putfh(&fh), A::OP_GETATTR(GETATTR4args { attr_request: mask(&[FATTR4_CHANGE]) })]);
+        let R::OP_GETATTR(GETATTR4res::NFS4_OK(g)) = last(&r) else { panic!() };
+        u64::from_be_bytes(g.obj_attributes.attr_vals[..8].try_into().unwrap())
+    };
+    for (answer, want) in [
+        (Some((0, server_change)), Some((0, server_change))),
+        (Some((5, server_change + 7)), Some((5, server_change + 8))),
+        (None, Some((0, server_change))),
+    ] {
+        let seen = cb_getattrs_sent(&cb).len();
+        let (status, vals) = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                wait_for("CB_GETATTR", || cb_getattrs_sent(&cb).len() > seen);
+                let (xid, sent_fh) = cb_getattrs_sent(&cb).pop().unwrap();
+                assert_eq!(sent_fh, fh);
+                let mut peer = env.peer.clone();
+                peer.conn = 7;
+                env.core.handle(cb_getattr_reply(xid, holder.sessionid, answer), &peer);
+            });
+            ask(&mut other)
+        });
+        assert_eq!((status, vals), (nfsstat4::NFS4_OK, want), "holder answered {answer:?}");
+    }
+    // A holder that does not answer: its delegation is recalled and the
+    // GETATTR told to come back.
+    let (status, _) = ask(&mut other);
+    assert_eq!(status, nfsstat4::NFS4ERR_DELAY);
+}

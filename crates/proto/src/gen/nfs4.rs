@@ -2019,6 +2019,249 @@ pub type fattr4_clone_blksize = u32;
 
 pub type fattr4_xattr_support = bool;
 
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct open_arguments4 {
+    pub oa_share_access: bitmap4,
+    pub oa_share_deny: bitmap4,
+    pub oa_share_access_want: bitmap4,
+    pub oa_open_claim: bitmap4,
+    pub oa_create_mode: bitmap4,
+}
+
+impl ::xdr::Encode for open_arguments4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.oa_share_access, e);
+        ::xdr::Encode::encode(&self.oa_share_deny, e);
+        ::xdr::Encode::encode(&self.oa_share_access_want, e);
+        ::xdr::Encode::encode(&self.oa_open_claim, e);
+        ::xdr::Encode::encode(&self.oa_create_mode, e);
+    }
+}
+
+impl ::xdr::Decode for open_arguments4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(open_arguments4 {
+            oa_share_access: ::xdr::Decode::decode(d)?,
+            oa_share_deny: ::xdr::Decode::decode(d)?,
+            oa_share_access_want: ::xdr::Decode::decode(d)?,
+            oa_open_claim: ::xdr::Decode::decode(d)?,
+            oa_create_mode: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum open_args_share_access4 {
+    OPEN_ARGS_SHARE_ACCESS_READ = 1,
+    OPEN_ARGS_SHARE_ACCESS_WRITE = 2,
+    OPEN_ARGS_SHARE_ACCESS_BOTH = 3,
+}
+
+impl Default for open_args_share_access4 {
+    fn default() -> Self {
+        open_args_share_access4::OPEN_ARGS_SHARE_ACCESS_READ
+    }
+}
+
+impl TryFrom<i32> for open_args_share_access4 {
+    type Error = ::xdr::XdrError;
+    fn try_from(v: i32) -> Result<Self, ::xdr::XdrError> {
+        match v {
+            1 => Ok(open_args_share_access4::OPEN_ARGS_SHARE_ACCESS_READ),
+            2 => Ok(open_args_share_access4::OPEN_ARGS_SHARE_ACCESS_WRITE),
+            3 => Ok(open_args_share_access4::OPEN_ARGS_SHARE_ACCESS_BOTH),
+            _ => Err(::xdr::XdrError::BadEnum { name: "open_args_share_access4", value: v }),
+        }
+    }
+}
+
+impl ::xdr::Encode for open_args_share_access4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        e.i32(*self as i32)
+    }
+}
+
+impl ::xdr::Decode for open_args_share_access4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        open_args_share_access4::try_from(d.i32()?)
+    }
+}
+
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum open_args_share_deny4 {
+    OPEN_ARGS_SHARE_DENY_NONE = 0,
+    OPEN_ARGS_SHARE_DENY_READ = 1,
+    OPEN_ARGS_SHARE_DENY_WRITE = 2,
+    OPEN_ARGS_SHARE_DENY_BOTH = 3,
+}
+
+impl Default for open_args_share_deny4 {
+    fn default() -> Self {
+        open_args_share_deny4::OPEN_ARGS_SHARE_DENY_NONE
+    }
+}
+
+impl TryFrom<i32> for open_args_share_deny4 {
+    type Error = ::xdr::XdrError;
+    fn try_from(v: i32) -> Result<Self, ::xdr::XdrError> {
+        match v {
+            0 => Ok(open_args_share_deny4::OPEN_ARGS_SHARE_DENY_NONE),
+            1 => Ok(open_args_share_deny4::OPEN_ARGS_SHARE_DENY_READ),
+            2 => Ok(open_args_share_deny4::OPEN_ARGS_SHARE_DENY_WRITE),
+            3 => Ok(open_args_share_deny4::OPEN_ARGS_SHARE_DENY_BOTH),
+            _ => Err(::xdr::XdrError::BadEnum { name: "open_args_share_deny4", value: v }),
+        }
+    }
+}
+
+impl ::xdr::Encode for open_args_share_deny4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        e.i32(*self as i32)
+    }
+}
+
+impl ::xdr::Decode for open_args_share_deny4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        open_args_share_deny4::try_from(d.i32()?)
+    }
+}
+
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum open_args_share_access_want4 {
+    OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG = 3,
+    OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG = 4,
+    OPEN_ARGS_SHARE_ACCESS_WANT_CANCEL = 5,
+    OPEN_ARGS_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL = 17,
+    OPEN_ARGS_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED = 18,
+    OPEN_ARGS_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS = 20,
+    OPEN_ARGS_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION = 21,
+}
+
+impl Default for open_args_share_access_want4 {
+    fn default() -> Self {
+        open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG
+    }
+}
+
+impl TryFrom<i32> for open_args_share_access_want4 {
+    type Error = ::xdr::XdrError;
+    fn try_from(v: i32) -> Result<Self, ::xdr::XdrError> {
+        match v {
+            3 => Ok(open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG),
+            4 => Ok(open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG),
+            5 => Ok(open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_CANCEL),
+            17 => Ok(open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL),
+            18 => Ok(open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED),
+            20 => Ok(open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS),
+            21 => Ok(open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_OPEN_XOR_DELEGATION),
+            _ => Err(::xdr::XdrError::BadEnum { name: "open_args_share_access_want4", value: v }),
+        }
+    }
+}
+
+impl ::xdr::Encode for open_args_share_access_want4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        e.i32(*self as i32)
+    }
+}
+
+impl ::xdr::Decode for open_args_share_access_want4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        open_args_share_access_want4::try_from(d.i32()?)
+    }
+}
+
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum open_args_open_claim4 {
+    OPEN_ARGS_OPEN_CLAIM_NULL = 0,
+    OPEN_ARGS_OPEN_CLAIM_PREVIOUS = 1,
+    OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR = 2,
+    OPEN_ARGS_OPEN_CLAIM_DELEGATE_PREV = 3,
+    OPEN_ARGS_OPEN_CLAIM_FH = 4,
+    OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH = 5,
+    OPEN_ARGS_OPEN_CLAIM_DELEG_PREV_FH = 6,
+}
+
+impl Default for open_args_open_claim4 {
+    fn default() -> Self {
+        open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_NULL
+    }
+}
+
+impl TryFrom<i32> for open_args_open_claim4 {
+    type Error = ::xdr::XdrError;
+    fn try_from(v: i32) -> Result<Self, ::xdr::XdrError> {
+        match v {
+            0 => Ok(open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_NULL),
+            1 => Ok(open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_PREVIOUS),
+            2 => Ok(open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR),
+            3 => Ok(open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_DELEGATE_PREV),
+            4 => Ok(open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_FH),
+            5 => Ok(open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH),
+            6 => Ok(open_args_open_claim4::OPEN_ARGS_OPEN_CLAIM_DELEG_PREV_FH),
+            _ => Err(::xdr::XdrError::BadEnum { name: "open_args_open_claim4", value: v }),
+        }
+    }
+}
+
+impl ::xdr::Encode for open_args_open_claim4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        e.i32(*self as i32)
+    }
+}
+
+impl ::xdr::Decode for open_args_open_claim4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        open_args_open_claim4::try_from(d.i32()?)
+    }
+}
+
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum open_args_createmode4 {
+    OPEN_ARGS_CREATEMODE_UNCHECKED4 = 0,
+    OPEN_ARGS_CREATE_MODE_GUARDED = 1,
+    OPEN_ARGS_CREATEMODE_EXCLUSIVE4 = 2,
+    OPEN_ARGS_CREATE_MODE_EXCLUSIVE4_1 = 3,
+}
+
+impl Default for open_args_createmode4 {
+    fn default() -> Self {
+        open_args_createmode4::OPEN_ARGS_CREATEMODE_UNCHECKED4
+    }
+}
+
+impl TryFrom<i32> for open_args_createmode4 {
+    type Error = ::xdr::XdrError;
+    fn try_from(v: i32) -> Result<Self, ::xdr::XdrError> {
+        match v {
+            0 => Ok(open_args_createmode4::OPEN_ARGS_CREATEMODE_UNCHECKED4),
+            1 => Ok(open_args_createmode4::OPEN_ARGS_CREATE_MODE_GUARDED),
+            2 => Ok(open_args_createmode4::OPEN_ARGS_CREATEMODE_EXCLUSIVE4),
+            3 => Ok(open_args_createmode4::OPEN_ARGS_CREATE_MODE_EXCLUSIVE4_1),
+            _ => Err(::xdr::XdrError::BadEnum { name: "open_args_createmode4", value: v }),
+        }
+    }
+}
+
+impl ::xdr::Encode for open_args_createmode4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        e.i32(*self as i32)
+    }
+}
+
+impl ::xdr::Decode for open_args_createmode4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        open_args_createmode4::try_from(d.i32()?)
+    }
+}
+
+pub type fattr4_open_arguments = open_arguments4;
+
 pub type xattrkey4 = component4;
 
 pub type xattrvalue4 = ::xdr::Bytes;
@@ -2186,6 +2429,8 @@ pub const FATTR4_CHANGE_ATTR_TYPE: u32 = 79;
 pub const FATTR4_SEC_LABEL: u32 = 80;
 
 pub const FATTR4_XATTR_SUPPORT: u32 = 82;
+
+pub const FATTR4_OPEN_ARGUMENTS: u32 = 86;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct fattr4 {

@@ -1,5 +1,8 @@
 //! The callback program over the back channel: CB_NULL, CB_SEQUENCE,
-//! CB_RECALL, CB_OFFLOAD.
+//! CB_RECALL, CB_GETATTR, CB_OFFLOAD.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use proto::nfs4::*;
@@ -20,6 +23,50 @@ pub(crate) struct Pending {
     pub client: u64,
     /// The back-channel slot of a CB_COMPOUND; `None` for CB_NULL.
     pub slot: Option<u32>,
+    /// A CB_GETATTR's waiter.
+    pub getattr: Option<Arc<HolderAttrs>>,
+}
+
+/// The size and change a write delegation's holder reported in answer to
+/// CB_GETATTR (RFC 8881 section 10.4.3), for the GETATTR waiting on it.
+#[derive(Debug, Default)]
+pub(crate) struct HolderAttrs {
+    /// `Some(None)`: the holder answered, but with an error.
+    answer: parking_lot::Mutex<Option<Option<(u64, u64)>>>,
+    ready: parking_lot::Condvar,
+}
+
+impl HolderAttrs {
+    fn set(&self, v: Option<(u64, u64)>) {
+        *self.answer.lock() = Some(v);
+        self.ready.notify_all();
+    }
+
+    /// The holder's answer if it came within `timeout`: (size, change),
+    /// or `None` when it answered with an error.
+    pub fn wait(&self, timeout: Duration) -> Option<Option<(u64, u64)>> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut a = self.answer.lock();
+        while a.is_none() {
+            if self.ready.wait_until(&mut a, deadline).timed_out() {
+                break;
+            }
+        }
+        *a
+    }
+}
+
+/// Size and change from a CB_GETATTR reply's attributes (the two asked
+/// for; fattr4 lists values in attribute-number order).
+fn size_and_change(f: &fattr4) -> Option<(u64, u64)> {
+    let has = |n: u32| proto::bitmap4::has(&f.attrmask, n);
+    if !has(FATTR4_CHANGE) || !has(FATTR4_SIZE) {
+        return None;
+    }
+    let mut d = Decoder::new(f.attr_vals.clone());
+    let change = d.u64().ok()?;
+    let size = d.u64().ok()?;
+    Some((size, change))
 }
 
 /// The credential flavours we can send callbacks with.
@@ -80,7 +127,7 @@ pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     call_header(&mut e, xid, bc.program, CB_NULL, &bc.sec);
     let conn = bc.conn;
     if st.backchannel.send(conn, e.into_segments()) {
-        t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: None });
+        t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: None, getattr: None });
     } else {
         bc.state = CbState::Down;
     }
@@ -88,7 +135,14 @@ pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
 
 /// Encodes CB_COMPOUND { CB_SEQUENCE, `op` } for slot `slot` and sends
 /// it. False if the connection is gone.
-fn send_cb(st: &State4, t: &mut Tables, session: &sessionid4, slot: u32, op: nfs_cb_argop4) -> bool {
+fn send_cb(
+    st: &State4,
+    t: &mut Tables,
+    session: &sessionid4,
+    slot: u32,
+    op: nfs_cb_argop4,
+    getattr: Option<Arc<HolderAttrs>>,
+) -> bool {
     let xid = t.sessions.next_xid();
     let Some(s) = t.sessions.get_mut(session) else { return false };
     let client = s.client;
@@ -125,7 +179,7 @@ fn send_cb(st: &State4, t: &mut Tables, session: &sessionid4, slot: u32, op: nfs
     }
     bc.slots[i].seqid = seqid;
     bc.slots[i].busy = Some(xid);
-    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot) });
+    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot), getattr });
     true
 }
 
@@ -143,6 +197,13 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
         _ => false,
     };
     let compound = if accepted && p.slot.is_some() { CB_COMPOUND4res::decode(&mut body).ok() } else { None };
+    if let Some(w) = &p.getattr {
+        let answer = compound.as_ref().and_then(|r| match r.resarray.get(1) {
+            Some(nfs_cb_resop4::OP_CB_GETATTR(CB_GETATTR4res::NFS4_OK(ok))) => size_and_change(&ok.obj_attributes),
+            _ => None,
+        });
+        w.set(answer);
+    }
     let sid = p.session;
     let Some(s) = t.sessions.get_mut(&sid) else { return true };
     let Some(bc) = s.backchannel.as_mut() else { return true };
@@ -184,7 +245,7 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
     // A slot came free: send the next queued callback.
     if let Some(slot) = bc.slots.iter().position(|x| x.busy.is_none()) {
         if let Some(op) = bc.queue.pop_front() {
-            send_cb(st, t, &sid, slot as u32, op);
+            send_cb(st, t, &sid, slot as u32, op, None);
         }
     }
     true
@@ -206,34 +267,56 @@ pub(crate) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD
     send_to_client(st, t, client, nfs_cb_argop4::OP_CB_OFFLOAD(args))
 }
 
+/// Sends CB_GETATTR for the size and change of `fh` to the holder of its
+/// write delegation; the answer goes to `waiter`. False when no back
+/// channel of the client has a free slot (no queueing: the GETATTR
+/// waiting on it would time out anyway).
+pub(crate) fn getattr(st: &State4, t: &mut Tables, client: u64, fh: &nfs_fh4, waiter: Arc<HolderAttrs>) -> bool {
+    let mut attr_request = Vec::new();
+    proto::bitmap4::add(&mut attr_request, FATTR4_CHANGE);
+    proto::bitmap4::add(&mut attr_request, FATTR4_SIZE);
+    let op = nfs_cb_argop4::OP_CB_GETATTR(CB_GETATTR4args { fh: fh.clone(), attr_request });
+    let Some(sid) = backchannel_of(t, client) else { return false };
+    let Some(bc) = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()) else { return false };
+    match bc.slots.iter().position(|x| x.busy.is_none()) {
+        Some(slot) => send_cb(st, t, &sid, slot as u32, op, Some(waiter)),
+        None => false,
+    }
+}
+
+/// The session whose back channel callbacks to `client` go on: one that
+/// answered, else one not yet probed.
+fn backchannel_of(t: &Tables, client: u64) -> Option<sessionid4> {
+    let mut candidates: Vec<(u8, sessionid4)> = t
+        .sessions
+        .map
+        .values()
+        .filter(|s| s.client == client)
+        .filter_map(|s| {
+            let bc = s.backchannel.as_ref()?;
+            if bc.max_ops < 2 {
+                return None;
+            }
+            match bc.state {
+                CbState::Up => Some((0, s.id)),
+                CbState::Unknown => Some((1, s.id)),
+                CbState::Down => None,
+            }
+        })
+        .collect();
+    candidates.sort();
+    candidates.first().map(|&(_, sid)| sid)
+}
+
 /// Sends `op` behind a CB_SEQUENCE over one of `client`'s back channels,
 /// or queues it there while every slot is busy.
 fn send_to_client(st: &State4, t: &mut Tables, client: u64, op: nfs_cb_argop4) -> bool {
     loop {
-        // Prefer a back channel that answered, then one not yet probed.
-        let mut candidates: Vec<(u8, sessionid4)> = t
-            .sessions
-            .map
-            .values()
-            .filter(|s| s.client == client)
-            .filter_map(|s| {
-                let bc = s.backchannel.as_ref()?;
-                if bc.max_ops < 2 {
-                    return None;
-                }
-                match bc.state {
-                    CbState::Up => Some((0, s.id)),
-                    CbState::Unknown => Some((1, s.id)),
-                    CbState::Down => None,
-                }
-            })
-            .collect();
-        candidates.sort();
-        let Some(&(_, sid)) = candidates.first() else { return false };
+        let Some(sid) = backchannel_of(t, client) else { return false };
         let Some(bc) = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()) else { return false };
         match bc.slots.iter().position(|x| x.busy.is_none()) {
             Some(slot) => {
-                if send_cb(st, t, &sid, slot as u32, op.clone()) {
+                if send_cb(st, t, &sid, slot as u32, op.clone(), None) {
                     return true;
                 }
                 // That connection is gone (marked down): try another.

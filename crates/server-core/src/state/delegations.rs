@@ -78,6 +78,45 @@ pub(crate) fn recall_conflicting(
     }
 }
 
+/// The size and change of `file` as the holder of a write delegation on
+/// it sees them, for a GETATTR of another client (RFC 8881 section
+/// 10.4.3): CB_GETATTR, answered within `cb_getattr_wait_ms`. `Ok(None)`
+/// when no other client holds a write delegation (or its return is
+/// already under way), or the holder answered that it cannot tell: the
+/// server's attributes are then the ones to give. A holder that does not
+/// answer in time gets its delegation recalled and the caller
+/// NFS4ERR_DELAY, as for a conflicting OPEN.
+pub(crate) fn holder_attrs(
+    st: &State4,
+    file: FileKey,
+    requesting_client: Option<u64>,
+) -> Result<Option<(u64, u64)>, nfsstat4> {
+    let waiter = {
+        let mut t = st.tables.lock();
+        let holder =
+            t.stateids.on_file(file).filter(|(_, e)| Some(e.client) != requesting_client).find_map(|(_, e)| {
+                match &e.kind {
+                    Kind::Deleg(d) if d.write && !d.revoked && d.recalled.is_none() => Some((e.client, d.fh.clone())),
+                    _ => None,
+                }
+            });
+        let Some((client, fh)) = holder else { return Ok(None) };
+        let waiter = std::sync::Arc::new(callback::HolderAttrs::default());
+        if !callback::getattr(st, &mut t, client, &fh, waiter.clone()) {
+            return recall_conflicting(st, &mut t, file, requesting_client, true).map(|()| None);
+        }
+        waiter
+    };
+    let wait = std::time::Duration::from_millis(st.settings.cb_getattr_wait_ms.into());
+    match waiter.wait(wait) {
+        Some(answer) => Ok(answer),
+        None => {
+            let mut t = st.tables.lock();
+            recall_conflicting(st, &mut t, file, requesting_client, true).map(|()| None)
+        }
+    }
+}
+
 /// Marks a delegation revoked: it no longer conflicts, and its stateid
 /// stays (DELEG_REVOKED) until the client frees it.
 /// The holder learns of it through SEQUENCE's status flags.

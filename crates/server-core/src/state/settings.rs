@@ -86,6 +86,10 @@ pub struct Nfs4Settings {
     /// Asynchronous COPYs running at once (each on a thread of its own);
     /// past it a COPY is answered short instead.
     pub max_async_copies: usize,
+    /// How long a GETATTR of another client waits for the answer to the
+    /// CB_GETATTR sent to a write delegation's holder before the
+    /// delegation is recalled instead (and the GETATTR told to retry).
+    pub cb_getattr_wait_ms: u32,
 }
 
 impl Default for Nfs4Settings {
@@ -112,6 +116,7 @@ impl Default for Nfs4Settings {
             domain: "localdomain".into(),
             copy_sync_max: 64 * 1024 * 1024,
             max_async_copies: 16,
+            cb_getattr_wait_ms: 100,
         }
     }
 }

@@ -75,7 +75,38 @@ const SUPPORTED: &[u32] = &[
 /// Attributes minor version 2 adds (RFC 7862 section 12.2, RFC 8276
 /// section 8.2). clone_blksize is returned only for objects whose backend
 /// clones.
-const SUPPORTED_V42: &[u32] = &[FATTR4_CLONE_BLKSIZE, FATTR4_CHANGE_ATTR_TYPE, FATTR4_XATTR_SUPPORT];
+const SUPPORTED_V42: &[u32] =
+    &[FATTR4_CLONE_BLKSIZE, FATTR4_CHANGE_ATTR_TYPE, FATTR4_XATTR_SUPPORT, FATTR4_OPEN_ARGUMENTS];
+
+/// What OPEN takes here (RFC 9754's `open_arguments`): every access and
+/// deny mode, the delegation wishes "any" and "none", the claims open.rs
+/// serves (not the DELEGATE_PREV ones) and every create mode.
+fn open_arguments() -> open_arguments4 {
+    let set = |values: &[u32]| {
+        let mut m = Vec::new();
+        for v in values {
+            add(&mut m, *v);
+        }
+        m
+    };
+    use open_args_open_claim4::*;
+    open_arguments4 {
+        oa_share_access: set(&[1, 2, 3]),
+        oa_share_deny: set(&[0, 1, 2, 3]),
+        oa_share_access_want: set(&[
+            open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG as u32,
+            open_args_share_access_want4::OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG as u32,
+        ]),
+        oa_open_claim: set(&[
+            OPEN_ARGS_OPEN_CLAIM_NULL as u32,
+            OPEN_ARGS_OPEN_CLAIM_PREVIOUS as u32,
+            OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR as u32,
+            OPEN_ARGS_OPEN_CLAIM_FH as u32,
+            OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH as u32,
+        ]),
+        oa_create_mode: set(&[0, 1, 2, 3]),
+    }
+}
 
 /// Attributes settable by an EXCLUSIVE4_1 create: not the times, which
 /// may hold the verifier until the follow-up SETATTR.
@@ -307,6 +338,7 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
                 };
                 kind.encode(&mut e)
             }
+            FATTR4_OPEN_ARGUMENTS => open_arguments().encode(&mut e),
             FATTR4_XATTR_SUPPORT => e.bool(matches!(s, Subject::Obj { export, .. } if export.fs.xattr_support())),
             FATTR4_CLONE_BLKSIZE => match s {
                 Subject::Obj { export, .. } if export.fs.clone_blksize().is_some() => {
