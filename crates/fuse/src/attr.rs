@@ -86,6 +86,19 @@ pub fn errno(e: &client::Error) -> Errno {
             _ => {}
         }
     }
+    // NFSv4.2 errors NFSv3 has no number for (the client's v3 mapping
+    // makes them EIO).
+    if let client::Error::Nfs4 { status, .. } = e {
+        use proto::nfs4::nfsstat4;
+        match status {
+            nfsstat4::NFS4ERR_NOXATTR => return Errno::ENODATA,
+            nfsstat4::NFS4ERR_XATTR2BIG => return Errno::E2BIG,
+            // A server refusing this COPY: EOPNOTSUPP makes the kernel
+            // copy through read and write instead.
+            nfsstat4::NFS4ERR_OFFLOAD_DENIED => return Errno::EOPNOTSUPP,
+            _ => {}
+        }
+    }
     let Some(status) = e.status() else {
         // No answer, or one that made no sense: the server is the problem.
         return Errno::EIO;
@@ -146,6 +159,13 @@ mod tests {
         let e = client::Error::Nfs { proc: "LOOKUP", status: nfsstat3::NFS3ERR_NOENT };
         assert_eq!(errno(&e), Errno::ENOENT);
         assert_eq!(errno(&client::Error::Invalid("x".into())), Errno::EIO);
+        use proto::nfs4::nfsstat4;
+        let v4 = |status| errno(&client::Error::Nfs4 { op: "GETXATTR", status });
+        assert_eq!(v4(nfsstat4::NFS4ERR_NOXATTR), Errno::ENODATA);
+        assert_eq!(v4(nfsstat4::NFS4ERR_XATTR2BIG), Errno::E2BIG);
+        assert_eq!(v4(nfsstat4::NFS4ERR_EXIST), Errno::EEXIST);
+        assert_eq!(v4(nfsstat4::NFS4ERR_NOTSUPP), Errno::EOPNOTSUPP);
+        assert_eq!(v4(nfsstat4::NFS4ERR_NXIO), Errno::ENXIO);
         let s = sattr(Some(0o104755), None, None, Some(3), Some(TimeOrNow::Now), None);
         assert_eq!((s.mode, s.size), (Some(0o4755), Some(3)));
         assert_eq!(s.atime, set_atime::default(time_how::SET_TO_SERVER_TIME));

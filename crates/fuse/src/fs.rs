@@ -12,8 +12,8 @@ use std::time::Duration;
 use client::{Client, OpenOptions};
 use fuser::{
     Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek,
+    ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use proto::nfs3::{devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3, specdata3};
 
@@ -52,10 +52,10 @@ impl Default for MountSettings {
 }
 
 pub struct NfsFs {
-    client: Arc<Client>,
+    pub(crate) client: Arc<Client>,
     rt: tokio::runtime::Handle,
     inodes: Arc<Inodes>,
-    files: Arc<OpenFiles>,
+    pub(crate) files: Arc<OpenFiles>,
     /// Directory listings in progress.
     dirs: Arc<Listings>,
     settings: MountSettings,
@@ -92,7 +92,7 @@ impl NfsFs {
         self.notifier.clone()
     }
 
-    fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
         self.rt.spawn(f);
     }
 
@@ -110,7 +110,7 @@ impl NfsFs {
         Ok(LockRequest { client, fh, file, owner: owner.0, start, end, typ })
     }
 
-    fn handle(&self, ino: INodeNo) -> Result<nfs_fh3, Errno> {
+    pub(crate) fn handle(&self, ino: INodeNo) -> Result<nfs_fh3, Errno> {
         self.inodes.handle(ino.0).ok_or(Errno::ESTALE)
     }
 
@@ -663,14 +663,45 @@ impl Filesystem for NfsFs {
         });
     }
 
-    // NFSv3 has no extended attributes: ENOSYS tells the kernel once, and
-    // it answers every later xattr call itself (EOPNOTSUPP) without asking.
-    fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: fuser::ReplyXattr) {
-        reply.error(Errno::ENOSYS);
+    // The NFSv4.2 calls are in v42.rs (ENOSYS without NFSv4.2).
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: fuser::ReplyXattr) {
+        self.v42_getxattr(ino, name, size, reply);
     }
 
-    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
-        reply.error(Errno::ENOSYS);
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: fuser::ReplyXattr) {
+        self.v42_listxattr(ino, size, reply);
+    }
+
+    fn setxattr(&self, _: &Request, ino: INodeNo, name: &OsStr, v: &[u8], flags: i32, _: u32, reply: ReplyEmpty) {
+        self.v42_setxattr(ino, name, v, flags, reply);
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.v42_removexattr(ino, name, reply);
+    }
+
+    fn fallocate(&self, _: &Request, ino: INodeNo, _: FileHandle, off: u64, len: u64, mode: i32, reply: ReplyEmpty) {
+        self.v42_fallocate(ino, off, len, mode, reply);
+    }
+
+    fn lseek(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+        self.v42_lseek(ino, offset, whence, reply);
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        ino_in: INodeNo,
+        _fh_in: FileHandle,
+        offset_in: u64,
+        ino_out: INodeNo,
+        _fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        flags: fuser::CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        self.v42_copy_file_range((ino_in, offset_in), (ino_out, offset_out), len, flags, reply);
     }
 
     /// fcntl(F_GETLK): over NFSv4.1, LOCKT at the server.

@@ -1,5 +1,5 @@
 //! `nfsx mount`: an NFS export as a local directory, through FUSE, over
-//! nfsx's own client (NFSv3 or NFSv4.1), so ordinary programs, shells and containers
+//! nfsx's own client (NFSv3, NFSv4.1 or NFSv4.2), so ordinary programs, shells and containers
 //! use an NFS server on a machine whose kernel has no NFS client.
 //!
 //! The kernel's FUSE requests become client calls by file handle
@@ -8,7 +8,9 @@
 //! are cached (write-behind) until close, fsync or a stat, as an NFS client
 //! in the kernel does, and reads are read ahead. Attributes and names are
 //! trusted for `attr_ttl`; a file is revalidated at every open
-//! (close-to-open consistency).
+//! (close-to-open consistency). Over NFSv4.2, copy_file_range, lseek
+//! SEEK_DATA/SEEK_HOLE, fallocate and `user.` xattrs go to the server
+//! ([`v42`]).
 
 mod attr;
 mod dirs;
@@ -16,6 +18,7 @@ mod files;
 pub mod fs;
 mod inodes;
 mod locks;
+mod v42;
 
 use std::path::Path;
 use std::sync::Arc;
