@@ -16,7 +16,7 @@ use crate::target::{BenchError, Result, Target};
 use crate::workloads::data::Mode;
 use crate::workloads::filebench::Personality;
 use crate::workloads::metadata::MetaOp;
-use crate::workloads::{data, filebench, locked_read, metadata, multi_client, recall, seqwrite, Job};
+use crate::workloads::{copy, data, filebench, locked_read, metadata, multi_client, recall, seqwrite, Job};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorkloadKind {
@@ -42,6 +42,11 @@ pub enum WorkloadKind {
     /// reads, unlocks and closes each of --files shared 4 KiB files ten
     /// times (default 100 files, 2 clients); calls per client.
     LockedRead,
+    /// NFSv4.2: copy a --size file (default 1GiB) by server-side COPY, by
+    /// reading and writing it through the client in --io-size calls
+    /// (default 1MiB) and by CLONE; seconds and MB/s of each, and
+    /// copy_speedup = read-write seconds / server-copy seconds.
+    Copy,
 }
 
 impl WorkloadKind {
@@ -54,6 +59,7 @@ impl WorkloadKind {
             WorkloadKind::MultiClient => "multi-client",
             WorkloadKind::Recall => "recall",
             WorkloadKind::LockedRead => "locked-read",
+            WorkloadKind::Copy => "copy",
         }
     }
 }
@@ -108,10 +114,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_delimiter = ',', value_parser = params::parse_clients)]
     pub clients: Vec<usize>,
     /// LIST. File size per client: seqwrite's file [default: 32MiB], data's shared file
-    /// [default: 64MiB], multi-client's file [default: 64MiB].
+    /// [default: 64MiB], multi-client's file [default: 64MiB], copy's source [default: 1GiB].
     #[arg(long, value_name = "SIZE", value_delimiter = ',', value_parser = params::parse_nonzero_size)]
     pub size: Vec<u64>,
-    /// LIST. Bytes per read or write call [default: seqwrite 8KiB, data 64KiB, multi-client 1MiB].
+    /// LIST. Bytes per read or write call [default: seqwrite 8KiB, data 64KiB, multi-client and
+    /// copy's read-write 1MiB].
     #[arg(long, value_name = "SIZE", value_delimiter = ',', value_parser = params::parse_nonzero_size)]
     pub io_size: Vec<u64>,
     /// LIST. Threads per client [default: data and metadata 1; macro: the personality's, 50/100/16].
@@ -290,8 +297,8 @@ fn check_applies(args: &BenchArgs) -> Result<()> {
     use WorkloadKind::*;
     let w = args.workload;
     let given: [(&str, bool, &[WorkloadKind]); 11] = [
-        ("--size", !args.size.is_empty(), &[Seqwrite, Data, MultiClient]),
-        ("--io-size", !args.io_size.is_empty(), &[Seqwrite, Data, MultiClient]),
+        ("--size", !args.size.is_empty(), &[Seqwrite, Data, MultiClient, Copy]),
+        ("--io-size", !args.io_size.is_empty(), &[Seqwrite, Data, MultiClient, Copy]),
         ("--threads", !args.threads.is_empty(), &[Data, Metadata, Macro]),
         ("--mode", !args.mode.is_empty(), &[Data]),
         ("--sync", args.sync, &[Seqwrite, Data]),
@@ -349,7 +356,14 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
         return Err(invalid("recall needs --clients 2 or more (a holder and an opener)".into()));
     }
     let delays = or(&args.delay, &[Duration::ZERO]);
-    let sizes = or(&args.size, &[if w == Seqwrite { 32 * MIB } else { 64 * MIB }]);
+    let sizes = or(
+        &args.size,
+        &[match w {
+            Seqwrite => 32 * MIB,
+            Copy => 1024 * MIB,
+            _ => 64 * MIB,
+        }],
+    );
     let io_sizes = or(
         &args.io_size,
         &[match w {
@@ -358,7 +372,7 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
             _ => MIB,
         }],
     );
-    if matches!(w, Seqwrite | Data | MultiClient) {
+    if matches!(w, Seqwrite | Data | MultiClient | Copy) {
         for (&s, &io) in sizes.iter().flat_map(|s| io_sizes.iter().map(move |io| (s, io))) {
             if io > s {
                 return Err(invalid(format!("--io-size {} is larger than --size {}", fmt_size(io), fmt_size(s))));
@@ -475,6 +489,19 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
             } else {
                 &["ops_per_sec"]
             }
+        }
+        Copy => {
+            for &size in &sizes {
+                for &io_size in &io_sizes {
+                    let c = BTreeMap::from([("size".into(), json!(size)), ("io_size".into(), json!(io_size))]);
+                    inner.push((c, Job::Copy(copy::FileCopy { size, io_size })));
+                }
+            }
+            params.insert("size".into(), json!(sizes));
+            params.insert("io_size".into(), json!(io_sizes));
+            let methods: Vec<&str> = copy::Method::ALL.iter().map(|m| m.name()).collect();
+            params.insert("methods".into(), json!(methods));
+            &["copy_speedup", "server_copy_mbps", "read_write_mbps", "clone_mbps"]
         }
         LockedRead => {
             let files = args.files.unwrap_or(100);

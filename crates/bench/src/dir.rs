@@ -140,12 +140,69 @@ impl BenchFs for DirFs {
         fs::rename(self.path(from), self.path(to)).map_err(|e| BenchError::op("rename", from, io_msg(&e)))
     }
 
+    /// copy_file_range(2): the kernel copies (on a Linux NFSv4.2 mount it
+    /// sends COPY), then fsync, as a COPY commits what it copied.
+    fn copy_range(&self, from: &str, from_off: u64, to: &str, to_off: u64, len: u64) -> Result<u64> {
+        let src = fs::File::open(self.path(from)).map_err(|e| BenchError::op("open", from, io_msg(&e)))?;
+        let dst = fs::OpenOptions::new()
+            .write(true)
+            .open(self.path(to))
+            .map_err(|e| BenchError::op("open", to, io_msg(&e)))?;
+        let (mut off_in, mut off_out, mut done) = (from_off, to_off, 0u64);
+        while done < len {
+            let want = (len - done).min(1 << 30) as usize;
+            match rustix::fs::copy_file_range(&src, Some(&mut off_in), &dst, Some(&mut off_out), want) {
+                Ok(0) => break,
+                Ok(n) => done += n as u64,
+                Err(e) if e == rustix::io::Errno::INTR => {}
+                Err(e) if done == 0 && cannot(e) => {
+                    return Err(BenchError::Unsupported(format!(
+                        "copy_file_range(2) on this file system: {}",
+                        errno(e)
+                    )))
+                }
+                Err(e) => return Err(BenchError::op("copy_file_range", from, errno(e))),
+            }
+        }
+        dst.sync_all().map_err(|e| BenchError::op("fsync", to, io_msg(&e)))?;
+        Ok(done)
+    }
+
+    /// FICLONE (whole files only): where the file system can reflink
+    /// (Btrfs, XFS; a Linux NFSv4.2 mount sends CLONE).
+    fn clone_range(&self, from: &str, from_off: u64, to: &str, to_off: u64, len: u64) -> Result<()> {
+        if from_off != 0 || to_off != 0 || len != 0 {
+            return Err(BenchError::Unsupported("a directory target clones whole files only (FICLONE)".into()));
+        }
+        let src = fs::File::open(self.path(from)).map_err(|e| BenchError::op("open", from, io_msg(&e)))?;
+        let dst = fs::OpenOptions::new()
+            .write(true)
+            .open(self.path(to))
+            .map_err(|e| BenchError::op("open", to, io_msg(&e)))?;
+        match rustix::fs::ioctl_ficlone(&dst, &src) {
+            Ok(()) => Ok(()),
+            Err(e) if cannot(e) => Err(BenchError::Unsupported(format!("FICLONE on this file system: {}", errno(e)))),
+            Err(e) => Err(BenchError::op("clone", from, errno(e))),
+        }
+    }
+
     fn op_stats(&self) -> Vec<OpStat> {
         if !self.primary {
             return Vec::new();
         }
         std::fs::read_to_string("/proc/self/mountstats").map(|text| nfs_op_stats(&text, &self.root)).unwrap_or_default()
     }
+}
+
+/// The errors of a file system (or kernel) that cannot copy or clone
+/// in place, as opposed to a copy that went wrong.
+fn cannot(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    [Errno::NOSYS, Errno::OPNOTSUPP, Errno::XDEV, Errno::INVAL, Errno::NOTTY].contains(&e)
+}
+
+fn errno(e: rustix::io::Errno) -> String {
+    io_msg(&std::io::Error::from(e))
 }
 
 struct DirFile {

@@ -16,7 +16,8 @@ use crate::target::OpStat;
 /// One invocation of `nfsx bench`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BenchReport {
-    /// `seqwrite`, `data`, `metadata`, `macro`, `multi-client`.
+    /// `seqwrite`, `data`, `metadata`, `macro`, `multi-client`, `recall`,
+    /// `locked-read`, `copy`.
     pub workload: String,
     /// The command line, for rerunning.
     pub command: Vec<String>,

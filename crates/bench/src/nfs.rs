@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use client::{Client, ClientSettings, NfsUrl, ServerAddrs};
 use parking_lot::Mutex;
-use proto::nfs3::ftype3;
+use proto::nfs3::{ftype3, nfs_fh3, nfsstat3};
 use tokio::runtime::{Handle, Runtime};
 
 use crate::proxy::DelayProxy;
@@ -193,6 +193,18 @@ impl BenchFs for NfsFs {
         Some(format!("NFSv{}", self.client.version()))
     }
 
+    fn copy_range(&self, from: &str, from_off: u64, to: &str, to_off: u64, len: u64) -> Result<u64> {
+        let (src, dst) = self.v42_handles("COPY", from, to)?;
+        let r = self.rt.block_on(self.client.copy_range_handle(&src, from_off, &dst, to_off, len));
+        r.map_err(|e| unsupported_or("COPY", from, e))
+    }
+
+    fn clone_range(&self, from: &str, from_off: u64, to: &str, to_off: u64, len: u64) -> Result<()> {
+        let (src, dst) = self.v42_handles("CLONE", from, to)?;
+        let r = self.rt.block_on(self.client.clone_range_handle(&src, from_off, &dst, to_off, len));
+        r.map_err(|e| unsupported_or("CLONE", from, e))
+    }
+
     fn op_stats(&self) -> Vec<OpStat> {
         let ns_to_us = |ns: u64| ns / 1000;
         self.client
@@ -210,6 +222,37 @@ impl BenchFs for NfsFs {
                 execute_us: ns_to_us(c.execute_ns),
             })
             .collect()
+    }
+}
+
+impl NfsFs {
+    /// The handles of `from` and `to` for an NFSv4.2 call `op`, or why the
+    /// session cannot make it.
+    fn v42_handles(&self, op: &str, from: &str, to: &str) -> Result<(nfs_fh3, nfs_fh3)> {
+        if !self.client.has_v42() {
+            return Err(BenchError::Unsupported(format!(
+                "{op} is an NFSv4.2 operation and this client speaks NFSv{}",
+                self.client.version()
+            )));
+        }
+        let (src, _) = self.rt.block_on(self.client.lookup(from)).map_err(op_err("lookup", from))?;
+        let (dst, _) = self.rt.block_on(self.client.lookup(to)).map_err(op_err("lookup", to))?;
+        Ok((src, dst))
+    }
+}
+
+/// NOTSUPP from the server (a file system that cannot reflink, a server
+/// without COPY) is a missing feature, not a failure.
+fn unsupported_or(op: &'static str, path: &str, e: client::Error) -> BenchError {
+    if e.status() == Some(nfsstat3::NFS3ERR_NOTSUPP) {
+        let status = match &e {
+            client::Error::Nfs4 { status, .. } => format!("{status:?}"),
+            other => other.to_string(),
+        };
+        let why = if op == "CLONE" { " (its file system cannot share blocks between files)" } else { "" };
+        BenchError::Unsupported(format!("the server answers {op} with {status}{why}"))
+    } else {
+        BenchError::op(if op == "COPY" { "copy" } else { "clone" }, path, e)
     }
 }
 

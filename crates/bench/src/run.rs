@@ -243,7 +243,7 @@ const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
 /// Counters gained between two snapshots; operations that did not happen
 /// are left out.
-fn delta(before: &[OpStat], after: &[OpStat]) -> Vec<OpStat> {
+pub(crate) fn delta(before: &[OpStat], after: &[OpStat]) -> Vec<OpStat> {
     after
         .iter()
         .map(|a| {

@@ -26,6 +26,12 @@ pub enum BenchError {
     /// A wait ran past its limit.
     #[error("timed out: {0}")]
     Timeout(String),
+    /// The target cannot do this at all (a server-side copy over NFSv3,
+    /// a clone on a file system without reflinks); the message says why.
+    /// Workloads that measure an optional feature report it instead of
+    /// failing the run.
+    #[error("not supported: {0}")]
+    Unsupported(String),
 }
 
 pub type Result<T> = std::result::Result<T, BenchError>;
@@ -125,6 +131,25 @@ pub trait BenchFs: Send + Sync {
     /// "NFSv4.1"): a URL without a version is negotiated.
     fn protocol(&self) -> Option<String> {
         None
+    }
+    /// Copies `len` bytes of `from` at `from_off` into the existing file
+    /// `to` at `to_off` without the data passing through this client (an
+    /// NFSv4.2 COPY; copy_file_range(2) on a directory target), and
+    /// returns once what it copied is on stable storage, as after an
+    /// fsync; the bytes copied, fewer only where `from` ends.
+    /// [`BenchError::Unsupported`] where the target cannot.
+    fn copy_range(&self, from: &str, from_off: u64, to: &str, to_off: u64, len: u64) -> Result<u64> {
+        let _ = (from, from_off, to, to_off, len);
+        Err(BenchError::Unsupported("this target has no server-side copy".into()))
+    }
+    /// Makes `len` bytes of the existing file `to` at `to_off` share the
+    /// blocks of `from` at `from_off` (an NFSv4.2 CLONE; FICLONE on a
+    /// directory target); `len` 0 clones to the end of `from`.
+    /// [`BenchError::Unsupported`] where the target or its file system
+    /// cannot.
+    fn clone_range(&self, from: &str, from_off: u64, to: &str, to_off: u64, len: u64) -> Result<()> {
+        let _ = (from, from_off, to, to_off, len);
+        Err(BenchError::Unsupported("this target cannot clone files".into()))
     }
 }
 

@@ -165,3 +165,41 @@ fn clients_option_applies_to_any_workload() {
     assert_eq!(r.runs[0].point["clients"], 2);
     assert_eq!(r.runs[0].metrics["call_latency_us"].as_array().unwrap().len(), 8);
 }
+
+/// copy on a local directory: copy_file_range(2) as the in-place copy,
+/// read and write through the process, FICLONE where the file system can;
+/// two clients copy their own files at once and leave nothing behind.
+#[test]
+fn copy_on_a_directory_with_two_clients() {
+    let (d, t) = tmp();
+    let r = bench(&[
+        "copy",
+        "--target",
+        &t,
+        "--size",
+        "2MiB,3000KiB",
+        "--io-size",
+        "256KiB",
+        "--clients",
+        "2",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(r.runs.len(), 2, "two sizes");
+    for run in &r.runs {
+        assert_eq!(run.point["clients"], 2);
+        assert_eq!(run.metrics["read_write"], "ok");
+        assert!(run.metric("read_write_mbps").is_some_and(|x| x > 0.0));
+        for key in ["server_copy", "clone"] {
+            let ok = run.metrics[key] == "ok";
+            assert!(ok || run.metrics[key] == "not supported", "{key}: {:?}", run.metrics);
+            assert_eq!(run.metric(&format!("{key}_s")).is_some(), ok);
+            assert_eq!(run.metrics.contains_key(&format!("{key}_reason")), !ok);
+        }
+        assert_eq!(run.metrics["copy_speedup"].is_number(), run.metrics["server_copy"] == "ok");
+        assert_eq!(run.metrics["copy_bytes"], run.point["size"]);
+    }
+    assert!(entries(d.path()).is_empty(), "working directories left behind");
+    let text = bench::report::terminal_summary(&r);
+    assert!(text.contains("copy methods") && text.contains("read-write"), "{text}");
+}

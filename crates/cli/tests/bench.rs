@@ -16,7 +16,7 @@ fn target(srv: &TestServer) -> String {
     format!("nfs://127.0.0.1:{}{}", srv.port, srv.export.display())
 }
 
-/// The same over NFSv3 (a URL without a version speaks NFSv4.1 to nfsx).
+/// The same over NFSv3 (a URL without a version speaks NFSv4.2 to nfsx).
 fn target_v3(srv: &TestServer) -> String {
     format!("{}?version=3", target(srv))
 }
@@ -265,8 +265,9 @@ fn locked_read_with_and_without_delegations() {
     assert!(count(nfs3, "READ") <= 20);
 }
 
-/// A target without a version speaks NFSv4.1 to a server that offers it,
-/// and each run records the protocol it spoke.
+/// A target without a version speaks the newest NFSv4 minor version the
+/// server offers (4.2 with nfsx), and each run records the protocol it
+/// spoke.
 #[test]
 fn a_target_without_a_version_is_negotiated_and_recorded() {
     let srv = TestServer::start(ServerOpts::default());
@@ -274,5 +275,104 @@ fn a_target_without_a_version_is_negotiated_and_recorded() {
     let t = target(&srv);
     let (out, v) = bench(&["seqwrite", "--target", &t, "--size", "1MiB", "--runs", "1"], tmp.path(), LIMIT);
     let rs = all_ok(&out, &v);
-    assert_eq!(rs[0]["protocol"], "NFSv4.1", "{}", rs[0]);
+    assert_eq!(rs[0]["protocol"], "NFSv4.2", "{}", rs[0]);
+}
+
+/// The calls a copy method made, by procedure.
+fn method_calls(run: &serde_json::Value, key: &str) -> std::collections::BTreeMap<String, u64> {
+    let calls = run[format!("{key}_calls")].as_object().unwrap_or_else(|| panic!("{key}_calls in {run}"));
+    calls.iter().map(|(op, n)| (op.clone(), n.as_u64().unwrap())).collect()
+}
+
+/// NFSv4.2 server-side copy (issue "NFSv4.2 and RPC-with-TLS"): each run
+/// copies one file by COPY, by READ and WRITE through the client and by
+/// CLONE. COPY moves no data over the wire; over NFSv3 (and on a file
+/// system without reflinks) the methods the target cannot do are reported
+/// as not supported and the run still measures read-write. The server
+/// copies at most 2 MiB within a request, so the 8 MiB COPY runs in the
+/// background and ends with CB_OFFLOAD, as a 1 GiB one does by default.
+#[test]
+fn copy_by_server_side_copy_read_write_and_clone() {
+    let srv = TestServer::start(ServerOpts {
+        extra_config: "[core.nfs4]\ncopy_sync_max = 2097152\n",
+        ..ServerOpts::default()
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let local = tmp.path().join("local");
+    std::fs::create_dir(&local).unwrap();
+    let v42 = format!("{}?version=4.2", target(&srv));
+    let v3 = target_v3(&srv);
+    let l = local.to_string_lossy().to_string();
+    let args = ["copy", "--size", "8MiB", "--runs", "2", "--target", &v42, "--target", &v3, "--target", &l];
+    let (out, v) = bench(&args, tmp.path(), LIMIT);
+    let rs = all_ok(&out, &v);
+    assert_eq!(rs.len(), 6, "2 runs of 3 targets");
+    let size = 8u64 << 20;
+    let v = v.as_ref().unwrap();
+    assert_eq!(v["metrics"], serde_json::json!(["copy_speedup", "server_copy_mbps", "read_write_mbps", "clone_mbps"]));
+    assert_eq!(v["params"]["methods"], serde_json::json!(["server-copy", "read-write", "clone"]));
+    for r in rs {
+        assert_eq!(r["copy_bytes"].as_u64(), Some(size), "{r}");
+        assert_eq!(r["verified"], "whole file", "{r}");
+        for key in ["server_copy", "read_write", "clone"] {
+            assert!(r[key] == "ok" || r[key] == "not supported", "{key} in {r}");
+            let ok = r[key] == "ok";
+            assert_eq!(r[format!("{key}_s")].as_f64().is_some_and(|s| s > 0.0), ok, "{key}_s in {r}");
+            assert_eq!(r[format!("{key}_mbps")].as_f64().is_some_and(|x| x > 0.0), ok, "{key}_mbps in {r}");
+            assert_eq!(r[format!("{key}_reason")].as_str().is_some(), !ok, "{key}_reason in {r}");
+        }
+        assert_eq!(r["read_write"], "ok", "read-write is measured everywhere: {r}");
+    }
+    for r in rs.iter().filter(|r| r["target"] == v42.as_str()) {
+        assert_eq!(r["protocol"], "NFSv4.2");
+        assert_eq!(r["server_copy"], "ok", "{r}");
+        // The copy happened in the server: a COPY, no data through the client.
+        let calls = method_calls(r, "server_copy");
+        assert!(calls.get("COPY").is_some_and(|&n| n >= 1), "{calls:?}");
+        assert!(!calls.contains_key("READ") && !calls.contains_key("WRITE"), "{calls:?}");
+        assert!(r["server_copy_wire_bytes"].as_u64().unwrap() < size / 100, "{r}");
+        // The same copy through the client moved it twice and committed it.
+        let calls = method_calls(r, "read_write");
+        assert!(calls["READ"] >= 8 && calls["WRITE"] >= 8 && calls["COMMIT"] >= 1, "{calls:?}");
+        assert!(r["read_write_wire_bytes"].as_u64().unwrap() >= 2 * size, "{r}");
+        let speedup = r["read_write_s"].as_f64().unwrap() / r["server_copy_s"].as_f64().unwrap();
+        assert!((r["copy_speedup"].as_f64().unwrap() / speedup - 1.0).abs() < 1e-3, "{r}");
+        assert!(r["op_stats"].as_array().unwrap().iter().any(|s| s["op"] == "COPY"), "{r}");
+        // The test export is on ext4, which cannot share blocks; a file
+        // system that can (Btrfs, XFS) clones.
+        assert!(method_calls(r, "clone").contains_key("CLONE"), "{r}");
+        if r["clone"] == "not supported" {
+            assert!(r["clone_reason"].as_str().unwrap().contains("NOTSUPP"), "{r}");
+            assert!(r["clone_speedup"].is_null(), "{r}");
+        } else {
+            assert!(r["clone_speedup"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    for r in rs.iter().filter(|r| r["target"] == v3.as_str()) {
+        assert_eq!(r["protocol"], "NFSv3");
+        assert_eq!((r["server_copy"].as_str(), r["clone"].as_str()), (Some("not supported"), Some("not supported")));
+        assert!(r["server_copy_reason"].as_str().unwrap().contains("NFSv3"), "{r}");
+        assert!(r["copy_speedup"].is_null(), "{r}");
+        let calls = method_calls(r, "read_write");
+        assert!(calls["READ"] >= 8 && calls["WRITE"] >= 8 && calls["COMMIT"] >= 1, "{calls:?}");
+        assert!(method_calls(r, "server_copy").is_empty(), "nothing sent for a copy NFSv3 cannot make: {r}");
+    }
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("copy methods") && summary.contains("server-copy"), "{summary}");
+    assert!(summary.contains("not supported: server-copy on"), "{summary}");
+}
+
+#[test]
+fn copy_refuses_options_it_does_not_use() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["copy", "--target", "/tmp", "--size", "8MiB", "--io-size", "16MiB"], "--io-size"),
+        (&["copy", "--target", "/tmp", "--threads", "4"], "--threads"),
+        (&["copy", "--target", "/tmp", "--mode", "seq-read"], "--mode"),
+    ];
+    for (args, needle) in cases {
+        let (out, _) = bench(args, tmp.path(), Duration::from_secs(60));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
 }

@@ -56,8 +56,16 @@ pub(crate) fn plots(report: &BenchReport) -> Vec<Plot> {
         }
     }
     if swept.is_empty() {
-        match throughput_bars(report).filter(|_| lat) {
-            Some(plot) => out.push(plot),
+        // seqwrite's and copy's rates side by side in one chart; copy's
+        // speedup in its own.
+        let copy = report.workload == "copy";
+        match throughput_bars(report).filter(|_| lat || copy) {
+            Some(plot) => {
+                out.push(plot);
+                for metric in report.metrics.iter().filter(|m| copy && !m.ends_with("_mbps")) {
+                    out.extend(metric_bars(report, metric));
+                }
+            }
             None => {
                 for metric in &report.metrics {
                     out.extend(metric_bars(report, metric));

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::headline::headline;
-use super::{esc, first_ok, latency_rows, micros, num, point_label, Plot};
+use super::{copy_rows, esc, first_ok, latency_rows, micros, num, point_label, Plot, COPY_SPEEDUP_GOAL};
 use crate::model::BenchReport;
 use crate::stats::{points_of, targets_of};
 
@@ -31,6 +31,7 @@ pub(crate) fn page(report: &BenchReport, plots: &[Plot]) -> String {
     );
     let failed = report.runs.iter().filter(|r| !r.ok).count();
     headline(&mut h, report, failed);
+    copy_methods(&mut h, report);
     meta(&mut h, report);
     if !plots.is_empty() {
         h.push_str("<h2>Plots</h2>\n");
@@ -119,6 +120,44 @@ fn meta(h: &mut String, r: &BenchReport) {
         rows.push(vec![format!("param {}", esc(k)), esc(&v)]);
     }
     h.push_str(&table(&["", ""], &rows, 2));
+}
+
+/// The copy workload: each method's mean time and rate per target, and
+/// why a target could not.
+fn copy_methods(h: &mut String, r: &BenchReport) {
+    let rows = copy_rows(r);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<h2>Copy methods</h2>\n<p>Means of the successful runs. <code>copy_speedup</code> is read-write \
+         seconds over server-copy seconds; the goal for a 1 GiB file is at least {COPY_SPEEDUP_GOAL}×.</p>"
+    );
+    let many = points_of(r).len() > 1;
+    let cells: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|c| {
+            let mut row = vec![esc(&c.target)];
+            if many {
+                row.push(esc(&point_label(&c.point)));
+            }
+            let status = match &c.reason {
+                Some(why) => format!("{}: {}", esc(c.status), esc(why)),
+                None => esc(c.status),
+            };
+            row.extend([esc(c.method), status, c.runs.to_string()]);
+            row.push(c.secs.map_or("–".into(), num));
+            row.push(c.mbps.map_or("–".into(), num));
+            row
+        })
+        .collect();
+    let mut head = vec!["target"];
+    if many {
+        head.push("point");
+    }
+    head.extend(["method", "status", "runs", "seconds", "MB/s"]);
+    h.push_str(&table(&head, &cells, if many { 4 } else { 3 }));
 }
 
 fn summary(h: &mut String, r: &BenchReport) {

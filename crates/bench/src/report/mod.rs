@@ -216,6 +216,69 @@ pub(crate) fn latency_rows(report: &BenchReport) -> Vec<(String, Point, LatencyS
     out
 }
 
+/// One method of the copy workload at one target and point, over the
+/// successful runs: how many ran it, its mean seconds and MB/s, and "ok"
+/// or why the target could not.
+pub(crate) struct CopyRow {
+    pub target: String,
+    pub point: Point,
+    pub method: &'static str,
+    pub runs: usize,
+    pub secs: Option<f64>,
+    pub mbps: Option<f64>,
+    /// "ok", "not supported", "in some runs" (supported in only some of
+    /// them), "no result".
+    pub status: &'static str,
+    /// Why the target could not, as a run gave it.
+    pub reason: Option<String>,
+}
+
+/// The copy workload's methods side by side; empty for other workloads.
+pub(crate) fn copy_rows(report: &BenchReport) -> Vec<CopyRow> {
+    use crate::workloads::copy::Method;
+    let mut out = Vec::new();
+    if report.workload != "copy" {
+        return out;
+    }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    for target in targets_of(report) {
+        for point in points_of(report) {
+            let runs: Vec<&RunRecord> =
+                report.runs.iter().filter(|r| r.ok && r.target == target && r.point == point).collect();
+            if runs.is_empty() {
+                continue;
+            }
+            for m in Method::ALL {
+                let key = m.key();
+                let secs: Vec<f64> = runs.iter().filter_map(|r| r.metric(&format!("{key}_s"))).collect();
+                let mbps: Vec<f64> = runs.iter().filter_map(|r| r.metric(&format!("{key}_mbps"))).collect();
+                let why = runs.iter().find_map(|r| r.metrics.get(&format!("{key}_reason")).and_then(Value::as_str));
+                let status = match (secs.len(), why) {
+                    (n, _) if n == runs.len() => "ok",
+                    (0, Some(_)) => "not supported",
+                    (_, Some(_)) => "in some runs",
+                    (_, None) => "no result",
+                };
+                out.push(CopyRow {
+                    target: target.clone(),
+                    point: point.clone(),
+                    method: m.name(),
+                    runs: secs.len(),
+                    secs: mean(&secs),
+                    mbps: mean(&mbps),
+                    status,
+                    reason: why.map(str::to_string),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The copy workload's goal: COPY of a 1 GiB file at least this many
+/// times faster than read+write through nfsx's client.
+pub(crate) const COPY_SPEEDUP_GOAL: f64 = 5.0;
+
 pub(crate) fn ratio_of(report: &BenchReport, target: &str, point: &Point, metric: &str) -> Option<f64> {
     report.ratios.iter().find(|r| r.target == target && &r.point == point && r.metric == metric).map(|r| r.ratio)
 }

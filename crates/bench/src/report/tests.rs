@@ -235,3 +235,63 @@ fn axes_tick_in_human_units() {
     assert_eq!((lin.lo, lin.hi), (0.0, 400.0));
     assert_eq!(lin.ticks(), [0.0, 100.0, 200.0, 300.0, 400.0]);
 }
+
+/// copy: one run per target, where the second cannot copy or clone in
+/// place (an NFSv3 server).
+fn copy_report() -> BenchReport {
+    let mut runs = Vec::new();
+    for (target, supported) in [("v42", true), (ODD, false)] {
+        for run in 1..=2 {
+            let mut r = RunRecord { target: target.into(), run, ok: true, ..Default::default() };
+            r.point = BTreeMap::from([("size".to_string(), json!(8 << 20)), ("io_size".to_string(), json!(1 << 20))]);
+            r.metrics.insert("read_write".into(), json!("ok"));
+            r.metrics.insert("read_write_s".into(), json!(0.5));
+            r.metrics.insert("read_write_mbps".into(), json!(16.8));
+            for key in ["server_copy", "clone"] {
+                if supported && key == "server_copy" {
+                    r.metrics.insert(key.into(), json!("ok"));
+                    r.metrics.insert(format!("{key}_s"), json!(0.25 * run as f64));
+                    r.metrics.insert(format!("{key}_mbps"), json!(100.0));
+                } else {
+                    r.metrics.insert(key.into(), json!("not supported"));
+                    r.metrics.insert(format!("{key}_reason"), json!(format!("{key} <needs> NFSv4.2 & more")));
+                    r.metrics.insert(format!("{key}_s"), Value::Null);
+                    r.metrics.insert(format!("{key}_mbps"), Value::Null);
+                }
+            }
+            let speedup = if supported { json!(10.0 / run as f64) } else { Value::Null };
+            r.metrics.insert("copy_speedup".into(), speedup);
+            runs.push(r);
+        }
+    }
+    BenchReport {
+        workload: "copy".into(),
+        targets: vec!["v42".into(), ODD.into()],
+        metrics: ["copy_speedup", "server_copy_mbps", "read_write_mbps", "clone_mbps"].map(String::from).to_vec(),
+        runs,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn copy_report_lists_each_method_and_why_one_cannot_run() {
+    let report = copy_report();
+    let rows = copy_rows(&summarized(&report));
+    assert_eq!(rows.len(), 6, "three methods of two targets");
+    let row = |t: &str, m: &str| rows.iter().find(|r| r.target == t && r.method == m).unwrap();
+    let copy = row("v42", "server-copy");
+    assert_eq!((copy.status, copy.runs, copy.secs, copy.mbps), ("ok", 2, Some(0.375), Some(100.0)));
+    let clone = row("v42", "clone");
+    assert_eq!((clone.status, clone.runs, clone.secs), ("not supported", 0, None));
+    assert_eq!(clone.reason.as_deref(), Some("clone <needs> NFSv4.2 & more"));
+    assert_eq!(row(ODD, "read-write").status, "ok");
+
+    let text = terminal_summary(&report);
+    assert!(text.contains("copy methods"), "{text}");
+    assert!(text.contains("not supported: server-copy on <&> dir: server_copy <needs> NFSv4.2 & more"), "{text}");
+    let (_dir, html, files) = written(&report);
+    assert_eq!(files, ["throughput.svg", "copy_speedup.svg"]);
+    assert!(html.contains("<h2>Copy methods</h2>"));
+    assert!(html.contains("not supported: clone &lt;needs&gt; NFSv4.2 &amp; more"), "reasons escaped");
+    assert!(html.contains("at least 5×"));
+}

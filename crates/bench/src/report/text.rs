@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{first_ok, latency_rows, micros, num, point_label, ratio_of, summarized};
+use super::{copy_rows, first_ok, latency_rows, micros, num, point_label, ratio_of, summarized, COPY_SPEEDUP_GOAL};
 use crate::model::BenchReport;
 use crate::stats::{points_of, targets_of};
 
@@ -60,6 +60,39 @@ pub fn terminal_summary(report: &BenchReport) -> String {
             None => out.push_str("\nmean ± 95% CI (n)\n"),
         }
         out.push_str(&align(&rows, 2));
+    }
+
+    let copies = copy_rows(r);
+    if !copies.is_empty() {
+        let many = points.len() > 1;
+        let mut head = vec!["target".to_string()];
+        if many {
+            head.push("point".into());
+        }
+        head.extend(["method", "status", "runs", "seconds", "MB/s"].map(String::from));
+        let (mut rows, mut reasons) = (vec![head], Vec::new());
+        for c in copies {
+            let mut row = vec![c.target.clone()];
+            if many {
+                row.push(point_label(&c.point));
+            }
+            row.extend([c.method.to_string(), c.status.to_string(), c.runs.to_string()]);
+            row.push(c.secs.map_or("–".into(), num));
+            row.push(c.mbps.map_or("–".into(), num));
+            rows.push(row);
+            let why = c.reason.map(|why| format!("{} on {}: {why}", c.method, c.target));
+            if let Some(why) = why.filter(|w| !reasons.contains(w)) {
+                reasons.push(why);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\ncopy methods (means of successful runs; the goal for 1 GiB is copy_speedup >= {COPY_SPEEDUP_GOAL})"
+        );
+        out.push_str(&align(&rows, if many { 4 } else { 3 }));
+        for why in reasons {
+            let _ = writeln!(out, "  not supported: {why}");
+        }
     }
 
     let lat = latency_rows(r);

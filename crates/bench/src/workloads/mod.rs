@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::target::{BenchError, BenchFs, Result};
 
+pub mod copy;
 pub mod data;
 pub mod filebench;
 pub mod locked_read;
@@ -53,6 +54,7 @@ pub enum Job {
     MultiClient(multi_client::MultiClient),
     Recall(recall::Recall),
     LockedRead(locked_read::LockedRead),
+    Copy(copy::FileCopy),
 }
 
 /// Where the measured phase starts and ends, for the counter snapshots.
@@ -73,6 +75,7 @@ impl Job {
             Job::MultiClient(w) => run_phases(w, ctx, phase),
             Job::Recall(w) => run_phases(w, ctx, phase),
             Job::LockedRead(w) => run_phases(w, ctx, phase),
+            Job::Copy(w) => run_phases(w, ctx, phase),
         }
     }
 }
