@@ -15,6 +15,7 @@ pub fn peer() -> PeerInfo {
         local: SocketAddr::from(([127, 0, 0, 1], 2049)),
         hostname: None,
         conn: 1,
+        tls: Default::default(),
     }
 }
 

@@ -51,6 +51,16 @@ fn machine_name(s: &ClientSettings) -> String {
     })
 }
 
+/// [`conn_params`] for the server of `url`: with RPC-with-TLS when the
+/// URL asks for it (`tls=1`).
+fn conn_params_for(url: &NfsUrl, s: &ClientSettings, addr: SocketAddr) -> Result<ConnParams> {
+    let mut p = conn_params(s, addr);
+    if url.tls {
+        p.tls = Some(crate::tls::ClientTls::new(&s.tls, &url.host)?);
+    }
+    Ok(p)
+}
+
 pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
     let machine = machine_name(s);
     let (euid, egid) = effective_ids();
@@ -63,6 +73,7 @@ pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
         reconnect_timeout: Duration::from_millis(s.reconnect_timeout_ms),
         max_record: s.max_record,
         read_buffer: s.read_buffer,
+        tls: None,
     }
 }
 
@@ -108,7 +119,7 @@ impl Client {
         if let Some(d) = url.delegations {
             settings.v41.delegations = d;
         }
-        let base = conn_params(&settings, addrs.nfs);
+        let base = conn_params_for(url, &settings, addrs.nfs)?;
         let nfs = Nfs41::connect(base, &settings, &url.export, minors).await?;
         let root = nfs_fh3 { data: nfs.root() };
         let fs = nfs.io_limits(&root.data).await?;
@@ -133,7 +144,7 @@ impl Client {
     }
 
     async fn connect_v3(url: &NfsUrl, addrs: ServerAddrs, mut settings: ClientSettings) -> Result<Client> {
-        let base = conn_params(&settings, addrs.nfs);
+        let base = conn_params_for(url, &settings, addrs.nfs)?;
         let root = mount::mnt(addrs.mount, &url.export, &base, base.connect_timeout * 2).await?;
         let mut conns = Vec::new();
         for _ in 0..settings.nconnect.max(1) {

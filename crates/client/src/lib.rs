@@ -26,6 +26,7 @@ pub mod nfs3;
 pub mod nfs41;
 pub mod nlm;
 pub mod settings;
+pub mod tls;
 pub mod transport;
 pub mod url;
 mod v42;

@@ -42,6 +42,9 @@ pub struct ClientSettings {
     pub read_cache: ReadCacheSettings,
     pub attr_cache: AttrCacheSettings,
     pub v41: V41Settings,
+    /// RPC-with-TLS (`?tls=1`): the authorities to trust, and the
+    /// client's own certificate for mutual TLS.
+    pub tls: crate::tls::TlsSettings,
 }
 
 /// NFSv4.1 sessions (`?version=4.1`).
@@ -85,6 +88,7 @@ impl Default for ClientSettings {
             read_cache: ReadCacheSettings::default(),
             attr_cache: AttrCacheSettings::default(),
             v41: V41Settings::default(),
+            tls: Default::default(),
         }
     }
 }

@@ -16,8 +16,7 @@ use client_core::stats::Stats;
 use parking_lot::Mutex;
 use proto::framer::RecordDecoder;
 use proto::rpc::opaque_auth;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
@@ -36,6 +35,32 @@ pub struct ConnParams {
     pub max_record: usize,
     /// Bytes reserved in the receive buffer before each read.
     pub read_buffer: usize,
+    /// RPC-with-TLS on every connection made with these parameters.
+    pub tls: Option<Arc<crate::tls::ClientTls>>,
+}
+
+/// A connected byte stream: TCP, or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+impl Stream {
+    fn split(self) -> (Reader, Writer) {
+        match self {
+            Stream::Plain(s) => {
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            Stream::Tls(s) => {
+                let (r, w) = tokio::io::split(*s);
+                (Box::new(r), Box::new(w))
+            }
+        }
+    }
 }
 
 struct Call {
@@ -153,12 +178,23 @@ fn rand_xid() -> u32 {
     (t.as_nanos() as u32) ^ std::process::id().rotate_left(16)
 }
 
-async fn dial(p: &ConnParams) -> std::io::Result<TcpStream> {
-    let s = tokio::time::timeout(p.connect_timeout, TcpStream::connect(p.addr))
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connect to {} timed out", p.addr)))??;
+async fn dial(p: &ConnParams) -> std::io::Result<Stream> {
+    let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connect to {} timed out", p.addr));
+    let s = tokio::time::timeout(p.connect_timeout, TcpStream::connect(p.addr)).await.map_err(|_| timed_out())??;
     s.set_nodelay(true)?;
-    Ok(s)
+    match &p.tls {
+        None => Ok(Stream::Plain(s)),
+        Some(tls) => {
+            let t = tokio::time::timeout(p.connect_timeout, tls.start(s)).await.map_err(|_| timed_out())?;
+            match t {
+                Ok(t) => Ok(Stream::Tls(Box::new(t))),
+                Err(e) => {
+                    tracing::warn!(addr = %p.addr, "RPC-with-TLS: {e}");
+                    Err(e)
+                }
+            }
+        }
+    }
 }
 
 struct Task {
@@ -188,9 +224,9 @@ impl Task {
         self.epoch.elapsed().as_nanos() as Nanos
     }
 
-    async fn run(mut self, mut stream: TcpStream) {
+    async fn run(mut self, mut stream: Stream) {
         loop {
-            let (rd, wr) = stream.into_split();
+            let (rd, wr) = stream.split();
             match self.serve(rd, wr).await {
                 Stop::Closed => return,
                 Stop::Broken(why) => {
@@ -215,7 +251,7 @@ impl Task {
     }
 
     /// Retries with doubling pauses until `reconnect_timeout` has passed.
-    async fn reconnect(&mut self) -> Option<TcpStream> {
+    async fn reconnect(&mut self) -> Option<Stream> {
         let give_up = Instant::now() + self.params.reconnect_timeout;
         let mut pause = Duration::from_millis(50);
         loop {
@@ -234,7 +270,7 @@ impl Task {
 
     /// After giving up on a server: each new call gets one connect attempt,
     /// failing at once if the server is still gone.
-    async fn wait_for_call_then_dial(&mut self) -> Option<TcpStream> {
+    async fn wait_for_call_then_dial(&mut self) -> Option<Stream> {
         loop {
             let call = self.calls.recv().await?;
             match dial(&self.params).await {
@@ -269,7 +305,7 @@ impl Task {
         }
     }
 
-    async fn serve(&mut self, mut rd: OwnedReadHalf, wr: OwnedWriteHalf) -> Stop {
+    async fn serve(&mut self, mut rd: Reader, wr: Writer) -> Stop {
         let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<Bytes>>();
         let mut writer = tokio::spawn(write_loop(wr, out_rx));
         let mut framer = RecordDecoder::new(self.params.max_record);
@@ -347,7 +383,7 @@ impl Task {
 }
 
 /// Writes records as they come, several per writev when they queue up.
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Vec<Bytes>>) -> std::io::Result<()> {
+async fn write_loop(mut wr: Writer, mut rx: mpsc::UnboundedReceiver<Vec<Bytes>>) -> std::io::Result<()> {
     const BATCH: usize = 64;
     let mut segs: Vec<Bytes> = Vec::new();
     while let Some(first) = rx.recv().await {
@@ -359,11 +395,13 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Vec<
             }
         }
         write_all_vectored(&mut wr, &mut segs).await?;
+        // A TLS session holds what it encrypted until flushed.
+        wr.flush().await?;
     }
     Ok(())
 }
 
-async fn write_all_vectored(wr: &mut OwnedWriteHalf, segs: &mut Vec<Bytes>) -> std::io::Result<()> {
+async fn write_all_vectored(wr: &mut Writer, segs: &mut Vec<Bytes>) -> std::io::Result<()> {
     use bytes::Buf;
     let mut i = 0;
     while i < segs.len() {

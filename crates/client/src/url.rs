@@ -6,7 +6,8 @@
 //! the server offers it, then NFSv4.1, then NFSv3, as the Linux client
 //! negotiates.
 //! `delegations=0` (NFSv4.1) makes the client ask for no delegation,
-//! overriding the settings file.
+//! overriding the settings file. `tls=1` protects every connection with
+//! RPC-with-TLS (RFC 9289) and refuses a server that does not offer it.
 
 use crate::error::{Error, Result};
 
@@ -32,6 +33,8 @@ pub struct NfsUrl {
     pub version: Version,
     /// `delegations=0|1`: overrides `[v41] delegations`.
     pub delegations: Option<bool>,
+    /// `tls=1`: RPC-with-TLS on every connection to the server.
+    pub tls: bool,
 }
 
 impl NfsUrl {
@@ -44,6 +47,7 @@ impl NfsUrl {
         };
         let mut version = Version::Auto;
         let mut delegations = None;
+        let mut tls = false;
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             match kv.split_once('=') {
                 Some(("version", "3")) => version = Version::V3,
@@ -53,7 +57,10 @@ impl NfsUrl {
                 Some(("delegations", "0")) => delegations = Some(false),
                 Some(("delegations", "1")) => delegations = Some(true),
                 Some(("delegations", v)) => return Err(bad(&format!("delegations={v}: 0 or 1"))),
-                _ => return Err(bad(&format!("unknown option {kv:?} (known: version, delegations)"))),
+                Some(("tls", "0")) => tls = false,
+                Some(("tls", "1")) => tls = true,
+                Some(("tls", v)) => return Err(bad(&format!("tls={v}: 0 or 1"))),
+                _ => return Err(bad(&format!("unknown option {kv:?} (known: version, delegations, tls)"))),
             }
         }
         let (authority, path) = match rest.find('/') {
@@ -77,7 +84,7 @@ impl NfsUrl {
             None => None,
         };
         let export = if path.len() > 1 { path.trim_end_matches('/') } else { path };
-        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version, delegations })
+        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version, delegations, tls })
     }
 }
 
@@ -97,6 +104,9 @@ impl std::fmt::Display for NfsUrl {
         }
         if let Some(d) = self.delegations {
             query.push(format!("delegations={}", u8::from(d)));
+        }
+        if self.tls {
+            query.push("tls=1".to_string());
         }
         if !query.is_empty() {
             write!(f, "?{}", query.join("&"))?;

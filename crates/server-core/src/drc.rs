@@ -276,7 +276,13 @@ mod tests {
     use crate::PeerInfo;
 
     fn peer(addr: &str) -> PeerInfo {
-        PeerInfo { addr: addr.parse().unwrap(), local: "127.0.0.1:2049".parse().unwrap(), hostname: None, conn: 0 }
+        PeerInfo {
+            addr: addr.parse().unwrap(),
+            local: "127.0.0.1:2049".parse().unwrap(),
+            hostname: None,
+            conn: 0,
+            tls: Default::default(),
+        }
     }
 
     fn call(peer: &PeerInfo, xid: u32, proc_: u32) -> Call<'_> {

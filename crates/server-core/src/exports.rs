@@ -42,6 +42,40 @@ pub struct ExportOptions {
     pub anongid: u32,
     /// `secure` (default): requests must come from a source port below 1024.
     pub secure: bool,
+    /// `xprtsec=none:tls:mtls` (default: all three): the transport
+    /// protections admitted (RFC 9289 RPC-with-TLS, as knfsd spells it).
+    pub xprtsec: XprtSec,
+}
+
+/// Which connections an export admits, by their protection. As in knfsd,
+/// each mode names exactly one kind of connection: `tls` is TLS without a
+/// client certificate, `mtls` TLS with a verified one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XprtSec {
+    pub none: bool,
+    pub tls: bool,
+    pub mtls: bool,
+}
+
+impl Default for XprtSec {
+    fn default() -> Self {
+        XprtSec { none: true, tls: true, mtls: true }
+    }
+}
+
+impl XprtSec {
+    pub fn admits(&self, t: &crate::TransportSecurity) -> bool {
+        match t {
+            crate::TransportSecurity::Clear => self.none,
+            crate::TransportSecurity::Tls => self.tls,
+            crate::TransportSecurity::Mtls { .. } => self.mtls,
+        }
+    }
+
+    /// Whether clear-text connections are refused.
+    pub fn requires_tls(&self) -> bool {
+        !self.none
+    }
 }
 
 impl Default for ExportOptions {
@@ -54,6 +88,7 @@ impl Default for ExportOptions {
             anonuid: NOBODY,
             anongid: NOBODY,
             secure: true,
+            xprtsec: XprtSec::default(),
         }
     }
 }
@@ -454,6 +489,18 @@ fn apply_options(o: &mut ExportOptions, list: &str, line: usize) -> Result<(), E
             ("insecure", None) => o.secure = false,
             ("anonuid", Some(v)) => o.anonuid = parse_id(v, opt, line)?,
             ("anongid", Some(v)) => o.anongid = parse_id(v, opt, line)?,
+            ("xprtsec", Some(v)) => {
+                let mut x = XprtSec { none: false, tls: false, mtls: false };
+                for mode in v.split(':') {
+                    match mode {
+                        "none" => x.none = true,
+                        "tls" => x.tls = true,
+                        "mtls" => x.mtls = true,
+                        _ => return err(line, format!("{opt}: {mode:?} is not none, tls or mtls")),
+                    }
+                }
+                o.xprtsec = x;
+            }
             ("sec", Some(v)) => {
                 if v.split(':').any(|f| f != "sys") {
                     return err(line, format!("{opt}: only sec=sys is supported"));

@@ -28,13 +28,28 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use placement::Placement;
 pub use portmap::uaddr;
-pub use rpc::Auth;
+pub use rpc::{starttls_reply, tls_probe_xid, Auth, AUTH_TLS};
 pub use settings::{CoreSettings, NfsVersion};
 pub use state::{Backchannel, MemStore, NoBackchannel, StableStore};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// How the connection a record came on is protected (RPC-with-TLS,
+/// RFC 9289); exports may require a level (`xprtsec=`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TransportSecurity {
+    /// Clear text.
+    #[default]
+    Clear,
+    /// TLS; the client presented no certificate.
+    Tls,
+    /// TLS with a client certificate the server verified (mutual TLS);
+    /// `identity` names it (its first DNS or IP subject alternative name,
+    /// else its subject), for logs.
+    Mtls { identity: String },
+}
 
 /// Who sent a record, as the transport knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +65,7 @@ pub struct PeerInfo {
     /// (0 when there is none): NFSv4.1 binds sessions' back channels to
     /// connections by it.
     pub conn: u64,
+    pub tls: TransportSecurity,
 }
 
 /// Ports reported by portmap GETPORT / rpcbind GETADDR for every service
@@ -142,6 +158,8 @@ impl WarnKind {
 pub(crate) enum Denied {
     NoRule,
     InsecurePort,
+    /// The export's `xprtsec=` does not admit the connection's protection.
+    TransportSecurity,
 }
 
 impl Core {
@@ -276,6 +294,13 @@ impl Core {
                     "{what} refused: source port is not below 1024 and the export is `secure` (add `insecure` to allow)")
             });
             return Err(Denied::InsecurePort);
+        }
+        if !rule.options.xprtsec.admits(&peer.tls) {
+            self.warn(WarnKind::Access, || {
+                tracing::warn!(peer = %peer.addr, export = %export.path, rule = %rule.pattern, transport = ?peer.tls,
+                    "{what} refused: the export's xprtsec= does not allow this connection's transport security")
+            });
+            return Err(Denied::TransportSecurity);
         }
         Ok(rule)
     }

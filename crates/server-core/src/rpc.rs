@@ -22,6 +22,32 @@ pub const RPC_VERSION: u32 = 2;
 const FLAVOR_NONE: u32 = auth_flavor::AUTH_NONE as u32;
 const FLAVOR_SYS: u32 = auth_flavor::AUTH_SYS as u32;
 const FLAVOR_SHORT: u32 = auth_flavor::AUTH_SHORT as u32;
+/// RFC 9289 section 7.1: a NULL call with it asks whether the server
+/// speaks RPC-with-TLS on this connection.
+pub const AUTH_TLS: u32 = 7;
+/// The verifier body of the reply that says "start TLS now".
+const STARTTLS: &[u8; 8] = b"STARTTLS";
+
+/// The xid of `record` (an RPC record without record marking) if it is
+/// the RPC-with-TLS probe: a CALL of procedure 0 (NULL) whose credential
+/// is AUTH_TLS (RFC 9289 section 4.1). The transport answers it with
+/// [`starttls_reply`] and starts the TLS handshake.
+pub fn tls_probe_xid(record: &[u8]) -> Option<u32> {
+    let mut d = Decoder::new(Bytes::copy_from_slice(record.get(..32)?));
+    let xid = d.u32().ok()?;
+    let fields = [d.u32().ok()?, d.u32().ok()?, d.u32().ok()?, d.u32().ok()?, d.u32().ok()?, d.u32().ok()?];
+    let [mtype, rpcvers, _prog, _vers, proc_, flavor] = fields;
+    (mtype == 0 && rpcvers == RPC_VERSION && proc_ == 0 && flavor == AUTH_TLS).then_some(xid)
+}
+
+/// The reply to the probe `xid`: accepted, with an AUTH_NONE verifier
+/// holding "STARTTLS".
+pub fn starttls_reply(xid: u32) -> Vec<Bytes> {
+    let verf = opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::from_static(STARTTLS) };
+    let mut e = Encoder::with_capacity(32);
+    encode_reply(xid, reply_body::MSG_ACCEPTED(accepted_reply { verf, reply_data: reply_data::SUCCESS }), &mut e);
+    e.into_segments()
+}
 /// RFC 5531 bounds every opaque_auth body at 400 bytes.
 const MAX_AUTH_BYTES: u32 = 400;
 
@@ -182,7 +208,26 @@ impl Core {
         let Ok((prog, vers, proc_, cred_flavor, cred)) = header else {
             return Some(self.undecodable(peer, xid));
         };
-        let auth = match parse_auth(cred_flavor, cred) {
+        // AUTH_TLS is only the probe. Where the transport did not take it
+        // up (no TLS here, or not the connection's first record) a NULL
+        // with it is answered as plain NULL, whose verifier lacks
+        // "STARTTLS": the client goes on in clear text or gives up. On
+        // any other procedure, or inside TLS, it is AUTH_BADCRED (RFC 9289
+        // section 4.1).
+        let tls_probe = cred_flavor == AUTH_TLS;
+        if tls_probe && (proc_ != 0 || peer.tls != crate::TransportSecurity::Clear) {
+            self.warn(
+                WarnKind::Auth,
+                || tracing::warn!(peer = %peer.addr, xid, proc_, "AUTH_TLS outside a clear-text NULL call"),
+            );
+            return Some(outcome(
+                rejected(xid, rejected_reply::AUTH_ERROR(auth_stat::AUTH_BADCRED)),
+                "rpc.auth_error",
+                false,
+            ));
+        }
+        let parsed = if tls_probe { Ok(Auth::None) } else { parse_auth(cred_flavor, cred) };
+        let auth = match parsed {
             Ok(a) => a,
             Err(stat) => {
                 self.warn(

@@ -183,3 +183,37 @@ fn versions_switched_off_are_refused_and_not_advertised() {
     assert_eq!(no_41.compound(1, ops()).status, nfsstat4::NFS4ERR_MINOR_VERS_MISMATCH);
     assert_eq!(no_41.compound(0, ops()).status, nfsstat4::NFS4_OK);
 }
+
+/// RPC-with-TLS (RFC 9289 section 4.1): the probe is recognised and its
+/// STARTTLS reply built for the transport; a NULL with AUTH_TLS that
+/// reaches the core (no TLS on this connection) is answered as plain NULL,
+/// without "STARTTLS"; AUTH_TLS on another procedure, or inside TLS, is
+/// AUTH_BADCRED.
+#[test]
+fn auth_tls_probe() {
+    use proto::rpc::{auth_stat, rejected_reply, reply_body};
+    use xdr::Decode;
+    let env = rw_env();
+    let tls = Cred::Raw(server_core::AUTH_TLS, Bytes::new());
+    let probe = call_record(77, NFS, 4, 0, &tls, &[]);
+    assert_eq!(server_core::tls_probe_xid(&probe), Some(77));
+    assert_eq!(server_core::tls_probe_xid(&call_record(77, NFS, 4, 1, &tls, &[])), None);
+    assert_eq!(server_core::tls_probe_xid(&call_record(77, NFS, 4, 0, &user(), &[])), None);
+    assert_eq!(server_core::tls_probe_xid(&probe[..20]), None);
+    let starttls = join(&server_core::starttls_reply(77));
+    let msg = rpc_msg::decode(&mut xdr::Decoder::new(starttls)).unwrap();
+    let rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(a)) = msg.body else { panic!("{msg:?}") };
+    assert_eq!((msg.xid, &a.verf.body[..]), (77, &b"STARTTLS"[..]));
+    // Reaching the core: plain NULL.
+    let r = parse_reply(env.raw(probe.clone()));
+    let reply_body::MSG_ACCEPTED(a) = &r.body else { panic!("{:?}", r.body) };
+    assert!(a.verf.body.is_empty());
+    // Not NULL: rejected.
+    let r = parse_reply(env.raw(call_record(78, NFS, 3, 1, &tls, &[])));
+    assert_eq!(r.body, reply_body::MSG_DENIED(rejected_reply::AUTH_ERROR(auth_stat::AUTH_BADCRED)));
+    // Inside TLS: rejected too.
+    let mut inside = env.peer.clone();
+    inside.tls = server_core::TransportSecurity::Tls;
+    let r = parse_reply(env.core.handle(probe, &inside));
+    assert_eq!(r.body, reply_body::MSG_DENIED(rejected_reply::AUTH_ERROR(auth_stat::AUTH_BADCRED)));
+}

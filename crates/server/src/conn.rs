@@ -5,13 +5,14 @@
 //! requests that touch no disk run right here on the connection's task
 //! (no hand-off at all), the rest go to a worker thread, which writes the
 //! reply itself (one hand-off). Replies go out in completion order, so
-//! one slow request (an fsync) does not hold up the others.
+//! one slow request (an fsync) does not hold up the others. A connection
+//! that opens with the RPC-with-TLS probe runs the same way over TLS.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -20,25 +21,50 @@ use server_core::{Outcome, PeerInfo, Placement};
 
 use crate::backchannel::ConnEntry;
 use crate::sink::ReplySink;
+use crate::tls::Start;
 use crate::Shared;
 
 pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::warn!(peer = %peer.addr, "TCP_NODELAY failed: {e}");
     }
-    let (mut rd, wr) = stream.into_split();
-    let sink = ReplySink::new(wr, shared.metrics.clone(), peer.addr);
+    let mut decoder = RecordDecoder::new(shared.settings.max_record_size);
+    // With TLS configured, the first record may ask for it (RFC 9289).
+    let start = match &shared.tls {
+        None => Start::Plain(stream),
+        Some(tls) => match crate::tls::start(tls, stream, &mut decoder).await {
+            Ok(s) => s,
+            Err(why) => {
+                shared.metrics.tls_failures.inc();
+                tracing::warn!(peer = %peer.addr, "connection dropped: {why}");
+                return;
+            }
+        },
+    };
+    let (mut rd, sink): (Box<dyn AsyncRead + Send + Unpin>, _) = match start {
+        Start::Plain(stream) => {
+            let (rd, wr) = stream.into_split();
+            (Box::new(rd), ReplySink::new(wr, shared.metrics.clone(), peer.addr))
+        }
+        Start::Tls(stream, security) => {
+            tracing::info!(peer = %peer.addr, transport = ?security, "RPC-with-TLS session established");
+            shared.metrics.tls_sessions.inc();
+            peer.tls = security;
+            let (rd, wr) = tokio::io::split(*stream);
+            (Box::new(rd), ReplySink::new_tls(wr, shared.metrics.clone(), peer.addr))
+        }
+    };
     let flusher = tokio::spawn(sink.clone().flush_loop());
     let (conn_id, entry) = shared.connections.register(sink.clone());
     peer.conn = conn_id;
     let limit = shared.settings.max_in_flight_per_connection;
     let permits = Arc::new(Semaphore::new(limit));
     let peer = Arc::new(peer);
-    let mut decoder = RecordDecoder::new(shared.settings.max_record_size);
     let idle = Duration::from_secs(shared.settings.idle_timeout_secs);
     let mut shutdown = shared.shutdown.subscribe();
     // This connection's bytes in the global partial-record account.
     let mut held = 0usize;
+    let mut skip_read = decoder.buffered() > 0;
 
     'conn: loop {
         if !wait_for_room(&shared, held, &entry, &mut shutdown, &peer).await {
@@ -50,35 +76,40 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
         // in megabytes; once records in progress fill half their budget,
         // reads take at most read_buffer_size, so that what connections
         // read between two looks at the budget stays small.
-        let buf = decoder.buffer_mut();
-        buf.reserve(shared.settings.read_buffer_size);
-        let cap = if shared.connections.partial_bytes() > shared.settings.max_partial_record_bytes / 2 {
-            shared.settings.read_buffer_size
+        // Records the TLS check at the start already read come first.
+        if skip_read {
+            skip_read = false;
         } else {
-            usize::MAX
-        };
-        let mut limited = bytes::BufMut::limit(buf, cap);
-        let n = tokio::select! {
-            r = tokio::time::timeout(idle, rd.read_buf(&mut limited)) => match r {
-                Ok(Ok(0)) => break,
-                Ok(Ok(n)) => n,
-                Ok(Err(e)) => {
-                    tracing::debug!(peer = %peer.addr, "read failed: {e}");
+            let buf = decoder.buffer_mut();
+            buf.reserve(shared.settings.read_buffer_size);
+            let cap = if shared.connections.partial_bytes() > shared.settings.max_partial_record_bytes / 2 {
+                shared.settings.read_buffer_size
+            } else {
+                usize::MAX
+            };
+            let mut limited = bytes::BufMut::limit(buf, cap);
+            let n = tokio::select! {
+                r = tokio::time::timeout(idle, rd.read_buf(&mut limited)) => match r {
+                    Ok(Ok(0)) => break,
+                    Ok(Ok(n)) => n,
+                    Ok(Err(e)) => {
+                        tracing::debug!(peer = %peer.addr, "read failed: {e}");
+                        break;
+                    }
+                    Err(_) => {
+                        tracing::info!(peer = %peer.addr, "closing idle connection");
+                        break;
+                    }
+                },
+                _ = entry.kick.notified() => {
+                    tracing::info!(peer = %peer.addr, "closing the connection idle the longest: the connection limit is reached");
                     break;
                 }
-                Err(_) => {
-                    tracing::info!(peer = %peer.addr, "closing idle connection");
-                    break;
-                }
-            },
-            _ = entry.kick.notified() => {
-                tracing::info!(peer = %peer.addr, "closing the connection idle the longest: the connection limit is reached");
-                break;
-            }
-            _ = shutdown.changed() => break,
-        };
-        shared.connections.touch(&entry);
-        shared.metrics.bytes_received.inc_by(n as u64);
+                _ = shutdown.changed() => break,
+            };
+            shared.connections.touch(&entry);
+            shared.metrics.bytes_received.inc_by(n as u64);
+        }
         loop {
             let record = match decoder.next_record() {
                 Ok(Some(r)) => r,

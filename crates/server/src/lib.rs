@@ -14,6 +14,7 @@ pub mod settings;
 pub mod sink;
 pub mod stable;
 pub mod state;
+pub mod tls;
 pub mod workers;
 
 use std::net::SocketAddr;
@@ -53,6 +54,8 @@ pub struct Shared {
     pub connections: Arc<backchannel::Connections>,
     /// Runs the requests that may block.
     pub workers: workers::Workers,
+    /// RPC-with-TLS, when a certificate is configured.
+    pub tls: Option<tls::Tls>,
     resolve_hostnames: bool,
 }
 
@@ -92,9 +95,11 @@ impl Server {
             .with_sendfile();
         let (shutdown, _) = watch::channel(false);
         let workers = workers::Workers::new(settings.worker_threads, Duration::from_secs(settings.worker_idle_secs));
+        let tls = tls::Tls::from_settings(&settings.tls)?;
         let shared = Arc::new(Shared {
             core: Arc::new(core),
             workers,
+            tls,
             settings,
             metrics: Arc::new(Metrics::default()),
             shutdown,
@@ -199,7 +204,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             shared.metrics.connections_open.inc();
             let hostname = if shared.resolve_hostnames { exports::reverse_lookup(addr.ip()).await } else { None };
             tracing::debug!(peer = %addr, ?hostname, "connection opened");
-            conn::serve(stream, PeerInfo { addr, local, hostname, conn: 0 }, shared.clone()).await;
+            conn::serve(stream, PeerInfo { addr, local, hostname, conn: 0, tls: Default::default() }, shared.clone())
+                .await;
             shared.metrics.connections_open.dec();
             tracing::debug!(peer = %addr, "connection closed");
         });

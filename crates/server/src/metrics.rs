@@ -65,6 +65,11 @@ pub struct Metrics {
     /// Replies the socket could not take at once, finished later by the
     /// connection's flusher.
     pub replies_deferred: Counter,
+    /// Connections that became RPC-with-TLS sessions.
+    pub tls_sessions: Counter,
+    /// Connections dropped while starting TLS (bad certificate, no ALPN,
+    /// a failed or timed-out handshake, data before it).
+    pub tls_failures: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -140,6 +145,12 @@ impl Metrics {
                 "nfsx_replies_deferred",
                 "Replies the socket could not take at once (sent when it drained)",
                 &self.replies_deferred,
+            ),
+            ("nfsx_tls_sessions", "Connections that started RPC-with-TLS", &self.tls_sessions),
+            (
+                "nfsx_tls_failures",
+                "Connections dropped while starting TLS (handshake, certificate, ALPN)",
+                &self.tls_failures,
             ),
         ];
         for (name, help, c) in counters {

@@ -70,6 +70,8 @@ pub struct Settings {
     pub localfs: LocalFsSettings,
     /// The in-memory backend (`--backend memory`).
     pub memfs: MemFsSettings,
+    /// RPC-with-TLS (RFC 9289): certificate, key, client authorities.
+    pub tls: crate::tls::TlsSettings,
 }
 
 impl Default for Settings {
@@ -92,6 +94,7 @@ impl Default for Settings {
             core: CoreSettings::default(),
             localfs: LocalFsSettings::default(),
             memfs: MemFsSettings::default(),
+            tls: Default::default(),
         }
     }
 }

@@ -17,6 +17,10 @@
 //! A reply carries its request's in-flight permit until its last byte is
 //! handed to the kernel, so a client that stops reading stops the reader
 //! (at `max_in_flight_per_connection`) instead of growing our memory.
+//!
+//! On a TLS connection (RFC 9289) the bytes must go through the TLS
+//! session, which one task drives: replies are queued and the flusher
+//! encrypts and sends them, reading file regions into memory first.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -75,8 +79,19 @@ struct State {
     closing: bool,
 }
 
+/// A TLS connection's sending half, taken by its flusher.
+pub type TlsWriter = tokio::io::WriteHalf<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>;
+
+/// Bytes of a file region read per TLS write.
+const TLS_FILE_CHUNK: usize = 256 << 10;
+
+enum Out {
+    Plain(OwnedWriteHalf),
+    Tls(Mutex<Option<TlsWriter>>),
+}
+
 pub struct ReplySink {
-    wr: OwnedWriteHalf,
+    out: Out,
     st: Mutex<State>,
     wake: Notify,
     metrics: Arc<Metrics>,
@@ -186,7 +201,14 @@ pub fn framed(reply: Vec<Bytes>, tail: Option<vfs::FileRegion>) -> Option<Vec<Se
 
 impl ReplySink {
     pub fn new(wr: OwnedWriteHalf, metrics: Arc<Metrics>, peer: std::net::SocketAddr) -> Arc<ReplySink> {
-        Arc::new(ReplySink { wr, st: Mutex::new(State::default()), wake: Notify::new(), metrics, peer })
+        let out = Out::Plain(wr);
+        Arc::new(ReplySink { out, st: Mutex::new(State::default()), wake: Notify::new(), metrics, peer })
+    }
+
+    /// A sink whose bytes go through a TLS session.
+    pub fn new_tls(wr: TlsWriter, metrics: Arc<Metrics>, peer: std::net::SocketAddr) -> Arc<ReplySink> {
+        let out = Out::Tls(Mutex::new(Some(wr)));
+        Arc::new(ReplySink { out, st: Mutex::new(State::default()), wake: Notify::new(), metrics, peer })
     }
 
     /// Sends one framed reply (or callback); `permit` is released once it
@@ -204,11 +226,18 @@ impl ReplySink {
             let permit = if i + 1 == n { permit.take() } else { None };
             st.queue.push_back(Queued { seg, _permit: permit });
         }
+        let wr = match &self.out {
+            Out::Plain(wr) => wr,
+            Out::Tls(_) => {
+                self.wake.notify_one();
+                return true;
+            }
+        };
         if !was_empty {
             // Behind a reply the flusher is still sending.
             return true;
         }
-        match write_some(&self.wr, &mut st.queue) {
+        match write_some(wr, &mut st.queue) {
             Ok(written) => {
                 st.queued_bytes -= written;
                 self.metrics.bytes_sent.inc_by(written as u64);
@@ -248,6 +277,13 @@ impl ReplySink {
     /// The connection's flusher: sends what [`ReplySink::send`] could not,
     /// whenever the socket has room, until closed.
     pub async fn flush_loop(self: Arc<Self>) {
+        let wr = match &self.out {
+            Out::Plain(wr) => wr,
+            Out::Tls(w) => {
+                let Some(w) = w.lock().take() else { return };
+                return self.flush_tls(w).await;
+            }
+        };
         loop {
             self.wake.notified().await;
             loop {
@@ -256,7 +292,7 @@ impl ReplySink {
                     if st.broken {
                         return;
                     }
-                    match write_some(&self.wr, &mut st.queue) {
+                    match write_some(wr, &mut st.queue) {
                         Ok(written) => {
                             st.queued_bytes -= written;
                             self.metrics.bytes_sent.inc_by(written as u64);
@@ -276,7 +312,7 @@ impl ReplySink {
                         break;
                     }
                 }
-                if self.wr.writable().await.is_err() {
+                if wr.writable().await.is_err() {
                     Self::break_(&mut self.st.lock());
                     return;
                 }
@@ -284,14 +320,89 @@ impl ReplySink {
         }
     }
 
+    /// The flusher of a TLS connection: everything queued goes through the
+    /// session, in order; a reply's permit is released once it is written.
+    async fn flush_tls(&self, mut wr: TlsWriter) {
+        use tokio::io::AsyncWriteExt;
+        loop {
+            let (batch, closing) = {
+                let mut st = self.st.lock();
+                if st.broken {
+                    return;
+                }
+                (st.queue.drain(..).collect::<Vec<Queued>>(), st.closing)
+            };
+            if batch.is_empty() && closing {
+                // close_notify, then the end of the stream.
+                let _ = wr.shutdown().await;
+                return;
+            }
+            if batch.is_empty() {
+                self.wake.notified().await;
+                continue;
+            }
+            let mut written = 0;
+            let mut failed = None;
+            for q in batch {
+                if failed.is_none() {
+                    let r = match &q.seg {
+                        Seg::Bytes(b) => wr.write_all(b).await,
+                        Seg::File { fd, offset, len } => write_region(&mut wr, fd.as_fd(), *offset, *len).await,
+                    };
+                    match r {
+                        Ok(()) => written += q.seg.len(),
+                        Err(e) => failed = Some(e),
+                    }
+                }
+                // Dropping `q` releases a finished reply's permit.
+            }
+            if failed.is_none() {
+                if let Err(e) = wr.flush().await {
+                    failed = Some(e);
+                }
+            }
+            let mut st = self.st.lock();
+            st.queued_bytes = st.queued_bytes.saturating_sub(written);
+            self.metrics.bytes_sent.inc_by(written as u64);
+            if let Some(e) = failed {
+                tracing::debug!(peer = %self.peer, "TLS write failed: {e}");
+                Self::break_(&mut st);
+                return;
+            }
+        }
+    }
+
     fn shutdown(&self) {
+        let Out::Plain(wr) = &self.out else { return };
         // SHUT_WR: the client sees the end of our replies; the read side
         // is already finished.
-        let fd = std::os::fd::AsRawFd::as_raw_fd(self.wr.as_ref());
+        let fd = std::os::fd::AsRawFd::as_raw_fd(wr.as_ref());
         // SAFETY: `fd` is the connection's socket, owned by `self.wr` and
         // open for as long as `self` lives; shutdown(2) does not close it.
         unsafe {
             libc::shutdown(fd, libc::SHUT_WR);
         }
     }
+}
+
+/// Sends `len` bytes of a file from `offset` through the TLS session,
+/// reading them in chunks (no sendfile: the data must be encrypted here).
+/// A file that became shorter is made up with zeros, as for sendfile.
+async fn write_region(wr: &mut TlsWriter, fd: std::os::fd::BorrowedFd<'_>, offset: u64, len: usize) -> io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut buf = vec![0u8; len.min(TLS_FILE_CHUNK)];
+    let mut done = 0;
+    while done < len {
+        let want = (len - done).min(buf.len());
+        let n = rustix::io::pread(fd, &mut buf[..want], offset + done as u64).map_err(io::Error::from)?;
+        if n == 0 {
+            buf[..want].fill(0);
+            wr.write_all(&buf[..want]).await?;
+            done += want;
+            continue;
+        }
+        wr.write_all(&buf[..n]).await?;
+        done += n;
+    }
+    Ok(())
 }

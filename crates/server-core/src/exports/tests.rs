@@ -7,6 +7,7 @@ fn peer(addr: &str, host: Option<&str>) -> PeerInfo {
         local: "127.0.0.1:2049".parse().unwrap(),
         hostname: host.map(str::to_string),
         conn: 0,
+        tls: Default::default(),
     }
 }
 
@@ -136,4 +137,17 @@ fn glob_patterns() {
     assert!(glob(b"a*b*c", b"aXXbYYc"));
     assert!(!glob(b"a*b*c", b"aXXbYY"));
     assert!(glob(b"**", b""));
+}
+
+#[test]
+fn xprtsec_names_the_transports_admitted() {
+    use crate::TransportSecurity::{Clear, Mtls, Tls};
+    let mtls = Mtls { identity: "sha256:00".into() };
+    let f = parse_exports("/a *(xprtsec=tls:mtls)\n/b *(xprtsec=mtls)\n/c *\n").unwrap();
+    let x = |i: usize| f.entries[i].rules[0].options.xprtsec;
+    assert_eq!([x(0).admits(&Clear), x(0).admits(&Tls), x(0).admits(&mtls)], [false, true, true]);
+    assert_eq!([x(1).admits(&Clear), x(1).admits(&Tls), x(1).admits(&mtls)], [false, false, true]);
+    assert_eq!([x(2).admits(&Clear), x(2).admits(&Tls), x(2).admits(&mtls)], [true, true, true]);
+    assert!(x(0).requires_tls() && !x(2).requires_tls());
+    assert!(parse_exports("/a *(xprtsec=krb5)\n").is_err());
 }

@@ -60,7 +60,7 @@ pub(crate) fn file_of(core: &Core, call: &Call, fh: &Bytes) -> Result<FileKey, n
     let export = core.export_by_id(h.export_id).ok_or(nlm4_stats::nlm4_stale_fh)?;
     match core.rule_for(export, call.peer, "NLM request") {
         Ok(_) => {}
-        Err(Denied::NoRule | Denied::InsecurePort) => return Err(nlm4_stats::nlm4_denied),
+        Err(Denied::NoRule | Denied::InsecurePort | Denied::TransportSecurity) => return Err(nlm4_stats::nlm4_denied),
     }
     match export.fs.getattr(h.fileid) {
         Ok(a) if a.generation == h.generation => Ok((h.export_id, h.fileid, h.generation)),

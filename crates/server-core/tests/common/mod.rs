@@ -39,7 +39,13 @@ pub fn root() -> Cred {
 }
 
 pub fn peer(addr: &str) -> PeerInfo {
-    PeerInfo { addr: addr.parse().unwrap(), local: "127.0.0.1:2049".parse().unwrap(), hostname: None, conn: 0 }
+    PeerInfo {
+        addr: addr.parse().unwrap(),
+        local: "127.0.0.1:2049".parse().unwrap(),
+        hostname: None,
+        conn: 0,
+        tls: Default::default(),
+    }
 }
 
 pub struct Env {

@@ -86,7 +86,9 @@ impl Ctx<'_> {
         };
         let rule = match core.rule_for(export, peer, "NFS request") {
             Ok(r) => r,
-            Err(Denied::NoRule | Denied::InsecurePort) => return Err(nfsstat3::NFS3ERR_ACCES),
+            Err(Denied::NoRule | Denied::InsecurePort | Denied::TransportSecurity) => {
+                return Err(nfsstat3::NFS3ERR_ACCES)
+            }
         };
         let creds = crate::ops::creds_for(&self.call.auth, rule);
         let attrs = match export.fs.getattr(h.fileid) {

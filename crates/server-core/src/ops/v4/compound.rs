@@ -13,6 +13,16 @@ use crate::rpc::Call;
 use crate::state::State4;
 use crate::{Core, WarnKind};
 
+/// The NFSv4 error for a refused client: WRONGSEC when only the
+/// transport's protection is wrong (the client may come back over TLS, as
+/// knfsd answers for `xprtsec=`), ACCESS otherwise.
+fn denied4(d: crate::Denied) -> nfsstat4 {
+    match d {
+        crate::Denied::TransportSecurity => nfsstat4::NFS4ERR_WRONGSEC,
+        crate::Denied::NoRule | crate::Denied::InsecurePort => nfsstat4::NFS4ERR_ACCESS,
+    }
+}
+
 /// `HandleData::export_id` of pseudo-file-system handles; real export ids
 /// never take it (the transport numbers exports from 1).
 pub(crate) const PSEUDO_EXPORT_ID: u32 = u32::MAX;
@@ -115,7 +125,7 @@ impl<'a> Compound<'a> {
         let Some(export) = core.export_by_id(export_id) else {
             return Err(nfsstat4::NFS4ERR_STALE);
         };
-        let rule = core.rule_for(export, self.call.peer, "NFSv4 request").map_err(|_| nfsstat4::NFS4ERR_ACCESS)?;
+        let rule = core.rule_for(export, self.call.peer, "NFSv4 request").map_err(denied4)?;
         let creds = crate::ops::creds_for(&self.call.auth, rule);
         let attrs = match export.fs.getattr(id) {
             Ok(a) => a,
@@ -134,7 +144,7 @@ impl<'a> Compound<'a> {
             Some(Child::Node(n)) => Ok(Fh::Pseudo(n)),
             Some(Child::Export(id)) => {
                 let export = self.core.export_by_id(id).ok_or(nfsstat4::NFS4ERR_NOENT)?;
-                self.core.rule_for(export, self.call.peer, "NFSv4 lookup").map_err(|_| nfsstat4::NFS4ERR_ACCESS)?;
+                self.core.rule_for(export, self.call.peer, "NFSv4 lookup").map_err(denied4)?;
                 let root = export.fs.root();
                 let attrs = export.fs.getattr(root).map_err(stat4)?;
                 Ok(Fh::Obj { export_id: id, id: root, generation: attrs.generation })
