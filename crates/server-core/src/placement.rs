@@ -141,6 +141,12 @@ impl Core {
                     }
                 }
                 x if x == nfs_opnum4::OP_GETATTR as u32 => {
+                    // While a client holds a write delegation a GETATTR may
+                    // wait for its CB_GETATTR answer: not on this thread,
+                    // which may be the one to read that answer.
+                    if self.v4.write_delegations() > 0 {
+                        return Some(Placement::Worker);
+                    }
                     let words = p.u32()? as usize;
                     p.skip(words.checked_mul(4)?)?;
                 }

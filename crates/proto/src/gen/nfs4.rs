@@ -4814,6 +4814,8 @@ pub const OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL: u32 = 65536;
 
 pub const OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED: u32 = 131072;
 
+pub const OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS: u32 = 1048576;
+
 #[repr(i32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum open_delegation_type4 {

@@ -100,6 +100,7 @@ pub(crate) struct State4 {
     /// those from before a restart are recognised as stale.
     pub boot: u32,
     pub tables: parking_lot::Mutex<Tables>,
+    write_delegations: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl State4 {
@@ -115,7 +116,14 @@ impl State4 {
         tables.stateids.expired_cap = settings.max_expired_stateids;
         let grace = Duration::from_secs(settings.grace_secs.into());
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
-        State4 { settings, clock, backchannel, store, boot, tables: parking_lot::Mutex::new(tables) }
+        let write_delegations = tables.stateids.write_delegations.clone();
+        State4 { settings, clock, backchannel, store, boot, tables: parking_lot::Mutex::new(tables), write_delegations }
+    }
+
+    /// Write delegations held now, read without the lock: while there are
+    /// any, GETATTRs may wait on CB_GETATTR and so go to workers.
+    pub fn write_delegations(&self) -> usize {
+        self.write_delegations.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn lease(&self) -> Duration {

@@ -17,10 +17,19 @@ use super::FileKey;
 /// (RFC 8881 18.16.3): NFS4ERR_INVAL for values outside 1..=3 and 0..=3.
 pub(crate) fn check_share(minor: u32, share_access: u32, share_deny: u32) -> Result<(u32, u32), nfsstat4> {
     let access = if minor >= 1 { share_access & !OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { share_access };
-    let extra = if minor >= 1 {
-        OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED
-    } else {
-        0
+    // Wishes a server may leave unfulfilled: signals and pushes of
+    // delegations (4.1), delegated timestamps (RFC 9754, 4.2), which nfsx
+    // does not grant.
+    let extra = match minor {
+        0 => 0,
+        1 => {
+            OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED
+        }
+        _ => {
+            OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
+                | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED
+                | OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS
+        }
     };
     let access = access & !extra;
     if !(1..=3).contains(&access) || share_deny > 3 {

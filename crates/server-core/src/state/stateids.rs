@@ -225,6 +225,9 @@ pub(crate) struct Stateids {
     expired: HashSet<Other>,
     expired_order: VecDeque<Other>,
     pub(crate) expired_cap: usize,
+    /// Write delegations held (revoked ones included), readable without
+    /// the tables' lock (see [`super::State4::write_delegations`]).
+    pub(crate) write_delegations: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
@@ -264,7 +267,12 @@ impl Stateids {
                     o.locks.push(other);
                 }
             }
-            Kind::Deleg(_) => self.files.entry(entry.file).or_default().push(other),
+            Kind::Deleg(d) => {
+                self.files.entry(entry.file).or_default().push(other);
+                if d.write {
+                    self.write_delegations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
         }
         self.ids.insert(other, entry);
         Ok(other)
@@ -275,6 +283,9 @@ impl Stateids {
     /// stateids with it.
     pub fn remove(&mut self, other: &Other) -> Option<Entry> {
         let e = self.ids.remove(other)?;
+        if matches!(&e.kind, Kind::Deleg(d) if d.write) {
+            self.write_delegations.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Some(set) = self.by_client.get_mut(&e.client) {
             set.remove(other);
             if set.is_empty() {
