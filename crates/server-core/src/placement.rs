@@ -130,21 +130,31 @@ impl Core {
         if n > V4_MAX_INLINE_OPS {
             return Some(Placement::Worker);
         }
+        // The object the last PUTFH named; `None` after a LOOKUP or a
+        // RESTOREFH changed it to one not known here.
+        let mut current = None;
         for _ in 0..n {
             let op = p.u32()?;
             match op {
                 x if x == nfs_opnum4::OP_SEQUENCE as u32 => p.skip(16 + 4 * 4)?,
                 x if x == nfs_opnum4::OP_RENEW as u32 => p.skip(8)?,
                 x if x == nfs_opnum4::OP_PUTFH as u32 => {
-                    if self.resident_fh(p.opaque()?) == Placement::Worker {
+                    let fh = p.opaque()?;
+                    if self.resident_fh(fh) == Placement::Worker {
                         return Some(Placement::Worker);
                     }
+                    current = crate::fh::peek(fh);
                 }
                 x if x == nfs_opnum4::OP_GETATTR as u32 => {
-                    // While a client holds a write delegation a GETATTR may
-                    // wait for its CB_GETATTR answer: not on this thread,
-                    // which may be the one to read that answer.
-                    if self.v4.write_delegations() > 0 {
+                    // A GETATTR of a file some client holds a write
+                    // delegation on may wait for that client's CB_GETATTR
+                    // answer: not on this thread, which may be the one to
+                    // read that answer.
+                    let may_wait = match current {
+                        Some((export, file)) => self.v4.write_delegated(export, file),
+                        None => self.v4.any_write_delegated(),
+                    };
+                    if may_wait {
                         return Some(Placement::Worker);
                     }
                     let words = p.u32()? as usize;
@@ -155,6 +165,7 @@ impl Core {
                 // the PUTFH before it found resident.
                 x if x == nfs_opnum4::OP_LOOKUP as u32 => {
                     p.opaque()?;
+                    current = None;
                 }
                 // State-only operations: tables in memory, the object at
                 // most stat'ed through its cached handle.
@@ -173,10 +184,8 @@ impl Core {
                     p.skip(8)?; // clientid
                     p.opaque()?;
                 }
-                x if x == nfs_opnum4::OP_PUTROOTFH as u32
-                    || x == nfs_opnum4::OP_GETFH as u32
-                    || x == nfs_opnum4::OP_SAVEFH as u32
-                    || x == nfs_opnum4::OP_RESTOREFH as u32 => {}
+                x if x == nfs_opnum4::OP_GETFH as u32 || x == nfs_opnum4::OP_SAVEFH as u32 => {}
+                x if x == nfs_opnum4::OP_PUTROOTFH as u32 || x == nfs_opnum4::OP_RESTOREFH as u32 => current = None,
                 _ => return Some(Placement::Worker),
             }
         }

@@ -100,7 +100,48 @@ pub(crate) struct State4 {
     /// those from before a restart are recognised as stale.
     pub boot: u32,
     pub tables: parking_lot::Mutex<Tables>,
-    write_delegations: Arc<std::sync::atomic::AtomicUsize>,
+    write_delegated: Arc<WriteDelegated>,
+}
+
+/// Shards of the set of files under write delegations.
+const WRITE_DELEGATED_SHARDS: usize = 16;
+
+/// Which files (export id, file id) some client holds a write delegation
+/// on, kept beside the stateid table so that the connection's thread can
+/// ask without taking the tables' lock.
+#[derive(Debug, Default)]
+pub(crate) struct WriteDelegated {
+    total: std::sync::atomic::AtomicUsize,
+    shards: [parking_lot::Mutex<std::collections::HashMap<(u32, u64), u32>>; WRITE_DELEGATED_SHARDS],
+}
+
+impl WriteDelegated {
+    fn shard(&self, key: (u32, u64)) -> &parking_lot::Mutex<std::collections::HashMap<(u32, u64), u32>> {
+        &self.shards[(key.1 as usize ^ key.0 as usize) % WRITE_DELEGATED_SHARDS]
+    }
+
+    pub(crate) fn add(&self, file: FileKey) {
+        self.total.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *self.shard((file.0, file.1)).lock().entry((file.0, file.1)).or_default() += 1;
+    }
+
+    pub(crate) fn remove(&self, file: FileKey) {
+        self.total.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let mut s = self.shard((file.0, file.1)).lock();
+        if let Some(n) = s.get_mut(&(file.0, file.1)) {
+            *n -= 1;
+            if *n == 0 {
+                s.remove(&(file.0, file.1));
+            }
+        }
+    }
+
+    /// Whether a write delegation is held on the file; no lock at all
+    /// while none is held anywhere.
+    pub(crate) fn contains(&self, export_id: u32, fileid: u64) -> bool {
+        self.total.load(std::sync::atomic::Ordering::Relaxed) > 0
+            && self.shard((export_id, fileid)).lock().contains_key(&(export_id, fileid))
+    }
 }
 
 impl State4 {
@@ -116,14 +157,19 @@ impl State4 {
         tables.stateids.expired_cap = settings.max_expired_stateids;
         let grace = Duration::from_secs(settings.grace_secs.into());
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
-        let write_delegations = tables.stateids.write_delegations.clone();
-        State4 { settings, clock, backchannel, store, boot, tables: parking_lot::Mutex::new(tables), write_delegations }
+        let write_delegated = tables.stateids.write_delegated.clone();
+        State4 { settings, clock, backchannel, store, boot, tables: parking_lot::Mutex::new(tables), write_delegated }
     }
 
-    /// Write delegations held now, read without the lock: while there are
-    /// any, GETATTRs may wait on CB_GETATTR and so go to workers.
-    pub fn write_delegations(&self) -> usize {
-        self.write_delegations.load(std::sync::atomic::Ordering::Relaxed)
+    /// Whether some client holds a write delegation on the file, read
+    /// without the tables' lock: a GETATTR of it may wait on CB_GETATTR.
+    pub fn write_delegated(&self, export_id: u32, fileid: u64) -> bool {
+        self.write_delegated.contains(export_id, fileid)
+    }
+
+    /// Whether any write delegation is held.
+    pub fn any_write_delegated(&self) -> bool {
+        self.write_delegated.total.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 
     pub fn lease(&self) -> Duration {

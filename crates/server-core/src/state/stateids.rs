@@ -225,9 +225,10 @@ pub(crate) struct Stateids {
     expired: HashSet<Other>,
     expired_order: VecDeque<Other>,
     pub(crate) expired_cap: usize,
-    /// Write delegations held (revoked ones included), readable without
-    /// the tables' lock (see [`super::State4::write_delegations`]).
-    pub(crate) write_delegations: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The files under write delegations (revoked ones included),
+    /// readable without the tables' lock (see
+    /// [`super::State4::write_delegated`]).
+    pub(crate) write_delegated: std::sync::Arc<super::WriteDelegated>,
 }
 
 pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
@@ -270,7 +271,7 @@ impl Stateids {
             Kind::Deleg(d) => {
                 self.files.entry(entry.file).or_default().push(other);
                 if d.write {
-                    self.write_delegations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.write_delegated.add(entry.file);
                 }
             }
         }
@@ -284,7 +285,7 @@ impl Stateids {
     pub fn remove(&mut self, other: &Other) -> Option<Entry> {
         let e = self.ids.remove(other)?;
         if matches!(&e.kind, Kind::Deleg(d) if d.write) {
-            self.write_delegations.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            self.write_delegated.remove(e.file);
         }
         if let Some(set) = self.by_client.get_mut(&e.client) {
             set.remove(other);
