@@ -7,7 +7,10 @@ set -eu
 runs=${1:-5}
 out=${2:-out/tls}
 nfsx=${NFSX:-target/release/nfsx}
-mkdir -p "$out" /var/tmp/nfsx-tls-export
+# tmpfs by default: the comparison is of the transport, not the disk
+# (EXPORT=DIR to use another directory).
+export_dir=${EXPORT:-/dev/shm/nfsx-tls-export}
+mkdir -p "$out" "$export_dir"
 pki=$out/pki
 mkdir -p "$pki"
 if [ ! -f "$pki/server.pem" ]; then
@@ -20,16 +23,17 @@ if [ ! -f "$pki/server.pem" ]; then
     -days 30 -extfile "$pki/ext.cnf" -out "$pki/server.pem" 2>/dev/null
 fi
 printf 'portmap_port = 0\n[tls]\ncert_file = "%s"\nkey_file = "%s"\n' "$PWD/$pki/server.pem" "$PWD/$pki/server.key" > "$out/server.toml"
-printf '[tls]\nca_file = "%s"\n' "$PWD/$pki/ca.pem" > "$out/client.toml"
-"$nfsx" serve /var/tmp/nfsx-tls-export --listen 127.0.0.1:2051 --state-dir "$out/state" \
+# No data cache and no delegations: every read and write crosses the wire.
+printf '[read_cache]\nmax_bytes = 0\n[tls]\nca_file = "%s"\n' "$PWD/$pki/ca.pem" > "$out/client.toml"
+"$nfsx" serve "$export_dir" --listen 127.0.0.1:2051 --state-dir "$out/state" \
   --config "$out/server.toml" --metrics 127.0.0.1:9101 > "$out/server.log" 2>&1 &
 srv=$!
 trap 'kill $srv' EXIT
 sleep 1
-S="nfs://127.0.0.1:2051/var/tmp/nfsx-tls-export"
+S="nfs://127.0.0.1:2051$export_dir"
 # Targets alternate within each run; reads dominate with --duration.
 "$nfsx" bench data --mode seq-read,seq-write --io-size 1MiB --threads 1,4 --size 256MiB \
   --duration 5s --runs "$runs" --client-config "$out/client.toml" \
-  --target "$S?version=4.2" --target "$S?version=4.2&tls=1" \
+  --target "$S?version=4.2&delegations=0" --target "$S?version=4.2&delegations=0&tls=1" \
   --json "$out/data.json" --report "$out/report" | tee "$out/summary.txt"
 curl -s http://127.0.0.1:9101/metrics | grep -E '^nfsx_tls_' > "$out/tls-metrics.txt" || true

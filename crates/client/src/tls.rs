@@ -82,7 +82,15 @@ impl ClientTls {
         for c in pem_certs(ca)? {
             roots.add(c).map_err(|e| bad(format!("{}: unusable authority certificate: {e}", ca.display())))?;
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        // AES-128-GCM first: the cheapest TLS 1.3 suite with AES
+        // instructions, and every byte goes through it in user space.
+        let mut provider = rustls::crypto::ring::default_provider();
+        {
+            use rustls::crypto::ring::cipher_suite::*;
+            provider.cipher_suites =
+                vec![TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256];
+        }
+        let provider = Arc::new(provider);
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| bad(format!("TLS 1.3: {e}")))?

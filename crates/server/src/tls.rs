@@ -80,9 +80,14 @@ fn key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
         .with_context(|| format!("{}: no private key in it", path.display()))
 }
 
-/// The TLS 1.3-only protocol set (RFC 9289 section 5.1: nothing older).
+/// The crypto provider: ring, with AES-128-GCM first, the cheapest of
+/// the TLS 1.3 suites where the CPU has AES instructions (every byte of
+/// an RPC-with-TLS connection is encrypted in user space here).
 pub fn tls13() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    use rustls::crypto::ring::cipher_suite::*;
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites = vec![TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256];
+    Arc::new(p)
 }
 
 impl Tls {
@@ -113,6 +118,7 @@ impl Tls {
             format!("{} and {} do not make a usable certificate", cert.display(), key_path.display())
         })?;
         config.alpn_protocols = vec![ALPN_SUNRPC.to_vec()];
+        config.ignore_client_order = true;
         // RPC connections live long and reconnect rarely: no resumption.
         config.send_tls13_tickets = 0;
         Ok(Some(Tls {

@@ -356,8 +356,11 @@ impl Nfs41 {
     }
 
     /// The stateid a READ (`write` false) or WRITE of `fh` carries: the
-    /// delegation's while one that allows it is held, else the open's,
-    /// else the anonymous stateid.
+    /// delegation's while one that allows it is held, else the open's
+    /// with seqid 0, which the server takes as "whatever this open's
+    /// stateid is now" (RFC 8881 section 8.2.2): an OPEN of the same file
+    /// by another thread bumps the seqid, and READs built before it would
+    /// otherwise fail with OLD_STATEID; else the anonymous stateid.
     pub fn io_stateid(&self, fh: &Bytes, write: bool) -> stateid4 {
         {
             let d = self.delegations.lock();
@@ -367,7 +370,7 @@ impl Nfs41 {
                 }
             }
         }
-        self.opens.lock().get(fh).map_or(ANONYMOUS, |o| o.stateid.clone())
+        self.opens.lock().get(fh).map_or(ANONYMOUS, |o| stateid4 { seqid: 0, other: o.stateid.other })
     }
 
     /// Replaces stateids a recovery made stale in a request built before it.
