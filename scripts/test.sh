@@ -21,6 +21,9 @@ command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 # `nfsx mount` (crates/cli/tests/fuse_mount.rs) mounts through fusermount3.
 command -v fusermount3 >/dev/null 2>&1 || need_apt+=(fuse3)
+# COPY and CLONE on a file system that shares blocks (crates/vfs/tests/reflink.rs
+# makes a loop-mounted XFS image with reflink).
+command -v mkfs.xfs >/dev/null 2>&1 || need_apt+=(xfsprogs)
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "missing Debian packages: ${need_apt[*]} (run as root or install them)" >&2
