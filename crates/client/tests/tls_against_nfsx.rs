@@ -188,3 +188,58 @@ async fn bad_certificates_and_servers_without_tls_fail_clearly() {
     let e = Client::connect(&srv.url("version=4.2&tls=1"), ClientSettings::default()).await.err().unwrap();
     assert!(e.to_string().contains("ca_file"), "{e}");
 }
+
+/// The AUTH_TLS probe as a client sends it: NULL, credential AUTH_TLS.
+fn probe(xid: u32) -> Vec<u8> {
+    let mut body = Vec::new();
+    for v in [xid, 0, 2, 100_003, 4, 0, 7, 0, 0, 0] {
+        body.extend_from_slice(&u32::to_be_bytes(v));
+    }
+    let mut rec = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
+    rec.extend(body);
+    rec
+}
+
+/// Garbage around the probe and the handshake: the connection is dropped
+/// (RFC 9289 section 5.1.1), nothing else happens, and the server goes on
+/// serving TLS clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_before_and_after_the_handshake_drops_only_that_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pki = Pki::new();
+    let srv = TlsSrv::start(Some(&pki), "server", "rw,insecure,no_root_squash").await;
+    let addr = format!("127.0.0.1:{}", srv.port);
+    let closed = |mut s: tokio::net::TcpStream| async move {
+        let mut buf = vec![0u8; 4096];
+        let mut got = Vec::new();
+        loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(5), s.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return got,
+                Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+                Err(_) => panic!("the server kept the connection open"),
+            }
+        }
+    };
+    // Data right behind the probe, before any handshake: no STARTTLS.
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut bytes = probe(1);
+    bytes.extend_from_slice(b"not a ClientHello");
+    s.write_all(&bytes).await.unwrap();
+    assert!(closed(s).await.is_empty(), "nothing answered");
+    // A probe answered, then garbage instead of a ClientHello.
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(&probe(2)).await.unwrap();
+    let mut reply = [0u8; 36];
+    s.read_exact(&mut reply).await.unwrap();
+    assert_eq!(&reply[24..32], b"STARTTLS");
+    s.write_all(&[0x16, 0x03, 0x01, 0xff, 0xff, 1, 2, 3, 4, 5]).await.unwrap();
+    closed(s).await;
+    // A record of random bytes first: a clear-text connection whose
+    // garbage the RPC layer deals with; the server is still there.
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(&[0x80, 0, 0, 8, 9, 9, 9, 9, 9, 9, 9, 9]).await.unwrap();
+    drop(s);
+    let c = Client::connect(&srv.url("version=4.2&tls=1"), settings(&pki.path("ca.pem"), false, &pki)).await.unwrap();
+    write_file(&c, "after", b"still serving").await;
+    c.shutdown().await;
+}
