@@ -63,7 +63,7 @@ pub struct RunRecord {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
-    /// The protocol the client spoke ("NFSv3", "NFSv4.1") on an NFS target.
+    /// The protocol the client spoke ("NFSv3", "NFSv4.1", "NFSv4.2") on an NFS target.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub protocol: Option<String>,
     /// Wall-clock seconds of the measured part.

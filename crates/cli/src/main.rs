@@ -37,8 +37,9 @@ enum BackendArg {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Export a directory over NFSv3 and NFSv4.0/4.1 (with MOUNT v3, NLM v4
-    /// and NSM locking for v3 clients, and a portmapper).
+    /// Export a directory over NFSv3 and NFSv4.0/4.1/4.2 (with MOUNT v3, NLM
+    /// v4 and NSM locking for v3 clients, and a portmapper), in clear text or
+    /// over RPC-with-TLS when the settings name a certificate ([tls]).
     ///
     /// With no --exports file, DIR is exported read-write to localhost
     /// (127.0.0.0/8 and ::1) without root squashing. Clients mount DIR's

@@ -123,7 +123,9 @@ impl Server {
             listen = %local_addr,
             portmap = ?portmap_addr,
             state_dir = %state_dir.display(),
-            "nfsx serving NFSv3, NFSv4.0/4.1, MOUNT v3 and portmap"
+            versions = ?shared.settings.core.versions,
+            tls = shared.tls.is_some(),
+            "nfsx serving NFS (MOUNT v3, NLM and portmap beside NFSv3)"
         );
         Ok(Server { shared, local_addr, portmap_addr, tasks })
     }
