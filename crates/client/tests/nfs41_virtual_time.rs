@@ -553,9 +553,12 @@ async fn after_a_reboot_the_open_is_reclaimed_in_grace_and_the_write_in_flight_c
         assert!(took >= Duration::from_secs(5) && took < Duration::from_millis(6100), "{took:?}");
         let new = opened(&seen[5]);
         assert_ne!(new.other, old.other);
-        assert_eq!(seen[0].write().unwrap().stateid, old);
+        // I/O names an open's stateid with seqid 0: "its current seqid"
+        // (RFC 8881 section 8.2.2).
+        let current = |s: &stateid4| stateid4 { seqid: 0, other: s.other };
+        assert_eq!(seen[0].write().unwrap().stateid, current(&old));
         for s in &seen[7..] {
-            assert_eq!(s.write().unwrap().stateid, new, "WRITEs after the reclaim carry the new open stateid");
+            assert_eq!(s.write().unwrap().stateid, current(&new), "WRITEs after the reclaim carry the new open stateid");
         }
 
         // Reads and the CLOSE go on under the reclaimed open.
@@ -567,7 +570,7 @@ async fn after_a_reboot_the_open_is_reclaimed_in_grace_and_the_write_in_flight_c
         for s in fake.since(m) {
             for op in &s.ops {
                 match op {
-                    nfs_argop4::OP_READ(a) => assert_eq!(a.stateid, new),
+                    nfs_argop4::OP_READ(a) => assert_eq!(a.stateid, current(&new)),
                     nfs_argop4::OP_CLOSE(a) => assert_eq!(a.open_stateid.other, new.other),
                     _ => {}
                 }

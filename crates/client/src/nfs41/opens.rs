@@ -379,9 +379,11 @@ impl Nfs41 {
         if remapped.is_empty() {
             return;
         }
+        // A stateid that said "the current one" (seqid 0) still does.
         let fix = |s: &mut stateid4| {
             if let Some(new) = remapped.get(&s.other) {
-                *s = new.clone();
+                let seqid = if s.seqid == 0 { 0 } else { new.seqid };
+                *s = stateid4 { seqid, other: new.other };
             }
         };
         for op in ops {
