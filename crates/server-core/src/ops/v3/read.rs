@@ -97,7 +97,10 @@ pub(super) fn dispatch_special(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> D
             }
         };
     }
-    if !ctx.core.sends_file(count) {
+    // A file region goes out by sendfile; through TLS it would have to be
+    // read into memory by the connection's one sending task instead of by
+    // this worker, so there the worker reads it.
+    if !ctx.core.sends_file(count) || ctx.call.peer.tls != crate::TransportSecurity::Clear {
         return finish(read(ctx, a), e);
     }
     match o.fs().read_region(o.id, a.offset, count) {
