@@ -558,7 +558,11 @@ async fn after_a_reboot_the_open_is_reclaimed_in_grace_and_the_write_in_flight_c
         let current = |s: &stateid4| stateid4 { seqid: 0, other: s.other };
         assert_eq!(seen[0].write().unwrap().stateid, current(&old));
         for s in &seen[7..] {
-            assert_eq!(s.write().unwrap().stateid, current(&new), "WRITEs after the reclaim carry the new open stateid");
+            assert_eq!(
+                s.write().unwrap().stateid,
+                current(&new),
+                "WRITEs after the reclaim carry the new open stateid"
+            );
         }
 
         // Reads and the CLOSE go on under the reclaimed open.
