@@ -70,6 +70,7 @@
 
 mod cache;
 mod copy;
+mod create;
 mod flush;
 mod handles;
 mod ids;
