@@ -8,6 +8,8 @@
 # real-client tests, NFS-Ganesha and rpcbind for the interop stage (the nfsx
 # client and `nfsx bench` against a server that shares no code with nfsx),
 # and cargo-fuzz for the fuzz targets.
+#   CEPH=0           skips the CephFS stage (a one-machine Ceph cluster from
+#                    Debian's packages, scripts/ceph.sh, installed by it)
 #   GANESHA=0        skips the interop stage
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 20; 0 skips fuzzing)
 set -euo pipefail
@@ -46,6 +48,23 @@ cargo test --workspace --release 2>&1 | tee "$log"
 echo "== README commands"
 readme_rc=0
 python3 scripts/readme-check.py 2>&1 | tee -a "$log" || readme_rc=$?
+
+# The CephFS backend against a real cluster. The cargo tests above ran its
+# tests without one (each says "skipped"); here they run with it.
+if [[ ${CEPH:-1} != 0 ]]; then
+  echo "== CephFS backend against a one-machine Ceph cluster (scripts/ceph.sh)"
+  if conf=$(scripts/ceph.sh start); then
+    trap 'scripts/ceph.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
+    export NFSX_CEPH_CONF=${conf#CEPH_CONF=}
+    cargo test --release -p vfs-ceph --test conformance 2>&1 | tee -a "$log"
+    cargo test --release -p nfsx --test ceph 2>&1 | tee -a "$log"
+    unset NFSX_CEPH_CONF
+    scripts/ceph.sh stop
+    trap 'rm -f "$log"' EXIT
+  else
+    echo "== Ceph could not start on this machine (reason above): the CephFS tests were NOT run against a cluster"
+  fi
+fi
 
 # Ganesha needs rpcbind on port 111, which the cargo tests above use for
 # nfsx's own portmapper, so this stage runs after them, never beside them.

@@ -33,6 +33,9 @@ enum BackendArg {
     /// An empty in-memory tree (nothing reaches the disk; for tests and for
     /// measuring the protocol path alone).
     Memory,
+    /// A Ceph file system through libcephfs; DIR (or --ceph-path, or each
+    /// exports line) is a path inside it.
+    Ceph,
 }
 
 #[derive(Subcommand)]
@@ -73,6 +76,14 @@ enum Command {
         /// Storage backend for DIR.
         #[arg(long, value_enum, default_value_t = BackendArg::Local)]
         backend: BackendArg,
+        /// With --backend ceph: the cluster's ceph.conf [default: [ceph] conf,
+        /// else libcephfs's search].
+        #[arg(long, value_name = "FILE")]
+        ceph_conf: Option<PathBuf>,
+        /// With --backend ceph: the directory of the Ceph file system to
+        /// export when DIR is not given [default: [ceph] path, "/"].
+        #[arg(long, value_name = "PATH")]
+        ceph_path: Option<String>,
         /// Exports file in /etc/exports(5) syntax (paths, client patterns,
         /// rw/ro, sync/async, root_squash/no_root_squash/all_squash,
         /// anonuid/anongid, secure/insecure).
@@ -236,7 +247,18 @@ fn main() -> anyhow::Result<()> {
             eprintln!("nfsx umount: {} was busy; detached it (lazy unmount)", dir.display());
             Ok(())
         }
-        Command::Serve { dir, listen, portmap_port, backend, exports, config, state_dir, metrics } => {
+        Command::Serve {
+            mut dir,
+            listen,
+            portmap_port,
+            backend,
+            ceph_conf,
+            ceph_path,
+            exports,
+            config,
+            state_dir,
+            metrics,
+        } => {
             let mut settings = match &config {
                 Some(p) => server::Settings::load(p)?,
                 None => server::Settings::default(),
@@ -253,12 +275,22 @@ fn main() -> anyhow::Result<()> {
             if let Some(m) = metrics {
                 settings.metrics = Some(m);
             }
+            if let Some(c) = ceph_conf {
+                settings.ceph.conf = Some(c);
+            }
+            if let Some(p) = ceph_path {
+                settings.ceph.path = p;
+            }
+            if matches!(backend, BackendArg::Ceph) && dir.is_none() && exports.is_none() {
+                dir = Some(PathBuf::from(&settings.ceph.path));
+            }
             if dir.is_none() && exports.is_none() {
                 anyhow::bail!("nothing to export: give a directory (nfsx serve DIR) or --exports FILE");
             }
             let backend = match backend {
                 BackendArg::Local => server::Backend::Local,
                 BackendArg::Memory => server::Backend::Memory,
+                BackendArg::Ceph => server::Backend::Ceph,
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -16,6 +16,8 @@ use crate::{state, ServeConfig};
 pub enum Backend {
     Local,
     Memory,
+    /// A Ceph file system; export paths are paths inside it.
+    Ceph,
 }
 
 /// `nfsx serve DIR` without an exports file: read-write for this host only.
@@ -52,6 +54,7 @@ fn entries(cfg: &ServeConfig) -> anyhow::Result<Vec<ExportEntry>> {
         Backend::Local => std::fs::canonicalize(dir)
             .with_context(|| format!("cannot export {}: not an accessible directory", dir.display()))?,
         Backend::Memory => std::path::absolute(dir)?,
+        Backend::Ceph => std::path::Path::new("/").join(dir),
     };
     let path = abs.to_str().ok_or_else(|| anyhow::anyhow!("export path {} is not UTF-8", abs.display()))?;
     Ok(vec![ExportEntry { path: path.to_string(), rules: localhost_rules(), line: 0 }])
@@ -74,11 +77,25 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
                 Arc::new(fs)
             }
             Backend::Memory => Arc::new(MemFs::with_settings(cfg.settings.memfs.clone())),
+            Backend::Ceph => {
+                let mut settings = cfg.settings.ceph.clone();
+                settings.sync_metadata &= localfs_settings(cfg, &entry).sync_metadata;
+                // One name per head and export, the same after a restart.
+                let instance = format!("nfsx:{}:{}:{id:08x}", hostname(), state_dir.display());
+                let fs = vfs_ceph::CephFs::open_as(&settings, &entry.path, Some(&instance))
+                    .map_err(|e| anyhow::anyhow!("cannot export CephFS {}: {e}", entry.path))?;
+                Arc::new(fs)
+            }
         };
         tracing::info!(path = %entry.path, id, clients = ?entry.rules.iter().map(|r| r.pattern.as_str()).collect::<Vec<_>>(), "export");
         out.push(Export { id, path: entry.path, fs, rules: entry.rules });
     }
     Ok(out)
+}
+
+/// This machine's name, to tell heads apart.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 
 /// The backend settings for one export. exports(5) `async` covers

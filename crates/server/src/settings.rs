@@ -70,6 +70,8 @@ pub struct Settings {
     pub localfs: LocalFsSettings,
     /// The in-memory backend (`--backend memory`).
     pub memfs: MemFsSettings,
+    /// The CephFS backend (`--backend ceph`).
+    pub ceph: vfs_ceph::CephSettings,
     /// RPC-with-TLS (RFC 9289): certificate, key, client authorities.
     pub tls: crate::tls::TlsSettings,
 }
@@ -94,6 +96,7 @@ impl Default for Settings {
             core: CoreSettings::default(),
             localfs: LocalFsSettings::default(),
             memfs: MemFsSettings::default(),
+            ceph: vfs_ceph::CephSettings::default(),
             tls: Default::default(),
         }
     }

@@ -19,7 +19,7 @@ mod access;
 pub use access::{check_access, Access};
 
 mod names;
-pub use names::DEFAULT_MAX_NAME_LEN;
+pub use names::{check_entry_name, classify_lookup, LookupName, DEFAULT_MAX_NAME_LEN};
 
 mod v42;
 pub use v42::*;

@@ -12,7 +12,7 @@ pub const DEFAULT_MAX_NAME_LEN: usize = 255;
 
 /// Checks a name that creates, removes or renames an entry: one component,
 /// never `.` or `..` (they name existing directories, not entries).
-pub(crate) fn check_entry_name(name: &[u8], max_len: usize) -> VfsResult<()> {
+pub fn check_entry_name(name: &[u8], max_len: usize) -> VfsResult<()> {
     if name.is_empty() || name == b"." || name == b".." {
         return Err(VfsError::Invalid);
     }
@@ -27,14 +27,14 @@ pub(crate) fn check_entry_name(name: &[u8], max_len: usize) -> VfsResult<()> {
 
 /// What a lookup name refers to.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum LookupName<'a> {
+pub enum LookupName<'a> {
     Dot,
     DotDot,
     Entry(&'a [u8]),
 }
 
 /// Checks a lookup name; unlike entry names, `.` and `..` are meaningful.
-pub(crate) fn classify_lookup(name: &[u8], max_len: usize) -> VfsResult<LookupName<'_>> {
+pub fn classify_lookup(name: &[u8], max_len: usize) -> VfsResult<LookupName<'_>> {
     match name {
         b"." => Ok(LookupName::Dot),
         b".." => Ok(LookupName::DotDot),

@@ -305,3 +305,34 @@ pub struct FsStat {
     pub free_files: u64,
     pub avail_files: u64,
 }
+
+/// Exclusive-create verifier as the two time stamps it is stored in, like
+/// Linux knfsd: seconds of atime and mtime, nanoseconds zero.
+pub fn verifier_times(v: &[u8; 8]) -> (Timespec, Timespec) {
+    let a = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+    let m = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
+    (Timespec { seconds: i64::from(a), nanos: 0 }, Timespec { seconds: i64::from(m), nanos: 0 })
+}
+
+/// Refuses attribute changes no backend may apply to an object of type
+/// `ftype`: a size on a non-file or past `max_size`, nanoseconds out of
+/// range, the reserved owner id -1.
+pub fn check_setattrs(ftype: FileType, set: &SetAttrs, max_size: u64) -> VfsResult<()> {
+    if let Some(size) = set.size {
+        match ftype {
+            FileType::Regular if size > max_size => return Err(VfsError::FBig),
+            FileType::Regular => {}
+            FileType::Directory => return Err(VfsError::IsDir),
+            _ => return Err(VfsError::Invalid),
+        }
+    }
+    for t in [set.atime, set.mtime] {
+        if matches!(t, SetTime::Client(ts) if ts.nanos >= 1_000_000_000) {
+            return Err(VfsError::Invalid);
+        }
+    }
+    if set.uid == Some(u32::MAX) || set.gid == Some(u32::MAX) {
+        return Err(VfsError::Invalid);
+    }
+    Ok(())
+}

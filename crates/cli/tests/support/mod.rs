@@ -39,20 +39,25 @@ pub struct ServerOpts<'a> {
     pub exports: Option<&'a str>,
     pub backend: &'a str,
     pub extra_config: &'a str,
+    /// The directory to export when it is not a fresh host directory (a
+    /// path inside a Ceph file system with `backend: "ceph"`).
+    pub export_path: Option<&'a str>,
 }
 
 impl Default for ServerOpts<'_> {
     fn default() -> Self {
-        ServerOpts { portmap_111: false, exports: None, backend: "local", extra_config: "" }
+        ServerOpts { portmap_111: false, exports: None, backend: "local", extra_config: "", export_path: None }
     }
 }
 
 impl TestServer {
     pub fn start(opts: ServerOpts) -> TestServer {
         let tmp = tempfile::tempdir().unwrap();
-        let export = tmp.path().join("export");
+        let export = opts.export_path.map_or_else(|| tmp.path().join("export"), PathBuf::from);
         let state = tmp.path().join("state");
-        std::fs::create_dir_all(&export).unwrap();
+        if opts.export_path.is_none() {
+            std::fs::create_dir_all(&export).unwrap();
+        }
         let port = free_port();
         let config = tmp.path().join("nfsx.toml");
         let portmap = if opts.portmap_111 { 111 } else { 0 };

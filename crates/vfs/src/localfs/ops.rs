@@ -25,13 +25,7 @@ pub(super) const MAX_OFFSET: u64 = i64::MAX as u64;
 /// Longest symlink target (PATH_MAX).
 const MAX_SYMLINK: usize = 4095;
 
-/// Exclusive-create verifier as the two time stamps it is stored in, like
-/// Linux knfsd: seconds of atime and mtime, nanoseconds zero.
-pub(super) fn verifier_times(v: &[u8; 8]) -> (Timespec, Timespec) {
-    let a = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
-    let m = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
-    (Timespec { seconds: i64::from(a), nanos: 0 }, Timespec { seconds: i64::from(m), nanos: 0 })
-}
+pub(super) use crate::verifier_times;
 
 /// Where a new object was made: its directory (resolved and by id) and name.
 #[derive(Clone, Copy)]
@@ -94,23 +88,7 @@ impl LocalFs {
 
     /// Checks `set` against the object type before anything is changed.
     pub(super) fn validate(ftype: FileType, set: &SetAttrs) -> VfsResult<()> {
-        if let Some(size) = set.size {
-            match ftype {
-                FileType::Regular if size > MAX_OFFSET => return Err(VfsError::FBig),
-                FileType::Regular => {}
-                FileType::Directory => return Err(VfsError::IsDir),
-                _ => return Err(VfsError::Invalid),
-            }
-        }
-        for t in [set.atime, set.mtime] {
-            if matches!(t, SetTime::Client(ts) if ts.nanos >= 1_000_000_000) {
-                return Err(VfsError::Invalid);
-            }
-        }
-        if set.uid == Some(u32::MAX) || set.gid == Some(u32::MAX) {
-            return Err(VfsError::Invalid);
-        }
-        Ok(())
+        crate::check_setattrs(ftype, set, MAX_OFFSET)
     }
 
     /// Applies validated attributes to the object behind `fd` (O_PATH or

@@ -1,0 +1,96 @@
+//! READDIR and READDIRPLUS: one pass over the directory with
+//! `ceph_readdirplus_r`, which gives every entry's attributes and inode
+//! from the same reply of the metadata server.
+
+use std::ffi::CStr;
+use std::ptr;
+
+use bytes::Bytes;
+use vfs::{DirEntry, DirEntryPlus, FileId, ReadDirPlus, VfsResult};
+
+use crate::ffi::{ceph_dir_result, ceph_statx, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
+use crate::fs::CephFs;
+use crate::mount::{check, Mount};
+use crate::nodes::Node;
+
+/// The cookie of a directory's last entry: the largest the server hands
+/// out (it keeps the two above for itself); libcephfs's positions stay
+/// below 2^62.
+const END_COOKIE: u64 = u64::MAX - 2;
+
+/// An open directory stream, released on drop.
+struct DirStream<'a> {
+    m: &'a Mount,
+    d: *mut ceph_dir_result,
+}
+
+impl Drop for DirStream<'_> {
+    fn drop(&mut self) {
+        // SAFETY: opened by ceph_ll_opendir and not used after this.
+        unsafe { (self.m.api.ceph_ll_releasedir)(self.m.cm, self.d) };
+    }
+}
+
+impl CephFs {
+    /// Entries after `cookie`, at most `max`. A cookie is the stream's
+    /// position after the entry (`ceph_telldir`): CephFS orders a
+    /// directory by name hash within its fragments, so positions survive
+    /// entries being added or removed elsewhere in it.
+    pub(crate) fn do_readdir_plus(&self, dir: FileId, cookie: u64, max: usize) -> VfsResult<ReadDirPlus> {
+        let d = self.dir(dir)?;
+        if cookie == END_COOKIE {
+            return Ok(ReadDirPlus { entries: Vec::new(), eof: true });
+        }
+        let mut stream = ptr::null_mut();
+        // SAFETY: a referenced directory; `stream` receives the stream.
+        check(unsafe { (self.m.api.ceph_ll_opendir)(self.m.cm, d.inode, &mut stream, self.m.perms) })?;
+        let stream = DirStream { m: &self.m, d: stream };
+        if cookie != 0 {
+            // SAFETY: an open stream.
+            unsafe { (self.m.api.ceph_seekdir)(self.m.cm, stream.d, cookie as i64) };
+        }
+        let mut entries: Vec<DirEntryPlus> = Vec::new();
+        loop {
+            // SAFETY: a plain C struct, for which all-zero is valid.
+            let mut de: libc::dirent = unsafe { std::mem::zeroed() };
+            let mut stx = ceph_statx::default();
+            let mut inode = ptr::null_mut();
+            // SAFETY: an open stream; `de`, `stx` and `inode` are written.
+            let rc = check(unsafe {
+                (self.m.api.ceph_readdirplus_r)(
+                    self.m.cm,
+                    stream.d,
+                    &mut de,
+                    &mut stx,
+                    CEPH_STATX_ALL_STATS,
+                    AT_SYMLINK_NOFOLLOW,
+                    &mut inode,
+                )
+            })?;
+            if rc == 0 {
+                // After the last entry libcephfs reports one of several
+                // end positions, depending on what it had cached; one
+                // cookie of our own says "the end" every time.
+                if let Some(last) = entries.last_mut() {
+                    last.entry.cookie = END_COOKIE;
+                }
+                return Ok(ReadDirPlus { entries, eof: true });
+            }
+            let node = Node::adopt(&self.m, inode);
+            // SAFETY: libcephfs NUL-terminates the name within `d_name`.
+            let name = unsafe { CStr::from_ptr(de.d_name.as_ptr()) }.to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            if entries.len() == max {
+                // One entry more than asked for: not the end.
+                return Ok(ReadDirPlus { entries, eof: false });
+            }
+            // SAFETY: an open stream.
+            let next = unsafe { (self.m.api.ceph_telldir)(self.m.cm, stream.d) } as u64;
+            let (id, attrs) = self.keep(node, &stx);
+            let entry = DirEntry { fileid: id, name: Bytes::copy_from_slice(name), cookie: next };
+            entries.push(DirEntryPlus { entry, obj: Ok((id, attrs)) });
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! A CephFS export for nfsx: the [`vfs::Vfs`] interface over libcephfs's
+//! low-level (`ceph_ll_*`) API, as NFS-Ganesha's FSAL_CEPH uses it.
+//!
+//! - File ids are Ceph inode numbers, valid on every head and across
+//!   restarts: a handle is resolved with `ceph_ll_lookup_inode`, which asks
+//!   the metadata server for an inode this client has not seen. The
+//!   generation in each handle is the inode's birth time, so a handle to a
+//!   removed file stays stale if its number is ever given out again.
+//! - Only the live tree is exported: the snapshot directory (`.snap`)
+//!   cannot be looked up, since a snapshot's inodes share their numbers
+//!   with the live ones.
+//! - Every call may wait on the network, so [`vfs::Vfs::resident`] says
+//!   false and the server runs all of them on its workers.
+//! - Durability: a stable WRITE or COMMIT returns after `ceph_ll_fsync`,
+//!   when the OSDs hold the data; with `sync_metadata` a namespace change
+//!   returns after the metadata server has journaled it
+//!   (`ceph_ll_sync_inode` of the directory), not on its early reply.
+
+mod attrs;
+mod dir;
+pub mod ffi;
+mod fs;
+mod io;
+mod mount;
+mod namespace;
+mod nodes;
+mod vfs_impl;
+mod xattr;
+
+pub use fs::CephFs;
+
+use serde::Deserialize;
+
+/// `[ceph]` in the settings file; `nfsx serve --backend ceph` options
+/// override `conf` and `path`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CephSettings {
+    /// The cluster's `ceph.conf` (monitor addresses, authentication);
+    /// unset: libcephfs's own search (`$CEPH_CONF`, `/etc/ceph/ceph.conf`).
+    pub conf: Option<std::path::PathBuf>,
+    /// Directory of the Ceph file system that a command-line export serves.
+    pub path: String,
+    /// Ceph client name, without `client.` (its key comes from the keyring
+    /// `ceph.conf` names).
+    pub client_id: String,
+    /// File system to mount when the cluster has several; unset: the default.
+    pub fs_name: Option<String>,
+    /// How long the metadata server keeps the session of a head that
+    /// stopped answering (its capabilities block other heads meanwhile).
+    pub session_timeout_secs: u32,
+    /// Inodes kept referenced (with their open file) by id, so a handle
+    /// used again costs no lookup at the metadata server.
+    pub inode_cache: usize,
+    /// Make namespace changes durable in the metadata server's journal
+    /// before answering, as NFSv3 and NFSv4 require.
+    pub sync_metadata: bool,
+    /// Longest name a client may create (CephFS's own limit is 255).
+    pub max_name_len: usize,
+    /// Mode of files created without one.
+    pub default_file_mode: u32,
+    /// Mode of directories created without one.
+    pub default_dir_mode: u32,
+}
+
+impl Default for CephSettings {
+    fn default() -> Self {
+        CephSettings {
+            conf: None,
+            path: "/".into(),
+            client_id: "admin".into(),
+            fs_name: None,
+            session_timeout_secs: 60,
+            inode_cache: 16384,
+            sync_metadata: true,
+            max_name_len: vfs::DEFAULT_MAX_NAME_LEN,
+            default_file_mode: 0o644,
+            default_dir_mode: 0o755,
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! One libcephfs client mounted at an export's directory.
+
+use std::ffi::{c_int, CString};
+use std::ptr;
+
+use vfs::{VfsError, VfsResult};
+
+use crate::ffi::{self, ceph_mount_info, Api, UserPerm};
+use crate::CephSettings;
+
+pub(crate) struct Mount {
+    pub api: &'static Api,
+    pub cm: *mut ceph_mount_info,
+    /// The mount's own credentials (root): nfsx checks access itself, as
+    /// it does for every backend, so Ceph's client-side checks are off.
+    pub perms: *const UserPerm,
+}
+
+// SAFETY: libcephfs's client serialises calls on a mount with its own lock;
+// the mount and its credentials may be used from any thread.
+unsafe impl Send for Mount {}
+unsafe impl Sync for Mount {}
+
+/// A C string for libcephfs; names with NUL were refused before this.
+pub(crate) fn cstr(bytes: &[u8]) -> VfsResult<CString> {
+    CString::new(bytes).map_err(|_| VfsError::Invalid)
+}
+
+/// Maps a libcephfs return code (a negated errno) to a result.
+pub(crate) fn check(rc: c_int) -> VfsResult<c_int> {
+    if rc >= 0 {
+        Ok(rc)
+    } else {
+        Err(error(-rc))
+    }
+}
+
+/// The neutral error for an errno from libcephfs. A cluster that cannot
+/// be reached is a reason to try again (NFS3ERR_JUKEBOX, NFS4ERR_DELAY),
+/// not an I/O error a client would give up on.
+pub(crate) fn error(errno: c_int) -> VfsError {
+    match errno {
+        libc::ENOTCONN | libc::ESHUTDOWN | libc::ETIMEDOUT | libc::ECONNREFUSED => VfsError::Delay,
+        e => VfsError::from_errno(e),
+    }
+}
+
+impl Mount {
+    /// Connects to the cluster and mounts `path`.
+    /// `instance` names this head to the metadata server across its
+    /// restarts (libcephfs's client uuid): a restarted head ends the
+    /// session its previous process left, whose capabilities would
+    /// otherwise block every other client of those files until the
+    /// session times out.
+    pub fn open(settings: &CephSettings, path: &str, instance: Option<&str>) -> Result<Mount, String> {
+        let api = ffi::api()?;
+        let id = CString::new(settings.client_id.as_str()).map_err(|_| "client_id holds NUL".to_string())?;
+        let mut cm = ptr::null_mut();
+        // SAFETY: `cm` receives a new handle; `id` is a valid C string.
+        let rc = unsafe { (api.ceph_create)(&mut cm, id.as_ptr()) };
+        if rc < 0 {
+            return Err(format!("ceph_create: {}", VfsError::from_errno(-rc)));
+        }
+        // From here `m` owns `cm` and releases it on every error path.
+        let mut m = Mount { api, cm, perms: ptr::null() };
+        let conf = settings.conf.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let conf_c = conf.as_deref().map(CString::new).transpose().map_err(|_| "conf path holds NUL".to_string())?;
+        // SAFETY: a null path asks libcephfs for its default search.
+        let rc = unsafe { (api.ceph_conf_read_file)(cm, conf_c.as_ref().map_or(ptr::null(), |c| c.as_ptr())) };
+        if rc < 0 {
+            return Err(format!(
+                "cannot read Ceph configuration {}: {}",
+                conf.as_deref().unwrap_or("(default search)"),
+                VfsError::from_errno(-rc)
+            ));
+        }
+        for (k, v) in [
+            // nfsx checks permissions against the NFS caller; the mount acts as root.
+            ("client_permissions", "false"),
+            // Give up connecting after this long rather than block `nfsx serve`.
+            ("client_mount_timeout", "30"),
+        ] {
+            m.conf_set(k, v)?;
+        }
+        if let Some(fs) = &settings.fs_name {
+            let c = CString::new(fs.as_str()).map_err(|_| "fs_name holds NUL".to_string())?;
+            // SAFETY: valid mount handle and C string.
+            let rc = unsafe { (api.ceph_select_filesystem)(cm, c.as_ptr()) };
+            if rc < 0 {
+                return Err(format!("cannot select file system {fs}: {}", VfsError::from_errno(-rc)));
+            }
+        }
+        if let Some(uuid) = instance {
+            m.take_over(uuid, settings.session_timeout_secs)?;
+        }
+        let root = CString::new(path).map_err(|_| "path holds NUL".to_string())?;
+        // SAFETY: valid mount handle and C string.
+        let rc = unsafe { (api.ceph_mount)(cm, root.as_ptr()) };
+        if rc < 0 {
+            let why = match -rc {
+                libc::ENOENT => "no such directory in the Ceph file system".to_string(),
+                libc::ETIMEDOUT => "the cluster did not answer (monitors, MDS)".to_string(),
+                e => VfsError::from_errno(e).to_string(),
+            };
+            return Err(format!("cannot mount CephFS {path}: {why}"));
+        }
+        // SAFETY: the mount is mounted; the returned credentials live as long as it.
+        m.perms = unsafe { (api.ceph_mount_perms)(cm) };
+        Ok(m)
+    }
+
+    fn take_over(&mut self, uuid: &str, session_timeout: u32) -> Result<(), String> {
+        let api = self.api;
+        let c = CString::new(uuid).map_err(|_| "instance name holds NUL".to_string())?;
+        // SAFETY: a created, configured, not yet mounted handle and a C string.
+        unsafe {
+            let rc = (api.ceph_init)(self.cm);
+            if rc < 0 {
+                return Err(format!("cannot reach the Ceph cluster: {}", VfsError::from_errno(-rc)));
+            }
+            match (api.ceph_start_reclaim)(self.cm, c.as_ptr(), ffi::CEPH_RECLAIM_RESET) {
+                0 => {
+                    (api.ceph_finish_reclaim)(self.cm);
+                    tracing::info!(instance = uuid, "ended the session of this head's previous process");
+                }
+                rc if -rc == libc::ENOENT => {}
+                rc => {
+                    tracing::warn!(instance = uuid, error = %VfsError::from_errno(-rc), "could not end an earlier session")
+                }
+            }
+            (api.ceph_set_uuid)(self.cm, c.as_ptr());
+            (api.ceph_set_session_timeout)(self.cm, session_timeout);
+        }
+        Ok(())
+    }
+
+    fn conf_set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let (k, v) = (CString::new(key).unwrap_or_default(), CString::new(value).unwrap_or_default());
+        // SAFETY: valid mount handle and C strings.
+        let rc = unsafe { (self.api.ceph_conf_set)(self.cm, k.as_ptr(), v.as_ptr()) };
+        if rc < 0 {
+            return Err(format!("ceph_conf_set {key}={value}: {}", VfsError::from_errno(-rc)));
+        }
+        Ok(())
+    }
+
+    /// The file system's id within the cluster.
+    pub fn fs_cid(&self) -> i64 {
+        // SAFETY: valid, mounted handle.
+        unsafe { (self.api.ceph_get_fs_cid)(self.cm) }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        // SAFETY: every inode and open file referencing the mount is gone
+        // (they hold it through an `Arc`); unmounting a handle that never
+        // mounted fails harmlessly before release frees it.
+        unsafe {
+            (self.api.ceph_unmount)(self.cm);
+            (self.api.ceph_release)(self.cm);
+        }
+    }
+}
+
+/// Credentials of a new object's owner, so the metadata server records it
+/// as the creator without a second request to change the owner.
+pub(crate) struct OwnerPerm<'a> {
+    api: &'a Api,
+    pub ptr: *mut UserPerm,
+}
+
+impl<'a> OwnerPerm<'a> {
+    pub fn new(m: &'a Mount, owner: vfs::Owner) -> OwnerPerm<'a> {
+        // SAFETY: no group list is passed.
+        let ptr = unsafe { (m.api.ceph_userperm_new)(owner.uid, owner.gid, 0, ptr::null_mut()) };
+        OwnerPerm { api: m.api, ptr }
+    }
+}
+
+impl Drop for OwnerPerm<'_> {
+    fn drop(&mut self) {
+        // SAFETY: created by ceph_userperm_new and not used after this.
+        unsafe { (self.api.ceph_userperm_destroy)(self.ptr) }
+    }
+}

@@ -1,0 +1,150 @@
+//! Inodes this head keeps referenced, by id: a handle used again costs no
+//! request to the metadata server, and an open file stays open for its
+//! READs and WRITEs.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use vfs::{FileId, VfsResult};
+
+use crate::ffi::{Fh, Inode};
+use crate::mount::{check, Mount};
+
+/// One referenced inode (`ceph_ll_put` when the last user drops it).
+pub(crate) struct Node {
+    pub m: Arc<Mount>,
+    pub inode: *mut Inode,
+    /// Opened read-write on first I/O and kept open with the node.
+    fh: Mutex<Option<OpenFh>>,
+}
+
+// SAFETY: libcephfs inodes and open files may be used from any thread; the
+// client locks internally.
+unsafe impl Send for Node {}
+unsafe impl Sync for Node {}
+
+struct OpenFh(*mut Fh);
+
+impl Node {
+    /// Takes over the reference a libcephfs call returned.
+    pub fn adopt(m: &Arc<Mount>, inode: *mut Inode) -> Arc<Node> {
+        Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(None) })
+    }
+
+    /// Takes over an inode reference and the file a create opened with it.
+    pub fn adopt_open(m: &Arc<Mount>, inode: *mut Inode, fh: *mut Fh) -> Arc<Node> {
+        let fh = if fh.is_null() { None } else { Some(OpenFh(fh)) };
+        Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(fh) })
+    }
+
+    /// The open file for I/O, opened on first use.
+    pub fn fh(&self) -> VfsResult<*mut Fh> {
+        let mut slot = self.fh.lock();
+        if let Some(f) = slot.as_ref() {
+            return Ok(f.0);
+        }
+        let mut fh = std::ptr::null_mut();
+        // SAFETY: a referenced inode of this mount; `fh` receives the file.
+        check(unsafe { (self.m.api.ceph_ll_open)(self.m.cm, self.inode, libc::O_RDWR, &mut fh, self.m.perms) })?;
+        *slot = Some(OpenFh(fh));
+        Ok(fh)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // SAFETY: the file and the inode reference are this node's own and
+        // not used after this.
+        unsafe {
+            if let Some(f) = self.fh.get_mut().take() {
+                (self.m.api.ceph_ll_close)(self.m.cm, f.0);
+            }
+            (self.m.api.ceph_ll_put)(self.m.cm, self.inode);
+        }
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// Nodes by id, bounded; the oldest entries of a full shard go first.
+pub(crate) struct Nodes {
+    shards: Vec<Mutex<Shard>>,
+    per_shard: usize,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+}
+
+#[derive(Default)]
+struct Shard {
+    map: HashMap<FileId, (Arc<Node>, u64)>,
+    clock: u64,
+}
+
+impl Nodes {
+    pub fn new(capacity: usize) -> Nodes {
+        Nodes {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            per_shard: capacity.div_ceil(SHARDS).max(1),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    fn shard(&self, id: FileId) -> &Mutex<Shard> {
+        &self.shards[(id as usize) % SHARDS]
+    }
+
+    pub fn get(&self, id: FileId) -> Option<Arc<Node>> {
+        let mut s = self.shard(id).lock();
+        s.clock += 1;
+        let now = s.clock;
+        let found = s.map.get_mut(&id).map(|(n, used)| {
+            *used = now;
+            n.clone()
+        });
+        let counter = if found.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Keeps `node` under `id`, or returns the one already kept (the new
+    /// reference is then dropped, which releases it).
+    pub fn insert(&self, id: FileId, node: Arc<Node>) -> Arc<Node> {
+        let evicted;
+        let kept = {
+            let mut s = self.shard(id).lock();
+            s.clock += 1;
+            let now = s.clock;
+            if let Some((n, used)) = s.map.get_mut(&id) {
+                *used = now;
+                return n.clone();
+            }
+            evicted = if s.map.len() >= self.per_shard { Self::evict_oldest(&mut s) } else { None };
+            s.map.insert(id, (node.clone(), now));
+            node
+        };
+        // Released outside the lock: closing a file may wait on the cluster.
+        drop(evicted);
+        kept
+    }
+
+    /// The least recently used of a few entries (an approximation that
+    /// keeps an insert into a full shard cheap).
+    fn evict_oldest(s: &mut Shard) -> Option<Arc<Node>> {
+        const SAMPLE: usize = 16;
+        let oldest = s.map.iter().take(SAMPLE).min_by_key(|(_, (_, used))| *used).map(|(id, _)| *id)?;
+        s.map.remove(&oldest).map(|(n, _)| n)
+    }
+
+    /// Forgets `id` (removed, or found stale).
+    pub fn remove(&self, id: FileId) {
+        let gone = self.shard(id).lock().map.remove(&id);
+        drop(gone);
+    }
+
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().map.len()).sum()
+    }
+}

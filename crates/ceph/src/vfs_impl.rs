@@ -1,0 +1,165 @@
+//! The backend interface, each operation in the file of its kind.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use vfs::*;
+
+use crate::fs::CephFs;
+use crate::mount::check;
+
+impl Vfs for CephFs {
+    fn root(&self) -> FileId {
+        self.root
+    }
+
+    fn fsid(&self) -> u64 {
+        self.fsid
+    }
+
+    fn getattr(&self, id: FileId) -> VfsResult<Attrs> {
+        self.attrs(&*self.node(id)?)
+    }
+
+    fn setattr(&self, id: FileId, set: &SetAttrs, guard_ctime: Option<Timespec>) -> VfsResult<Attrs> {
+        self.do_setattr(id, set, guard_ctime)
+    }
+
+    fn lookup(&self, dir: FileId, name: &[u8]) -> VfsResult<(FileId, Attrs)> {
+        self.do_lookup(dir, name)
+    }
+
+    fn readlink(&self, id: FileId) -> VfsResult<Bytes> {
+        self.do_readlink(id)
+    }
+
+    fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult> {
+        self.do_read(id, offset, count)
+    }
+
+    fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult> {
+        self.do_write(id, offset, data, stable)
+    }
+
+    fn commit(&self, id: FileId, _offset: u64, _count: u32) -> VfsResult<()> {
+        self.do_commit(id)
+    }
+
+    fn create(&self, dir: FileId, name: &[u8], how: &CreateHow, owner: Owner) -> VfsResult<(FileId, Attrs)> {
+        self.do_create(dir, name, how, owner)
+    }
+
+    fn mkdir(&self, dir: FileId, name: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)> {
+        self.do_mkdir(dir, name, attrs, owner)
+    }
+
+    fn symlink(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        target: &[u8],
+        attrs: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        self.do_symlink(dir, name, target, attrs, owner)
+    }
+
+    fn mknod(
+        &self,
+        dir: FileId,
+        name: &[u8],
+        kind: NodeKind,
+        attrs: &SetAttrs,
+        owner: Owner,
+    ) -> VfsResult<(FileId, Attrs)> {
+        self.do_mknod(dir, name, kind, attrs, owner)
+    }
+
+    fn remove(&self, dir: FileId, name: &[u8]) -> VfsResult<()> {
+        self.do_unlink(dir, name, false)
+    }
+
+    fn rmdir(&self, dir: FileId, name: &[u8]) -> VfsResult<()> {
+        self.do_unlink(dir, name, true)
+    }
+
+    fn rename(&self, from_dir: FileId, from: &[u8], to_dir: FileId, to: &[u8]) -> VfsResult<()> {
+        self.do_rename(from_dir, from, to_dir, to)
+    }
+
+    fn link(&self, id: FileId, dir: FileId, name: &[u8]) -> VfsResult<()> {
+        self.do_link(id, dir, name)
+    }
+
+    fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir> {
+        let rd = self.do_readdir_plus(dir, cookie, max_entries)?;
+        Ok(ReadDir { entries: rd.entries.into_iter().map(|e| e.entry).collect(), eof: rd.eof })
+    }
+
+    fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus> {
+        self.do_readdir_plus(dir, cookie, max_entries)
+    }
+
+    fn fsstat(&self, id: FileId) -> VfsResult<FsStat> {
+        let n = self.node(id)?;
+        // SAFETY: a plain C struct, for which all-zero is valid.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: a referenced inode; `st` is written.
+        check(unsafe { (self.m.api.ceph_ll_statfs)(self.m.cm, n.inode, &mut st) })?;
+        let unit = st.f_frsize.max(1);
+        Ok(FsStat {
+            total_bytes: st.f_blocks.saturating_mul(unit),
+            free_bytes: st.f_bfree.saturating_mul(unit),
+            avail_bytes: st.f_bavail.saturating_mul(unit),
+            // CephFS counts the files in use and calls every other inode
+            // number free.
+            total_files: st.f_files.max(st.f_ffree),
+            free_files: st.f_ffree.min(st.f_files.max(st.f_ffree)),
+            avail_files: st.f_favail.min(st.f_files.max(st.f_ffree)),
+        })
+    }
+
+    fn deallocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
+        self.do_deallocate(id, offset, length)
+    }
+
+    fn change_is_ctime(&self) -> bool {
+        false
+    }
+
+    fn xattr_support(&self) -> bool {
+        true
+    }
+
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.do_getxattr(id, name)
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.do_setxattr(id, name, value, how)
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.do_listxattrs(id)
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.do_removexattr(id, name)
+    }
+
+    fn counters(&self) -> Vec<Counter> {
+        vec![
+            Counter::total(
+                "ceph_inode_cache_hits_total",
+                "Handles resolved from kept inodes",
+                self.nodes.hits.load(Ordering::Relaxed),
+            ),
+            Counter::total(
+                "ceph_inode_cache_misses_total",
+                "Handles asked of the metadata server",
+                self.nodes.misses.load(Ordering::Relaxed),
+            ),
+            Counter::gauge("ceph_inodes_kept", "Inodes this head keeps referenced", self.nodes.len() as u64),
+        ]
+    }
+}
