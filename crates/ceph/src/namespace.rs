@@ -1,5 +1,6 @@
 //! Names: LOOKUP, the creations, REMOVE, RENAME, LINK, READLINK, SETATTR.
 
+use std::ffi::c_int;
 use std::ptr;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use vfs::{
 };
 
 use crate::attrs::{setattr_mask, to_attrs};
-use crate::ffi::{ceph_statx, CEPH_STATX_ALL_STATS};
+use crate::ffi::{ceph_statx, Inode, UserPerm, CEPH_STATX_ALL_STATS};
 use crate::fs::{is_dir, stat, CephFs};
 use crate::mount::{check, cstr, OwnerPerm};
 use crate::nodes::Node;
@@ -159,6 +160,21 @@ impl CephFs {
         Ok(self.keep(node, &stx))
     }
 
+    /// Runs one of libcephfs's creating calls as `owner` and takes the new
+    /// object's reference: `call` gets the credentials, where to put the
+    /// reference and the attributes.
+    fn make(
+        &self,
+        owner: Owner,
+        call: impl FnOnce(*const UserPerm, *mut *mut Inode, *mut ceph_statx) -> c_int,
+    ) -> VfsResult<(Arc<Node>, ceph_statx)> {
+        let perm = OwnerPerm::new(&self.m, owner);
+        let mut out = ptr::null_mut();
+        let mut stx = ceph_statx::default();
+        check(call(perm.ptr, &mut out, &mut stx))?;
+        Ok((Node::adopt(&self.m, out), stx))
+    }
+
     pub(crate) fn do_mkdir(
         &self,
         dir: FileId,
@@ -169,24 +185,12 @@ impl CephFs {
         let d = self.dir_for_new(dir, name, FileType::Directory, set)?;
         let mode = set.mode.unwrap_or(self.settings.default_dir_mode) & 0o7777;
         let c = cstr(name)?;
-        let perm = OwnerPerm::new(&self.m, owner);
-        let mut out = ptr::null_mut();
-        let mut stx = ceph_statx::default();
+        let (m, w) = (&self.m, CEPH_STATX_ALL_STATS);
         // SAFETY: a referenced directory; `out` receives a reference.
-        check(unsafe {
-            (self.m.api.ceph_ll_mkdir)(
-                self.m.cm,
-                d.inode,
-                c.as_ptr(),
-                mode,
-                &mut out,
-                &mut stx,
-                CEPH_STATX_ALL_STATS,
-                0,
-                perm.ptr,
-            )
+        let (node, stx) = self.make(owner, |perm, out, stx| unsafe {
+            (m.api.ceph_ll_mkdir)(m.cm, d.inode, c.as_ptr(), mode, out, stx, w, 0, perm)
         })?;
-        self.finish_new(&d, Node::adopt(&self.m, out), stx, set)
+        self.finish_new(&d, node, stx, set)
     }
 
     pub(crate) fn do_symlink(
@@ -202,26 +206,14 @@ impl CephFs {
             return Err(if target.is_empty() { VfsError::Invalid } else { VfsError::NameTooLong });
         }
         let (c, t) = (cstr(name)?, cstr(target)?);
-        let perm = OwnerPerm::new(&self.m, owner);
-        let mut out = ptr::null_mut();
-        let mut stx = ceph_statx::default();
+        let (m, w) = (&self.m, CEPH_STATX_ALL_STATS);
         // SAFETY: a referenced directory; `out` receives a reference.
-        check(unsafe {
-            (self.m.api.ceph_ll_symlink)(
-                self.m.cm,
-                d.inode,
-                c.as_ptr(),
-                t.as_ptr(),
-                &mut out,
-                &mut stx,
-                CEPH_STATX_ALL_STATS,
-                0,
-                perm.ptr,
-            )
+        let (node, stx) = self.make(owner, |perm, out, stx| unsafe {
+            (m.api.ceph_ll_symlink)(m.cm, d.inode, c.as_ptr(), t.as_ptr(), out, stx, w, 0, perm)
         })?;
         // A symlink's mode is not the client's to choose.
         let set = SetAttrs { mode: None, ..set.clone() };
-        self.finish_new(&d, Node::adopt(&self.m, out), stx, &set)
+        self.finish_new(&d, node, stx, &set)
     }
 
     pub(crate) fn do_mknod(
@@ -241,25 +233,12 @@ impl CephFs {
         let d = self.dir_for_new(dir, name, ftype, set)?;
         let mode = set.mode.unwrap_or(self.settings.default_file_mode) & 0o7777;
         let c = cstr(name)?;
-        let perm = OwnerPerm::new(&self.m, owner);
-        let mut out = ptr::null_mut();
-        let mut stx = ceph_statx::default();
+        let (m, w) = (&self.m, CEPH_STATX_ALL_STATS);
         // SAFETY: a referenced directory; `out` receives a reference.
-        check(unsafe {
-            (self.m.api.ceph_ll_mknod)(
-                self.m.cm,
-                d.inode,
-                c.as_ptr(),
-                fmt | mode,
-                rdev,
-                &mut out,
-                &mut stx,
-                CEPH_STATX_ALL_STATS,
-                0,
-                perm.ptr,
-            )
+        let (node, stx) = self.make(owner, |perm, out, stx| unsafe {
+            (m.api.ceph_ll_mknod)(m.cm, d.inode, c.as_ptr(), fmt | mode, rdev, out, stx, w, 0, perm)
         })?;
-        self.finish_new(&d, Node::adopt(&self.m, out), stx, set)
+        self.finish_new(&d, node, stx, set)
     }
 
     pub(crate) fn do_readlink(&self, id: FileId) -> VfsResult<Bytes> {

@@ -254,3 +254,46 @@ pub fn random_file(path: &Path, len: u64, seed: u64) {
     f.flush().unwrap();
 }
 pub mod v4;
+
+/// Every NFSv3 namespace and attribute operation once, through libnfs
+/// (`nfsops` at `url`), with the answers checked; `word` is written to a
+/// file and read back. Leaves the export as it found it.
+pub fn namespace_round(url: &str, word: &str) {
+    let write = format!("write /d/f {word}");
+    let out = run(
+        nfsops().to_str().unwrap(),
+        &[
+            url,
+            "mkdir /d",
+            "creat /d/f 644",
+            &write,
+            "cat /d/f",
+            "rename /d/f /d/g",
+            "!stat /d/f",
+            "link /d/g /d/h",
+            "symlink ../target /d/s",
+            "readlink /d/s",
+            "chmod /d/g 600",
+            "truncate /d/g 5",
+            "utimes /d/g 1000000",
+            "stat /d/g",
+            "mkfifo /d/p",
+            "ls /d",
+            "!rmdir /d",
+            "unlink /d/h",
+            "unlink /d/s",
+            "unlink /d/p",
+            "unlink /d/g",
+            "!unlink /d/g",
+            "rmdir /d",
+            "!rmdir /d",
+        ],
+        Duration::from_secs(60),
+    );
+    let text = ok(&out, "nfsops");
+    assert!(text.contains(&format!("cat /d/f -> {word}")), "{text}");
+    assert!(text.contains("readlink /d/s -> ../target"), "{text}");
+    assert!(text.contains("mode=100600 size=5 nlink=2"), "{text}");
+    assert!(text.contains("mtime=1000000"), "{text}");
+    assert!(text.contains("ls /d -> entries=4"), "{text}");
+}
