@@ -12,12 +12,14 @@ use std::sync::OnceLock;
 use vfs::*;
 use vfs_ceph::{CephFs, CephSettings};
 
-struct Fixture(Option<&'static CephFs>);
-
-impl Fixture {
-    fn fs(&self) -> &CephFs {
-        self.0.expect("checked by the fixture")
+/// The shared export, or `None` (and a line saying the test was skipped)
+/// without a cluster.
+fn cluster() -> Option<&'static CephFs> {
+    let fs = shared();
+    if fs.is_none() {
+        eprintln!("skipped: NFSX_CEPH_CONF is not set (no Ceph cluster)");
     }
+    fs
 }
 
 /// One export for the whole run, in a directory of its own.
@@ -41,11 +43,9 @@ macro_rules! ceph_case {
         $(
             #[test]
             fn $case() {
-                let Some(fs) = shared() else {
-                    eprintln!("skipped: NFSX_CEPH_CONF is not set (no Ceph cluster)");
-                    return;
-                };
-                suite::$case(Fixture(Some(fs)).fs());
+                if let Some(fs) = cluster() {
+                    suite::$case(fs);
+                }
             }
         )*
     };
@@ -85,10 +85,7 @@ ceph_case!(
 /// generation, and a removed object's id is stale there.
 #[test]
 fn ids_survive_another_mount() {
-    let Some(fs) = shared() else {
-        eprintln!("skipped: NFSX_CEPH_CONF is not set (no Ceph cluster)");
-        return;
-    };
+    let Some(fs) = cluster() else { return };
     let d = suite::scratch(fs, "ids");
     let f = suite::new_file(fs, d, "f");
     fs.write(f, 0, b"durable", Stability::FileSync).unwrap();
@@ -105,10 +102,7 @@ fn ids_survive_another_mount() {
 
 #[test]
 fn deallocate_punches_in_place() {
-    let Some(fs) = shared() else {
-        eprintln!("skipped: NFSX_CEPH_CONF is not set (no Ceph cluster)");
-        return;
-    };
+    let Some(fs) = cluster() else { return };
     let d = suite::scratch(fs, "punch");
     let f = suite::new_file(fs, d, "f");
     fs.write(f, 0, &[7u8; 10_000], Stability::Unstable).unwrap();

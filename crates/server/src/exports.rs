@@ -79,7 +79,7 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
             Backend::Memory => Arc::new(MemFs::with_settings(cfg.settings.memfs.clone())),
             Backend::Ceph => {
                 let mut settings = cfg.settings.ceph.clone();
-                settings.sync_metadata &= localfs_settings(cfg, &entry).sync_metadata;
+                settings.sync_metadata = sync_metadata(settings.sync_metadata, &entry);
                 // One name per head and export, the same after a restart.
                 let instance = format!("nfsx:{}:{}:{id:08x}", hostname(), state_dir.display());
                 let fs = vfs_ceph::CephFs::open_as(&settings, &entry.path, Some(&instance))
@@ -98,24 +98,32 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 
-/// The backend settings for one export. exports(5) `async` covers
-/// namespace changes as well as WRITEs, as with knfsd (which skips its
-/// metadata commit for such exports): an export whose every rule is
-/// `async` does not flush creates, removes and renames either. The backend
-/// is shared by all of an export's rules, so an export that is `sync` for
-/// some clients and `async` for others keeps namespace changes durable for
-/// all of them (its WRITEs still follow each client's rule).
-fn localfs_settings(cfg: &ServeConfig, entry: &ExportEntry) -> vfs::LocalFsSettings {
-    let mut settings = cfg.settings.localfs.clone();
+/// Whether an export's backend makes namespace changes durable, from
+/// the backend's own `sync_metadata` and the export's rules. exports(5)
+/// `async` covers namespace changes as well as WRITEs, as with knfsd
+/// (which skips its metadata commit for such exports): an export whose
+/// every rule is `async` does not flush creates, removes and renames
+/// either. The backend is shared by all of an export's rules, so an export
+/// that is `sync` for some clients and `async` for others keeps namespace
+/// changes durable for all of them (its WRITEs still follow each client's
+/// rule).
+fn sync_metadata(configured: bool, entry: &ExportEntry) -> bool {
     let asynchronous = entry.rules.iter().filter(|r| !r.options.sync).count();
     if asynchronous > 0 && asynchronous == entry.rules.len() {
-        settings.sync_metadata = false;
-    } else if asynchronous > 0 && settings.sync_metadata {
+        return false;
+    }
+    if asynchronous > 0 && configured {
         tracing::warn!(
             path = %entry.path,
             "export is sync for some clients and async for others: namespace changes stay durable for all"
         );
     }
+    configured
+}
+
+fn localfs_settings(cfg: &ServeConfig, entry: &ExportEntry) -> vfs::LocalFsSettings {
+    let mut settings = cfg.settings.localfs.clone();
+    settings.sync_metadata = sync_metadata(settings.sync_metadata, entry);
     settings
 }
 

@@ -11,11 +11,12 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use super::ids::Change;
-use super::ops::{verifier_times, Place};
+use super::ops::Place;
 use super::resolve::Obj;
 use super::sys::{self, errno};
 use super::LocalFs;
 use crate::names::check_entry_name;
+use crate::verifier_times;
 use crate::{Attrs, CreateHow, FileId, FileType, Owner, SetAttrs, Timespec, VfsError, VfsResult};
 
 impl LocalFs {

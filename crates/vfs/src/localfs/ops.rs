@@ -25,8 +25,6 @@ pub(super) const MAX_OFFSET: u64 = i64::MAX as u64;
 /// Longest symlink target (PATH_MAX).
 const MAX_SYMLINK: usize = 4095;
 
-pub(super) use crate::verifier_times;
-
 /// Where a new object was made: its directory (resolved and by id) and name.
 #[derive(Clone, Copy)]
 pub(super) struct Place<'a> {
@@ -391,7 +389,7 @@ impl Vfs for LocalFs {
                 (set.mode.unwrap_or(self.settings.default_file_mode) & 0o7777, set.clone())
             }
             CreateHow::Exclusive(v) => {
-                let (a, m) = verifier_times(v);
+                let (a, m) = crate::verifier_times(v);
                 let set = SetAttrs { atime: SetTime::Client(a), mtime: SetTime::Client(m), ..SetAttrs::default() };
                 (self.settings.default_file_mode, set)
             }
