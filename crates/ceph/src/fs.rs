@@ -3,11 +3,13 @@
 
 use std::ptr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use vfs::{Attrs, FileId, FileType, VfsError, VfsResult};
 
 use crate::attrs::to_attrs;
 use crate::ffi::{ceph_statx, inodeno_t, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
+use crate::health::Health;
 use crate::mount::{check, cstr, Mount};
 use crate::nodes::{Node, Nodes};
 use crate::CephSettings;
@@ -25,6 +27,8 @@ pub struct CephFs {
     pub(crate) nodes: Nodes,
     pub(crate) fsid: u64,
     pub(crate) settings: CephSettings,
+    /// Calls waiting on the cluster; refuses new ones while it is away.
+    pub(crate) health: Health,
 }
 
 impl CephFs {
@@ -53,10 +57,21 @@ impl CephFs {
             nodes: Nodes::new(settings.inode_cache),
             fsid,
             settings: settings.clone(),
+            health: Health::new(match settings.call_deadline_secs {
+                0 => Duration::MAX,
+                s => Duration::from_secs(s),
+            }),
             m,
         };
         tracing::info!(path, root = fs.root, "CephFS mounted");
         Ok(fs)
+    }
+
+    /// Runs one backend operation as a registered call, or answers
+    /// `Delay` at once while the cluster is away (see `health`).
+    pub(crate) fn guarded<T>(&self, op: impl FnOnce() -> VfsResult<T>) -> VfsResult<T> {
+        let _call = self.health.enter()?;
+        op()
     }
 
     /// The inode behind `id`: kept, or asked of the metadata server and

@@ -20,6 +20,7 @@ mod attrs;
 mod dir;
 pub mod ffi;
 mod fs;
+mod health;
 mod io;
 mod mount;
 mod namespace;
@@ -49,6 +50,13 @@ pub struct CephSettings {
     /// How long the metadata server keeps the session of a head that
     /// stopped answering (its capabilities block other heads meanwhile).
     pub session_timeout_secs: u32,
+    /// How long `nfsx serve` waits for the monitors and the MDS at start
+    /// before giving up with an error.
+    pub mount_timeout_secs: u32,
+    /// A call that has waited this long on the cluster marks it away:
+    /// until that call returns, new requests are answered DELAY/JUKEBOX at
+    /// once rather than joining the wait. 0: never (calls wait).
+    pub call_deadline_secs: u64,
     /// Inodes kept referenced (with their open file) by id, so a handle
     /// used again costs no lookup at the metadata server.
     pub inode_cache: usize,
@@ -71,6 +79,8 @@ impl Default for CephSettings {
             client_id: "admin".into(),
             fs_name: None,
             session_timeout_secs: 60,
+            mount_timeout_secs: 30,
+            call_deadline_secs: 10,
             inode_cache: 16384,
             sync_metadata: true,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,

@@ -74,11 +74,12 @@ impl Mount {
                 VfsError::from_errno(-rc)
             ));
         }
+        let mount_timeout = settings.mount_timeout_secs.max(1).to_string();
         for (k, v) in [
             // nfsx checks permissions against the NFS caller; the mount acts as root.
             ("client_permissions", "false"),
             // Give up connecting after this long rather than block `nfsx serve`.
-            ("client_mount_timeout", "30"),
+            ("client_mount_timeout", mount_timeout.as_str()),
         ] {
             m.conf_set(k, v)?;
         }
@@ -90,8 +91,17 @@ impl Mount {
                 return Err(format!("cannot select file system {fs}: {}", VfsError::from_errno(-rc)));
             }
         }
+        let unreachable = |e: VfsError| match e {
+            VfsError::Delay => format!(
+                "no Ceph monitor answered within mount_timeout_secs ({} s); check mon_host in {}",
+                settings.mount_timeout_secs,
+                conf.as_deref().unwrap_or("the default ceph.conf")
+            ),
+            e => e.to_string(),
+        };
         if let Some(uuid) = instance {
-            m.take_over(uuid, settings.session_timeout_secs)?;
+            m.take_over(uuid, settings.session_timeout_secs)
+                .map_err(|e| format!("cannot reach the Ceph cluster: {}", unreachable(e)))?;
         }
         let root = CString::new(path).map_err(|_| "path holds NUL".to_string())?;
         // SAFETY: valid mount handle and C string.
@@ -99,8 +109,7 @@ impl Mount {
         if rc < 0 {
             let why = match -rc {
                 libc::ENOENT => "no such directory in the Ceph file system".to_string(),
-                libc::ETIMEDOUT => "the cluster did not answer (monitors, MDS)".to_string(),
-                e => VfsError::from_errno(e).to_string(),
+                e => unreachable(error(e)),
             };
             return Err(format!("cannot mount CephFS {path}: {why}"));
         }
@@ -109,15 +118,12 @@ impl Mount {
         Ok(m)
     }
 
-    fn take_over(&mut self, uuid: &str, session_timeout: u32) -> Result<(), String> {
+    fn take_over(&mut self, uuid: &str, session_timeout: u32) -> VfsResult<()> {
         let api = self.api;
-        let c = CString::new(uuid).map_err(|_| "instance name holds NUL".to_string())?;
+        let c = cstr(uuid.as_bytes())?;
         // SAFETY: a created, configured, not yet mounted handle and a C string.
         unsafe {
-            let rc = (api.ceph_init)(self.cm);
-            if rc < 0 {
-                return Err(format!("cannot reach the Ceph cluster: {}", VfsError::from_errno(-rc)));
-            }
+            check((api.ceph_init)(self.cm))?;
             match (api.ceph_start_reclaim)(self.cm, c.as_ptr(), ffi::CEPH_RECLAIM_RESET) {
                 0 => {
                     (api.ceph_finish_reclaim)(self.cm);
@@ -157,7 +163,9 @@ impl Drop for Mount {
         // (they hold it through an `Arc`); unmounting a handle that never
         // mounted fails harmlessly before release frees it.
         unsafe {
-            (self.api.ceph_unmount)(self.cm);
+            if (self.api.ceph_unmount)(self.cm) == 0 {
+                tracing::info!("CephFS unmounted");
+            }
             (self.api.ceph_release)(self.cm);
         }
     }

@@ -18,39 +18,39 @@ impl Vfs for CephFs {
     }
 
     fn getattr(&self, id: FileId) -> VfsResult<Attrs> {
-        self.attrs(&*self.node(id)?)
+        self.guarded(|| self.attrs(&*self.node(id)?))
     }
 
     fn setattr(&self, id: FileId, set: &SetAttrs, guard_ctime: Option<Timespec>) -> VfsResult<Attrs> {
-        self.do_setattr(id, set, guard_ctime)
+        self.guarded(|| self.do_setattr(id, set, guard_ctime))
     }
 
     fn lookup(&self, dir: FileId, name: &[u8]) -> VfsResult<(FileId, Attrs)> {
-        self.do_lookup(dir, name)
+        self.guarded(|| self.do_lookup(dir, name))
     }
 
     fn readlink(&self, id: FileId) -> VfsResult<Bytes> {
-        self.do_readlink(id)
+        self.guarded(|| self.do_readlink(id))
     }
 
     fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult> {
-        self.do_read(id, offset, count)
+        self.guarded(|| self.do_read(id, offset, count))
     }
 
     fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult> {
-        self.do_write(id, offset, data, stable)
+        self.guarded(|| self.do_write(id, offset, data, stable))
     }
 
     fn commit(&self, id: FileId, _offset: u64, _count: u32) -> VfsResult<()> {
-        self.do_commit(id)
+        self.guarded(|| self.do_commit(id))
     }
 
     fn create(&self, dir: FileId, name: &[u8], how: &CreateHow, owner: Owner) -> VfsResult<(FileId, Attrs)> {
-        self.do_create(dir, name, how, owner)
+        self.guarded(|| self.do_create(dir, name, how, owner))
     }
 
     fn mkdir(&self, dir: FileId, name: &[u8], attrs: &SetAttrs, owner: Owner) -> VfsResult<(FileId, Attrs)> {
-        self.do_mkdir(dir, name, attrs, owner)
+        self.guarded(|| self.do_mkdir(dir, name, attrs, owner))
     }
 
     fn symlink(
@@ -61,7 +61,7 @@ impl Vfs for CephFs {
         attrs: &SetAttrs,
         owner: Owner,
     ) -> VfsResult<(FileId, Attrs)> {
-        self.do_symlink(dir, name, target, attrs, owner)
+        self.guarded(|| self.do_symlink(dir, name, target, attrs, owner))
     }
 
     fn mknod(
@@ -72,55 +72,59 @@ impl Vfs for CephFs {
         attrs: &SetAttrs,
         owner: Owner,
     ) -> VfsResult<(FileId, Attrs)> {
-        self.do_mknod(dir, name, kind, attrs, owner)
+        self.guarded(|| self.do_mknod(dir, name, kind, attrs, owner))
     }
 
     fn remove(&self, dir: FileId, name: &[u8]) -> VfsResult<()> {
-        self.do_unlink(dir, name, false)
+        self.guarded(|| self.do_unlink(dir, name, false))
     }
 
     fn rmdir(&self, dir: FileId, name: &[u8]) -> VfsResult<()> {
-        self.do_unlink(dir, name, true)
+        self.guarded(|| self.do_unlink(dir, name, true))
     }
 
     fn rename(&self, from_dir: FileId, from: &[u8], to_dir: FileId, to: &[u8]) -> VfsResult<()> {
-        self.do_rename(from_dir, from, to_dir, to)
+        self.guarded(|| self.do_rename(from_dir, from, to_dir, to))
     }
 
     fn link(&self, id: FileId, dir: FileId, name: &[u8]) -> VfsResult<()> {
-        self.do_link(id, dir, name)
+        self.guarded(|| self.do_link(id, dir, name))
     }
 
     fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir> {
-        let rd = self.do_readdir_plus(dir, cookie, max_entries)?;
-        Ok(ReadDir { entries: rd.entries.into_iter().map(|e| e.entry).collect(), eof: rd.eof })
+        self.guarded(|| {
+            let rd = self.do_readdir_plus(dir, cookie, max_entries)?;
+            Ok(ReadDir { entries: rd.entries.into_iter().map(|e| e.entry).collect(), eof: rd.eof })
+        })
     }
 
     fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus> {
-        self.do_readdir_plus(dir, cookie, max_entries)
+        self.guarded(|| self.do_readdir_plus(dir, cookie, max_entries))
     }
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat> {
-        let n = self.node(id)?;
-        // SAFETY: a plain C struct, for which all-zero is valid.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: a referenced inode; `st` is written.
-        check(unsafe { (self.m.api.ceph_ll_statfs)(self.m.cm, n.inode, &mut st) })?;
-        let unit = st.f_frsize.max(1);
-        Ok(FsStat {
-            total_bytes: st.f_blocks.saturating_mul(unit),
-            free_bytes: st.f_bfree.saturating_mul(unit),
-            avail_bytes: st.f_bavail.saturating_mul(unit),
-            // CephFS counts the files in use and calls every other inode
-            // number free.
-            total_files: st.f_files.max(st.f_ffree),
-            free_files: st.f_ffree.min(st.f_files.max(st.f_ffree)),
-            avail_files: st.f_favail.min(st.f_files.max(st.f_ffree)),
+        self.guarded(|| {
+            let n = self.node(id)?;
+            // SAFETY: a plain C struct, for which all-zero is valid.
+            let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+            // SAFETY: a referenced inode; `st` is written.
+            check(unsafe { (self.m.api.ceph_ll_statfs)(self.m.cm, n.inode, &mut st) })?;
+            let unit = st.f_frsize.max(1);
+            Ok(FsStat {
+                total_bytes: st.f_blocks.saturating_mul(unit),
+                free_bytes: st.f_bfree.saturating_mul(unit),
+                avail_bytes: st.f_bavail.saturating_mul(unit),
+                // CephFS counts the files in use and calls every other inode
+                // number free.
+                total_files: st.f_files.max(st.f_ffree),
+                free_files: st.f_ffree.min(st.f_files.max(st.f_ffree)),
+                avail_files: st.f_favail.min(st.f_files.max(st.f_ffree)),
+            })
         })
     }
 
     fn deallocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
-        self.do_deallocate(id, offset, length)
+        self.guarded(|| self.do_deallocate(id, offset, length))
     }
 
     fn change_is_ctime(&self) -> bool {
@@ -132,19 +136,19 @@ impl Vfs for CephFs {
     }
 
     fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
-        self.do_getxattr(id, name)
+        self.guarded(|| self.do_getxattr(id, name))
     }
 
     fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
-        self.do_setxattr(id, name, value, how)
+        self.guarded(|| self.do_setxattr(id, name, value, how))
     }
 
     fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
-        self.do_listxattrs(id)
+        self.guarded(|| self.do_listxattrs(id))
     }
 
     fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
-        self.do_removexattr(id, name)
+        self.guarded(|| self.do_removexattr(id, name))
     }
 
     fn counters(&self) -> Vec<Counter> {
@@ -160,6 +164,17 @@ impl Vfs for CephFs {
                 self.nodes.misses.load(Ordering::Relaxed),
             ),
             Counter::gauge("ceph_inodes_kept", "Inodes this head keeps referenced", self.nodes.len() as u64),
+            Counter::total(
+                "ceph_calls_refused_total",
+                "Requests answered DELAY because a call had waited on the cluster past call_deadline_secs",
+                self.health.refused.load(Ordering::Relaxed),
+            ),
+            Counter::gauge("ceph_calls_waiting", "Calls in libcephfs now", self.health.waiting() as u64),
+            Counter::gauge(
+                "ceph_cluster_away",
+                "1 while new calls are refused because the cluster stopped answering",
+                u64::from(self.health.away()),
+            ),
         ]
     }
 }

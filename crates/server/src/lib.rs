@@ -94,7 +94,12 @@ impl Server {
             .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
             .with_sendfile();
         let (shutdown, _) = watch::channel(false);
-        let workers = workers::Workers::new(settings.worker_threads, Duration::from_secs(settings.worker_idle_secs));
+        let spare = workers::Spare {
+            threads: settings.worker_spare_threads,
+            stall: Duration::from_millis(settings.worker_stall_ms),
+        };
+        let workers =
+            workers::Workers::new(settings.worker_threads, Duration::from_secs(settings.worker_idle_secs), spare);
         let tls = tls::Tls::from_settings(&settings.tls)?;
         let shared = Arc::new(Shared {
             core: Arc::new(core),

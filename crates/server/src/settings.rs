@@ -47,6 +47,12 @@ pub struct Settings {
     pub worker_threads: usize,
     /// A worker thread idle this long exits (started again when needed).
     pub worker_idle_secs: u64,
+    /// Requests queued this long behind busy workers mean the workers are
+    /// stuck (a backend waiting on a cluster that stopped answering):
+    /// spare threads then take the queue, so its requests get an answer.
+    pub worker_stall_ms: u64,
+    /// Threads allowed beyond `worker_threads` while the queue is stalled.
+    pub worker_spare_threads: usize,
     /// Bytes read from a socket per read call.
     pub read_buffer_size: usize,
     /// How long SIGTERM waits for in-flight requests before exiting.
@@ -88,6 +94,8 @@ impl Default for Settings {
             max_connections: 10240,
             worker_threads: 16,
             worker_idle_secs: 10,
+            worker_stall_ms: 500,
+            worker_spare_threads: 48,
             read_buffer_size: 256 << 10,
             shutdown_grace_ms: 10_000,
             idle_timeout_secs: 360,

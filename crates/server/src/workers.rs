@@ -13,11 +13,16 @@
 //! exit after `worker_idle_secs`.
 //!
 //! Jobs beyond `worker_threads` running at once wait in a queue, taken in
-//! arrival order by whichever thread finishes first.
+//! arrival order by whichever thread finishes first. A queue that has not
+//! moved for `worker_stall_ms` means every thread is stuck (a backend
+//! waiting on a cluster that stopped answering, a disk that hangs): the
+//! pool then starts spare threads, up to `worker_spare_threads`, so that
+//! requests behind the stuck ones still run and get their answer, which
+//! for such a backend is "try again later" rather than silence.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -34,8 +39,8 @@ struct Slot {
 struct State {
     /// Idle threads, the most recently idle last.
     idle: Vec<Arc<Slot>>,
-    /// Jobs waiting for a thread (all threads busy).
-    queue: VecDeque<Job>,
+    /// Jobs waiting for a thread (all threads busy), with when each came.
+    queue: VecDeque<(Instant, Job)>,
     /// Threads alive, busy or idle.
     threads: usize,
 }
@@ -44,6 +49,17 @@ struct Inner {
     state: Mutex<State>,
     max_threads: usize,
     idle_timeout: Duration,
+    /// Threads allowed beyond `max_threads` while the queue is stalled.
+    spare_threads: usize,
+    /// How long the oldest queued job waits before a spare thread takes it.
+    stall: Duration,
+}
+
+/// How the pool grows past its limit when every thread is stuck.
+#[derive(Debug, Clone, Copy)]
+pub struct Spare {
+    pub threads: usize,
+    pub stall: Duration,
 }
 
 /// A bounded pool of threads, woken most-recently-idle first.
@@ -53,15 +69,23 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// At most `max_threads` threads (at least one); an idle thread exits
-    /// after `idle_timeout`.
-    pub fn new(max_threads: usize, idle_timeout: Duration) -> Workers {
-        let inner = Inner { state: Mutex::default(), max_threads: max_threads.max(1), idle_timeout };
+    /// At most `max_threads` threads (at least one), plus `spare` threads
+    /// while the queue is stalled; an idle thread exits after
+    /// `idle_timeout`.
+    pub fn new(max_threads: usize, idle_timeout: Duration, spare: Spare) -> Workers {
+        let inner = Inner {
+            state: Mutex::default(),
+            max_threads: max_threads.max(1),
+            idle_timeout,
+            spare_threads: spare.threads,
+            stall: spare.stall,
+        };
         Workers { inner: Arc::new(inner) }
     }
 
     /// Runs `job` on a worker: the most recently idle one, a new one while
-    /// under the limit, or the first to finish its current job.
+    /// under the limit, or the first to finish its current job; when the
+    /// queue has stalled, a spare thread takes its oldest job.
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
         let job: Job = Box::new(job);
         let mut st = self.inner.state.lock();
@@ -69,19 +93,30 @@ impl Workers {
             drop(st);
             *slot.job.lock() = Some(job);
             slot.cv.notify_one();
-        } else if st.threads < self.inner.max_threads {
-            st.threads += 1;
-            drop(st);
-            let inner = self.inner.clone();
-            let spawned = std::thread::Builder::new().name("nfsx-worker".into()).spawn(move || inner.work(job));
-            if let Err(e) = spawned {
-                // The job went down with the closure; its permit and reply
-                // with it (the client retransmits).
-                self.inner.state.lock().threads -= 1;
-                tracing::error!("cannot start a worker thread: {e}");
-            }
+            return;
+        }
+        let start = if st.threads < self.inner.max_threads {
+            job
         } else {
-            st.queue.push_back(job);
+            let now = Instant::now();
+            st.queue.push_back((now, job));
+            let stalled = st.queue.front().is_some_and(|(since, _)| now.duration_since(*since) >= self.inner.stall);
+            if !stalled || st.threads >= self.inner.max_threads + self.inner.spare_threads {
+                return;
+            }
+            let Some((_, oldest)) = st.queue.pop_front() else { return };
+            tracing::warn!(threads = st.threads + 1, "every worker is stuck; starting a spare one");
+            oldest
+        };
+        st.threads += 1;
+        drop(st);
+        let inner = self.inner.clone();
+        let spawned = std::thread::Builder::new().name("nfsx-worker".into()).spawn(move || inner.work(start));
+        if let Err(e) = spawned {
+            // The job went down with the closure; its permit and reply
+            // with it (the client retransmits).
+            self.inner.state.lock().threads -= 1;
+            tracing::error!("cannot start a worker thread: {e}");
         }
     }
 
@@ -108,7 +143,7 @@ impl Inner {
 
     fn next(&self, slot: &Arc<Slot>) -> Option<Job> {
         let mut st = self.state.lock();
-        if let Some(j) = st.queue.pop_front() {
+        if let Some((_, j)) = st.queue.pop_front() {
             return Some(j);
         }
         st.idle.push(slot.clone());
@@ -150,9 +185,11 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::mpsc;
 
+    const NO_SPARE: Spare = Spare { threads: 0, stall: Duration::from_secs(1) };
+
     #[test]
     fn one_job_at_a_time_reuses_one_thread() {
-        let w = Workers::new(8, Duration::from_secs(10));
+        let w = Workers::new(8, Duration::from_secs(10), NO_SPARE);
         let (tx, rx) = mpsc::channel();
         for _ in 0..50 {
             let tx = tx.clone();
@@ -166,7 +203,7 @@ mod tests {
 
     #[test]
     fn never_more_threads_than_the_limit_and_every_job_runs() {
-        let w = Workers::new(3, Duration::from_secs(10));
+        let w = Workers::new(3, Duration::from_secs(10), NO_SPARE);
         let done = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = mpsc::channel();
         for _ in 0..200 {
@@ -185,7 +222,7 @@ mod tests {
 
     #[test]
     fn idle_threads_exit_and_new_jobs_start_new_ones() {
-        let w = Workers::new(4, Duration::from_millis(50));
+        let w = Workers::new(4, Duration::from_millis(50), NO_SPARE);
         let (tx, rx) = mpsc::channel();
         for _ in 0..4 {
             let tx = tx.clone();
@@ -205,5 +242,44 @@ mod tests {
         let tx2 = tx.clone();
         w.spawn(move || tx2.send(()).unwrap());
         rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    }
+
+    #[test]
+    fn a_stalled_queue_gets_spare_threads_and_no_more() {
+        let w = Workers::new(2, Duration::from_secs(10), Spare { threads: 2, stall: Duration::from_millis(20) });
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        // Two jobs that hang until released take both threads.
+        for _ in 0..2 {
+            let release = release.clone();
+            w.spawn(move || {
+                let (m, cv) = &*release;
+                let mut go = m.lock();
+                while !*go {
+                    cv.wait(&mut go);
+                }
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        let quick = |tx: mpsc::Sender<()>| move || tx.send(()).unwrap();
+        w.spawn(quick(tx.clone()));
+        // Not stalled long enough yet: it waits.
+        assert!(rx.recv_timeout(Duration::from_millis(5)).is_err());
+        std::thread::sleep(Duration::from_millis(30));
+        // The next arrival finds the queue stalled: a spare thread runs the
+        // oldest job, then the new one.
+        w.spawn(quick(tx.clone()));
+        rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(w.threads() <= 4);
+        let (m, cv) = &*release;
+        *m.lock() = true;
+        cv.notify_all();
+        for _ in 0..20 {
+            w.spawn(quick(tx.clone()));
+        }
+        for _ in 0..20 {
+            rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        assert!(w.threads() <= 4, "{} threads", w.threads());
     }
 }
