@@ -13,10 +13,16 @@
 #   PEER_DIR  [/tmp/nfsx-ganesha]  config, logs, pid files; the export is PEER_DIR/export
 #   GANESHA_DELEGATIONS  [none]     NFSv4 delegations Ganesha grants: none, r or rw
 #                                   (off by default in Ganesha; rw for the recall benchmark)
+#   GANESHA_CEPH_CONF  [unset]      serve a Ceph file system through FSAL_CEPH (Debian
+#                                   nfs-ganesha-ceph) instead of PEER_DIR/export: the
+#                                   cluster's ceph.conf, e.g. /tmp/nfsx-ceph/ceph.conf
+#   GANESHA_CEPH_PATH  [/]          the CephFS directory exported then (it must exist)
 set -euo pipefail
 
 PEER_DIR=${PEER_DIR:-/tmp/nfsx-ganesha}
 DELEGATIONS=${GANESHA_DELEGATIONS:-none}
+CEPH_CONF=${GANESHA_CEPH_CONF:-}
+CEPH_PATH=${GANESHA_CEPH_PATH:-/}
 EXPORT=$PEER_DIR/export
 CONF=$PEER_DIR/ganesha.conf
 
@@ -26,6 +32,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 install() {
   local missing=()
   command -v ganesha.nfsd >/dev/null || missing+=(nfs-ganesha nfs-ganesha-vfs)
+  [[ -z $CEPH_CONF || -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalceph.so ]] || missing+=(nfs-ganesha-ceph)
   command -v rpcbind >/dev/null || missing+=(rpcbind)
   command -v pgrep >/dev/null || missing+=(procps)
   ((${#missing[@]})) || return 0
@@ -35,6 +42,12 @@ install() {
 }
 
 write_conf() {
+  local path=$EXPORT fsal="Name = VFS;" ceph=
+  if [[ -n $CEPH_CONF ]]; then
+    path=$CEPH_PATH
+    fsal='Name = CEPH; User_Id = "admin";'
+    ceph="CEPH { Ceph_Conf = $CEPH_CONF; }"
+  fi
   cat >"$CONF" <<CONF
 NFS_CORE_PARAM {
     NFS_Port = 2049;
@@ -54,7 +67,7 @@ NFSV4 {
 }
 EXPORT {
     Export_Id = 1;
-    Path = $EXPORT;
+    Path = $path;
     Pseudo = /export;
     Protocols = 3, 4;
     Transports = TCP;
@@ -62,8 +75,9 @@ EXPORT {
     Squash = No_Root_Squash;
     SecType = sys;
     Delegations = $DELEGATIONS;
-    FSAL { Name = VFS; }
+    FSAL { $fsal }
 }
+$ceph
 LOG { Default_Log_Level = EVENT; }
 CONF
 }
@@ -89,7 +103,7 @@ start() {
     tail -20 "$PEER_DIR/ganesha.log" >&2 || true
     exit 1
   fi
-  echo "ganesha serving nfs://127.0.0.1/export (files in $EXPORT)"
+  echo "ganesha serving nfs://127.0.0.1/export (files in ${CEPH_CONF:+CephFS }$([[ -n $CEPH_CONF ]] && echo "$CEPH_PATH" || echo "$EXPORT"))"
 }
 
 stop_pid() {
