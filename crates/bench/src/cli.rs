@@ -90,7 +90,9 @@ pub struct BenchArgs {
     #[arg(value_enum)]
     pub workload: WorkloadKind,
     /// nfs://host[:port]/export (the nfsx client) or a directory path (must exist and be writable).
-    /// Repeat to compare; the first target is the baseline of the ratios.
+    /// Repeat to compare; the first target is the baseline of the ratios. Several servers sharing one
+    /// store (heads of a cluster): nfs://host1[:port],host2[:port],.../export puts client i on head
+    /// i mod N.
     #[arg(long = "target", value_name = "TARGET", required = true)]
     pub targets: Vec<String>,
     /// Repetitions of every point on every target; 3 or more for a meaningful 95% confidence interval.
@@ -278,7 +280,9 @@ pub fn open_targets(args: &BenchArgs) -> Result<Vec<Arc<dyn Target>>> {
         if args.targets[..i].contains(t) {
             return Err(BenchError::Invalid(format!("--target {t} is given twice")));
         }
-        out.push(if t.starts_with("nfs://") {
+        out.push(if let Some(urls) = crate::heads::split(t) {
+            Arc::new(crate::heads::Heads::open(t, &urls, |u| crate::nfs::open(u, &opts))?)
+        } else if t.starts_with("nfs://") {
             crate::nfs::open(t, &opts)?
         } else {
             Arc::new(crate::dir::DirTarget::open(t)?)

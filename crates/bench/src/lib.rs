@@ -11,6 +11,7 @@ pub mod target;
 
 pub mod cli;
 pub mod dir;
+pub mod heads;
 pub mod nfs;
 pub mod params;
 pub mod proxy;

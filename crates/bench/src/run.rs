@@ -152,7 +152,7 @@ fn run_one(
     }
     let connected = target
         .set_delay(point.delay, plan.one_way)
-        .and_then(|()| (0..point.clients).map(|_| target.connect()).collect::<Result<Vec<Arc<dyn BenchFs>>>>());
+        .and_then(|()| (0..point.clients).map(|i| target.connect_client(i)).collect::<Result<Vec<Arc<dyn BenchFs>>>>());
     let clients = match connected {
         Ok(c) => c,
         Err(e) => {

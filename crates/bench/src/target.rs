@@ -159,6 +159,12 @@ pub trait Target: Send + Sync {
     /// As given on the command line.
     fn name(&self) -> &str;
     fn connect(&self) -> Result<Arc<dyn BenchFs>>;
+    /// The `index`th client of a run (0-based): the same as `connect`
+    /// except for a target with several servers, which picks one by it.
+    fn connect_client(&self, index: usize) -> Result<Arc<dyn BenchFs>> {
+        let _ = index;
+        self.connect()
+    }
     /// Adds `rtt` of round-trip delay to every later connection (half each
     /// way, or all of it towards the server when `one_way`), through the
     /// built-in delay proxy. Only network targets can.

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# N nfsx heads over one Ceph cluster, each in its own network namespace, as
+# N machines in front of a shared store would be.
+#
+#   scripts/heads.sh start [N]     # N heads (default 3); prints HEADS=... and URLs
+#   scripts/heads.sh stop
+#   scripts/heads.sh status
+#   scripts/heads.sh kill I        # kill -9 head I (a head failure)
+#   scripts/heads.sh restart I     # start head I again (same state directory)
+#
+# Layout: a bridge nfsx-br in the host namespace holds 10.78.0.254; the
+# one-machine cluster of scripts/ceph.sh listens there (CEPH_MON_ADDR), so
+# heads reach it through the bridge as they would over a network. Head I
+# runs in namespace nfsx-headI at 10.78.0.I, port 2049 (its own portmapper
+# on 111), exporting the CephFS directory HEADS_EXPORT; clients run in the
+# host namespace and reach every head through the bridge:
+#
+#   nfsx bench multi-client --clients 4 --target nfs://10.78.0.1,10.78.0.2,10.78.0.3/heads
+#
+# Needs root (namespaces, bridge) and a release build of nfsx.
+#
+#   HEADS_DIR     [/tmp/nfsx-heads]  cluster (ceph/), head state and logs
+#   HEADS_EXPORT  [/heads]           CephFS directory every head exports (made if missing)
+#   HEADS_CONFIG  [unset]            extra settings appended to every head's nfsx.toml
+#   NFSX          [target/release/nfsx]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DIR=${HEADS_DIR:-/tmp/nfsx-heads}
+EXPORT=${HEADS_EXPORT:-/heads}
+NFSX=${NFSX:-$PWD/target/release/nfsx}
+NET=10.78.0
+BRIDGE=nfsx-br
+HOST_IP=$NET.254
+
+say() { echo "heads.sh: $*" >&2; }
+die() { say "$*"; exit 1; }
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+ns() { echo "nfsx-head$1"; }
+
+bridge_up() {
+  ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+  ip addr show dev "$BRIDGE" | grep -q "$HOST_IP/" || ip addr add "$HOST_IP/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+}
+
+# Namespace, veth pair into the bridge, address.
+netns_up() {
+  local i=$1 n; n=$(ns "$1")
+  ip netns list | grep -qw "$n" || ip netns add "$n"
+  if ! ip -n "$n" link show eth0 >/dev/null 2>&1; then
+    ip link add "nh$i" type veth peer name eth0 netns "$n"
+    ip link set "nh$i" master "$BRIDGE" up
+    ip -n "$n" addr add "$NET.$i/24" dev eth0
+  fi
+  ip -n "$n" link set lo up
+  ip -n "$n" link set eth0 up
+}
+
+# The export directory, made through libcephfs (no CephFS mount needed).
+make_export() {
+  /usr/bin/python3 - "$1" "$EXPORT" <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL("libcephfs.so.2"); cm = ctypes.c_void_p()
+lib.ceph_create(ctypes.byref(cm), None)
+lib.ceph_conf_read_file(cm, sys.argv[1].encode())
+if lib.ceph_mount(cm, b"/") != 0:
+    sys.exit("cannot mount CephFS")
+path = b""
+for part in sys.argv[2].encode().strip(b"/").split(b"/"):
+    path += b"/" + part
+    lib.ceph_mkdir(cm, path, 0o777)
+lib.ceph_unmount(cm)
+PY
+}
+
+start_head() {
+  local i=$1 conf=$DIR/ceph/ceph.conf
+  alive "$DIR/head$i.pid" && return 0
+  mkdir -p "$DIR/head$i"
+  {
+    printf 'portmap_port = 111\n[ceph]\nconf = "%s"\n' "$conf"
+    [[ -n ${HEADS_CONFIG:-} ]] && printf '%s\n' "$HEADS_CONFIG"
+  } >"$DIR/head$i/nfsx.toml"
+  # Clients come from the bridge's network (the host namespace is .254).
+  echo "$EXPORT $NET.0/24(rw,sync,no_root_squash,insecure)" >"$DIR/head$i/exports"
+  # `ip netns exec` execs nfsx, so $! is the server's own pid.
+  ip netns exec "$(ns "$i")" "$NFSX" serve --backend ceph --listen "$NET.$i:2049" \
+    --config "$DIR/head$i/nfsx.toml" --state-dir "$DIR/head$i/state" --exports "$DIR/head$i/exports" \
+    >>"$DIR/head$i/nfsx.log" 2>&1 &
+  echo $! >"$DIR/head$i.pid"
+}
+
+wait_head() {
+  local i=$1
+  for _ in $(seq 300); do
+    port_open "$NET.$i" 2049 && return 0
+    alive "$DIR/head$i.pid" || break
+    sleep 0.1
+  done
+  tail -20 "$DIR/head$i/nfsx.log" >&2 || true
+  die "head $i did not start (log: $DIR/head$i/nfsx.log)"
+}
+
+stop_pid() {
+  local f=$1 pid
+  [[ -f $f ]] || return 0
+  pid=$(cat "$f"); rm -f "$f"
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+heads_present() { for f in "$DIR"/head*.pid; do [[ -f $f ]] && basename "$f" .pid | sed 's/head//'; done; }
+
+start() {
+  local n=${1:-3}
+  [[ $n =~ ^[1-9][0-9]?$ && $n -le 99 ]] || die "N must be 1 to 99"
+  [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, a bridge)"
+  [[ -x $NFSX ]] || die "no nfsx at $NFSX: cargo build --release -p nfsx"
+  mkdir -p "$DIR"
+  bridge_up
+  CEPH_MON_ADDR=$HOST_IP scripts/ceph.sh start "$DIR/ceph" >/dev/null
+  make_export "$DIR/ceph/ceph.conf"
+  for i in $(seq "$n"); do netns_up "$i"; start_head "$i"; done
+  for i in $(seq "$n"); do wait_head "$i"; done
+  local hosts
+  hosts=$(seq -s, -f "$NET.%g" "$n")
+  say "$n head(s) over CephFS $EXPORT, cluster in $DIR/ceph"
+  echo "CEPH_CONF=$DIR/ceph/ceph.conf"
+  echo "HEADS=nfs://$hosts$EXPORT"
+  for i in $(seq "$n"); do echo "HEAD$i=nfs://$NET.$i$EXPORT"; done
+}
+
+stop() {
+  local i
+  for i in $(heads_present); do stop_pid "$DIR/head$i.pid"; done
+  for n in $(ip netns list | awk '/^nfsx-head[0-9]+/ {print $1}'); do ip netns del "$n"; done
+  [[ -d $DIR/ceph ]] && scripts/ceph.sh stop "$DIR/ceph" >/dev/null || true
+  ip link del "$BRIDGE" 2>/dev/null || true
+  say "stopped"
+}
+
+status() {
+  local i up=0
+  for i in $(heads_present); do
+    if alive "$DIR/head$i.pid"; then say "head $i: up at $NET.$i:2049"; up=$((up + 1)); else say "head $i: down"; fi
+  done
+  ((up > 0))
+}
+
+case ${1:-} in
+  start) start "${2:-3}" ;;
+  stop) stop ;;
+  status) status ;;
+  kill)
+    [[ -n ${2:-} ]] || die "usage: $0 kill I"
+    alive "$DIR/head$2.pid" || die "head $2 is not running"
+    kill -KILL "$(cat "$DIR/head$2.pid")"
+    say "head $2 killed" ;;
+  restart)
+    [[ -n ${2:-} ]] || die "usage: $0 restart I"
+    start_head "$2"; wait_head "$2"; say "head $2 up again" ;;
+  *) echo "usage: $0 start [N]|stop|status|kill I|restart I" >&2; exit 2 ;;
+esac
