@@ -123,7 +123,13 @@ start() {
   bridge_up
   CEPH_MON_ADDR=$HOST_IP scripts/ceph.sh start "$DIR/ceph" >/dev/null
   make_export "$DIR/ceph/ceph.conf"
-  for i in $(seq "$n"); do netns_up "$i"; start_head "$i"; done
+  # A fresh cluster: NFSv4 state of earlier heads (clients that could
+  # reclaim, hence a grace period) belongs to a file system that is gone.
+  for i in $(seq "$n"); do
+    alive "$DIR/head$i.pid" || rm -rf "$DIR/head$i"
+    netns_up "$i"
+    start_head "$i"
+  done
   for i in $(seq "$n"); do wait_head "$i"; done
   local hosts
   hosts=$(seq -s, -f "$NET.%g" "$n")

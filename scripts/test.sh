@@ -61,6 +61,16 @@ if [[ ${CEPH:-1} != 0 ]]; then
     unset NFSX_CEPH_CONF
     scripts/ceph.sh stop
     trap 'rm -f "$log"' EXIT
+    echo "== two nfsx heads in network namespaces over one cluster (scripts/heads.sh)"
+    if heads=$(scripts/heads.sh start 2); then
+      trap 'scripts/heads.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
+      NFSX_HEADS=$(sed -n 's/^HEADS=//p' <<<"$heads") \
+        cargo test --release -p nfsx --test ceph heads_serve 2>&1 | tee -a "$log"
+      scripts/heads.sh stop
+      trap 'rm -f "$log"' EXIT
+    else
+      echo "== the heads could not start (reason above): the multi-head test was NOT run"
+    fi
   else
     echo "== Ceph could not start on this machine (reason above): the CephFS tests were NOT run against a cluster"
   fi

@@ -244,3 +244,32 @@ fn unreachable_cluster_at_start_is_a_clear_error() {
         "unclear error:\n{err}"
     );
 }
+
+/// Several heads over one cluster (`scripts/heads.sh start 2` prints the
+/// `HEADS=` URL this test takes from `NFSX_HEADS`): a file written through
+/// one head is read back whole through another, and a multi-client run
+/// spreads its clients over the heads.
+#[test]
+fn heads_serve_one_file_system() {
+    let Some(heads) = std::env::var_os("NFSX_HEADS") else {
+        eprintln!("skipped: NFSX_HEADS is not set (no heads running)");
+        return;
+    };
+    let heads = heads.to_string_lossy().into_owned();
+    let rest = heads.strip_prefix("nfs://").expect("NFSX_HEADS is nfs://HEAD1,HEAD2,.../export");
+    let (hosts, export) = rest.split_at(rest.find('/').expect("an export path"));
+    let hosts: Vec<&str> = hosts.split(',').collect();
+    assert!(hosts.len() >= 2, "NFSX_HEADS names one head");
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, back) = (tmp.path().join("src.bin"), tmp.path().join("back.bin"));
+    random_file(&src, 16 << 20, 11);
+    let name = format!("{export}/across-{}.bin", std::process::id());
+    let via = |i: usize| format!("nfs://{}{name}?version=3", hosts[i]);
+    ok(&run("nfs-cp", &[src.to_str().unwrap(), &via(0)], 5 * MIN), "nfs-cp in through head 1");
+    ok(&run("nfs-cp", &[&via(1), back.to_str().unwrap()], 5 * MIN), "nfs-cp out through head 2");
+    assert_eq!(sha256_file(&back), sha256_file(&src), "read through another head differs");
+    let target = format!("{heads}?version=4.1");
+    let args = ["multi-client", "--clients", "2", "--size", "8MiB", "--runs", "1", "--target", &target];
+    let (out, v) = bench(&args, tmp.path(), 5 * MIN);
+    all_ok(&out, &v);
+}
