@@ -127,6 +127,11 @@ impl Vfs for CephFs {
         self.guarded(|| self.do_deallocate(id, offset, length))
     }
 
+    /// Other heads and Ceph clients change the same file system.
+    fn shared(&self) -> bool {
+        true
+    }
+
     fn change_is_ctime(&self) -> bool {
         false
     }

@@ -273,3 +273,39 @@ fn heads_serve_one_file_system() {
     let (out, v) = bench(&args, tmp.path(), 5 * MIN);
     all_ok(&out, &v);
 }
+
+/// A Ceph file system is shared with other heads and Ceph clients, whose
+/// conflicting opens this head never hears of: it grants no delegations
+/// (and says why to a 4.1 client that asks for one).
+#[test]
+fn no_delegations_on_a_shared_file_system() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("deleg") else { return };
+    let srv = ceph_server(&conf, &path);
+    let c = Client41::connect_manual(srv.port, "deleg-client");
+    // Let the back-channel probe finish, so "no back channel" is not why.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut ops = walk(&srv.export);
+    ops.push(open_op(&c, "o", "f", OPEN4_SHARE_ACCESS_READ, true));
+    let n = ops.len();
+    let r = c.run(ops);
+    ok_res(&r);
+    assert!(
+        matches!(opened(&r, n - 1).delegation, open_delegation4::OPEN_DELEGATE_NONE),
+        "{:?}",
+        opened(&r, n - 1).delegation
+    );
+    let mut ops = walk(&srv.export);
+    ops.push(open_op(&c, "o2", "f", OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG, false));
+    let r = c.run(ops);
+    ok_res(&r);
+    assert!(
+        matches!(
+            opened(&r, n - 1).delegation,
+            open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::WND4_RESOURCE(false))
+        ),
+        "{:?}",
+        opened(&r, n - 1).delegation
+    );
+}

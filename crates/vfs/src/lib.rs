@@ -212,6 +212,14 @@ pub trait Vfs: Send + Sync + 'static {
         Ok(false)
     }
 
+    /// Whether other servers may change this file system behind this one
+    /// (several heads over one distributed store). The server then grants
+    /// no NFSv4 delegations on it: it would not hear of the conflicting
+    /// access another head serves, so it could not recall them.
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2
     /// `change_attr_type` TIME_METADATA) rather than a counter.
     fn change_is_ctime(&self) -> bool {

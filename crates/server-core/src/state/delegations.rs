@@ -133,6 +133,20 @@ pub(crate) fn revoke(t: &mut Tables, other: &Other) {
 /// (after the open was recorded): READ or WRITE per the policy, or none
 /// when another client has the file open or delegated, the client has no
 /// back channel, already holds one on the file, or asked for none.
+/// The answer to an OPEN on a file system other servers share: no
+/// delegation, and to a 4.1 client that wanted one, "resource" as the
+/// reason (RFC 8881 18.16.3 has none closer).
+pub(crate) fn none_for_shared(minor: u32, share_access: u32) -> open_delegation4 {
+    let want = if minor >= 1 { share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { 0 };
+    if want == 0 {
+        open_delegation4::OPEN_DELEGATE_NONE
+    } else if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
+        open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::default(why_no_delegation4::WND4_NOT_WANTED))
+    } else {
+        open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::WND4_RESOURCE(false))
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grant(
     st: &State4,

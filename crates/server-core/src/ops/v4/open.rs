@@ -340,6 +340,10 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         t.stateids.open(st.boot, st.settings.max_stateids_per_client, minor, key, file, access, deny, confirmed)?;
     let delegation = if deleg_claim.is_some() || !confirmed || matches!(args.claim, CLAIM_PREVIOUS(_)) {
         open_delegation4::OPEN_DELEGATE_NONE
+    } else if obj.fs().shared() {
+        // Another head may serve a conflicting open this server never
+        // hears of, so a delegation could not be recalled in time.
+        delegations::none_for_shared(minor, args.share_access)
     } else {
         delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access)
     };
