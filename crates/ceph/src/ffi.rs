@@ -119,6 +119,7 @@ api! {
     ceph_create: fn(*mut *mut ceph_mount_info, *const c_char) -> c_int;
     ceph_conf_read_file: fn(*mut ceph_mount_info, *const c_char) -> c_int;
     ceph_conf_set: fn(*mut ceph_mount_info, *const c_char, *const c_char) -> c_int;
+    ceph_conf_get: fn(*mut ceph_mount_info, *const c_char, *mut c_char, usize) -> c_int;
     ceph_select_filesystem: fn(*mut ceph_mount_info, *const c_char) -> c_int;
     ceph_init: fn(*mut ceph_mount_info) -> c_int;
     ceph_start_reclaim: fn(*mut ceph_mount_info, *const c_char, c_uint) -> c_int;

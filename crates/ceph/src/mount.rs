@@ -83,6 +83,9 @@ impl Mount {
         ] {
             m.conf_set(k, v)?;
         }
+        if settings.quiet_client_log {
+            m.quiet_client_log()?;
+        }
         if let Some(fs) = &settings.fs_name {
             let c = CString::new(fs.as_str()).map_err(|_| "fs_name holds NUL".to_string())?;
             // SAFETY: valid mount handle and C string.
@@ -138,6 +141,40 @@ impl Mount {
             (api.ceph_set_session_timeout)(self.cm, session_timeout);
         }
         Ok(())
+    }
+
+    /// Turns the in-memory debug log of client-side subsystems to 0/0
+    /// where `ceph.conf` left Ceph 16.2's default: entries up to the second
+    /// level are formatted and gathered on every call even when nothing is
+    /// ever written out. A level an operator set is kept.
+    fn quiet_client_log(&mut self) -> Result<(), String> {
+        const DEFAULTS: [(&str, &str); 7] = [
+            ("debug_client", "0/5"),
+            ("debug_objectcacher", "0/5"),
+            ("debug_objecter", "0/1"),
+            ("debug_monc", "0/10"),
+            ("debug_auth", "1/5"),
+            ("debug_journaler", "0/5"),
+            ("debug_rados", "0/5"),
+        ];
+        for (key, default) in DEFAULTS {
+            if self.conf_get(key).as_deref() == Some(default) {
+                self.conf_set(key, "0/0")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn conf_get(&self, key: &str) -> Option<String> {
+        let k = CString::new(key).ok()?;
+        let mut buf = [0u8; 64];
+        // SAFETY: valid mount handle, C string, and a buffer of the given length.
+        let rc = unsafe { (self.api.ceph_conf_get)(self.cm, k.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if rc < 0 {
+            return None;
+        }
+        let end = buf.iter().position(|b| *b == 0)?;
+        std::str::from_utf8(&buf[..end]).ok().map(str::to_string)
     }
 
     fn conf_set(&mut self, key: &str, value: &str) -> Result<(), String> {
