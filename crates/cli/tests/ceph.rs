@@ -120,17 +120,9 @@ impl Drop for Frozen {
 }
 
 fn create_args(dir: &nfs_fh3, name: &str) -> CREATE3args {
-    let attrs = sattr3 {
-        mode: Some(0o644),
-        uid: None,
-        gid: None,
-        size: None,
-        atime: set_atime::default(time_how::DONT_CHANGE),
-        mtime: set_mtime::default(time_how::DONT_CHANGE),
-    };
     CREATE3args {
         r#where: diropargs3 { dir: dir.clone(), name: Bytes::from(name.to_string()) },
-        how: createhow3::UNCHECKED(attrs),
+        how: createhow3::UNCHECKED(rpc::sattr_mode_644()),
     }
 }
 

@@ -17,21 +17,10 @@ fn chunk(i: u64) -> Vec<u8> {
     (0..CHUNK).map(|j| (i as usize * 31 + j * 7 + (j >> 9)) as u8).collect()
 }
 
-fn sattr_none() -> sattr3 {
-    sattr3 {
-        mode: Some(0o644),
-        uid: None,
-        gid: None,
-        size: None,
-        atime: set_atime::default(time_how::DONT_CHANGE),
-        mtime: set_mtime::default(time_how::DONT_CHANGE),
-    }
-}
-
 fn create(c: &mut RpcClient, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
     let args = CREATE3args {
         r#where: diropargs3 { dir: dir.clone(), name: Bytes::from(name.to_string()) },
-        how: createhow3::UNCHECKED(sattr_none()),
+        how: createhow3::UNCHECKED(support::rpc::sattr_mode_644()),
     };
     match c.nfs::<_, CREATE3res>(NFS3_CREATE, &args) {
         CREATE3res::NFS3_OK(ok) => ok.obj.expect("CREATE returned no handle"),
@@ -155,7 +144,7 @@ fn stable_data_survives_kill_9_and_handles_stay_valid() {
 fn try_create(c: &mut RpcClient, dir: &nfs_fh3, name: &str) -> Result<nfs_fh3, String> {
     let args = CREATE3args {
         r#where: diropargs3 { dir: dir.clone(), name: Bytes::from(name.to_string()) },
-        how: createhow3::UNCHECKED(sattr_none()),
+        how: createhow3::UNCHECKED(support::rpc::sattr_mode_644()),
     };
     match c.call::<_, CREATE3res>(NFS_PROGRAM, NFS_V3, NFS3_CREATE, &args) {
         Ok(CREATE3res::NFS3_OK(ok)) => ok.obj.ok_or_else(|| "no handle".to_string()),

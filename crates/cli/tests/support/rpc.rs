@@ -38,6 +38,18 @@ pub fn auth_none() -> opaque_auth {
     opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() }
 }
 
+/// Attributes of a new file: mode 0644, nothing else set.
+pub fn sattr_mode_644() -> nfs3::sattr3 {
+    nfs3::sattr3 {
+        mode: Some(0o644),
+        uid: None,
+        gid: None,
+        size: None,
+        atime: nfs3::set_atime::default(nfs3::time_how::DONT_CHANGE),
+        mtime: nfs3::set_mtime::default(nfs3::time_how::DONT_CHANGE),
+    }
+}
+
 /// The bytes of a CALL message (without record marking).
 pub fn call_bytes<A: Encode>(xid: u32, prog: u32, vers: u32, proc_: u32, cred: opaque_auth, args: &A) -> Bytes {
     let msg = rpc_msg {
