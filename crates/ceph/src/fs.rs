@@ -10,6 +10,7 @@ use vfs::{Attrs, FileId, FileType, VfsError, VfsResult};
 use crate::attrs::to_attrs;
 use crate::ffi::{ceph_statx, inodeno_t, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
 use crate::health::Health;
+use crate::locks::Locked;
 use crate::mount::{check, cstr, Mount};
 use crate::nodes::{Node, Nodes};
 use crate::CephSettings;
@@ -29,6 +30,8 @@ pub struct CephFs {
     pub(crate) settings: CephSettings,
     /// Calls waiting on the cluster; refuses new ones while it is away.
     pub(crate) health: Health,
+    /// Files with byte-range locks, kept open while they have any.
+    pub(crate) locked: Locked,
 }
 
 impl CephFs {
@@ -61,6 +64,7 @@ impl CephFs {
                 0 => Duration::MAX,
                 s => Duration::from_secs(s),
             }),
+            locked: Locked::default(),
             m,
         };
         tracing::info!(path, root = fs.root, "CephFS mounted");

@@ -22,6 +22,7 @@ pub mod ffi;
 mod fs;
 mod health;
 mod io;
+mod locks;
 mod mount;
 mod namespace;
 mod nodes;

@@ -132,6 +132,10 @@ impl Vfs for CephFs {
         true
     }
 
+    fn range_lock(&self, id: FileId, owner: u64, lock: RangeLock, start: u64, end: u64) -> VfsResult<bool> {
+        self.guarded(|| self.do_range_lock(id, owner, lock, start, end))
+    }
+
     fn change_is_ctime(&self) -> bool {
         false
     }
@@ -175,6 +179,11 @@ impl Vfs for CephFs {
                 self.health.refused.load(Ordering::Relaxed),
             ),
             Counter::gauge("ceph_calls_waiting", "Calls in libcephfs now", self.health.waiting() as u64),
+            Counter::gauge(
+                "ceph_locked_files",
+                "Files with byte-range locks taken in CephFS",
+                self.locked.len() as u64,
+            ),
             Counter::gauge(
                 "ceph_cluster_away",
                 "1 while new calls are refused because the cluster stopped answering",

@@ -301,3 +301,98 @@ fn no_delegations_on_a_shared_file_system() {
         opened(&r, n - 1).delegation
     );
 }
+
+/// Two heads over one CephFS directory: a lock one head grants is seen by
+/// the other (CephFS's own locks arbitrate), its release too.
+#[test]
+fn locks_conflict_across_heads() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("locks") else { return };
+    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let a = Client41::connect(one.port, "client-on-head-1");
+    let b = Client41::connect(two.port, "client-on-head-2");
+    let (sa, fa) = open_file(&one, &a, "oa", "locked", OPEN4_SHARE_ACCESS_BOTH);
+    let (sb, fb) = open_file(&two, &b, "ob", "locked", OPEN4_SHARE_ACCESS_BOTH);
+    let on_a = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fa.clone() });
+    let on_b = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fb.clone() });
+
+    let r = a.run(vec![on_a(), lock_op(&a, &sa, "la", 0, 100)]);
+    ok_res(&r);
+    let nfs_resop4::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
+    let la = la.lock_stateid.clone();
+
+    // Head 2 has no lock in its own table, yet refuses the overlap.
+    let r = b.run(vec![on_b(), lock_op(&b, &sb, "lb", 50, 10)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_DENIED, "{r:?}");
+    let nfs_resop4::OP_LOCK(LOCK4res::NFS4ERR_DENIED(d)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!((d.offset, d.length), (50, 10));
+    // A range nobody holds is granted.
+    ok_res(&b.run(vec![on_b(), lock_op(&b, &sb, "lb2", 200, 10)]));
+    // And head 1 now sees head 2's lock.
+    let r = a.run(vec![on_a(), lock_op(&a, &sa, "la2", 205, 1)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_DENIED, "{r:?}");
+
+    let unlock = nfs_argop4::OP_LOCKU(LOCKU4args {
+        locktype: nfs_lock_type4::WRITE_LT,
+        seqid: 0,
+        lock_stateid: la,
+        offset: 0,
+        length: 100,
+    });
+    ok_res(&a.run(vec![on_a(), unlock]));
+    ok_res(&b.run(vec![on_b(), lock_op(&b, &sb, "lb3", 50, 10)]));
+}
+
+/// NLM locks across two heads, and locks that go all at once: a client
+/// host's FREE_ALL on head 1 releases its lock in CephFS too, so head 2
+/// grants the range afterwards.
+#[test]
+fn nlm_locks_across_heads_and_free_all() {
+    use proto::nlm::*;
+    let Some((conf, path)) = ceph_dir("nlm") else { return };
+    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let (mut c1, mut c2) = (RpcClient::connect(one.port).unwrap(), RpcClient::connect(two.port).unwrap());
+    let root1 = c1.mount(&path);
+    let fh1 = match c1.nfs(NFS3_CREATE, &create_args(&root1, "nlm-locked")) {
+        CREATE3res::NFS3_OK(ok) => ok.obj.expect("a handle"),
+        other => panic!("CREATE: {other:?}"),
+    };
+    // Handles are signed per head: head 2 looks the file up itself.
+    let root2 = c2.mount(&path);
+    let what = diropargs3 { dir: root2, name: Bytes::from_static(b"nlm-locked") };
+    let fh2 = match c2.nfs(NFS3_LOOKUP, &LOOKUP3args { what }) {
+        LOOKUP3res::NFS3_OK(ok) => ok.object,
+        other => panic!("LOOKUP: {other:?}"),
+    };
+    let lock = |host: &'static [u8], fh: &nfs_fh3| nlm4_lockargs {
+        cookie: Bytes::from_static(b"c"),
+        block: false,
+        exclusive: true,
+        alock: nlm4_lock {
+            caller_name: Bytes::from_static(host),
+            fh: fh.data.clone(),
+            oh: Bytes::from_static(host),
+            svid: 7,
+            l_offset: 0,
+            l_len: 100,
+        },
+        reclaim: false,
+        state: 1,
+    };
+    let stat = |c: &mut RpcClient, a: &nlm4_lockargs| -> nlm4_stats {
+        let r: nlm4_res = c.call(NLM_PROG, 4, NLM_LOCK, a).expect("NLM LOCK");
+        r.stat.stat
+    };
+    assert_eq!(stat(&mut c1, &lock(b"host-a", &fh1)), nlm4_stats::nlm4_granted);
+    assert_eq!(stat(&mut c2, &lock(b"host-b", &fh2)), nlm4_stats::nlm4_denied);
+    let _: () = c1
+        .call(NLM_PROG, 4, NLM_FREE_ALL, &nlm4_notify { name: Bytes::from_static(b"host-a"), state: 2 })
+        .expect("NLM FREE_ALL");
+    // The release runs after the request, on a thread of its own.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stat(&mut c2, &lock(b"host-b", &fh2)) != nlm4_stats::nlm4_granted {
+        assert!(Instant::now() < deadline, "head 2 still refuses after host-a's locks were freed on head 1");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -28,32 +28,6 @@ fn with(mut a: Vec<nfs_argop4>, b: Vec<nfs_argop4>) -> Vec<nfs_argop4> {
     a
 }
 
-fn lock_op(c: &Client41, open: &stateid4, owner: &str, offset: u64, length: u64) -> nfs_argop4 {
-    nfs_argop4::OP_LOCK(LOCK4args {
-        locktype: nfs_lock_type4::WRITE_LT,
-        reclaim: false,
-        offset,
-        length,
-        locker: locker4::TRUE(open_to_lock_owner4 {
-            open_seqid: 0,
-            open_stateid: open.clone(),
-            lock_seqid: 0,
-            lock_owner: lock_owner4 { clientid: c.clientid, owner: Bytes::copy_from_slice(owner.as_bytes()) },
-        }),
-    })
-}
-
-/// Opens `name` in the export (creating it) and returns (stateid, fh).
-fn open_file(srv: &TestServer, c: &Client41, owner: &str, name: &str, access: u32) -> (stateid4, nfs_fh4) {
-    let ops = with(export_ops(srv), vec![open_op(c, owner, name, access, true), nfs_argop4::OP_GETFH]);
-    let n = ops.len();
-    let r = c.run_retry(ops);
-    ok_res(&r);
-    let st = opened(&r, n - 2).stateid.clone();
-    let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!() };
-    (st, fh.object.clone())
-}
-
 #[test]
 fn open_write_read_close() {
     let srv = start();

@@ -22,6 +22,7 @@ mod placement;
 mod portmap;
 mod rpc;
 mod settings;
+mod shared_locks;
 pub mod state;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -134,6 +135,9 @@ pub struct Core {
     pub(crate) pseudo: ops::v4::pseudo::PseudoFs,
     /// The transport sends [`Outcome::tail`] regions (sendfile).
     sendfile: bool,
+    /// Some export's file system is shared with other servers, whose
+    /// locks live in it too (`shared_locks`).
+    shared_locks: bool,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -192,6 +196,8 @@ impl Core {
             Arc::new(MemStore::default()),
         ));
         let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
+        let shared_locks = kept.iter().any(|x| x.fs.shared());
+        v4.tables.lock().locks.track_released = shared_locks;
         let drc = drc::Drc::new(
             settings.drc_entries,
             settings.drc_max_reply_bytes,
@@ -209,6 +215,7 @@ impl Core {
             mounts: parking_lot::Mutex::new(mount::MountList::default()),
             warn_counts: Default::default(),
             sendfile: false,
+            shared_locks,
         }
     }
 
@@ -235,6 +242,7 @@ impl Core {
         store: Arc<dyn StableStore>,
     ) -> Core {
         self.v4 = Arc::new(state::State4::new(self.settings.nfs4.clone(), clock, backchannel, store));
+        self.v4.tables.lock().locks.track_released = self.shared_locks;
         self
     }
 

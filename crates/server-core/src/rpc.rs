@@ -155,12 +155,14 @@ impl Core {
     /// marking).
     pub fn handle(&self, record: Bytes, peer: &PeerInfo) -> Outcome {
         // Without nowait no procedure gives up.
-        self.run_record(record, peer, false).unwrap_or(Outcome {
+        let out = self.run_record(record, peer, false).unwrap_or(Outcome {
             reply: None,
             label: "rpc.would_block",
             ok: false,
             tail: None,
-        })
+        });
+        self.release_shared_locks();
+        out
     }
 
     /// Runs `record` if it can finish without waiting on a disk; `None`

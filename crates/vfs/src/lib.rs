@@ -220,6 +220,17 @@ pub trait Vfs: Send + Sync + 'static {
         false
     }
 
+    /// For a [`Vfs::shared`] file system: takes `lock` (or releases, with
+    /// [`RangeLock::Unlock`]) on `start..=end` of file `id` for `owner` in
+    /// the store itself, where the locks other servers grant are seen,
+    /// with POSIX semantics per owner (a new lock replaces what the owner
+    /// held in the range). `Ok(false)`: another owner there holds a
+    /// conflicting lock; nothing changed. The server keeps its own table
+    /// too and calls this only for shared file systems.
+    fn range_lock(&self, _id: FileId, _owner: u64, _lock: RangeLock, _start: u64, _end: u64) -> VfsResult<bool> {
+        Ok(true)
+    }
+
     /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2
     /// `change_attr_type` TIME_METADATA) rather than a counter.
     fn change_is_ctime(&self) -> bool {

@@ -336,3 +336,12 @@ pub fn check_setattrs(ftype: FileType, set: &SetAttrs, max_size: u64) -> VfsResu
     }
     Ok(())
 }
+
+/// A POSIX byte-range lock as a backend shared with other servers takes it
+/// ([`crate::Vfs::range_lock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeLock {
+    Read,
+    Write,
+    Unlock,
+}

@@ -5,6 +5,7 @@ use proto::nlm::*;
 
 use super::{file_of, kind, owner_of, range_of, res};
 use crate::rpc::Call;
+use crate::shared_locks;
 use crate::state::lockmgr::LockError;
 use crate::Core;
 
@@ -14,17 +15,30 @@ pub(super) fn lock(core: &Core, call: &Call, a: nlm4_lockargs) -> (nlm4_res, boo
         Err(s) => return res(a.cookie, s),
     };
     let (start, end) = range_of(&a.alock);
+    let (owner, kind) = (owner_of(&a.alock), kind(a.exclusive));
     let st = &core.v4;
-    let mut t = st.tables.lock();
-    if !a.reclaim && t.grace.in_grace(st.now()) {
-        return res(a.cookie, nlm4_stats::nlm4_denied_grace_period);
+    // On a file system other servers share, the store is asked first.
+    let Some(export) = core.export_by_id(file.0) else { return res(a.cookie, nlm4_stats::nlm4_stale_fh) };
+    match shared_locks::take(&*export.fs, file.1, &owner, kind, start, end) {
+        Ok(true) => {}
+        Ok(false) => return res(a.cookie, nlm4_stats::nlm4_denied),
+        Err(_) => return res(a.cookie, nlm4_stats::nlm4_failed),
     }
-    // NLM holders are not NFSv4 clients: the per-client cap does not
-    // apply to them (the lock manager only counts v4 owners).
-    let stat = match t.locks.lock(file, &owner_of(&a.alock), kind(a.exclusive), start, end, usize::MAX) {
-        Ok(()) => nlm4_stats::nlm4_granted,
-        Err(LockError::Conflict(_)) => nlm4_stats::nlm4_denied,
-        Err(LockError::TooMany) => nlm4_stats::nlm4_denied_nolocks,
+    let mut t = st.tables.lock();
+    let stat = if !a.reclaim && t.grace.in_grace(st.now()) {
+        nlm4_stats::nlm4_denied_grace_period
+    } else {
+        // NLM holders are not NFSv4 clients: the per-client cap does not
+        // apply to them (the lock manager only counts v4 owners).
+        match t.locks.lock(file, &owner, kind, start, end, usize::MAX) {
+            Ok(()) => nlm4_stats::nlm4_granted,
+            Err(LockError::Conflict(_)) => nlm4_stats::nlm4_denied,
+            Err(LockError::TooMany) => nlm4_stats::nlm4_denied_nolocks,
+        }
     };
+    drop(t);
+    if stat != nlm4_stats::nlm4_granted {
+        shared_locks::sync(&*export.fs, st, file, &owner, start, end);
+    }
     res(a.cookie, stat)
 }

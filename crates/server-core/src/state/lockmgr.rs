@@ -93,6 +93,12 @@ pub(crate) struct LockManager {
     files: HashMap<FileKey, Vec<Lock>>,
     /// Locks held per NFSv4 client (for `max_locks_per_client`).
     per_client: HashMap<u64, usize>,
+    /// Whether to queue in `released` every (file, owner) whose locks
+    /// went all at once (a CLOSE, a lease expiring, a client host
+    /// restarting), for a backend shared with other servers that holds
+    /// the locks too (`crate::shared_locks`).
+    pub track_released: bool,
+    pub released: Vec<(FileKey, LockOwner)>,
 }
 
 fn conflicts(a: LockKind, b: LockKind) -> bool {
@@ -203,7 +209,17 @@ impl LockManager {
 
     /// Releases all of `owner`'s locks on `file`.
     pub fn unlock_file(&mut self, file: FileKey, owner: &LockOwner) {
+        if self.track_released && self.holds_on(file, owner) {
+            self.released.push((file, owner.clone()));
+        }
         self.unlock(file, owner, 0, u64::MAX);
+    }
+
+    /// `owner`'s locks on `file` that overlap `start..=end`.
+    pub fn owned_in(&self, file: FileKey, owner: &LockOwner, start: u64, end: u64) -> Vec<Lock> {
+        self.files.get(&file).map_or_else(Vec::new, |ls| {
+            ls.iter().filter(|l| l.owner == *owner && l.overlaps(start, end)).cloned().collect()
+        })
     }
 
     /// Whether `owner` holds any lock on `file`.
@@ -219,19 +235,23 @@ impl LockManager {
     /// Releases every lock `pred` selects (an NFSv4 client going, an NLM
     /// host rebooting).
     pub fn release_where(&mut self, mut pred: impl FnMut(&LockOwner) -> bool) {
-        let mut dropped: Vec<LockOwner> = Vec::new();
-        self.files.retain(|_, ls| {
+        let mut dropped: Vec<(FileKey, LockOwner)> = Vec::new();
+        self.files.retain(|file, ls| {
             ls.retain(|l| {
                 let drop = pred(&l.owner);
                 if drop {
-                    dropped.push(l.owner.clone());
+                    dropped.push((*file, l.owner.clone()));
                 }
                 !drop
             });
             !ls.is_empty()
         });
-        for o in dropped {
-            self.adjust(&o, 1, 0);
+        for (_, o) in &dropped {
+            self.adjust(o, 1, 0);
+        }
+        if self.track_released {
+            dropped.dedup();
+            self.released.extend(dropped);
         }
     }
 

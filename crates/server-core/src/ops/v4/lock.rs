@@ -8,11 +8,15 @@
 
 use proto::nfs4::*;
 
+use std::sync::Arc;
+
 use super::open::{check_regular, client_of, expire_courtesy, file_key, io_client};
+use super::status::stat4;
 use super::Compound;
+use crate::shared_locks;
 use crate::state::lockmgr::{range_of, Lock, LockError, LockKind, LockOwner};
 use crate::state::stateids::{resource_error, v4_lock_owner, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
-use crate::state::Tables;
+use crate::state::{FileKey, Tables};
 
 pub(super) fn lock_kind(t: nfs_lock_type4) -> LockKind {
     match t {
@@ -48,10 +52,61 @@ pub(super) fn check_grace(cx: &Compound, t: &mut Tables, client: u64, reclaim: b
 }
 
 pub(super) fn run(cx: &mut Compound, args: LOCK4args) -> LOCK4res {
-    match run_inner(cx, args) {
-        Ok(r) => r,
-        Err(s) => LOCK4res::default(s),
+    let shared = match take_shared(cx, &args) {
+        Ok(s) => s,
+        Err(s) => return LOCK4res::default(s),
+    };
+    let remote_conflict = shared.as_ref().and_then(|s| s.conflict.clone());
+    let r = run_inner(cx, args, remote_conflict).unwrap_or_else(LOCK4res::default);
+    if let Some(s) = shared {
+        if s.conflict.is_none() && !matches!(r, LOCK4res::NFS4_OK(_)) {
+            // Taken in the store but refused here: give the store back
+            // what this server's table holds.
+            shared_locks::sync(&*s.fs, cx.state(), s.file, &s.owner, s.start, s.end);
+        }
     }
+    r
+}
+
+/// A LOCK on a file system other servers share, as taken in the store.
+struct Shared {
+    fs: Arc<dyn vfs::Vfs>,
+    file: FileKey,
+    owner: LockOwner,
+    start: u64,
+    end: u64,
+    /// Another server's client holds a conflicting lock there.
+    conflict: Option<Lock>,
+}
+
+/// On a shared file system, takes the lock in the store first, where the
+/// locks other servers granted are (see `shared_locks`). `None` where no
+/// other server shares the file system, or the request is malformed (the
+/// checks that follow answer it).
+fn take_shared(cx: &mut Compound, args: &LOCK4args) -> Result<Option<Shared>, nfsstat4> {
+    let Some((start, end)) = range_of(args.offset, args.length) else { return Ok(None) };
+    let Ok(obj) = cx.cobj(nfsstat4::NFS4ERR_ISDIR) else { return Ok(None) };
+    if !obj.fs().shared() {
+        return Ok(None);
+    }
+    let (fs, file, id) = (obj.export.fs.clone(), file_key(&obj), obj.id);
+    let owner = match &args.locker {
+        locker4::TRUE(otl) => v4_lock_owner(client_of(cx, otl.lock_owner.clientid), &otl.lock_owner.owner),
+        locker4::FALSE(el) => {
+            let Ok(sid) = cx.resolve_stateid(&el.lock_stateid) else { return Ok(None) };
+            let t = cx.state().tables.lock();
+            match t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) {
+                Some((client, Kind::Lock(l))) => v4_lock_owner(client, &l.owner),
+                _ => return Ok(None),
+            }
+        }
+    };
+    let kind = lock_kind(args.locktype);
+    let conflict = match shared_locks::take(&*fs, id, &owner, kind, start, end).map_err(stat4)? {
+        true => None,
+        false => Some(Lock { owner: shared_locks::another_server(), kind, start, end }),
+    };
+    Ok(Some(Shared { fs, file, owner, start, end, conflict }))
 }
 
 fn status_of(r: &LOCK4res) -> nfsstat4 {
@@ -62,7 +117,9 @@ fn status_of(r: &LOCK4res) -> nfsstat4 {
     }
 }
 
-fn run_inner(cx: &mut Compound, args: LOCK4args) -> Result<LOCK4res, nfsstat4> {
+/// `remote_conflict`: the lock another server's client holds in a shared
+/// store, which refuses this one as a conflict here would.
+fn run_inner(cx: &mut Compound, args: LOCK4args, remote_conflict: Option<Lock>) -> Result<LOCK4res, nfsstat4> {
     let st = cx.state();
     let minor = cx.minor;
     let (start, end) = range_of(args.offset, args.length).ok_or(nfsstat4::NFS4ERR_INVAL)?;
@@ -169,7 +226,10 @@ fn run_inner(cx: &mut Compound, args: LOCK4args) -> Result<LOCK4res, nfsstat4> {
         };
         let owner = v4_lock_owner(client, &lock_owner_key.owner);
         let max = st.settings.max_locks_per_client;
-        let mut res = t.locks.lock(file, &owner, kind, start, end, max);
+        let mut res = match remote_conflict {
+            Some(c) => Err(LockError::Conflict(c)),
+            None => t.locks.lock(file, &owner, kind, start, end, max),
+        };
         if let Err(LockError::Conflict(c)) = &res {
             if let Some(holder) = c.owner.client() {
                 if expire_courtesy(cx, &mut t, client, &[holder]) {

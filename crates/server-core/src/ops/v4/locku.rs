@@ -5,6 +5,7 @@ use proto::nfs4::*;
 
 use super::open::{check_regular, file_key, io_client};
 use super::Compound;
+use crate::shared_locks;
 use crate::state::lockmgr::range_of;
 use crate::state::stateids::{v4_lock_owner, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
 
@@ -16,6 +17,7 @@ pub(super) fn run(cx: &mut Compound, args: LOCKU4args) -> Result<stateid4, nfsst
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     check_regular(cx, &obj)?;
     let file = file_key(&obj);
+    let fs = obj.export.fs.clone();
     let mut t = st.tables.lock();
     let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) else {
         return Err(t
@@ -46,8 +48,10 @@ pub(super) fn run(cx: &mut Compound, args: LOCKU4args) -> Result<stateid4, nfsst
         let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
         t.stateids.seqid_record(OwnerSort::Lock, &key, args.seqid, status, Replay::Locku(r.clone()));
     }
+    drop(t);
     if let Ok(s) = &r {
         cx.current_stateid = Some(s.clone());
+        shared_locks::sync(&*fs, st, file, &v4_lock_owner(client, &key.owner), start, end);
     }
     r
 }

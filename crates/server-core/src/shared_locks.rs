@@ -1,0 +1,111 @@
+//! Byte-range locks on a file system other servers share (several heads
+//! over one store, [`vfs::Vfs::shared`]).
+//!
+//! This server's lock table only knows the locks it granted, so on such a
+//! file system every lock is also taken in the store itself
+//! ([`vfs::Vfs::range_lock`]), where the other servers' locks are: a LOCK
+//! first takes its range there, so a conflict with another head's client
+//! shows before anything changes here; after a LOCK that then failed here,
+//! a LOCKU or an NLM UNLOCK, the store is made to hold exactly what the
+//! table holds for that owner in that range; locks that go all at once (a
+//! CLOSE, a lease expiring, a client host restarting) are queued by the
+//! table and released in the store after the request.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use vfs::{FileId, RangeLock, Vfs, VfsResult};
+
+use crate::state::lockmgr::{LockKind, LockOwner};
+use crate::state::{FileKey, State4};
+use crate::Core;
+
+/// The number the store knows `owner` by (stable while this server runs;
+/// a restarted head's locks go with its old session).
+pub(crate) fn owner_key(owner: &LockOwner) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    owner.hash(&mut h);
+    h.finish()
+}
+
+/// Who a conflicting lock found only in the shared store is reported as
+/// held by (LOCK4denied, NLM's holder): the other server's client is not
+/// known here.
+pub(crate) fn another_server() -> LockOwner {
+    LockOwner::Nlm {
+        caller: bytes::Bytes::from_static(b"another server"),
+        svid: 0,
+        oh: bytes::Bytes::from_static(b"another server"),
+    }
+}
+
+fn range_lock(kind: LockKind) -> RangeLock {
+    match kind {
+        LockKind::Read => RangeLock::Read,
+        LockKind::Write => RangeLock::Write,
+    }
+}
+
+/// Takes `kind` on `start..=end` for `owner` in the store; `Ok(false)`
+/// when another server's client holds a conflicting lock there. Always
+/// `Ok(true)` for a file system no other server shares.
+pub(crate) fn take(
+    fs: &dyn Vfs,
+    id: FileId,
+    owner: &LockOwner,
+    kind: LockKind,
+    start: u64,
+    end: u64,
+) -> VfsResult<bool> {
+    if !fs.shared() {
+        return Ok(true);
+    }
+    fs.range_lock(id, owner_key(owner), range_lock(kind), start, end)
+}
+
+/// Makes the store hold what this server's table holds for `owner` on
+/// `start..=end` of `file`.
+pub(crate) fn sync(fs: &dyn Vfs, st: &State4, file: FileKey, owner: &LockOwner, start: u64, end: u64) {
+    if !fs.shared() {
+        return;
+    }
+    let held = st.tables.lock().locks.owned_in(file, owner, start, end);
+    let key = owner_key(owner);
+    let done = fs.range_lock(file.1, key, RangeLock::Unlock, start, end).and_then(|_| {
+        held.iter().try_for_each(|l| {
+            fs.range_lock(file.1, key, range_lock(l.kind), l.start.max(start), l.end.min(end)).map(drop)
+        })
+    });
+    if let Err(e) = done {
+        tracing::warn!(file = file.1, error = %e, "could not bring the shared store's locks in line with this server's");
+    }
+}
+
+impl Core {
+    /// Releases in the store the locks the table dropped all at once
+    /// during the request just run, on a thread of their own: they may
+    /// wait on the network, and the reply need not wait for them.
+    pub(crate) fn release_shared_locks(&self) {
+        if !self.shared_locks {
+            return;
+        }
+        let released = std::mem::take(&mut self.v4.tables.lock().locks.released);
+        if released.is_empty() {
+            return;
+        }
+        let work: Vec<(Arc<dyn Vfs>, FileId, u64)> = released
+            .iter()
+            .filter_map(|(file, owner)| Some((self.export_by_id(file.0)?.fs.clone(), file.1, owner_key(owner))))
+            .collect();
+        let spawned = std::thread::Builder::new().name("nfsx-unlock".into()).spawn(move || {
+            for (fs, id, key) in work {
+                if let Err(e) = fs.range_lock(id, key, RangeLock::Unlock, 0, u64::MAX) {
+                    tracing::warn!(file = id, error = %e, "could not release locks in the shared store");
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start a thread to release shared locks: {e}");
+        }
+    }
+}
