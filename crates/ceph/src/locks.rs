@@ -17,10 +17,13 @@ use crate::fs::CephFs;
 use crate::mount::error;
 use crate::nodes::Node;
 
-/// Files with locks, and which owners hold some.
+/// A file with locks, kept open, and the owners that hold some.
+type Held = (Arc<Node>, HashSet<u64>);
+
+/// Files with locks.
 #[derive(Default)]
 pub(crate) struct Locked {
-    files: Mutex<HashMap<FileId, (Arc<Node>, HashSet<u64>)>>,
+    files: Mutex<HashMap<FileId, Held>>,
 }
 
 impl Locked {
