@@ -78,7 +78,12 @@ PY
 start_head() {
   local i=$1 conf=$DIR/ceph/ceph.conf
   alive "$DIR/head$i.pid" && return 0
-  mkdir -p "$DIR/head$i"
+  mkdir -p "$DIR/head$i/state"
+  # One handle-signing key for all heads: a file handle one head gave out
+  # is valid on every other, so a client can be moved between heads (a
+  # load balancer, an address taken over) without stale handles.
+  [[ -f $DIR/handle.key ]] || (umask 077 && head -c 32 /dev/urandom >"$DIR/handle.key")
+  install -m 600 "$DIR/handle.key" "$DIR/head$i/state/handle.key"
   {
     printf 'portmap_port = 111\n[ceph]\nconf = "%s"\n' "$conf"
     [[ -n ${HEADS_CONFIG:-} ]] && printf '%s\n' "$HEADS_CONFIG"

@@ -239,8 +239,9 @@ fn unreachable_cluster_at_start_is_a_clear_error() {
 
 /// Several heads over one cluster (`scripts/heads.sh start 2` prints the
 /// `HEADS=` URL this test takes from `NFSX_HEADS`): a file written through
-/// one head is read back whole through another, and a multi-client run
-/// spreads its clients over the heads.
+/// one head is read back whole through another, a file handle one head
+/// gave out works on the other (they share the handle key), and a
+/// multi-client run spreads its clients over the heads.
 #[test]
 fn heads_serve_one_file_system() {
     let Some(heads) = std::env::var_os("NFSX_HEADS") else {
@@ -260,6 +261,26 @@ fn heads_serve_one_file_system() {
     ok(&run("nfs-cp", &[src.to_str().unwrap(), &via(0)], 5 * MIN), "nfs-cp in through head 1");
     ok(&run("nfs-cp", &[&via(1), back.to_str().unwrap()], 5 * MIN), "nfs-cp out through head 2");
     assert_eq!(sha256_file(&back), sha256_file(&src), "read through another head differs");
+    let at = |i: usize| -> std::net::SocketAddr {
+        let h = hosts[i];
+        if h.contains(':') {
+            h.parse().unwrap()
+        } else {
+            format!("{h}:2049").parse().unwrap()
+        }
+    };
+    let mut c1 = RpcClient::connect_addr(at(0)).unwrap();
+    let root = c1.mount(export);
+    let what = diropargs3 { dir: root, name: Bytes::from(name.rsplit('/').next().unwrap().to_string()) };
+    let fh = match c1.nfs(NFS3_LOOKUP, &LOOKUP3args { what }) {
+        LOOKUP3res::NFS3_OK(ok) => ok.object,
+        other => panic!("LOOKUP through head 1: {other:?}"),
+    };
+    let mut c2 = RpcClient::connect_addr(at(1)).unwrap();
+    match c2.nfs(NFS3_GETATTR, &GETATTR3args { object: fh }) {
+        GETATTR3res::NFS3_OK(ok) => assert_eq!(ok.obj_attributes.size, 16 << 20),
+        other => panic!("head 1's handle on head 2: {other:?}"),
+    }
     let target = format!("{heads}?version=4.1");
     let args = ["multi-client", "--clients", "2", "--size", "8MiB", "--runs", "1", "--target", &target];
     let (out, v) = bench(&args, tmp.path(), 5 * MIN);

@@ -64,7 +64,11 @@ pub fn call_bytes<A: Encode>(xid: u32, prog: u32, vers: u32, proc_: u32, cred: o
 
 impl RpcClient {
     pub fn connect(port: u16) -> std::io::Result<RpcClient> {
-        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        Self::connect_addr(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    pub fn connect_addr(addr: std::net::SocketAddr) -> std::io::Result<RpcClient> {
+        let stream = TcpStream::connect(addr)?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
         stream.set_nodelay(true)?;
         Ok(RpcClient { stream, xid: 1 })
