@@ -7,6 +7,7 @@
 #   scripts/heads.sh status
 #   scripts/heads.sh kill I        # kill -9 head I (a head failure)
 #   scripts/heads.sh restart I     # start head I again (same state directory)
+#   scripts/heads.sh takeover I J  # head J takes over head I's address (after `kill I`)
 #
 # Layout: a bridge nfsx-br in the host namespace holds 10.78.0.254; the
 # one-machine cluster of scripts/ceph.sh listens there (CEPH_MON_ADDR), so
@@ -36,7 +37,12 @@ HOST_IP=$NET.254
 say() { echo "heads.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
-alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A live process, not a zombie: a head killed while its parent was a
+# process that reaps no children (a test harness) lingers as one.
+alive() {
+  local pid
+  [[ -f $1 ]] && pid=$(cat "$1") && kill -0 "$pid" 2>/dev/null && [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]]
+}
 ns() { echo "nfsx-head$1"; }
 
 bridge_up() {
@@ -91,7 +97,9 @@ start_head() {
   # Clients come from the bridge's network (the host namespace is .254).
   echo "$EXPORT $NET.0/24(rw,sync,no_root_squash,insecure)" >"$DIR/head$i/exports"
   # `ip netns exec` execs nfsx, so $! is the server's own pid.
-  ip netns exec "$(ns "$i")" "$NFSX" serve --backend ceph --listen "$NET.$i:2049" \
+  # Every address of the namespace, so an address taken over from a dead
+  # head (`takeover`) is served too.
+  ip netns exec "$(ns "$i")" "$NFSX" serve --backend ceph --listen "0.0.0.0:2049" \
     --config "$DIR/head$i/nfsx.toml" --state-dir "$DIR/head$i/state" --exports "$DIR/head$i/exports" \
     >>"$DIR/head$i/nfsx.log" 2>&1 &
   echo $! >"$DIR/head$i.pid"
@@ -115,6 +123,40 @@ stop_pid() {
   kill -TERM "$pid" 2>/dev/null || return 0
   for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
   kill -KILL "$pid" 2>/dev/null || true
+}
+
+# Ends the dead head I's Ceph session (found by the client uuid the head
+# names itself with) rather than leave its capabilities blocking the files
+# it had open until the MDS times it out (session_timeout_secs).
+sessions_of() {
+  ceph -c "$DIR/ceph/ceph.conf" tell mds.a session ls 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if f"/head{sys.argv[1]}/state:" in s.get("client_metadata", {}).get("uuid", ""):
+        print(s["id"])' "$1"
+}
+
+evict_session() {
+  local id
+  for id in $(sessions_of "$1"); do
+    if ceph -c "$DIR/ceph/ceph.conf" tell mds.a client evict "id=$id" >/dev/null 2>&1; then
+      date +%s >"$DIR/head$1.evicted"
+      say "ended head $1's Ceph session ($id)"
+    fi
+  done
+}
+
+# A head restarted within a second or two of its old session's eviction
+# mounts, then goes down with it (the MDS is still blocklisting the evicted
+# instance; seen every time here, never after 3 s): give the eviction
+# EVICT_SETTLE seconds before starting the head again.
+EVICT_SETTLE=5
+wait_eviction_settled() {
+  local f=$DIR/head$1.evicted at now
+  [[ -f $f ]] || return 0
+  at=$(cat "$f"); now=$(date +%s)
+  ((now - at < EVICT_SETTLE)) && sleep $((EVICT_SETTLE - (now - at)))
+  rm -f "$f"
 }
 
 heads_present() { for f in "$DIR"/head*.pid; do [[ -f $f ]] && basename "$f" .pid | sed 's/head//'; done; }
@@ -170,8 +212,25 @@ case ${1:-} in
     alive "$DIR/head$2.pid" || die "head $2 is not running"
     kill -KILL "$(cat "$DIR/head$2.pid")"
     say "head $2 killed" ;;
+  takeover)
+    [[ -n ${2:-} && -n ${3:-} ]] || die "usage: $0 takeover I J"
+    alive "$DIR/head$3.pid" || die "head $3 is not running"
+    # Head I's interface goes down, its address comes up beside head J's,
+    # and the host forgets the old link-layer address at once.
+    ip -n "$(ns "$2")" link set eth0 down 2>/dev/null || true
+    ip -n "$(ns "$3")" addr add "$NET.$2/24" dev eth0
+    ip neigh flush dev "$BRIDGE" 2>/dev/null || true
+    evict_session "$2"
+    say "head $3 now answers at $NET.$2 too" ;;
   restart)
     [[ -n ${2:-} ]] || die "usage: $0 restart I"
+    # Take the address back from whichever head took it over.
+    for n in $(ip netns list | awk '/^nfsx-head[0-9]+/ {print $1}'); do
+      [[ $n == "$(ns "$2")" ]] || ip -n "$n" addr del "$NET.$2/24" dev eth0 2>/dev/null || true
+    done
+    ip -n "$(ns "$2")" link set eth0 up
+    ip neigh flush dev "$BRIDGE" 2>/dev/null || true
+    alive "$DIR/head$2.pid" || wait_eviction_settled "$2"
     start_head "$2"; wait_head "$2"; say "head $2 up again" ;;
-  *) echo "usage: $0 start [N]|stop|status|kill I|restart I" >&2; exit 2 ;;
+  *) echo "usage: $0 start [N]|stop|status|kill I|restart I|takeover I J" >&2; exit 2 ;;
 esac

@@ -417,3 +417,33 @@ fn nlm_locks_across_heads_and_free_all() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A head dies and another takes over its address (`scripts/heads.sh kill 1;
+/// takeover 1 2`): a file written through the dead head reads back whole
+/// through the same address at once, since the heads share their handle key
+/// and the takeover ends the dead head's Ceph session. Head 1 is started
+/// again afterwards.
+#[test]
+fn address_takeover_after_a_head_dies() {
+    let Some(heads) = std::env::var_os("NFSX_HEADS") else {
+        eprintln!("skipped: NFSX_HEADS is not set (no heads running)");
+        return;
+    };
+    let heads = heads.to_string_lossy().into_owned();
+    let rest = heads.strip_prefix("nfs://").expect("NFSX_HEADS is nfs://HEAD1,HEAD2,.../export");
+    let (hosts, export) = rest.split_at(rest.find('/').expect("an export path"));
+    let first = hosts.split(',').next().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, back) = (tmp.path().join("src.bin"), tmp.path().join("back.bin"));
+    random_file(&src, 8 << 20, 13);
+    let url = format!("nfs://{first}{export}/taken-over-{}.bin?version=3", std::process::id());
+    ok(&run("nfs-cp", &[src.to_str().unwrap(), &url], MIN), "nfs-cp in through head 1");
+    ok(&run("bash", &[script, "kill", "1"], MIN), "heads.sh kill 1");
+    ok(&run("bash", &[script, "takeover", "1", "2"], MIN), "heads.sh takeover 1 2");
+    let asked = Instant::now();
+    ok(&run("nfs-cp", &[&url, back.to_str().unwrap()], MIN), "nfs-cp out through head 1's address");
+    assert!(asked.elapsed() < Duration::from_secs(20), "the read waited {:?}", asked.elapsed());
+    assert_eq!(sha256_file(&back), sha256_file(&src), "read after the takeover differs");
+    ok(&run("bash", &[script, "restart", "1"], MIN), "heads.sh restart 1");
+}
