@@ -237,6 +237,21 @@ fn unreachable_cluster_at_start_is_a_clear_error() {
     );
 }
 
+/// `NFSX_HEADS` (`nfs://HEAD1,HEAD2,.../export`, as `scripts/heads.sh`
+/// prints it): the URL, its hosts and the export; `None` without heads.
+fn heads_from_env() -> Option<(String, Vec<String>, String)> {
+    let Some(heads) = std::env::var_os("NFSX_HEADS") else {
+        eprintln!("skipped: NFSX_HEADS is not set (no heads running)");
+        return None;
+    };
+    let heads = heads.to_string_lossy().into_owned();
+    let rest = heads.strip_prefix("nfs://").expect("NFSX_HEADS is nfs://HEAD1,HEAD2,.../export");
+    let (hosts, export) = rest.split_at(rest.find('/').expect("an export path"));
+    let hosts: Vec<String> = hosts.split(',').map(str::to_string).collect();
+    assert!(hosts.len() >= 2, "NFSX_HEADS names one head");
+    Some((heads.clone(), hosts, export.to_string()))
+}
+
 /// Several heads over one cluster (`scripts/heads.sh start 2` prints the
 /// `HEADS=` URL this test takes from `NFSX_HEADS`): a file written through
 /// one head is read back whole through another, a file handle one head
@@ -244,15 +259,8 @@ fn unreachable_cluster_at_start_is_a_clear_error() {
 /// multi-client run spreads its clients over the heads.
 #[test]
 fn heads_serve_one_file_system() {
-    let Some(heads) = std::env::var_os("NFSX_HEADS") else {
-        eprintln!("skipped: NFSX_HEADS is not set (no heads running)");
-        return;
-    };
-    let heads = heads.to_string_lossy().into_owned();
-    let rest = heads.strip_prefix("nfs://").expect("NFSX_HEADS is nfs://HEAD1,HEAD2,.../export");
-    let (hosts, export) = rest.split_at(rest.find('/').expect("an export path"));
-    let hosts: Vec<&str> = hosts.split(',').collect();
-    assert!(hosts.len() >= 2, "NFSX_HEADS names one head");
+    let Some((heads, hosts, export)) = heads_from_env() else { return };
+    let export = export.as_str();
     let tmp = tempfile::tempdir().unwrap();
     let (src, back) = (tmp.path().join("src.bin"), tmp.path().join("back.bin"));
     random_file(&src, 16 << 20, 11);
@@ -262,7 +270,7 @@ fn heads_serve_one_file_system() {
     ok(&run("nfs-cp", &[&via(1), back.to_str().unwrap()], 5 * MIN), "nfs-cp out through head 2");
     assert_eq!(sha256_file(&back), sha256_file(&src), "read through another head differs");
     let at = |i: usize| -> std::net::SocketAddr {
-        let h = hosts[i];
+        let h = &hosts[i];
         if h.contains(':') {
             h.parse().unwrap()
         } else {
@@ -425,14 +433,8 @@ fn nlm_locks_across_heads_and_free_all() {
 /// again afterwards.
 #[test]
 fn address_takeover_after_a_head_dies() {
-    let Some(heads) = std::env::var_os("NFSX_HEADS") else {
-        eprintln!("skipped: NFSX_HEADS is not set (no heads running)");
-        return;
-    };
-    let heads = heads.to_string_lossy().into_owned();
-    let rest = heads.strip_prefix("nfs://").expect("NFSX_HEADS is nfs://HEAD1,HEAD2,.../export");
-    let (hosts, export) = rest.split_at(rest.find('/').expect("an export path"));
-    let first = hosts.split(',').next().unwrap();
+    let Some((_, hosts, export)) = heads_from_env() else { return };
+    let first = &hosts[0];
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
     let tmp = tempfile::tempdir().unwrap();
     let (src, back) = (tmp.path().join("src.bin"), tmp.path().join("back.bin"));

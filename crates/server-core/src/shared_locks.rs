@@ -86,7 +86,7 @@ impl Core {
     /// during the request just run, on a thread of their own: they may
     /// wait on the network, and the reply need not wait for them.
     pub(crate) fn release_shared_locks(&self) {
-        if !self.shared_locks {
+        if !self.shared_locks || !self.v4.lock_releases.swap(false, std::sync::atomic::Ordering::Acquire) {
             return;
         }
         let released = std::mem::take(&mut self.v4.tables.lock().locks.released);

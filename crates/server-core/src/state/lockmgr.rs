@@ -99,6 +99,9 @@ pub(crate) struct LockManager {
     /// the locks too (`crate::shared_locks`).
     pub track_released: bool,
     pub released: Vec<(FileKey, LockOwner)>,
+    /// Set whenever `released` gains entries, so the server need not take
+    /// the tables' lock after every request to look.
+    pub released_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn conflicts(a: LockKind, b: LockKind) -> bool {
@@ -211,6 +214,7 @@ impl LockManager {
     pub fn unlock_file(&mut self, file: FileKey, owner: &LockOwner) {
         if self.track_released && self.holds_on(file, owner) {
             self.released.push((file, owner.clone()));
+            self.released_pending.store(true, std::sync::atomic::Ordering::Release);
         }
         self.unlock(file, owner, 0, u64::MAX);
     }
@@ -249,9 +253,10 @@ impl LockManager {
         for (_, o) in &dropped {
             self.adjust(o, 1, 0);
         }
-        if self.track_released {
+        if self.track_released && !dropped.is_empty() {
             dropped.dedup();
             self.released.extend(dropped);
+            self.released_pending.store(true, std::sync::atomic::Ordering::Release);
         }
     }
 

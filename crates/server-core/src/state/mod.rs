@@ -101,6 +101,9 @@ pub(crate) struct State4 {
     pub boot: u32,
     pub tables: parking_lot::Mutex<Tables>,
     write_delegated: Arc<WriteDelegated>,
+    /// Set when the lock table queued releases for a shared store, read
+    /// without the tables' lock (`crate::shared_locks`).
+    pub lock_releases: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Shards of the set of files under write delegations.
@@ -158,7 +161,9 @@ impl State4 {
         let grace = Duration::from_secs(settings.grace_secs.into());
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
         let write_delegated = tables.stateids.write_delegated.clone();
-        State4 { settings, clock, backchannel, store, boot, tables: parking_lot::Mutex::new(tables), write_delegated }
+        let lock_releases = tables.locks.released_pending.clone();
+        let tables = parking_lot::Mutex::new(tables);
+        State4 { settings, clock, backchannel, store, boot, tables, write_delegated, lock_releases }
     }
 
     /// Whether some client holds a write delegation on the file, read
