@@ -23,6 +23,7 @@
 #   HEADS_DIR     [/tmp/nfsx-heads]  cluster (ceph/), head state and logs
 #   HEADS_EXPORT  [/heads]           CephFS directory every head exports (made if missing)
 #   HEADS_CONFIG  [unset]            extra settings appended to every head's nfsx.toml
+#                                    (after its [ceph] and [cluster] tables)
 #   NFSX          [target/release/nfsx]
 set -euo pipefail
 
@@ -56,6 +57,9 @@ netns_up() {
   local i=$1 n; n=$(ns "$1")
   ip netns list | grep -qw "$n" || ip netns add "$n"
   if ! ip -n "$n" link show eth0 >/dev/null 2>&1; then
+    # A namespace deleted just before (stop, then start) can leave its
+    # veth's host end behind for a moment.
+    ip link del "nh$i" 2>/dev/null || true
     ip link add "nh$i" type veth peer name eth0 netns "$n"
     ip link set "nh$i" master "$BRIDGE" up
     ip -n "$n" addr add "$NET.$i/24" dev eth0
@@ -92,6 +96,9 @@ start_head() {
   install -m 600 "$DIR/handle.key" "$DIR/head$i/state/handle.key"
   {
     printf 'portmap_port = 111\n[ceph]\nconf = "%s"\n' "$conf"
+    # NFSv4 client records and the grace period shared in RADOS, so a
+    # head that takes over this one's address lets its clients reclaim.
+    printf '[cluster]\nnode = "%s"\n' "$i"
     [[ -n ${HEADS_CONFIG:-} ]] && printf '%s\n' "$HEADS_CONFIG"
   } >"$DIR/head$i/nfsx.toml"
   # Clients come from the bridge's network (the host namespace is .254).
@@ -159,6 +166,10 @@ wait_eviction_settled() {
   rm -f "$f"
 }
 
+# The heads' shared NFSv4 records ([cluster] defaults: pool
+# cephfs_metadata, namespace nfsx).
+rados_rm() { rados -c "$DIR/ceph/ceph.conf" -p cephfs_metadata -N nfsx rm "$1" 2>/dev/null || true; }
+
 heads_present() { for f in "$DIR"/head*.pid; do [[ -f $f ]] && basename "$f" .pid | sed 's/head//'; done; }
 
 start() {
@@ -172,8 +183,11 @@ start() {
   make_export "$DIR/ceph/ceph.conf"
   # A fresh cluster: NFSv4 state of earlier heads (clients that could
   # reclaim, hence a grace period) belongs to a file system that is gone.
+  local up=0
+  for i in $(heads_present); do alive "$DIR/head$i.pid" && up=1; done
+  ((up)) || rados_rm grace
   for i in $(seq "$n"); do
-    alive "$DIR/head$i.pid" || rm -rf "$DIR/head$i"
+    alive "$DIR/head$i.pid" || { rm -rf "$DIR/head$i"; rados_rm "clients.$i"; }
     netns_up "$i"
     start_head "$i"
   done
@@ -215,6 +229,10 @@ case ${1:-} in
   takeover)
     [[ -n ${2:-} && -n ${3:-} ]] || die "usage: $0 takeover I J"
     alive "$DIR/head$3.pid" || die "head $3 is not running"
+    # First the NFSv4 side: head J learns it may let head I's clients
+    # reclaim, and every live head is in grace (grants nothing new) before
+    # head I's locks go with its Ceph session.
+    "$NFSX" cluster --config "$DIR/head$3/nfsx.toml" takeover "$2" "$3" >&2 || die "nfsx cluster takeover $2 $3 failed"
     # Head I's interface goes down, its address comes up beside head J's,
     # and the host forgets the old link-layer address at once.
     ip -n "$(ns "$2")" link set eth0 down 2>/dev/null || true
@@ -230,6 +248,11 @@ case ${1:-} in
     done
     ip -n "$(ns "$2")" link set eth0 up
     ip neigh flush dev "$BRIDGE" 2>/dev/null || true
+    # The head that took head I's NFSv4 clients ends their state there, so
+    # they reclaim it from head I.
+    if ! alive "$DIR/head$2.pid"; then
+      "$NFSX" cluster --config "$DIR/head$2/nfsx.toml" give-back "$2" >&2 || die "nfsx cluster give-back $2 failed"
+    fi
     alive "$DIR/head$2.pid" || wait_eviction_settled "$2"
     start_head "$2"; wait_head "$2"; say "head $2 up again" ;;
   *) echo "usage: $0 start [N]|stop|status|kill I|restart I|takeover I J" >&2; exit 2 ;;

@@ -26,6 +26,7 @@ mod locks;
 mod mount;
 mod namespace;
 mod nodes;
+pub mod rados;
 mod vfs_impl;
 mod xattr;
 

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod cluster;
+
 #[derive(Parser)]
 #[command(name = "nfsx", version, about = "User-space NFS server, client and benchmark", long_about = None)]
 struct Cli {
@@ -172,6 +174,19 @@ enum Command {
         /// The mounted directory.
         dir: PathBuf,
     },
+    /// Heads over one Ceph cluster sharing NFSv4 client state (`[cluster]`
+    /// in the settings): look at their shared record in RADOS, move a dead
+    /// head's clients to another head, give them back.
+    Cluster {
+        /// Settings file with the `[ceph]` and `[cluster]` tables the heads use.
+        #[arg(long, global = true)]
+        config: Option<PathBuf>,
+        /// Ceph configuration file (overrides `[ceph] conf`).
+        #[arg(long, global = true)]
+        ceph_conf: Option<PathBuf>,
+        #[command(subcommand)]
+        command: cluster::ClusterCommand,
+    },
 }
 
 /// How long a signalled `nfsx mount` waits for its calls to finish before
@@ -227,6 +242,7 @@ fn main() -> anyhow::Result<()> {
                 .context("starting the async runtime")?;
             runtime.block_on(mount_nfs(&url, &dir, settings, mount, allow_other))
         }
+        Command::Cluster { config, ceph_conf, command } => cluster::run(config, ceph_conf, command),
         Command::Umount { dir } => {
             let fusermount = |lazy: bool| {
                 let mut c = std::process::Command::new("fusermount3");

@@ -449,3 +449,95 @@ fn address_takeover_after_a_head_dies() {
     assert_eq!(sha256_file(&back), sha256_file(&src), "read after the takeover differs");
     ok(&run("bash", &[script, "restart", "1"], MIN), "heads.sh restart 1");
 }
+
+/// NFSv4 failover between heads sharing client records in RADOS
+/// (`[cluster]`): a client holding an open and a lock through head 1
+/// reclaims both through head 1's address after head 2 took it over,
+/// while head 2's own client gets NFS4ERR_GRACE and then, once the
+/// cluster's grace is over, DENIED by the reclaimed lock. When head 1
+/// comes back, head 2 gives the client back, which reclaims on head 1,
+/// and head 2 refuses the conflicting lock through CephFS.
+#[test]
+fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((_, hosts, export)) = heads_from_env() else { return };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
+    let at = |h: &str| -> std::net::SocketAddr { format!("{h}:2049").parse().unwrap() };
+    let (one, two) = (at(&hosts[0]), at(&hosts[1]));
+    let pid = std::process::id();
+    let (owner_a, name) = (format!("reclaimer-{pid}"), format!("reclaimed-{pid}"));
+    let export = Path::new(&export);
+    let open_in = |c: &Client41, owner: &str| {
+        let mut ops = walk(export);
+        ops.extend([open_op(c, owner, &name, OPEN4_SHARE_ACCESS_BOTH, true), nfs_argop4::OP_GETFH]);
+        let n = ops.len();
+        let r = c.run_retry(ops);
+        ok_res(&r);
+        let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!("{r:?}") };
+        (opened(&r, n - 2).stateid.clone(), fh.object.clone())
+    };
+    let a = Client41::reclaiming_at(one, &owner_a, 8);
+    a.reclaim_complete();
+    let b = Client41::reclaiming_at(two, &format!("bystander-{pid}"), 8);
+    b.reclaim_complete();
+    let (sa, fh) = open_in(&a, "oa");
+    let (sb, _) = open_in(&b, "ob");
+    let on = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() });
+    ok_res(&a.run(vec![on(), lock_op(&a, &sa, "la", 0, 100)]));
+
+    // A reclaims through head 1's address; B, on the other head, is held
+    // off meanwhile, then refused by A's reclaimed lock.
+    let reclaim = |addr: std::net::SocketAddr| -> Duration {
+        let started = Instant::now();
+        let a = Client41::reclaiming_at(addr, &owner_a, 8);
+        let r = a.run(vec![
+            on(),
+            nfs_argop4::OP_OPEN(OPEN4args {
+                seqid: 0,
+                share_access: OPEN4_SHARE_ACCESS_BOTH,
+                share_deny: OPEN4_SHARE_DENY_NONE,
+                owner: open_owner(&a, "oa"),
+                openhow: openflag4::default(opentype4::OPEN4_NOCREATE),
+                claim: open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
+            }),
+        ]);
+        ok_res(&r);
+        let open = opened(&r, 1).stateid.clone();
+        let nfs_argop4::OP_LOCK(mut lock) = lock_op(&a, &open, "la", 0, 100) else { unreachable!() };
+        lock.reclaim = true;
+        ok_res(&a.run(vec![on(), nfs_argop4::OP_LOCK(lock)]));
+        a.reclaim_complete();
+        started.elapsed()
+    };
+    let b_status = |n: u32| {
+        let r = b.run(vec![on(), lock_op(&b, &sb, &format!("lb-{n}"), 50, 10)]);
+        r.status
+    };
+    let wait_denied = |what: &str| -> Duration {
+        let started = Instant::now();
+        for n in 0.. {
+            match b_status(n) {
+                nfsstat4::NFS4ERR_DENIED => return started.elapsed(),
+                nfsstat4::NFS4ERR_GRACE if started.elapsed() < Duration::from_secs(30) => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                other => panic!("{what}: B's LOCK gave {other:?}"),
+            }
+        }
+        unreachable!()
+    };
+
+    ok(&run("bash", &[script, "kill", "1"], MIN), "heads.sh kill 1");
+    ok(&run("bash", &[script, "takeover", "1", "2"], MIN), "heads.sh takeover 1 2");
+    assert_eq!(b_status(1000), nfsstat4::NFS4ERR_GRACE, "B locked during the takeover's grace");
+    let took = reclaim(one);
+    let grace_left = wait_denied("after the takeover");
+    eprintln!("reclaim on head 2 took {took:?}; the cluster left grace {grace_left:?} later");
+
+    ok(&run("bash", &[script, "restart", "1"], MIN), "heads.sh restart 1");
+    assert_eq!(b_status(2000), nfsstat4::NFS4ERR_GRACE, "B locked while A could reclaim on head 1");
+    let took = reclaim(one);
+    let grace_left = wait_denied("after head 1 came back");
+    eprintln!("reclaim on head 1 took {took:?}; the cluster left grace {grace_left:?} later");
+}

@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod clock;
+mod cluster;
 mod drc;
 pub mod exports;
 pub mod fh;

@@ -7,6 +7,7 @@
 //! not hold up the others on the connection.
 
 pub mod backchannel;
+pub mod cluster;
 pub mod conn;
 pub mod exports;
 pub mod metrics;
@@ -65,6 +66,8 @@ pub struct Server {
     pub local_addr: SocketAddr,
     pub portmap_addr: Option<SocketAddr>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Stops following the cluster's shared record.
+    cluster_stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Server {
@@ -89,10 +92,25 @@ impl Server {
         // A callback is a few hundred bytes; a connection with more than a
         // whole record still unsent is not being read.
         let connections = Arc::new(backchannel::Connections::new(settings.max_record_size));
-        let store = Arc::new(stable::FileStore::open(&state_dir)?);
-        let core = Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports)
-            .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
-            .with_sendfile();
+        // A head of a cluster keeps its client records in RADOS, where the
+        // head that takes over its address finds them.
+        let head = match &settings.cluster.node {
+            Some(node) => Some(cluster::Head::open(settings.cluster.connect(&settings.ceph)?, node)?),
+            None => None,
+        };
+        let store: Arc<dyn server_core::StableStore> = match &head {
+            Some(h) => h.store(),
+            None => Arc::new(stable::FileStore::open(&state_dir)?),
+        };
+        let core = Arc::new(
+            Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports)
+                .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
+                .with_sendfile(),
+        );
+        let cluster_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if let Some(h) = head {
+            h.follow(core.clone(), cluster_stop.clone())?;
+        }
         let (shutdown, _) = watch::channel(false);
         let spare = workers::Spare {
             threads: settings.worker_spare_threads,
@@ -102,7 +120,7 @@ impl Server {
             workers::Workers::new(settings.worker_threads, Duration::from_secs(settings.worker_idle_secs), spare);
         let tls = tls::Tls::from_settings(&settings.tls)?;
         let shared = Arc::new(Shared {
-            core: Arc::new(core),
+            core,
             workers,
             tls,
             settings,
@@ -132,13 +150,14 @@ impl Server {
             tls = shared.tls.is_some(),
             "nfsx serving NFS (MOUNT v3, NLM and portmap beside NFSv3)"
         );
-        Ok(Server { shared, local_addr, portmap_addr, tasks })
+        Ok(Server { shared, local_addr, portmap_addr, tasks, cluster_stop })
     }
 
     /// Stops accepting, lets requests in flight finish (up to the grace
     /// period), then returns.
     pub async fn shutdown(self) {
         let _ = self.shared.shutdown.send(true);
+        self.cluster_stop.store(true, std::sync::atomic::Ordering::Release);
         for t in &self.tasks {
             t.abort();
         }

@@ -78,6 +78,8 @@ pub struct Settings {
     pub memfs: MemFsSettings,
     /// The CephFS backend (`--backend ceph`).
     pub ceph: vfs_ceph::CephSettings,
+    /// Several heads over one Ceph cluster sharing NFSv4 client state.
+    pub cluster: crate::cluster::ClusterSettings,
     /// RPC-with-TLS (RFC 9289): certificate, key, client authorities.
     pub tls: crate::tls::TlsSettings,
 }
@@ -105,6 +107,7 @@ impl Default for Settings {
             localfs: LocalFsSettings::default(),
             memfs: MemFsSettings::default(),
             ceph: vfs_ceph::CephSettings::default(),
+            cluster: Default::default(),
             tls: Default::default(),
         }
     }

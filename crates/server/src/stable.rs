@@ -71,11 +71,11 @@ impl StableStore for FileStore {
     }
 }
 
-fn encode_hex(b: &[u8]) -> String {
+pub(crate) fn encode_hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
     let s = s.trim();
     if s.len() % 2 != 0 {
         return None;

@@ -151,7 +151,11 @@ fn answer_callback(msg: rpc_msg, d: &mut Decoder, w: &Mutex<TcpStream>, recalls:
 
 impl Conn {
     pub fn connect(port: u16) -> Arc<Conn> {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        Self::connect_addr(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    pub fn connect_addr(addr: std::net::SocketAddr) -> Arc<Conn> {
+        let s = TcpStream::connect(addr).expect("connect");
         s.set_nodelay(true).unwrap();
         let mut reader = s.try_clone().unwrap();
         let writer = Arc::new(Mutex::new(s));
@@ -294,7 +298,12 @@ impl Client41 {
     /// A session without RECLAIM_COMPLETE: a client back from before a
     /// server restart, which may reclaim until it sends it.
     pub fn connect_reclaiming(port: u16, owner: &str, slots: u32) -> Client41 {
-        let conn = Conn::connect(port);
+        Self::reclaiming_at(std::net::SocketAddr::from(([127, 0, 0, 1], port)), owner, slots)
+    }
+
+    /// `connect_reclaiming` to a server at `addr` (another host).
+    pub fn reclaiming_at(addr: std::net::SocketAddr, owner: &str, slots: u32) -> Client41 {
+        let conn = Conn::connect_addr(addr);
         let r = conn.compound(
             1,
             vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {

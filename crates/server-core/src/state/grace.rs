@@ -1,6 +1,10 @@
-//! The grace period after a restart (RFC 8881 section 8.4.2).
+//! The grace period after a restart (RFC 8881 section 8.4.2), and, on a
+//! head of a cluster, the cluster's: while any head's clients reclaim, no
+//! head grants new opens or locks that could take what they reclaim.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which clients may reclaim, and until when.
@@ -12,16 +16,42 @@ pub(crate) struct Grace {
     pub until: Option<Duration>,
     /// Known owners that sent RECLAIM_COMPLETE.
     pub completed: HashSet<Vec<u8>>,
+    /// Set while another head of the cluster is in its grace period
+    /// (kept by the transport from the cluster's shared record).
+    pub cluster: Arc<AtomicBool>,
 }
 
 impl Grace {
     pub fn start(known: Vec<Vec<u8>>, now: Duration, length: Duration) -> Grace {
         let until = if known.is_empty() { None } else { Some(now + length) };
-        Grace { known, until, completed: HashSet::new() }
+        Grace { known, until, completed: HashSet::new(), cluster: Arc::default() }
     }
 
-    /// True while new (non-reclaim) opens and locks must get NFS4ERR_GRACE.
+    /// True while new (non-reclaim) opens and locks must get NFS4ERR_GRACE:
+    /// this server's clients are reclaiming, or another head's are.
     pub fn in_grace(&mut self, now: Duration) -> bool {
+        self.local(now) || self.cluster.load(Ordering::Acquire)
+    }
+
+    /// Adds the records of clients another head served (it died; this
+    /// head took over its address) and opens, or extends, a grace period
+    /// in which they may reclaim here.
+    pub fn adopt(&mut self, records: Vec<Vec<u8>>, now: Duration, length: Duration) {
+        if records.is_empty() {
+            return;
+        }
+        for r in records {
+            if !self.known.contains(&r) {
+                self.known.push(r);
+            }
+        }
+        let until = now + length;
+        self.until = Some(self.until.map_or(until, |t| t.max(until)));
+        tracing::info!(clients = self.known.len(), "NFSv4 grace period for clients taken over from another head");
+    }
+
+    /// True while this server's own clients may still reclaim.
+    pub fn local(&mut self, now: Duration) -> bool {
         match self.until {
             Some(t) if now < t => true,
             Some(_) => {

@@ -1,0 +1,162 @@
+//! The cluster's shared record (RADOS object `grace`): which heads are in
+//! their grace period, which dead head's clients which head takes over,
+//! and which heads have seen the latest grace period start. Every change
+//! is a read-modify-write under RADOS's lock on the object; the
+//! transitions here are pure, so they are tested without a cluster.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GraceRecord {
+    /// Bumped each time the cluster enters a grace period.
+    pub epoch: u64,
+    /// Heads whose clients are reclaiming, each until a wall-clock second:
+    /// a head refreshes its entry while its grace lasts, so one that dies
+    /// in grace does not hold the cluster in grace for ever.
+    pub need: BTreeMap<String, u64>,
+    /// The epoch each head last saw (and enforces), and when it last looked.
+    pub heads: BTreeMap<String, HeadSeen>,
+    /// Head -> dead heads whose clients it is to let reclaim.
+    pub adopt: BTreeMap<String, BTreeSet<String>>,
+    /// Dead head -> the head that took its clients over.
+    pub adopted_by: BTreeMap<String, String>,
+    /// Head -> heads it is to give their clients back to.
+    pub release: BTreeMap<String, BTreeSet<String>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadSeen {
+    pub epoch: u64,
+    /// Wall-clock second of the head's last look at the record.
+    pub at: u64,
+}
+
+impl GraceRecord {
+    pub fn decode(bytes: &[u8]) -> Result<GraceRecord, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("the cluster's grace record is not valid: {e}"))
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// Whether some head's clients are reclaiming at wall-clock `now`.
+    pub fn in_grace(&self, now: u64) -> bool {
+        self.need.values().any(|&until| until > now)
+    }
+
+    /// `head` needs the cluster in grace until `until`; a grace period
+    /// that starts (none was running) gets a new epoch.
+    pub fn need_grace(&mut self, head: &str, now: u64, until: u64) {
+        if !self.in_grace(now) {
+            self.epoch += 1;
+        }
+        self.need.retain(|_, &mut u| u > now);
+        let e = self.need.entry(head.to_string()).or_default();
+        *e = (*e).max(until);
+    }
+
+    /// `head`'s clients finished reclaiming.
+    pub fn grace_done(&mut self, head: &str) {
+        self.need.remove(head);
+    }
+
+    /// `by` takes over `dead`'s address: it will let `dead`'s clients
+    /// reclaim, and the whole cluster is in grace meanwhile.
+    pub fn take_over(&mut self, dead: &str, by: &str, now: u64, until: u64) {
+        self.need.remove(dead);
+        self.need_grace(by, now, until);
+        self.adopt.entry(by.to_string()).or_default().insert(dead.to_string());
+        self.adopted_by.insert(dead.to_string(), by.to_string());
+    }
+
+    /// `head` comes back: whoever took over its clients gives them back,
+    /// and the cluster is in grace from now (before they are given back)
+    /// until `head` has let them reclaim. The head that gives them back,
+    /// if any.
+    pub fn give_back(&mut self, head: &str, now: u64, until: u64) -> Option<String> {
+        let by = self.adopted_by.remove(head)?;
+        self.need_grace(head, now, until);
+        if let Some(a) = self.adopt.get_mut(&by) {
+            a.remove(head);
+        }
+        self.adopt.retain(|_, a| !a.is_empty());
+        self.release.entry(by.clone()).or_default().insert(head.to_string());
+        Some(by)
+    }
+
+    /// Records that `head` looked at the record at `now`.
+    pub fn seen(&mut self, head: &str, now: u64) {
+        self.heads.insert(head.to_string(), HeadSeen { epoch: self.epoch, at: now });
+    }
+
+    /// Heads that looked within `live_secs` but not since the latest grace
+    /// period began: the ones a takeover still waits for.
+    pub fn lagging(&self, now: u64, live_secs: u64, except: &[&str]) -> Vec<String> {
+        self.heads
+            .iter()
+            .filter(|(h, s)| {
+                !except.contains(&h.as_str()) && now.saturating_sub(s.at) <= live_secs && s.epoch < self.epoch
+            })
+            .map(|(h, _)| h.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_takeover_puts_the_cluster_in_grace_until_the_adopter_is_done() {
+        let mut r = GraceRecord::default();
+        r.seen("1", 100);
+        r.seen("2", 100);
+        r.seen("3", 100);
+        r.take_over("1", "2", 101, 190);
+        assert!(r.in_grace(150));
+        assert_eq!(r.epoch, 1);
+        assert_eq!(r.adopt["2"], BTreeSet::from(["1".to_string()]));
+        // Heads 2 and 3 have not looked since; 1 is the dead one.
+        assert_eq!(r.lagging(102, 5, &["1"]), vec!["2".to_string(), "3".to_string()]);
+        r.seen("2", 102);
+        r.seen("3", 102);
+        assert!(r.lagging(102, 5, &["1"]).is_empty());
+        r.grace_done("2");
+        assert!(!r.in_grace(150));
+    }
+
+    #[test]
+    fn a_dead_heads_need_lapses() {
+        let mut r = GraceRecord::default();
+        r.need_grace("1", 10, 100);
+        assert!(r.in_grace(99));
+        assert!(!r.in_grace(100));
+        // A new grace period gets a new epoch; one running does not.
+        r.need_grace("2", 100, 200);
+        assert_eq!(r.epoch, 2);
+        r.need_grace("3", 150, 250);
+        assert_eq!(r.epoch, 2);
+        assert_eq!(r.need.keys().collect::<Vec<_>>(), ["2", "3"]);
+    }
+
+    #[test]
+    fn giving_back_asks_the_adopter_to_release() {
+        let mut r = GraceRecord::default();
+        r.take_over("1", "2", 0, 90);
+        r.grace_done("2");
+        assert_eq!(r.give_back("1", 100, 190), Some("2".to_string()));
+        assert!(r.in_grace(150), "the cluster is in grace before the clients are given back");
+        assert_eq!(r.epoch, 2);
+        assert!(r.adopt.is_empty());
+        assert_eq!(r.release["2"], BTreeSet::from(["1".to_string()]));
+        assert_eq!(r.give_back("1", 100, 190), None);
+        let back = GraceRecord::decode(&r.encode()).unwrap();
+        assert_eq!(back, r);
+        assert!(GraceRecord::decode(b"{not json").is_err());
+        assert_eq!(GraceRecord::decode(b"{}").unwrap(), GraceRecord::default());
+    }
+}
