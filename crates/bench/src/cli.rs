@@ -133,6 +133,10 @@ pub struct BenchArgs {
     /// random writes used it).
     #[arg(long)]
     pub sync: bool,
+    /// multi-client: compare every byte read back with what its writer wrote; a difference fails
+    /// the run (for runs with failures injected, such as a head killed mid-write).
+    #[arg(long)]
+    pub verify: bool,
     /// LIST. metadata's operations, each its own point [default: all four].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub op: Vec<MetaOp>,
@@ -413,7 +417,7 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
                     let job = if w == Seqwrite {
                         Job::SeqWrite(seqwrite::SeqWrite { size, io_size, sync: args.sync })
                     } else {
-                        Job::MultiClient(multi_client::MultiClient { size, io_size })
+                        Job::MultiClient(multi_client::MultiClient { size, io_size, verify: args.verify })
                     };
                     inner.push((c, job));
                 }

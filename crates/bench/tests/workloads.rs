@@ -203,3 +203,12 @@ fn copy_on_a_directory_with_two_clients() {
     let text = bench::report::terminal_summary(&r);
     assert!(text.contains("copy methods") && text.contains("read-write"), "{text}");
 }
+
+/// --verify reads every byte back and compares it (the comparison itself
+/// is unit-tested in the workload).
+#[test]
+fn multi_client_verify_reads_everything_back() {
+    let (_d, t) = tmp();
+    let r = bench(&["multi-client", "--target", &t, "--clients", "2", "--size", "3MiB", "--runs", "1", "--verify"]);
+    assert_eq!(r.runs[0].metrics["bytes_read"], 6 << 20);
+}

@@ -25,7 +25,7 @@ pub struct CephFs {
     pub(crate) root: FileId,
     /// Held apart from the bounded cache: every path starts here.
     pub(crate) root_node: Arc<Node>,
-    pub(crate) nodes: Nodes,
+    pub(crate) nodes: Arc<Nodes>,
     pub(crate) fsid: u64,
     pub(crate) settings: CephSettings,
     /// Calls waiting on the cluster; refuses new ones while it is away.
@@ -57,7 +57,7 @@ impl CephFs {
         let fs = CephFs {
             root: stx.stx_ino,
             root_node,
-            nodes: Nodes::new(settings.inode_cache),
+            nodes: Arc::new(Nodes::new(settings.inode_cache)),
             fsid,
             settings: settings.clone(),
             health: Health::new(match settings.call_deadline_secs {
@@ -67,6 +67,7 @@ impl CephFs {
             locked: Locked::default(),
             m,
         };
+        Nodes::sweep(&fs.nodes, Duration::from_secs(settings.inode_idle_secs));
         tracing::info!(path, root = fs.root, "CephFS mounted");
         Ok(fs)
     }

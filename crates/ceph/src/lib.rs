@@ -62,6 +62,10 @@ pub struct CephSettings {
     /// Inodes kept referenced (with their open file) by id, so a handle
     /// used again costs no lookup at the metadata server.
     pub inode_cache: usize,
+    /// An inode unused this long is let go (its open file closed): a file
+    /// removed through another head is purged only once no head holds it.
+    /// 0: kept until the cache is full.
+    pub inode_idle_secs: u64,
     /// Make namespace changes durable in the metadata server's journal
     /// before answering, as NFSv3 and NFSv4 require.
     pub sync_metadata: bool,
@@ -89,6 +93,7 @@ impl Default for CephSettings {
             call_deadline_secs: 10,
             quiet_client_log: true,
             inode_cache: 16384,
+            inode_idle_secs: 10,
             sync_metadata: true,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,
             default_file_mode: 0o644,

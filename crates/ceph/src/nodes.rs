@@ -1,10 +1,13 @@
 //! Inodes this head keeps referenced, by id: a handle used again costs no
 //! request to the metadata server, and an open file stays open for its
-//! READs and WRITEs.
+//! READs and WRITEs. Not for ever: a file removed through another head (or
+//! any other Ceph client) is only purged once no client references it, so
+//! inodes idle for `inode_idle_secs` are let go, as knfsd closes idle files.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use vfs::{FileId, VfsResult};
@@ -78,8 +81,8 @@ pub(crate) struct Nodes {
 
 #[derive(Default)]
 struct Shard {
-    map: HashMap<FileId, (Arc<Node>, u64)>,
-    clock: u64,
+    /// Each node with its last use.
+    map: HashMap<FileId, (Arc<Node>, Instant)>,
 }
 
 impl Nodes {
@@ -98,8 +101,7 @@ impl Nodes {
 
     pub fn get(&self, id: FileId) -> Option<Arc<Node>> {
         let mut s = self.shard(id).lock();
-        s.clock += 1;
-        let now = s.clock;
+        let now = Instant::now();
         let found = s.map.get_mut(&id).map(|(n, used)| {
             *used = now;
             n.clone()
@@ -115,8 +117,7 @@ impl Nodes {
         let evicted;
         let kept = {
             let mut s = self.shard(id).lock();
-            s.clock += 1;
-            let now = s.clock;
+            let now = Instant::now();
             if let Some((n, used)) = s.map.get_mut(&id) {
                 *used = now;
                 return n.clone();
@@ -146,5 +147,43 @@ impl Nodes {
 
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().map.len()).sum()
+    }
+
+    /// Lets go of nodes unused for `idle` that no request holds.
+    pub fn expire_idle(&self, idle: Duration) -> usize {
+        let Some(before) = Instant::now().checked_sub(idle) else { return 0 };
+        let mut gone = Vec::new();
+        for shard in &self.shards {
+            let mut s = shard.lock();
+            s.map.retain(|_, (n, used)| {
+                let keep = *used > before || Arc::strong_count(n) > 1;
+                if !keep {
+                    gone.push(n.clone());
+                }
+                keep
+            });
+        }
+        // Released outside the locks: closing a file may wait on the cluster.
+        let n = gone.len();
+        drop(gone);
+        n
+    }
+
+    /// Expires idle nodes every half `idle` on a thread of its own, until
+    /// the cache is dropped.
+    pub fn sweep(nodes: &Arc<Nodes>, idle: Duration) {
+        if idle.is_zero() {
+            return;
+        }
+        let weak: Weak<Nodes> = Arc::downgrade(nodes);
+        let every = (idle / 2).max(Duration::from_millis(100));
+        let spawned = std::thread::Builder::new().name("nfsx-ceph-idle".into()).spawn(move || loop {
+            std::thread::sleep(every);
+            let Some(nodes) = weak.upgrade() else { return };
+            nodes.expire_idle(idle);
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the thread that lets idle Ceph inodes go: {e}");
+        }
     }
 }

@@ -64,6 +64,40 @@ fn files_in_and_out_with_libnfs() {
     assert_eq!(sha256_file(&back), sha256_file(&src), "file read back differs");
 }
 
+/// CephFS purges a removed file only once no client references it: a head
+/// that read the file lets its inode go once idle (`inode_idle_secs`), so
+/// a file removed elsewhere gives its space back.
+#[test]
+fn a_file_removed_elsewhere_is_purged_after_a_head_read_it() {
+    let Some((conf, path)) = ceph_dir("purge") else { return };
+    let srv = ceph_server_with(&conf, &path, "inode_idle_secs = 1");
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, back) = (tmp.path().join("src.bin"), tmp.path().join("back.bin"));
+    random_file(&src, 8 << 20, 5);
+    ok(&run("nfs-cp", &[src.to_str().unwrap(), &srv.url("/gone.bin")], MIN), "nfs-cp in");
+    ok(&run("nfs-cp", &[&srv.url("/gone.bin"), back.to_str().unwrap()], MIN), "nfs-cp out");
+    let settings = CephSettings { conf: Some(conf.clone().into()), ..CephSettings::default() };
+    let fs = CephFs::open(&settings, &path).expect("mount CephFS");
+    let (ino, _) = fs.lookup(fs.root(), b"gone.bin").expect("lookup");
+    fs.remove(fs.root(), b"gone.bin").expect("remove");
+    drop(fs);
+    // The file's data objects are named INODE.INDEX (hex) in the data pool.
+    let prefix = format!("{ino:x}.");
+    let objects = || {
+        let out = std::process::Command::new("rados")
+            .args(["-c", &conf, "-p", "cephfs_data", "ls"])
+            .output()
+            .expect("rados ls");
+        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with(&prefix)).count()
+    };
+    let removed = Instant::now();
+    while objects() > 0 {
+        assert!(removed.elapsed() < Duration::from_secs(30), "the removed file's objects are still there");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!("purged {:?} after the removal", removed.elapsed());
+}
+
 #[test]
 fn namespace_operations_with_libnfs() {
     let Some((conf, path)) = ceph_dir("ns") else { return };

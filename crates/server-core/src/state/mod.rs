@@ -57,6 +57,15 @@ pub trait StableStore: Send + Sync + 'static {
     /// Adds `record` durably (synced before returning).
     fn insert(&self, record: &[u8]);
     fn remove(&self, record: &[u8]);
+    /// The number this server instance stamps client ids, session ids and
+    /// stateids with, so that those of any other instance are told apart:
+    /// an earlier process of this server, or in a cluster another head (a
+    /// client that moves to another head must find its ids unknown there,
+    /// not another client's). Given the wall-clock seconds; by default
+    /// they are the number.
+    fn instance(&self, wall_secs: u32) -> u32 {
+        wall_secs
+    }
 }
 
 /// A store that forgets everything on restart.
@@ -96,8 +105,10 @@ pub(crate) struct State4 {
     pub clock: Arc<dyn Clock>,
     pub backchannel: Arc<dyn Backchannel>,
     pub store: Arc<dyn StableStore>,
-    /// Wall-clock seconds at start: part of client ids and stateids, so
-    /// those from before a restart are recognised as stale.
+    /// Wall-clock seconds at start, or a number the store gives that is
+    /// unique in the cluster ([`StableStore::instance`]): part of client
+    /// ids, session ids and stateids, so those from before a restart (or
+    /// from another head) are recognised as stale.
     pub boot: u32,
     pub tables: parking_lot::Mutex<Tables>,
     write_delegated: Arc<WriteDelegated>,
@@ -154,7 +165,7 @@ impl State4 {
         backchannel: Arc<dyn Backchannel>,
         store: Arc<dyn StableStore>,
     ) -> State4 {
-        let boot = clock.wall_secs() as u32;
+        let boot = store.instance(clock.wall_secs() as u32);
         let settings = settings.sanitized();
         let mut tables = Tables::default();
         tables.stateids.expired_cap = settings.max_expired_stateids;

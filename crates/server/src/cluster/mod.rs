@@ -118,7 +118,7 @@ pub struct Head {
 
 impl Head {
     pub fn open(shared: Shared, node: &str) -> anyhow::Result<Head> {
-        let store = RadosStore::open(shared.rados.clone(), node).map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
+        let store = RadosStore::open(shared.clone(), node).map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
         Ok(Head { shared, node: node.to_string(), store: Arc::new(store) })
     }
 

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 pub struct GraceRecord {
     /// Bumped each time the cluster enters a grace period.
     pub epoch: u64,
+    /// The last server instance number given to a head: every head's
+    /// NFSv4 ids carry one, unique in the cluster and rising over time.
+    pub instance: u32,
     /// Heads whose clients are reclaiming, each until a wall-clock second:
     /// a head refreshes its entry while its grace lasts, so one that dies
     /// in grace does not hold the cluster in grace for ever.
@@ -88,6 +91,13 @@ impl GraceRecord {
         Some(by)
     }
 
+    /// A new instance number: above every earlier one, and the wall-clock
+    /// seconds when they are higher (a single server's numbering).
+    pub fn next_instance(&mut self, wall_secs: u32) -> u32 {
+        self.instance = self.instance.wrapping_add(1).max(wall_secs);
+        self.instance
+    }
+
     /// Records that `head` looked at the record at `now`.
     pub fn seen(&mut self, head: &str, now: u64) {
         self.heads.insert(head.to_string(), HeadSeen { epoch: self.epoch, at: now });
@@ -157,6 +167,10 @@ mod tests {
         let back = GraceRecord::decode(&r.encode()).unwrap();
         assert_eq!(back, r);
         assert!(GraceRecord::decode(b"{not json").is_err());
+        // Two heads starting in the same second get different numbers.
+        let (a, b) = (r.next_instance(1000), r.next_instance(1000));
+        assert_eq!((a, b), (1000, 1001));
+        assert_eq!(r.next_instance(2000), 2000);
         assert_eq!(GraceRecord::decode(b"{}").unwrap(), GraceRecord::default());
     }
 }

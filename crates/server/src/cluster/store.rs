@@ -40,15 +40,18 @@ struct Records {
 }
 
 pub struct RadosStore {
+    shared: super::Shared,
     rados: Arc<Rados>,
     head: String,
     records: Mutex<Records>,
 }
 
 impl RadosStore {
-    pub fn open(rados: Arc<Rados>, head: &str) -> Result<RadosStore, String> {
+    pub fn open(shared: super::Shared, head: &str) -> Result<RadosStore, String> {
+        let rados = shared.rados.clone();
         let own = rados.read(&object(head))?.map(|b| decode(&b)).unwrap_or_default();
-        Ok(RadosStore { rados, head: head.to_string(), records: Mutex::new(Records { own, ..Default::default() }) })
+        let records = Mutex::new(Records { own, ..Default::default() });
+        Ok(RadosStore { shared, rados, head: head.to_string(), records })
     }
 
     /// Reads `dead`'s records, which this head now keeps on its behalf.
@@ -91,6 +94,20 @@ impl StableStore for RadosStore {
         }
         r.own.push(record.to_vec());
         self.save(&self.head, &r.own);
+    }
+
+    /// Drawn from the shared record, so no two heads (which may start in
+    /// the same second) stamp their ids alike.
+    fn instance(&self, wall_secs: u32) -> u32 {
+        match self.shared.update(|r| Ok(r.next_instance(wall_secs))) {
+            Ok(n) => n,
+            Err(e) => {
+                // Still distinct from this head's earlier lives; collisions
+                // with another head become unlikely rather than impossible.
+                tracing::error!("cannot draw an instance number from the cluster's record: {e}");
+                wall_secs ^ (std::process::id() << 16)
+            }
+        }
     }
 
     fn remove(&self, record: &[u8]) {
