@@ -44,7 +44,8 @@ pub fn run(config: Option<PathBuf>, ceph_conf: Option<PathBuf>, cmd: ClusterComm
     if let Some(c) = ceph_conf {
         settings.ceph.conf = Some(c);
     }
-    let shared = settings.cluster.connect(&settings.ceph)?;
+    // Locks this command takes are named apart from every head's.
+    let shared = settings.cluster.connect(&settings.ceph, "nfsx-admin")?;
     let err = |e: String| anyhow::anyhow!(e);
     match cmd {
         ClusterCommand::Status => {

@@ -71,6 +71,7 @@ pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
         cred: auth_sys(&machine, s.uid.unwrap_or(euid), gid, &[gid]),
         connect_timeout: Duration::from_millis(s.connect_timeout_ms),
         reconnect_timeout: Duration::from_millis(s.reconnect_timeout_ms),
+        reconnect_max_pause: Duration::from_millis(s.reconnect_max_pause_ms.max(1)),
         max_record: s.max_record,
         read_buffer: s.read_buffer,
         tls: None,

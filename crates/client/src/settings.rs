@@ -25,6 +25,10 @@ pub struct ClientSettings {
     /// How long a broken connection is retried before its calls fail, in
     /// ms. Default 15000.
     pub reconnect_timeout_ms: u64,
+    /// Longest pause between reconnect attempts (they start at 50 ms and
+    /// double), in ms: how late a client may notice that a server (or a
+    /// head taking over its address) is back. Default 500.
+    pub reconnect_max_pause_ms: u64,
     /// AUTH_SYS identity; default the process's effective uid and gid.
     pub uid: Option<u32>,
     pub gid: Option<u32>,
@@ -77,6 +81,7 @@ impl Default for ClientSettings {
             readdir_size: 64 << 10,
             connect_timeout_ms: 5000,
             reconnect_timeout_ms: 15_000,
+            reconnect_max_pause_ms: 500,
             uid: None,
             gid: None,
             machine_name: None,

@@ -31,6 +31,8 @@ pub struct ConnParams {
     /// How long to keep trying to reconnect before failing every
     /// outstanding call.
     pub reconnect_timeout: Duration,
+    /// Longest pause between reconnect attempts.
+    pub reconnect_max_pause: Duration,
     /// Largest reply record accepted.
     pub max_record: usize,
     /// Bytes reserved in the receive buffer before each read.
@@ -264,7 +266,7 @@ impl Task {
                 Err(_) => {}
             }
             tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(2));
+            pause = (pause * 2).min(self.params.reconnect_max_pause);
         }
     }
 

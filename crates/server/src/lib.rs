@@ -95,7 +95,7 @@ impl Server {
         // A head of a cluster keeps its client records in RADOS, where the
         // head that takes over its address finds them.
         let head = match &settings.cluster.node {
-            Some(node) => Some(cluster::Head::open(settings.cluster.connect(&settings.ceph)?, node)?),
+            Some(node) => Some(cluster::Head::open(settings.cluster.connect(&settings.ceph, node)?, node)?),
             None => None,
         };
         let store: Arc<dyn server_core::StableStore> = match &head {

@@ -48,6 +48,8 @@ api! {
     rados_remove: fn(rados_ioctx_t, *const c_char) -> c_int;
     rados_lock_exclusive: fn(rados_ioctx_t, *const c_char, *const c_char, *const c_char, *const c_char, *mut libc::timeval, u8) -> c_int;
     rados_unlock: fn(rados_ioctx_t, *const c_char, *const c_char, *const c_char) -> c_int;
+    rados_list_lockers: fn(rados_ioctx_t, *const c_char, *const c_char, *mut c_int, *mut c_char, *mut usize, *mut c_char, *mut usize, *mut c_char, *mut usize, *mut c_char, *mut usize) -> isize;
+    rados_break_lock: fn(rados_ioctx_t, *const c_char, *const c_char, *const c_char, *const c_char) -> c_int;
 }
 
 /// The library's file name (the run-time package: Debian `librados2`).

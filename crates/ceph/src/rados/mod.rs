@@ -18,7 +18,8 @@ pub struct Rados {
     api: &'static ffi::Api,
     cluster: ffi::rados_t,
     io: ffi::rados_ioctx_t,
-    /// Distinguishes this process's locks from its earlier lives'.
+    /// Names this process's locks: `OWNER/pid-nanos`, so a lock a dead
+    /// owner left can be found and broken ([`Rados::break_locks_of`]).
     cookie: CString,
 }
 
@@ -42,7 +43,13 @@ impl Rados {
     /// Connects as the `[ceph]` client to `pool`, objects in `namespace`.
     /// Every operation gives up after `op_timeout` instead of waiting for
     /// the cluster indefinitely.
-    pub fn connect(ceph: &CephSettings, pool: &str, namespace: &str, op_timeout: Duration) -> Result<Rados, String> {
+    pub fn connect(
+        ceph: &CephSettings,
+        pool: &str,
+        namespace: &str,
+        owner: &str,
+        op_timeout: Duration,
+    ) -> Result<Rados, String> {
         let api = ffi::api()?;
         let id = c(&ceph.client_id)?;
         let mut cluster = ptr::null_mut();
@@ -52,7 +59,7 @@ impl Rados {
             return Err(format!("rados_create: {}", errno_text(rc)));
         }
         let cookie = c(&format!(
-            "{}-{}",
+            "{owner}/{}-{}",
             std::process::id(),
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
         ))?;
@@ -201,6 +208,69 @@ impl Rados {
             tracing::warn!(oid, "cannot unlock RADOS object: {}", errno_text(rc));
         }
         out
+    }
+}
+
+/// Room for the lockers' names `rados_list_lockers` returns.
+const LOCKERS_BUF: usize = 4096;
+
+impl Rados {
+    /// Breaks the locks on `oid` that `owner`'s processes hold: a lock of a
+    /// process known dead, which would otherwise hold up every other
+    /// update until it lapses.
+    pub fn break_locks_of(&self, oid: &str, owner: &str) -> Result<usize, String> {
+        let (o, name) = (c(oid)?, c("nfsx")?);
+        let mut exclusive = 0;
+        let mut bufs = [[0u8; LOCKERS_BUF]; 4];
+        let mut lens = [LOCKERS_BUF; 4];
+        let [tag, clients, cookies, addrs] = &mut bufs;
+        let [tl, cl, kl, al] = &mut lens;
+        // SAFETY: valid context; every buffer is writable for its length.
+        let n = unsafe {
+            (self.api.rados_list_lockers)(
+                self.io,
+                o.as_ptr(),
+                name.as_ptr(),
+                &mut exclusive,
+                tag.as_mut_ptr().cast(),
+                tl,
+                clients.as_mut_ptr().cast(),
+                cl,
+                cookies.as_mut_ptr().cast(),
+                kl,
+                addrs.as_mut_ptr().cast(),
+                al,
+            )
+        };
+        if n == -(libc::ENOENT as isize) {
+            return Ok(0);
+        }
+        if n < 0 {
+            return Err(format!("listing the lockers of RADOS object {oid}: {}", errno_text(n as i32)));
+        }
+        let split = |b: &[u8], len: usize| -> Vec<Vec<u8>> {
+            b[..len.min(b.len())].split(|&x| x == 0).filter(|s| !s.is_empty()).map(<[u8]>::to_vec).collect()
+        };
+        let (clients, cookies) = (split(&bufs[1], lens[1]), split(&bufs[2], lens[2]));
+        let prefix = format!("{owner}/");
+        let mut broken = 0;
+        for (client, cookie) in clients.iter().zip(&cookies) {
+            if !cookie.starts_with(prefix.as_bytes()) {
+                continue;
+            }
+            let (cl, ck) = (
+                CString::new(client.clone()).map_err(|e| e.to_string())?,
+                CString::new(cookie.clone()).map_err(|e| e.to_string())?,
+            );
+            // SAFETY: valid context and C strings.
+            let rc =
+                unsafe { (self.api.rados_break_lock)(self.io, o.as_ptr(), name.as_ptr(), cl.as_ptr(), ck.as_ptr()) };
+            if rc < 0 && rc != -libc::ENOENT {
+                return Err(format!("breaking a lock on RADOS object {oid}: {}", errno_text(rc)));
+            }
+            broken += 1;
+        }
+        Ok(broken)
     }
 }
 

@@ -26,6 +26,13 @@ pub struct Takeover {
 /// is about to reclaim.
 pub fn takeover(shared: &Shared, dead: &str, by: &str, grace: Duration, wait: Duration) -> Result<Takeover, String> {
     let started = Instant::now();
+    // A head killed in the middle of its update holds the record's lock
+    // until it lapses (`lock_secs`): seen to hold a takeover up 10 s.
+    match shared.rados.break_locks_of(super::GRACE_OBJECT, dead) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(head = dead, locks = n, "broke the dead head's lock on the grace record"),
+        Err(e) => tracing::warn!(head = dead, "{e}"),
+    }
     let epoch = shared.update(|r| {
         let now = wall_secs();
         if !live(r, by, now, shared.settings.live_secs) {

@@ -68,8 +68,11 @@ impl Default for ClusterSettings {
 }
 
 impl ClusterSettings {
-    pub fn connect(&self, ceph: &CephSettings) -> anyhow::Result<Shared> {
-        let rados = Rados::connect(ceph, &self.pool, &self.namespace, Duration::from_secs(self.op_timeout_secs))
+    /// Connects as `owner` (the head's name, or the admin command's), the
+    /// name its locks on the shared record carry.
+    pub fn connect(&self, ceph: &CephSettings, owner: &str) -> anyhow::Result<Shared> {
+        let timeout = Duration::from_secs(self.op_timeout_secs);
+        let rados = Rados::connect(ceph, &self.pool, &self.namespace, owner, timeout)
             .map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
         Ok(Shared { rados: Arc::new(rados), settings: self.clone() })
     }
