@@ -233,11 +233,15 @@ case ${1:-} in
     # reclaim, and every live head is in grace (grants nothing new) before
     # head I's locks go with its Ceph session.
     "$NFSX" cluster --config "$DIR/head$3/nfsx.toml" takeover "$2" "$3" >&2 || die "nfsx cluster takeover $2 $3 failed"
-    # Head I's interface goes down, its address comes up beside head J's,
-    # and the host forgets the old link-layer address at once.
-    ip -n "$(ns "$2")" link set eth0 down 2>/dev/null || true
+    # Head I's address comes up beside head J's, the host's neighbour entry
+    # for it points at head J at once (what a gratuitous ARP does), and
+    # only then does head I's interface go down: no moment in which the
+    # host sends to an interface that is gone, where a client's connect
+    # would wait for its timeout.
     ip -n "$(ns "$3")" addr add "$NET.$2/24" dev eth0
-    ip neigh flush dev "$BRIDGE" 2>/dev/null || true
+    mac=$(ip -n "$(ns "$3")" -o link show eth0 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+    ip neigh replace "$NET.$2" lladdr "$mac" dev "$BRIDGE" nud reachable 2>/dev/null || ip neigh flush dev "$BRIDGE" 2>/dev/null || true
+    ip -n "$(ns "$2")" link set eth0 down 2>/dev/null || true
     evict_session "$2"
     say "head $3 now answers at $NET.$2 too" ;;
   restart)

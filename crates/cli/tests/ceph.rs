@@ -575,3 +575,163 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
     let grace_left = wait_denied("after head 1 came back");
     eprintln!("reclaim on head 1 took {took:?}; the cluster left grace {grace_left:?} later");
 }
+
+/// pNFS with flexible-file layouts over two heads of one CephFS sharing a
+/// handle key: head 1, the metadata server, names head 2 as NFSv3 data
+/// server; a WRITE sent to head 2 with the layout's handle and ids reads
+/// back through head 1, and the layout is returned.
+#[test]
+fn flex_file_layouts_send_io_to_another_head() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    use xdr::{Decode, Decoder, Encode, Encoder};
+    let Some((conf, path)) = ceph_dir("pnfs") else { return };
+    let key = Some([7u8; 32]);
+    let ceph = format!("[ceph]\nconf = \"{conf}\"\n");
+    let ds = TestServer::start(ServerOpts {
+        backend: "ceph",
+        extra_config: &ceph,
+        export_path: Some(&path),
+        handle_key: key,
+        ..Default::default()
+    });
+    let mds = TestServer::start(ServerOpts {
+        backend: "ceph",
+        extra_config: &format!("[core]\npnfs_data_servers = [\"127.0.0.1:{}\"]\n{ceph}", ds.port),
+        export_path: Some(&path),
+        handle_key: key,
+        ..Default::default()
+    });
+
+    // The metadata server says so, and lists the layout type for the export.
+    let r = Conn::connect(mds.port).compound(
+        1,
+        vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
+            eia_clientowner: client_owner4 { co_verifier: [1; 8], co_ownerid: Bytes::from_static(b"pnfs-probe") },
+            eia_flags: 0,
+            eia_state_protect: state_protect4_a::SP4_NONE,
+            eia_client_impl_id: vec![],
+        })],
+    );
+    let nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::NFS4_OK(eid)) = &r.resarray[0] else { panic!("{r:?}") };
+    assert_ne!(eid.eir_flags & EXCHGID4_FLAG_USE_PNFS_MDS, 0, "flags {:#x}", eid.eir_flags);
+    // Recalls are reported, not answered (CB_LAYOUTRECALL below).
+    let c = Client41::connect_manual(mds.port, "pnfs-client");
+    let mut ops = walk(&mds.export);
+    let mut mask = Vec::new();
+    let word = FATTR4_FS_LAYOUT_TYPES as usize / 32;
+    mask.resize(word + 1, 0u32);
+    mask[word] |= 1 << (FATTR4_FS_LAYOUT_TYPES % 32);
+    ops.push(nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: mask }));
+    let r = c.run(ops);
+    ok_res(&r);
+    let nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(attrs)) = r.resarray.last().unwrap() else { panic!("{r:?}") };
+    let types = Vec::<layouttype4>::decode(&mut Decoder::new(attrs.obj_attributes.attr_vals.clone())).unwrap();
+    assert_eq!(types, [layouttype4::LAYOUT4_FLEX_FILES]);
+
+    let (open, fh) = open_file(&mds, &c, "o", "through-a-data-server", OPEN4_SHARE_ACCESS_BOTH);
+    let on = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() });
+    let get = |sid: stateid4| {
+        nfs_argop4::OP_LAYOUTGET(LAYOUTGET4args {
+            loga_signal_layout_avail: false,
+            loga_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+            loga_iomode: layoutiomode4::LAYOUTIOMODE4_RW,
+            loga_offset: 0,
+            loga_length: u64::MAX,
+            loga_minlength: 0,
+            loga_stateid: sid,
+            loga_maxcount: 4096,
+        })
+    };
+    let r = c.run(vec![on(), get(open.clone())]);
+    ok_res(&r);
+    let nfs_resop4::OP_LAYOUTGET(LAYOUTGET4res::NFS4_OK(lg)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!((lg.logr_layout.len(), lg.logr_stateid.seqid), (1, 1));
+    let layout = &lg.logr_layout[0];
+    assert_eq!((layout.lo_offset, layout.lo_length), (0, u64::MAX));
+    let ff = ff_layout4::decode(&mut Decoder::new(layout.lo_content.loc_body.clone())).unwrap();
+    assert_ne!(ff.ffl_flags & FF_FLAGS_NO_LAYOUTCOMMIT, 0);
+    let server = &ff.ffl_mirrors[0].ffm_data_servers[0];
+    assert_eq!(server.ffds_fh_vers[0], fh, "the data server is given the file's own handle");
+
+    let r = c.run(vec![nfs_argop4::OP_GETDEVICEINFO(GETDEVICEINFO4args {
+        gdia_device_id: server.ffds_deviceid,
+        gdia_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+        gdia_maxcount: 4096,
+        gdia_notify_types: vec![],
+    })]);
+    ok_res(&r);
+    let nfs_resop4::OP_GETDEVICEINFO(GETDEVICEINFO4res::NFS4_OK(di)) = &r.resarray[0] else { panic!("{r:?}") };
+    let addr = ff_device_addr4::decode(&mut Decoder::new(di.gdir_device_addr.da_addr_body.clone())).unwrap();
+    let p = ds.port;
+    assert_eq!(&addr.ffda_netaddrs[0].na_r_addr[..], format!("127.0.0.1.{}.{}", p >> 8, p & 0xff).as_bytes());
+    assert_eq!((addr.ffda_versions[0].ffdv_version, addr.ffda_versions[0].ffdv_tightly_coupled), (3, false));
+
+    // The I/O goes to the data server over NFSv3, as the layout's owner.
+    let uid: u32 = std::str::from_utf8(&server.ffds_user).unwrap().parse().unwrap();
+    let gid: u32 = std::str::from_utf8(&server.ffds_group).unwrap().parse().unwrap();
+    let data = Bytes::from((0..65536u32).map(|i| (i * 7 % 251) as u8).collect::<Vec<u8>>());
+    let mut v3 = RpcClient::connect(ds.port).unwrap();
+    let args = WRITE3args {
+        file: nfs_fh3 { data: server.ffds_fh_vers[0].clone() },
+        offset: 0,
+        count: data.len() as u32,
+        stable: stable_how::FILE_SYNC,
+        data: data.clone(),
+    };
+    match v3.call_as::<_, WRITE3res>(NFS_PROGRAM, NFS_V3, NFS3_WRITE, rpc::auth_sys(uid, gid), &args) {
+        Ok(WRITE3res::NFS3_OK(ok)) => assert_eq!(ok.count, 65536),
+        other => panic!("WRITE to the data server: {other:?}"),
+    }
+    // (In pieces a session's reply cache takes.)
+    for offset in [0u64, 61440] {
+        let r = c.run(vec![on(), nfs_argop4::OP_READ(READ4args { stateid: open.clone(), offset, count: 4096 })]);
+        ok_res(&r);
+        let nfs_resop4::OP_READ(READ4res::NFS4_OK(read)) = &r.resarray[1] else { panic!("{r:?}") };
+        let at = offset as usize;
+        assert_eq!(read.data, data.slice(at..at + 4096), "the metadata server reads what the data server wrote");
+    }
+
+    // A second LAYOUTGET names the layout stateid and gets its next seqid;
+    // the layout is then returned, and its stateid is gone.
+    let r = c.run(vec![on(), get(lg.logr_stateid.clone())]);
+    let nfs_resop4::OP_LAYOUTGET(LAYOUTGET4res::NFS4_OK(again)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!(again.logr_stateid.seqid, 2);
+    // Another client truncates the file: the layout is recalled.
+    let other = Client41::connect(mds.port, "pnfs-truncater");
+    let mut size = Encoder::with_capacity(8);
+    0u64.encode(&mut size);
+    let mut attrmask = Vec::new();
+    proto::bitmap4::add(&mut attrmask, FATTR4_SIZE);
+    let truncate = nfs_argop4::OP_SETATTR(SETATTR4args {
+        stateid: stateid4 { seqid: 0, other: [0; 12] },
+        obj_attributes: fattr4 { attrmask, attr_vals: Bytes::from(size.into_bytes()) },
+    });
+    ok_res(&other.run(vec![on(), truncate]));
+    let recall = c.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(10)).expect("CB_LAYOUTRECALL");
+    assert_eq!((recall.stateid.other, &recall.fh), (again.logr_stateid.other, &fh));
+    let ret = |sid: stateid4| {
+        nfs_argop4::OP_LAYOUTRETURN(LAYOUTRETURN4args {
+            lora_reclaim: false,
+            lora_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+            lora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
+            lora_layoutreturn: layoutreturn4::LAYOUTRETURN4_FILE(layoutreturn_file4 {
+                lrf_offset: 0,
+                lrf_length: u64::MAX,
+                lrf_stateid: sid,
+                lrf_body: Bytes::new(),
+            }),
+        })
+    };
+    ok_res(&c.run(vec![on(), ret(again.logr_stateid.clone())]));
+    assert_eq!(c.run(vec![on(), ret(again.logr_stateid.clone())]).status, nfsstat4::NFS4ERR_BAD_STATEID);
+
+    // A server without data servers hands out no layouts.
+    let plain = Client41::connect(ds.port, "pnfs-client-2");
+    let (open2, fh2) = open_file(&ds, &plain, "o", "no-layout", OPEN4_SHARE_ACCESS_BOTH);
+    let r = plain.run(vec![nfs_argop4::OP_PUTFH(PUTFH4args { object: fh2 }), get(open2)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE);
+    let mut e = Encoder::with_capacity(16);
+    layouttype4::LAYOUT4_FLEX_FILES.encode(&mut e);
+    assert_eq!(&e.into_bytes()[..], [0, 0, 0, 4], "RFC 8435 section 2's number");
+}

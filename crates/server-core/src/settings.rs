@@ -94,6 +94,13 @@ pub struct CoreSettings {
     pub versions: Vec<NfsVersion>,
     /// NFSv4 limits and policies (`[core.nfs4]`).
     pub nfs4: crate::state::Nfs4Settings,
+    /// pNFS flexible-file data servers (RFC 8435), as `"HOST:PORT"`:
+    /// servers that serve the same exports under the same file handles
+    /// (heads of a cluster over one store, sharing a handle key). When
+    /// set, this server is also a pNFS metadata server: NFSv4.1 clients
+    /// get layouts sending their READs and WRITEs of files on shared
+    /// exports to these servers over NFSv3, each file to one of them.
+    pub pnfs_data_servers: Vec<std::net::SocketAddr>,
 }
 
 impl Default for CoreSettings {
@@ -121,6 +128,7 @@ impl Default for CoreSettings {
             inline_cached_reads: true,
             versions: NfsVersion::ALL.to_vec(),
             nfs4: Default::default(),
+            pnfs_data_servers: Vec::new(),
         }
     }
 }

@@ -42,11 +42,21 @@ pub struct ServerOpts<'a> {
     /// The directory to export when it is not a fresh host directory (a
     /// path inside a Ceph file system with `backend: "ceph"`).
     pub export_path: Option<&'a str>,
+    /// The handle-signing key, shared by servers that must accept each
+    /// other's file handles (heads of one store).
+    pub handle_key: Option<[u8; 32]>,
 }
 
 impl Default for ServerOpts<'_> {
     fn default() -> Self {
-        ServerOpts { portmap_111: false, exports: None, backend: "local", extra_config: "", export_path: None }
+        ServerOpts {
+            portmap_111: false,
+            exports: None,
+            backend: "local",
+            extra_config: "",
+            export_path: None,
+            handle_key: None,
+        }
     }
 }
 
@@ -57,6 +67,10 @@ impl TestServer {
         let state = tmp.path().join("state");
         if opts.export_path.is_none() {
             std::fs::create_dir_all(&export).unwrap();
+        }
+        if let Some(key) = opts.handle_key {
+            std::fs::create_dir_all(&state).unwrap();
+            std::fs::write(state.join("handle.key"), key).unwrap();
         }
         let port = free_port();
         let config = tmp.path().join("nfsx.toml");

@@ -137,6 +137,15 @@ fn answer_callback(msg: rpc_msg, d: &mut Decoder, w: &Mutex<TcpStream>, recalls:
                         csr_target_highest_slotid: s.csa_highest_slotid,
                     })))
                 }
+                // Reported like a delegation recall: the layout's stateid.
+                nfs_cb_argop4::OP_CB_LAYOUTRECALL(CB_LAYOUTRECALL4args {
+                    clora_recall: layoutrecall4::LAYOUTRECALL4_FILE(f),
+                    ..
+                }) => {
+                    let _ =
+                        recalls.send(Recall { stateid: f.lor_stateid, fh: f.lor_fh, at: std::time::Instant::now() });
+                    res.push(nfs_cb_resop4::OP_CB_LAYOUTRECALL(CB_LAYOUTRECALL4res { clorr_status: nfsstat4::NFS4_OK }))
+                }
                 nfs_cb_argop4::OP_CB_RECALL(r) => {
                     let _ = recalls.send(Recall { stateid: r.stateid, fh: r.fh, at: std::time::Instant::now() });
                     res.push(nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status: nfsstat4::NFS4_OK }))

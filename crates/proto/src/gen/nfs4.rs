@@ -919,6 +919,7 @@ pub enum layouttype4 {
     LAYOUT4_NFSV4_1_FILES = 1,
     LAYOUT4_OSD2_OBJECTS = 2,
     LAYOUT4_BLOCK_VOLUME = 3,
+    LAYOUT4_FLEX_FILES = 4,
 }
 
 impl Default for layouttype4 {
@@ -934,6 +935,7 @@ impl TryFrom<i32> for layouttype4 {
             1 => Ok(layouttype4::LAYOUT4_NFSV4_1_FILES),
             2 => Ok(layouttype4::LAYOUT4_OSD2_OBJECTS),
             3 => Ok(layouttype4::LAYOUT4_BLOCK_VOLUME),
+            4 => Ok(layouttype4::LAYOUT4_FLEX_FILES),
             _ => Err(::xdr::XdrError::BadEnum { name: "layouttype4", value: v }),
         }
     }
@@ -12983,3 +12985,376 @@ pub const NFS4_CALLBACK: u32 = 1073741824;
 pub const NFS_CB: u32 = 1;
 pub const CB_NULL: u32 = 0;
 pub const CB_COMPOUND: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_device_versions4 {
+    pub ffdv_version: u32,
+    pub ffdv_minorversion: u32,
+    pub ffdv_rsize: u32,
+    pub ffdv_wsize: u32,
+    pub ffdv_tightly_coupled: bool,
+}
+
+impl ::xdr::Encode for ff_device_versions4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffdv_version, e);
+        ::xdr::Encode::encode(&self.ffdv_minorversion, e);
+        ::xdr::Encode::encode(&self.ffdv_rsize, e);
+        ::xdr::Encode::encode(&self.ffdv_wsize, e);
+        ::xdr::Encode::encode(&self.ffdv_tightly_coupled, e);
+    }
+}
+
+impl ::xdr::Decode for ff_device_versions4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_device_versions4 {
+            ffdv_version: ::xdr::Decode::decode(d)?,
+            ffdv_minorversion: ::xdr::Decode::decode(d)?,
+            ffdv_rsize: ::xdr::Decode::decode(d)?,
+            ffdv_wsize: ::xdr::Decode::decode(d)?,
+            ffdv_tightly_coupled: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_device_addr4 {
+    pub ffda_netaddrs: multipath_list4,
+    pub ffda_versions: Vec<ff_device_versions4>,
+}
+
+impl ::xdr::Encode for ff_device_addr4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffda_netaddrs, e);
+        ::xdr::Encode::encode(&self.ffda_versions, e);
+    }
+}
+
+impl ::xdr::Decode for ff_device_addr4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_device_addr4 {
+            ffda_netaddrs: ::xdr::Decode::decode(d)?,
+            ffda_versions: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+pub const FF_FLAGS_NO_LAYOUTCOMMIT: u32 = 1;
+
+pub const FF_FLAGS_NO_IO_THRU_MDS: u32 = 2;
+
+pub const FF_FLAGS_NO_READ_IO: u32 = 4;
+
+pub const FF_FLAGS_WRITE_ONE_MIRROR: u32 = 8;
+
+pub type ff_flags4 = u32;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_data_server4 {
+    pub ffds_deviceid: deviceid4,
+    pub ffds_efficiency: u32,
+    pub ffds_stateid: stateid4,
+    pub ffds_fh_vers: Vec<nfs_fh4>,
+    pub ffds_user: fattr4_owner,
+    pub ffds_group: fattr4_owner_group,
+}
+
+impl ::xdr::Encode for ff_data_server4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffds_deviceid, e);
+        ::xdr::Encode::encode(&self.ffds_efficiency, e);
+        ::xdr::Encode::encode(&self.ffds_stateid, e);
+        e.u32(u32::try_from(self.ffds_fh_vers.len()).unwrap_or(u32::MAX));
+        for x0 in self.ffds_fh_vers.iter() {
+            e.opaque_bytes(x0);
+        }
+        ::xdr::Encode::encode(&self.ffds_user, e);
+        ::xdr::Encode::encode(&self.ffds_group, e);
+    }
+}
+
+impl ::xdr::Decode for ff_data_server4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_data_server4 {
+            ffds_deviceid: ::xdr::Decode::decode(d)?,
+            ffds_efficiency: ::xdr::Decode::decode(d)?,
+            ffds_stateid: ::xdr::Decode::decode(d)?,
+            ffds_fh_vers: {
+                let n0 = d.u32()?;
+                let mut v0 = Vec::with_capacity((n0 as usize).min(d.remaining() / 4));
+                for _ in 0..n0 {
+                    v0.push(d.opaque_var(128)?);
+                }
+                v0
+            },
+            ffds_user: ::xdr::Decode::decode(d)?,
+            ffds_group: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_mirror4 {
+    pub ffm_data_servers: Vec<ff_data_server4>,
+}
+
+impl ::xdr::Encode for ff_mirror4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffm_data_servers, e);
+    }
+}
+
+impl ::xdr::Decode for ff_mirror4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_mirror4 {
+            ffm_data_servers: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_layout4 {
+    pub ffl_stripe_unit: length4,
+    pub ffl_mirrors: Vec<ff_mirror4>,
+    pub ffl_flags: ff_flags4,
+    pub ffl_stats_collect_hint: u32,
+}
+
+impl ::xdr::Encode for ff_layout4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffl_stripe_unit, e);
+        ::xdr::Encode::encode(&self.ffl_mirrors, e);
+        ::xdr::Encode::encode(&self.ffl_flags, e);
+        ::xdr::Encode::encode(&self.ffl_stats_collect_hint, e);
+    }
+}
+
+impl ::xdr::Decode for ff_layout4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_layout4 {
+            ffl_stripe_unit: ::xdr::Decode::decode(d)?,
+            ffl_mirrors: ::xdr::Decode::decode(d)?,
+            ffl_flags: ::xdr::Decode::decode(d)?,
+            ffl_stats_collect_hint: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_ioerr4 {
+    pub ffie_offset: offset4,
+    pub ffie_length: length4,
+    pub ffie_stateid: stateid4,
+    pub ffie_errors: Vec<device_error4>,
+}
+
+impl ::xdr::Encode for ff_ioerr4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffie_offset, e);
+        ::xdr::Encode::encode(&self.ffie_length, e);
+        ::xdr::Encode::encode(&self.ffie_stateid, e);
+        ::xdr::Encode::encode(&self.ffie_errors, e);
+    }
+}
+
+impl ::xdr::Decode for ff_ioerr4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_ioerr4 {
+            ffie_offset: ::xdr::Decode::decode(d)?,
+            ffie_length: ::xdr::Decode::decode(d)?,
+            ffie_stateid: ::xdr::Decode::decode(d)?,
+            ffie_errors: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_io_latency4 {
+    pub ffil_ops_requested: u64,
+    pub ffil_bytes_requested: u64,
+    pub ffil_ops_completed: u64,
+    pub ffil_bytes_completed: u64,
+    pub ffil_bytes_not_delivered: u64,
+    pub ffil_total_busy_time: nfstime4,
+    pub ffil_aggregate_completion_time: nfstime4,
+}
+
+impl ::xdr::Encode for ff_io_latency4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffil_ops_requested, e);
+        ::xdr::Encode::encode(&self.ffil_bytes_requested, e);
+        ::xdr::Encode::encode(&self.ffil_ops_completed, e);
+        ::xdr::Encode::encode(&self.ffil_bytes_completed, e);
+        ::xdr::Encode::encode(&self.ffil_bytes_not_delivered, e);
+        ::xdr::Encode::encode(&self.ffil_total_busy_time, e);
+        ::xdr::Encode::encode(&self.ffil_aggregate_completion_time, e);
+    }
+}
+
+impl ::xdr::Decode for ff_io_latency4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_io_latency4 {
+            ffil_ops_requested: ::xdr::Decode::decode(d)?,
+            ffil_bytes_requested: ::xdr::Decode::decode(d)?,
+            ffil_ops_completed: ::xdr::Decode::decode(d)?,
+            ffil_bytes_completed: ::xdr::Decode::decode(d)?,
+            ffil_bytes_not_delivered: ::xdr::Decode::decode(d)?,
+            ffil_total_busy_time: ::xdr::Decode::decode(d)?,
+            ffil_aggregate_completion_time: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_layoutupdate4 {
+    pub ffl_addr: netaddr4,
+    pub ffl_fhandle: nfs_fh4,
+    pub ffl_read: ff_io_latency4,
+    pub ffl_write: ff_io_latency4,
+    pub ffl_duration: nfstime4,
+    pub ffl_local: bool,
+}
+
+impl ::xdr::Encode for ff_layoutupdate4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffl_addr, e);
+        e.opaque_bytes(&self.ffl_fhandle);
+        ::xdr::Encode::encode(&self.ffl_read, e);
+        ::xdr::Encode::encode(&self.ffl_write, e);
+        ::xdr::Encode::encode(&self.ffl_duration, e);
+        ::xdr::Encode::encode(&self.ffl_local, e);
+    }
+}
+
+impl ::xdr::Decode for ff_layoutupdate4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_layoutupdate4 {
+            ffl_addr: ::xdr::Decode::decode(d)?,
+            ffl_fhandle: d.opaque_var(128)?,
+            ffl_read: ::xdr::Decode::decode(d)?,
+            ffl_write: ::xdr::Decode::decode(d)?,
+            ffl_duration: ::xdr::Decode::decode(d)?,
+            ffl_local: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_iostats4 {
+    pub ffis_offset: offset4,
+    pub ffis_length: length4,
+    pub ffis_stateid: stateid4,
+    pub ffis_read: io_info4,
+    pub ffis_write: io_info4,
+    pub ffis_deviceid: deviceid4,
+    pub ffis_layoutupdate: ff_layoutupdate4,
+}
+
+impl ::xdr::Encode for ff_iostats4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.ffis_offset, e);
+        ::xdr::Encode::encode(&self.ffis_length, e);
+        ::xdr::Encode::encode(&self.ffis_stateid, e);
+        ::xdr::Encode::encode(&self.ffis_read, e);
+        ::xdr::Encode::encode(&self.ffis_write, e);
+        ::xdr::Encode::encode(&self.ffis_deviceid, e);
+        ::xdr::Encode::encode(&self.ffis_layoutupdate, e);
+    }
+}
+
+impl ::xdr::Decode for ff_iostats4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_iostats4 {
+            ffis_offset: ::xdr::Decode::decode(d)?,
+            ffis_length: ::xdr::Decode::decode(d)?,
+            ffis_stateid: ::xdr::Decode::decode(d)?,
+            ffis_read: ::xdr::Decode::decode(d)?,
+            ffis_write: ::xdr::Decode::decode(d)?,
+            ffis_deviceid: ::xdr::Decode::decode(d)?,
+            ffis_layoutupdate: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_layoutreturn4 {
+    pub fflr_ioerr_report: Vec<ff_ioerr4>,
+    pub fflr_iostats_report: Vec<ff_iostats4>,
+}
+
+impl ::xdr::Encode for ff_layoutreturn4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.fflr_ioerr_report, e);
+        ::xdr::Encode::encode(&self.fflr_iostats_report, e);
+    }
+}
+
+impl ::xdr::Decode for ff_layoutreturn4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_layoutreturn4 {
+            fflr_ioerr_report: ::xdr::Decode::decode(d)?,
+            fflr_iostats_report: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+pub type ff_mirrors_hint = Option<u32>;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ff_layouthint4 {
+    pub fflh_mirrors_hint: ff_mirrors_hint,
+}
+
+impl ::xdr::Encode for ff_layouthint4 {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        ::xdr::Encode::encode(&self.fflh_mirrors_hint, e);
+    }
+}
+
+impl ::xdr::Decode for ff_layouthint4 {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        Ok(ff_layouthint4 {
+            fflh_mirrors_hint: ::xdr::Decode::decode(d)?,
+        })
+    }
+}
+
+pub const RCA4_TYPE_MASK_FF_LAYOUT_MIN: u32 = 16;
+
+pub const RCA4_TYPE_MASK_FF_LAYOUT_MAX: u32 = 17;
+
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ff_cb_recall_any_mask {
+    PNFS_FF_RCA4_TYPE_MASK_READ = 16,
+    PNFS_FF_RCA4_TYPE_MASK_RW = 17,
+}
+
+impl Default for ff_cb_recall_any_mask {
+    fn default() -> Self {
+        ff_cb_recall_any_mask::PNFS_FF_RCA4_TYPE_MASK_READ
+    }
+}
+
+impl TryFrom<i32> for ff_cb_recall_any_mask {
+    type Error = ::xdr::XdrError;
+    fn try_from(v: i32) -> Result<Self, ::xdr::XdrError> {
+        match v {
+            16 => Ok(ff_cb_recall_any_mask::PNFS_FF_RCA4_TYPE_MASK_READ),
+            17 => Ok(ff_cb_recall_any_mask::PNFS_FF_RCA4_TYPE_MASK_RW),
+            _ => Err(::xdr::XdrError::BadEnum { name: "ff_cb_recall_any_mask", value: v }),
+        }
+    }
+}
+
+impl ::xdr::Encode for ff_cb_recall_any_mask {
+    fn encode(&self, e: &mut ::xdr::Encoder) {
+        e.i32(*self as i32)
+    }
+}
+
+impl ::xdr::Decode for ff_cb_recall_any_mask {
+    fn decode(d: &mut ::xdr::Decoder) -> ::xdr::Result<Self> {
+        ff_cb_recall_any_mask::try_from(d.i32()?)
+    }
+}

@@ -260,6 +260,24 @@ pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid
     send_to_client(st, t, client, op)
 }
 
+/// Sends CB_LAYOUTRECALL of `client`'s layout `stateid` of `fh` (RFC 8881
+/// section 20.3): the file was truncated or removed. False when the client
+/// has no usable back channel.
+pub(crate) fn layout_recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid4, fh: &nfs_fh4) -> bool {
+    let op = nfs_cb_argop4::OP_CB_LAYOUTRECALL(CB_LAYOUTRECALL4args {
+        clora_type: layouttype4::LAYOUT4_FLEX_FILES,
+        clora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
+        clora_changed: true,
+        clora_recall: layoutrecall4::LAYOUTRECALL4_FILE(layoutrecall_file4 {
+            lor_fh: fh.clone(),
+            lor_offset: 0,
+            lor_length: u64::MAX,
+            lor_stateid: stateid.clone(),
+        }),
+    });
+    send_to_client(st, t, client, op)
+}
+
 /// Sends CB_OFFLOAD (the end of an asynchronous COPY, RFC 7862 section
 /// 16.1) to `client`. False when it has no usable back channel; the
 /// client then learns the result through OFFLOAD_STATUS.

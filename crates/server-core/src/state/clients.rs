@@ -336,6 +336,7 @@ pub(crate) fn unrecord(st: &State4, t: &Tables, owner: &[u8]) {
 /// Removes a client entirely: its state, sessions and stable record.
 pub(crate) fn destroy(st: &State4, t: &mut Tables, client: u64) {
     t.stateids.purge_client(client, &mut t.locks);
+    t.layouts.return_all(client, None);
     forget_sessions(st, t, client);
     if let Some(c) = t.clients.remove(client) {
         if c.recorded {

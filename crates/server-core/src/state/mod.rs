@@ -10,6 +10,7 @@ pub(crate) mod callback;
 pub(crate) mod clients;
 pub(crate) mod delegations;
 pub(crate) mod grace;
+pub(crate) mod layouts;
 pub(crate) mod lockmgr;
 pub(crate) mod offload;
 pub(crate) mod opens;
@@ -98,6 +99,7 @@ pub(crate) struct Tables {
     pub stateids: stateids::Stateids,
     pub locks: lockmgr::LockManager,
     pub offloads: offload::Offloads,
+    pub layouts: layouts::Layouts,
 }
 
 pub(crate) struct State4 {
@@ -203,6 +205,7 @@ impl Tables {
     pub fn expire_client(&mut self, client: u64) {
         self.stateids.purge_client(client, &mut self.locks);
         self.offloads.cancel_client(client);
+        self.layouts.return_all(client, None);
         self.clients.expire(client);
     }
 }

@@ -40,6 +40,10 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
     let (conf, unconf) = t.clients.by_owner(&owner, false);
     let reply = |id: u64, seq: u32, confirmed: bool| {
         let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
+        // Also a pNFS metadata server when data servers are configured.
+        if super::pnfs::data_servers(cx).is_some() {
+            flags |= EXCHGID4_FLAG_USE_PNFS_MDS;
+        }
         if confirmed {
             flags |= EXCHGID4_FLAG_CONFIRMED_R;
         }

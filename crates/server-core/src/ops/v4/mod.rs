@@ -9,6 +9,7 @@ pub(crate) mod attrs;
 pub(crate) mod compound;
 pub(crate) mod dirops;
 mod io;
+pub(crate) mod pnfs;
 pub(crate) mod pseudo;
 pub(crate) mod status;
 mod table;
@@ -31,9 +32,13 @@ mod destroy_session;
 mod exchange_id;
 mod free_stateid;
 mod getattr;
+mod getdeviceinfo;
 mod getfh;
 mod getxattr;
 mod io_advise;
+mod layoutcommit;
+mod layoutget;
+mod layoutreturn;
 mod link;
 mod listxattrs;
 mod lock;
@@ -120,6 +125,11 @@ impl Status for SETCLIENTID4res {
     }
 }
 impl Status for COPY4res {
+    fn status(&self) -> nfsstat4 {
+        self.discriminant()
+    }
+}
+impl Status for GETDEVICEINFO4res {
     fn status(&self) -> nfsstat4 {
         self.discriminant()
     }

@@ -21,6 +21,9 @@ pub(super) fn run(cx: &mut Compound, args: REMOVE4args) -> Result<REMOVE4resok, 
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
     recall_delegations(cx, (dir.export.id, victim_id, victim.generation))?;
+    if victim.nlink <= 1 {
+        super::dirops::recall_layouts(cx, (dir.export.id, victim_id, victim.generation));
+    }
     let r = if victim.ftype == FileType::Directory { fs.rmdir(dir.id, name) } else { fs.remove(dir.id, name) };
     r.map_err(stat4)?;
     Ok(REMOVE4resok { cinfo: cinfo(&dir.attrs, fs, dir.id) })

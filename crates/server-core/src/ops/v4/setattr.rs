@@ -49,6 +49,9 @@ fn set(cx: &Compound, args: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
         )?;
     }
     super::dirops::recall_delegations(cx, super::open::file_key(&o))?;
+    if set.size.is_some() {
+        super::dirops::recall_layouts(cx, super::open::file_key(&o));
+    }
     match check_setattr(&o.attrs, &o.creds, &set) {
         Ok(()) => {}
         Err(SetattrDenied::Perm) => return Err(nfsstat4::NFS4ERR_PERM),

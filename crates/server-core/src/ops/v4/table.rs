@@ -115,19 +115,13 @@ pub(super) fn run_op(cx: &mut Compound, op: nfs_argop4) -> (nfs_resop4, nfsstat4
         A::OP_GET_DIR_DELEGATION(_) => {
             ok!(R::OP_GET_DIR_DELEGATION, GET_DIR_DELEGATION4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }
-        A::OP_GETDEVICEINFO(_) => {
-            ok!(R::OP_GETDEVICEINFO, GETDEVICEINFO4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
-        }
+        A::OP_GETDEVICEINFO(args) => full!(R::OP_GETDEVICEINFO, super::getdeviceinfo::run(cx, args)),
         A::OP_GETDEVICELIST(_) => {
             ok!(R::OP_GETDEVICELIST, GETDEVICELIST4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }
-        A::OP_LAYOUTCOMMIT(_) => {
-            ok!(R::OP_LAYOUTCOMMIT, LAYOUTCOMMIT4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
-        }
-        A::OP_LAYOUTGET(_) => ok!(R::OP_LAYOUTGET, LAYOUTGET4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP)),
-        A::OP_LAYOUTRETURN(_) => {
-            ok!(R::OP_LAYOUTRETURN, LAYOUTRETURN4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
-        }
+        A::OP_LAYOUTCOMMIT(args) => ok!(R::OP_LAYOUTCOMMIT, LAYOUTCOMMIT4res, super::layoutcommit::run(cx, args)),
+        A::OP_LAYOUTGET(args) => ok!(R::OP_LAYOUTGET, LAYOUTGET4res, super::layoutget::run(cx, args)),
+        A::OP_LAYOUTRETURN(args) => ok!(R::OP_LAYOUTRETURN, LAYOUTRETURN4res, super::layoutreturn::run(cx, args)),
         A::OP_WANT_DELEGATION(_) => {
             ok!(R::OP_WANT_DELEGATION, WANT_DELEGATION4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }

@@ -112,14 +112,18 @@ fn open_arguments() -> open_arguments4 {
 /// may hold the verifier until the follow-up SETATTR.
 const EXCLCREAT: [u32; 4] = [FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
 
-/// The `supported_attrs` bitmap for `minor`.
-pub(crate) fn supported_mask(minor: u32) -> bitmap4 {
+/// The `supported_attrs` bitmap for `minor`; `pnfs`: this server hands
+/// out layouts (`fs_layout_types`, minor version 1 on).
+pub(crate) fn supported_mask(minor: u32, pnfs: bool) -> bitmap4 {
     let mut m = Vec::new();
     for n in SUPPORTED {
         add(&mut m, *n);
     }
     if minor >= 1 {
         add(&mut m, FATTR4_SUPPATTR_EXCLCREAT);
+        if pnfs {
+            add(&mut m, FATTR4_FS_LAYOUT_TYPES);
+        }
     }
     if minor >= 2 {
         for n in SUPPORTED_V42 {
@@ -259,7 +263,7 @@ fn values(cx: &Compound, s: &Subject) -> Values {
 /// left out too; callers that must refuse them check first. Fails only
 /// when a supported value cannot be obtained (file-system statistics).
 pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fattr4, nfsstat4> {
-    let supported = supported_mask(cx.minor);
+    let supported = supported_mask(cx.minor, super::super::pnfs::data_servers(cx).is_some());
     let settings = cx.core.settings();
     let v4 = &cx.state().settings;
     let v = values(cx, s);
@@ -286,6 +290,11 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
         add(&mut mask, n);
         match n {
             FATTR4_SUPPORTED_ATTRS => supported.encode(&mut e),
+            FATTR4_FS_LAYOUT_TYPES => {
+                let flex = matches!(s, Subject::Obj { export, .. } if export.fs.shared());
+                let types = if flex { vec![layouttype4::LAYOUT4_FLEX_FILES] } else { vec![] };
+                types.encode(&mut e)
+            }
             FATTR4_TYPE => ftype4(v.ftype).encode(&mut e),
             FATTR4_FH_EXPIRE_TYPE => e.u32(FH4_PERSISTENT),
             FATTR4_CHANGE => e.u64(v.change),

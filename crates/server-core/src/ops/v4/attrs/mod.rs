@@ -39,7 +39,7 @@ pub(crate) fn same_as_current(cx: &Compound, fattr: &fattr4) -> Result<bool, nfs
     if has(mask, FATTR4_RDATTR_ERROR) || WRITE_ONLY.iter().any(|n| has(mask, *n)) {
         return Err(nfsstat4::NFS4ERR_INVAL);
     }
-    let supported = supported_mask(cx.minor);
+    let supported = supported_mask(cx.minor, super::pnfs::data_servers(cx).is_some());
     if bits(mask).any(|n| !has(&supported, n)) {
         return Err(nfsstat4::NFS4ERR_ATTRNOTSUPP);
     }
