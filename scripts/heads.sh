@@ -24,6 +24,7 @@
 #   HEADS_EXPORT  [/heads]           CephFS directory every head exports (made if missing)
 #   HEADS_CONFIG  [unset]            extra settings appended to every head's nfsx.toml
 #                                    (after its [ceph] and [cluster] tables)
+#   HEADS_CONFIG_I [unset]           extra settings for head I only (after HEADS_CONFIG)
 #   NFSX          [target/release/nfsx]
 set -euo pipefail
 
@@ -100,6 +101,8 @@ start_head() {
     # head that takes over this one's address lets its clients reclaim.
     printf '[cluster]\nnode = "%s"\n' "$i"
     [[ -n ${HEADS_CONFIG:-} ]] && printf '%s\n' "$HEADS_CONFIG"
+    local own="HEADS_CONFIG_$i"
+    [[ -n ${!own:-} ]] && printf '%s\n' "${!own}"
   } >"$DIR/head$i/nfsx.toml"
   # Clients come from the bridge's network (the host namespace is .254).
   echo "$EXPORT $NET.0/24(rw,sync,no_root_squash,insecure)" >"$DIR/head$i/exports"

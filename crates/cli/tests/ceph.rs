@@ -576,6 +576,61 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
     eprintln!("reclaim on head 1 took {took:?}; the cluster left grace {grace_left:?} later");
 }
 
+/// Two heads of one CephFS with one handle key: a data server, and a
+/// metadata server whose layouts name it.
+fn pnfs_heads(conf: &str, path: &str) -> (TestServer, TestServer) {
+    let key = Some([7u8; 32]);
+    let ceph = format!("[ceph]\nconf = \"{conf}\"\n");
+    let ds = TestServer::start(ServerOpts {
+        backend: "ceph",
+        extra_config: &ceph,
+        export_path: Some(path),
+        handle_key: key,
+        ..Default::default()
+    });
+    let mds = TestServer::start(ServerOpts {
+        backend: "ceph",
+        extra_config: &format!("[core]\npnfs_data_servers = [\"127.0.0.1:{}\"]\n{ceph}", ds.port),
+        export_path: Some(path),
+        handle_key: key,
+        ..Default::default()
+    });
+    (ds, mds)
+}
+
+/// nfsx's client with layouts: a file written and read back through the
+/// metadata server's address goes to the data server over NFSv3 (the
+/// client counts those calls), COMMIT included, and reads back whole.
+#[test]
+fn nfsx_client_sends_io_through_layouts() {
+    let Some((conf, path)) = ceph_dir("pnfs-client") else { return };
+    let (_ds, mds) = pnfs_heads(&conf, &path);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let url = format!("nfs://127.0.0.1:{}{path}?version=4.1", mds.port);
+        let c = client::Client::connect(&url, client::ClientSettings::default()).await.unwrap();
+        let data: Vec<u8> = (0..(4u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
+        let how = client::OpenOptions { write: true, create: true, truncate: true, ..Default::default() };
+        let mut f = c.open("laid-out", how).await.unwrap();
+        for (i, chunk) in data.chunks(1 << 20).enumerate() {
+            f.write((i << 20) as u64, chunk).await.unwrap();
+        }
+        f.close().await.unwrap();
+        let mut f = c.open("laid-out", client::OpenOptions::read()).await.unwrap();
+        let mut back = vec![0u8; data.len()];
+        let mut at = 0;
+        while at < back.len() {
+            let n = f.read(at as u64, &mut back[at..]).await.unwrap();
+            assert!(n > 0, "short file: {at} bytes");
+            at += n;
+        }
+        f.close().await.unwrap();
+        assert!(back == data, "read back differs");
+        let counters = c.nfs41().unwrap().counters();
+        assert!(counters.ds_writes > 0 && counters.ds_reads > 0, "{counters:?}");
+    });
+}
+
 /// pNFS with flexible-file layouts over two heads of one CephFS sharing a
 /// handle key: head 1, the metadata server, names head 2 as NFSv3 data
 /// server; a WRITE sent to head 2 with the layout's handle and ids reads
@@ -586,22 +641,7 @@ fn flex_file_layouts_send_io_to_another_head() {
     use support::v4::*;
     use xdr::{Decode, Decoder, Encode, Encoder};
     let Some((conf, path)) = ceph_dir("pnfs") else { return };
-    let key = Some([7u8; 32]);
-    let ceph = format!("[ceph]\nconf = \"{conf}\"\n");
-    let ds = TestServer::start(ServerOpts {
-        backend: "ceph",
-        extra_config: &ceph,
-        export_path: Some(&path),
-        handle_key: key,
-        ..Default::default()
-    });
-    let mds = TestServer::start(ServerOpts {
-        backend: "ceph",
-        extra_config: &format!("[core]\npnfs_data_servers = [\"127.0.0.1:{}\"]\n{ceph}", ds.port),
-        export_path: Some(&path),
-        handle_key: key,
-        ..Default::default()
-    });
+    let (ds, mds) = pnfs_heads(&conf, &path);
 
     // The metadata server says so, and lists the layout type for the export.
     let r = Conn::connect(mds.port).compound(

@@ -62,13 +62,17 @@ pub struct V41Settings {
     /// Accept the delegations the server offers (false: every OPEN says
     /// it wants none, OPEN4_SHARE_ACCESS_WANT_NO_DELEG). Default true.
     pub delegations: bool,
+    /// Use pNFS flexible-file layouts when the server offers them: READ,
+    /// WRITE and COMMIT of open files go to the data servers the layouts
+    /// name. Default true.
+    pub pnfs: bool,
     /// Waits between retries of a request the server asked to delay.
     pub retry: RetrySettings,
 }
 
 impl Default for V41Settings {
     fn default() -> Self {
-        V41Settings { slots: 64, delegations: true, retry: RetrySettings::default() }
+        V41Settings { slots: 64, delegations: true, pnfs: true, retry: RetrySettings::default() }
     }
 }
 

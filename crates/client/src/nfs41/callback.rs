@@ -87,6 +87,17 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
                     nfsstat4::NFS4_OK,
                 )
             }
+            // The layout serves no new I/O; with nothing left to commit
+            // through it, it is simply forgotten (RFC 8881 section 20.3.3
+            // lets a client that holds none say NOMATCHING_LAYOUT).
+            nfs_cb_argop4::OP_CB_LAYOUTRECALL(r) => {
+                let held = match &r.clora_recall {
+                    layoutrecall4::LAYOUTRECALL4_FILE(f) => nfs.layout_recalled(&f.lor_fh),
+                    _ => nfs.all_layouts_recalled(),
+                };
+                let s = if held { nfsstat4::NFS4_OK } else { nfsstat4::NFS4ERR_NOMATCHING_LAYOUT };
+                (nfs_cb_resop4::OP_CB_LAYOUTRECALL(CB_LAYOUTRECALL4res { clorr_status: s }), s)
+            }
             nfs_cb_argop4::OP_CB_OFFLOAD(o) => {
                 nfs.offloads.lock().deliver(o);
                 let s = nfsstat4::NFS4_OK;

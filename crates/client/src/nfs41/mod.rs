@@ -14,6 +14,7 @@ mod locks;
 mod oneshot;
 mod opens;
 mod ops;
+mod pnfs;
 mod session;
 mod v42;
 
@@ -95,6 +96,9 @@ pub struct Nfs41 {
     pub(crate) offloads: Mutex<v42::Offloads>,
     pub(crate) me: Weak<Nfs41>,
     pub(crate) counters: Mutex<Counters>,
+    /// Layouts and data servers, when the server is a pNFS metadata server
+    /// and `[v41] pnfs` is on.
+    pub(crate) pnfs: Option<pnfs::Pnfs>,
 }
 
 /// What the v4.1 layer did besides the calls the stats count.
@@ -109,6 +113,9 @@ pub struct Counters {
     pub local_opens: u64,
     /// Locks taken (or found in the way) under a write delegation without a call.
     pub local_locks: u64,
+    /// READs and WRITEs sent to a pNFS data server instead of the server.
+    pub ds_reads: u64,
+    pub ds_writes: u64,
 }
 
 impl Nfs41 {

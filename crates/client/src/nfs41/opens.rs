@@ -330,6 +330,7 @@ impl Nfs41 {
             return self.downgrade(fh, open).await;
         }
         let Some(stateid) = stateid else { return Ok(()) };
+        self.return_layout(fh).await;
         // The file's lock stateids go in the same compound (its locks
         // were released before the close, as close(2) releases them).
         let mut ops = vec![nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() })];

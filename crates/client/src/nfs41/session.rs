@@ -13,7 +13,7 @@ use proto::nfs4::*;
 use tokio::sync::{mpsc, Notify};
 use xdr::{Decode, Decoder};
 
-use super::{callback, Counters, Nfs41, SessionState};
+use super::{callback, pnfs, Counters, Nfs41, SessionState};
 use crate::error::{Error, Result};
 use crate::settings::ClientSettings;
 use crate::transport::{ConnParams, Connection};
@@ -153,6 +153,11 @@ impl Nfs41 {
         };
         let cs = create_session(&conn, minor, eid.eir_clientid, eid.eir_sequenceid, slots_wanted, max_request).await?;
         let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(1);
+        let pnfs = (settings.v41.pnfs && eid.eir_flags & EXCHGID4_FLAG_USE_PNFS_MDS != 0).then(|| pnfs::Pnfs {
+            params: params.clone(),
+            machine: host.clone(),
+            table: Default::default(),
+        });
         let nfs = Arc::new_cyclic(|me| Nfs41 {
             conn,
             minor,
@@ -182,6 +187,7 @@ impl Nfs41 {
             offloads: Mutex::default(),
             me: me.clone(),
             counters: Mutex::new(Counters { sessions_created: 1, ..Default::default() }),
+            pnfs,
         });
         tokio::spawn(callback::serve(Arc::downgrade(&nfs), cb_rx));
         nfs.reclaim_complete().await?;

@@ -1,0 +1,338 @@
+//! pNFS with flexible-file layouts (RFC 8435) on the client side: when the
+//! server is a metadata server (EXCHGID4_FLAG_USE_PNFS_MDS) and
+//! `[v41] pnfs` is on, READ, WRITE and COMMIT of an open file go over
+//! NFSv3 to the data server its layout names, with the layout's handle and
+//! AUTH_SYS ids. Anything a layout cannot serve (none offered, a data
+//! server unreachable or refusing) goes through the metadata server, as
+//! without pNFS.
+//!
+//! Unstable writes sent to a data server are committed there: a layout
+//! with such writes outstanding stays until the COMMIT, even once recalled
+//! (it then serves no new I/O).
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use proto::nfs3::{self, stable_how};
+use proto::nfs4::*;
+use xdr::{Decode, Decoder, Encode, Encoder};
+
+use super::Nfs41;
+use crate::error::{Error, Result};
+use crate::transport::{ConnParams, Connection};
+
+/// One file's layout as this client uses it.
+#[derive(Clone)]
+pub(crate) struct FileLayout {
+    stateid: stateid4,
+    ds: Arc<Connection>,
+    fh: Bytes,
+    /// Unstable writes went to the data server since its last COMMIT.
+    dirty: bool,
+    /// The server recalled it: no new I/O through it.
+    recalled: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct Table {
+    files: HashMap<Bytes, FileLayout>,
+    /// Files no layout was had for while they were open.
+    unavailable: HashSet<Bytes>,
+    /// Data server connections by (device, uid, gid): the credential is
+    /// the connection's.
+    devices: HashMap<(deviceid4, u32, u32), Arc<Connection>>,
+}
+
+/// What pNFS needs besides the session.
+pub(crate) struct Pnfs {
+    pub params: ConnParams,
+    pub machine: String,
+    pub table: parking_lot::Mutex<Table>,
+}
+
+fn io_error(what: &'static str, why: impl std::fmt::Display) -> Error {
+    Error::Invalid(format!("pNFS {what}: {why}"))
+}
+
+/// A universal address (`h1.h2.h3.h4.p1.p2`, or an IPv6 one with the port
+/// in its last two fields).
+fn parse_uaddr(a: &netaddr4) -> Option<SocketAddr> {
+    let s = std::str::from_utf8(&a.na_r_addr).ok()?;
+    let mut parts = s.rsplitn(3, '.');
+    let lo: u16 = parts.next()?.parse().ok()?;
+    let hi: u16 = parts.next()?.parse().ok()?;
+    let host: std::net::IpAddr = parts.next()?.parse().ok()?;
+    Some(SocketAddr::new(host, hi << 8 | lo))
+}
+
+fn putfh(fh: &Bytes) -> nfs_argop4 {
+    nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() })
+}
+
+impl Nfs41 {
+    /// The layout I/O of `fh` may use now, getting one on first use.
+    pub(crate) async fn layout(&self, fh: &Bytes) -> Option<FileLayout> {
+        let p = self.pnfs.as_ref()?;
+        {
+            let t = p.table.lock();
+            if let Some(l) = t.files.get(fh) {
+                return (!l.recalled).then(|| l.clone());
+            }
+            if t.unavailable.contains(fh) {
+                return None;
+            }
+        }
+        let stateid = self.io_stateid(fh, true);
+        if stateid.other == [0; 12] {
+            // Not open here: layouts are had under an open.
+            return None;
+        }
+        match self.fetch_layout(p, fh, stateid).await {
+            Ok(l) => {
+                p.table.lock().files.insert(fh.clone(), l.clone());
+                Some(l)
+            }
+            Err(e) => {
+                tracing::debug!("no pNFS layout; I/O goes through the metadata server: {e}");
+                p.table.lock().unavailable.insert(fh.clone());
+                None
+            }
+        }
+    }
+
+    async fn fetch_layout(&self, p: &Pnfs, fh: &Bytes, stateid: stateid4) -> Result<FileLayout> {
+        let get = nfs_argop4::OP_LAYOUTGET(LAYOUTGET4args {
+            loga_signal_layout_avail: false,
+            loga_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+            loga_iomode: layoutiomode4::LAYOUTIOMODE4_RW,
+            loga_offset: 0,
+            loga_length: u64::MAX,
+            loga_minlength: 0,
+            loga_stateid: stateid,
+            loga_maxcount: 16384,
+        });
+        let res = self.compound(vec![putfh(fh), get]).await?;
+        let Some(nfs_resop4::OP_LAYOUTGET(LAYOUTGET4res::NFS4_OK(ok))) = res.get(1) else {
+            return Err(io_error("LAYOUTGET", "malformed reply"));
+        };
+        let layout = ok.logr_layout.first().ok_or_else(|| io_error("LAYOUTGET", "no layout"))?;
+        let ff = ff_layout4::decode(&mut Decoder::new(layout.lo_content.loc_body.clone()))
+            .map_err(|e| io_error("layout", e))?;
+        let ds = ff
+            .ffl_mirrors
+            .first()
+            .and_then(|m| m.ffm_data_servers.first())
+            .ok_or_else(|| io_error("layout", "no data server"))?;
+        let ds_fh = ds.ffds_fh_vers.first().ok_or_else(|| io_error("layout", "no handle"))?.clone();
+        let id = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<u32>().ok());
+        let (uid, gid) = id(&ds.ffds_user).zip(id(&ds.ffds_group)).ok_or_else(|| io_error("layout", "ids"))?;
+        let conn = self.data_server(p, ds.ffds_deviceid, uid, gid).await?;
+        Ok(FileLayout { stateid: ok.logr_stateid.clone(), ds: conn, fh: ds_fh, dirty: false, recalled: false })
+    }
+
+    /// A connection to the device, as `uid`/`gid`, made on first use.
+    async fn data_server(&self, p: &Pnfs, device: deviceid4, uid: u32, gid: u32) -> Result<Arc<Connection>> {
+        if let Some(c) = p.table.lock().devices.get(&(device, uid, gid)) {
+            return Ok(c.clone());
+        }
+        let info = nfs_argop4::OP_GETDEVICEINFO(GETDEVICEINFO4args {
+            gdia_device_id: device,
+            gdia_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+            gdia_maxcount: 16384,
+            gdia_notify_types: vec![],
+        });
+        let res = self.compound(vec![info]).await?;
+        let Some(nfs_resop4::OP_GETDEVICEINFO(GETDEVICEINFO4res::NFS4_OK(ok))) = res.first() else {
+            return Err(io_error("GETDEVICEINFO", "malformed reply"));
+        };
+        let addr = ff_device_addr4::decode(&mut Decoder::new(ok.gdir_device_addr.da_addr_body.clone()))
+            .map_err(|e| io_error("device", e))?;
+        if !addr.ffda_versions.iter().any(|v| v.ffdv_version == 3) {
+            return Err(io_error("device", "no NFSv3 data server"));
+        }
+        let at = addr.ffda_netaddrs.iter().find_map(parse_uaddr).ok_or_else(|| io_error("device", "no address"))?;
+        let cred = client_core::rpc::auth_sys(&p.machine, uid, gid, &[gid]);
+        let conn = Connection::connect(ConnParams { addr: at, cred, ..p.params.clone() })
+            .await
+            .map_err(|e| Error::Connect { what: format!("pNFS data server {at}"), why: e.to_string() })?;
+        let conn = Arc::new(conn);
+        p.table.lock().devices.insert((device, uid, gid), conn.clone());
+        Ok(conn)
+    }
+
+    /// An NFSv3 call to a layout's data server.
+    async fn ds_call<A: Encode, R: crate::nfs3::Nfs3Result>(l: &FileLayout, proc_: u32, args: &A) -> Result<R::Ok> {
+        let name = client_core::stats::procedure_name(nfs3::NFS_PROGRAM, nfs3::NFS_V3, proc_);
+        let mut e = Encoder::new();
+        args.encode(&mut e);
+        let bytes =
+            l.ds.call(nfs3::NFS_PROGRAM, nfs3::NFS_V3, proc_, e.into_segments())
+                .await
+                .map_err(|err| Error::Rpc { proc: name, err })?;
+        let res = R::decode(&mut Decoder::new(bytes)).map_err(|e| Error::Decode { proc: name, why: e.to_string() })?;
+        res.into_result().map_err(|status| Error::Nfs { proc: name, status })
+    }
+
+    /// A layout that failed: no more I/O through it while the file is open.
+    fn layout_failed(&self, fh: &Bytes, e: &Error) {
+        tracing::warn!("pNFS data server failed, I/O goes through the metadata server: {e}");
+        if let Some(p) = &self.pnfs {
+            let mut t = p.table.lock();
+            if let Some(l) = t.files.get_mut(fh) {
+                l.recalled = true;
+            }
+            t.unavailable.insert(fh.clone());
+        }
+    }
+
+    /// READ through the layout; `None`: the caller reads through the
+    /// metadata server.
+    pub(crate) async fn ds_read(&self, fh: &Bytes, offset: u64, count: u32) -> Option<nfs3::READ3resok> {
+        let l = self.layout(fh).await?;
+        let args = nfs3::READ3args { file: nfs3::nfs_fh3 { data: l.fh.clone() }, offset, count };
+        match Self::ds_call::<_, nfs3::READ3res>(&l, nfs3::NFS3_READ, &args).await {
+            Ok(ok) => {
+                self.counters.lock().ds_reads += 1;
+                Some(ok)
+            }
+            Err(e) => {
+                self.layout_failed(fh, &e);
+                None
+            }
+        }
+    }
+
+    /// WRITE through the layout; `None`: the caller writes through the
+    /// metadata server.
+    pub(crate) async fn ds_write(
+        &self,
+        fh: &Bytes,
+        offset: u64,
+        data: &Bytes,
+        stable: stable_how,
+    ) -> Option<nfs3::WRITE3resok> {
+        let l = self.layout(fh).await?;
+        if stable != stable_how::FILE_SYNC {
+            if let Some(p) = &self.pnfs {
+                if let Some(x) = p.table.lock().files.get_mut(fh) {
+                    x.dirty = true;
+                }
+            }
+        }
+        let args = nfs3::WRITE3args {
+            file: nfs3::nfs_fh3 { data: l.fh.clone() },
+            offset,
+            count: data.len() as u32,
+            stable,
+            data: data.clone(),
+        };
+        match Self::ds_call::<_, nfs3::WRITE3res>(&l, nfs3::NFS3_WRITE, &args).await {
+            Ok(ok) => {
+                self.counters.lock().ds_writes += 1;
+                Some(ok)
+            }
+            Err(e) => {
+                self.layout_failed(fh, &e);
+                None
+            }
+        }
+    }
+
+    /// COMMIT at the data server that holds unstable writes of `fh`.
+    /// `None`: there is none (the caller commits at the metadata server).
+    pub(crate) async fn ds_commit(&self, fh: &Bytes) -> Option<Result<nfs3::COMMIT3resok>> {
+        let l = {
+            let t = self.pnfs.as_ref()?.table.lock();
+            t.files.get(fh).filter(|l| l.dirty)?.clone()
+        };
+        let args = nfs3::COMMIT3args { file: nfs3::nfs_fh3 { data: l.fh.clone() }, offset: 0, count: 0 };
+        let r = Self::ds_call::<_, nfs3::COMMIT3res>(&l, nfs3::NFS3_COMMIT, &args).await;
+        if r.is_ok() {
+            if let Some(p) = &self.pnfs {
+                let mut t = p.table.lock();
+                let gone = t.files.get_mut(fh).map(|x| {
+                    x.dirty = false;
+                    x.recalled
+                });
+                if gone == Some(true) {
+                    t.files.remove(fh);
+                }
+            }
+        }
+        // A failed COMMIT is the caller's to see: the writes it covers may
+        // be lost, and only they can be sent again.
+        Some(r)
+    }
+
+    /// The server recalled `fh`'s layout (CB_LAYOUTRECALL): it serves no
+    /// new I/O; it goes once nothing is left to commit through it.
+    pub(crate) fn layout_recalled(&self, fh: &Bytes) -> bool {
+        let Some(p) = &self.pnfs else { return false };
+        let mut t = p.table.lock();
+        let Some(l) = t.files.get_mut(fh) else { return false };
+        if l.dirty {
+            l.recalled = true;
+        } else {
+            t.files.remove(fh);
+        }
+        true
+    }
+
+    /// Every layout recalled at once (an FSID or ALL recall).
+    pub(crate) fn all_layouts_recalled(&self) -> bool {
+        let Some(p) = &self.pnfs else { return false };
+        let mut t = p.table.lock();
+        let held = !t.files.is_empty();
+        t.files.retain(|_, l| l.dirty);
+        for l in t.files.values_mut() {
+            l.recalled = true;
+        }
+        held
+    }
+
+    /// The file is closed: its layout goes back to the server.
+    pub(crate) async fn return_layout(&self, fh: &Bytes) {
+        let Some(p) = &self.pnfs else { return };
+        let l = {
+            let mut t = p.table.lock();
+            t.unavailable.remove(fh);
+            match t.files.get(fh) {
+                // Unstable data is still to be committed through it.
+                Some(l) if l.dirty => return,
+                Some(_) => t.files.remove(fh),
+                None => return,
+            }
+        };
+        let Some(l) = l else { return };
+        let ret = nfs_argop4::OP_LAYOUTRETURN(LAYOUTRETURN4args {
+            lora_reclaim: false,
+            lora_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+            lora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
+            lora_layoutreturn: layoutreturn4::LAYOUTRETURN4_FILE(layoutreturn_file4 {
+                lrf_offset: 0,
+                lrf_length: u64::MAX,
+                lrf_stateid: l.stateid,
+                lrf_body: Bytes::new(),
+            }),
+        });
+        if let Err(e) = self.compound(vec![putfh(fh), ret]).await {
+            tracing::debug!("LAYOUTRETURN: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn universal_addresses() {
+        let a = |s: &str| netaddr4 { na_r_netid: Bytes::from_static(b"tcp"), na_r_addr: Bytes::from(s.to_string()) };
+        assert_eq!(parse_uaddr(&a("10.78.0.2.8.1")), Some("10.78.0.2:2049".parse().unwrap()));
+        assert_eq!(parse_uaddr(&a("::1.8.1")), Some("[::1]:2049".parse().unwrap()));
+        assert_eq!(parse_uaddr(&a("10.78.0.2")), None);
+        assert_eq!(parse_uaddr(&a("nonsense")), None);
+    }
+}
