@@ -92,28 +92,6 @@ pub const CEPH_RECLAIM_RESET: c_uint = 1;
 /// `AT_SYMLINK_NOFOLLOW` as libcephfs takes it in lookup flags.
 pub const AT_SYMLINK_NOFOLLOW: c_uint = 0x100;
 
-macro_rules! api {
-    ($($name:ident: fn($($arg:ty),* $(,)?) $(-> $ret:ty)?;)*) => {
-        /// libcephfs's functions, resolved once per process.
-        pub struct Api {
-            $(pub $name: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
-            _lib: libloading::Library,
-        }
-
-        impl Api {
-            /// # Safety
-            /// `lib` must be libcephfs 16.2 or later, whose functions have
-            /// the signatures declared here.
-            unsafe fn resolve(lib: libloading::Library) -> Result<Api, libloading::Error> {
-                Ok(Api {
-                    $($name: *lib.get(concat!(stringify!($name), "\0").as_bytes())?,)*
-                    _lib: lib,
-                })
-            }
-        }
-    };
-}
-
 api! {
     ceph_version: fn(*mut c_int, *mut c_int, *mut c_int) -> *const c_char;
     ceph_create: fn(*mut *mut ceph_mount_info, *const c_char) -> c_int;

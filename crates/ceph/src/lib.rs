@@ -16,6 +16,30 @@
 //!   returns after the metadata server has journaled it
 //!   (`ceph_ll_sync_inode` of the directory), not on its early reply.
 
+/// `pub struct Api` holding the C functions listed, each resolved by its
+/// own name from a library opened at run time (libcephfs, librados).
+macro_rules! api {
+    ($($name:ident: fn($($arg:ty),* $(,)?) $(-> $ret:ty)?;)*) => {
+        /// The library's functions, resolved once per process.
+        pub struct Api {
+            $(pub $name: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+            _lib: libloading::Library,
+        }
+
+        impl Api {
+            /// # Safety
+            /// `lib` must be the Ceph 16.2 (or later) library whose
+            /// functions have the signatures declared here.
+            unsafe fn resolve(lib: libloading::Library) -> Result<Api, libloading::Error> {
+                Ok(Api {
+                    $($name: *lib.get(concat!(stringify!($name), "\0").as_bytes())?,)*
+                    _lib: lib,
+                })
+            }
+        }
+    };
+}
+
 mod attrs;
 mod dir;
 pub mod ffi;

@@ -525,17 +525,7 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
     let reclaim = |addr: std::net::SocketAddr| -> Duration {
         let started = Instant::now();
         let a = Client41::reclaiming_at(addr, &owner_a, 8);
-        let r = a.run(vec![
-            on(),
-            nfs_argop4::OP_OPEN(OPEN4args {
-                seqid: 0,
-                share_access: OPEN4_SHARE_ACCESS_BOTH,
-                share_deny: OPEN4_SHARE_DENY_NONE,
-                owner: open_owner(&a, "oa"),
-                openhow: openflag4::default(opentype4::OPEN4_NOCREATE),
-                claim: open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
-            }),
-        ]);
+        let r = a.run(vec![on(), reclaim_open_op(&a, "oa")]);
         ok_res(&r);
         let open = opened(&r, 1).stateid.clone();
         let nfs_argop4::OP_LOCK(mut lock) = lock_op(&a, &open, "la", 0, 100) else { unreachable!() };
@@ -745,7 +735,7 @@ fn flex_file_layouts_send_io_to_another_head() {
     proto::bitmap4::add(&mut attrmask, FATTR4_SIZE);
     let truncate = nfs_argop4::OP_SETATTR(SETATTR4args {
         stateid: stateid4 { seqid: 0, other: [0; 12] },
-        obj_attributes: fattr4 { attrmask, attr_vals: Bytes::from(size.into_bytes()) },
+        obj_attributes: fattr4 { attrmask, attr_vals: size.into_bytes() },
     });
     ok_res(&other.run(vec![on(), truncate]));
     let recall = c.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(10)).expect("CB_LAYOUTRECALL");

@@ -198,17 +198,7 @@ fn opens_are_reclaimed_after_a_restart_and_others_wait_for_grace() {
     let r = b.run(with(export_ops(&srv), vec![open_op(&b, "ob", "other", OPEN4_SHARE_ACCESS_BOTH, true)]));
     assert_eq!(r.status, nfsstat4::NFS4ERR_GRACE);
     // A reclaims its open by file handle.
-    let r = a.run(vec![
-        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
-        nfs_argop4::OP_OPEN(OPEN4args {
-            seqid: 0,
-            share_access: OPEN4_SHARE_ACCESS_BOTH,
-            share_deny: OPEN4_SHARE_DENY_NONE,
-            owner: open_owner(&a, "oa"),
-            openhow: openflag4::default(opentype4::OPEN4_NOCREATE),
-            claim: open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
-        }),
-    ]);
+    let r = a.run(vec![nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }), reclaim_open_op(&a, "oa")]);
     ok_res(&r);
     // A was the only client known from before: its RECLAIM_COMPLETE ends
     // the grace period.

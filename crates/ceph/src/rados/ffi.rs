@@ -11,28 +11,6 @@ use std::sync::OnceLock;
 pub type rados_t = *mut c_void;
 pub type rados_ioctx_t = *mut c_void;
 
-macro_rules! api {
-    ($($name:ident: fn($($arg:ty),* $(,)?) $(-> $ret:ty)?;)*) => {
-        /// librados's functions, resolved once per process.
-        pub struct Api {
-            $(pub $name: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
-            _lib: libloading::Library,
-        }
-
-        impl Api {
-            /// # Safety
-            /// `lib` must be librados 16.2 or later, whose functions have
-            /// the signatures declared here.
-            unsafe fn resolve(lib: libloading::Library) -> Result<Api, libloading::Error> {
-                Ok(Api {
-                    $($name: *lib.get(concat!(stringify!($name), "\0").as_bytes())?,)*
-                    _lib: lib,
-                })
-            }
-        }
-    };
-}
-
 api! {
     rados_create: fn(*mut rados_t, *const c_char) -> c_int;
     rados_conf_read_file: fn(rados_t, *const c_char) -> c_int;

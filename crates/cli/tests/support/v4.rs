@@ -447,6 +447,19 @@ pub fn open_op(client: &Client41, owner: &str, name: &str, access: u32, create: 
     })
 }
 
+/// OPEN with CLAIM_PREVIOUS (read and write) of the current file by
+/// `owner`: reclaiming an open after the server restarted.
+pub fn reclaim_open_op(client: &Client41, owner: &str) -> nfs_argop4 {
+    nfs_argop4::OP_OPEN(OPEN4args {
+        seqid: 0,
+        share_access: OPEN4_SHARE_ACCESS_BOTH,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+        owner: open_owner(client, owner),
+        openhow: openflag4::default(opentype4::OPEN4_NOCREATE),
+        claim: open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
+    })
+}
+
 /// The OPEN result at `i`.
 pub fn opened(r: &COMPOUND4res, i: usize) -> &OPEN4resok {
     match &r.resarray[i] {

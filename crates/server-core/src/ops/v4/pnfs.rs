@@ -73,7 +73,7 @@ pub(super) fn netaddr(a: SocketAddr) -> netaddr4 {
 pub(super) fn opaque(v: &impl Encode) -> Bytes {
     let mut e = Encoder::with_capacity(256);
     v.encode(&mut e);
-    Bytes::from(e.into_bytes())
+    e.into_bytes()
 }
 
 /// The data server a file's I/O goes to: files spread over all of them.
