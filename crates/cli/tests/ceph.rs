@@ -618,6 +618,10 @@ fn nfsx_client_sends_io_through_layouts() {
         assert!(back == data, "read back differs");
         let counters = c.nfs41().unwrap().counters();
         assert!(counters.ds_writes > 0 && counters.ds_reads > 0, "{counters:?}");
+        // The client's call statistics include the data servers' calls.
+        let stats = c.stats();
+        let writes = stats.ops.get("WRITE").map_or(0, |o| o.count);
+        assert!(writes >= counters.ds_writes, "{writes} WRITEs counted, {counters:?}");
     });
 }
 

@@ -62,7 +62,7 @@ impl Nfs {
     pub fn stats(&self) -> Stats {
         match self {
             Nfs::V3(n) => n.stats(),
-            Nfs::V41(n) => n.conn.stats(),
+            Nfs::V41(n) => n.stats(),
         }
     }
 

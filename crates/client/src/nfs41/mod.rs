@@ -129,6 +129,16 @@ impl Nfs41 {
         let _ = self.flush_hook.set(hook);
     }
 
+    /// The calls made, on the session's connection and, with pNFS, on
+    /// the connections to data servers (their NFSv3 READs and WRITEs).
+    pub fn stats(&self) -> client_core::stats::Stats {
+        let mut s = self.conn.stats();
+        for d in self.data_server_stats() {
+            s.merge(&d);
+        }
+        s
+    }
+
     pub fn counters(&self) -> Counters {
         self.counters.lock().clone()
     }

@@ -50,6 +50,9 @@ pub(crate) struct Pnfs {
     pub params: ConnParams,
     pub machine: String,
     pub table: parking_lot::Mutex<Table>,
+    /// One LAYOUTGET (and device lookup) at a time: concurrent first I/O
+    /// of a file waits for the layout the first caller gets.
+    pub fetching: tokio::sync::Mutex<()>,
 }
 
 fn io_error(what: &'static str, why: impl std::fmt::Display) -> Error {
@@ -75,14 +78,19 @@ impl Nfs41 {
     /// The layout I/O of `fh` may use now, getting one on first use.
     pub(crate) async fn layout(&self, fh: &Bytes) -> Option<FileLayout> {
         let p = self.pnfs.as_ref()?;
-        {
+        let known = |p: &Pnfs| -> Option<Option<FileLayout>> {
             let t = p.table.lock();
             if let Some(l) = t.files.get(fh) {
-                return (!l.recalled).then(|| l.clone());
+                return Some((!l.recalled).then(|| l.clone()));
             }
-            if t.unavailable.contains(fh) {
-                return None;
-            }
+            t.unavailable.contains(fh).then_some(None)
+        };
+        if let Some(l) = known(p) {
+            return l;
+        }
+        let _one = p.fetching.lock().await;
+        if let Some(l) = known(p) {
+            return l;
         }
         let stateid = self.io_stateid(fh, true);
         if stateid.other == [0; 12] {
@@ -278,6 +286,12 @@ impl Nfs41 {
             t.files.remove(fh);
         }
         true
+    }
+
+    /// The counters of the connections to data servers.
+    pub(crate) fn data_server_stats(&self) -> Vec<client_core::stats::Stats> {
+        let Some(p) = &self.pnfs else { return Vec::new() };
+        p.table.lock().devices.values().map(|c| c.stats()).collect()
     }
 
     /// Every layout recalled at once (an FSID or ALL recall).

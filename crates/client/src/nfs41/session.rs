@@ -157,6 +157,7 @@ impl Nfs41 {
             params: params.clone(),
             machine: host.clone(),
             table: Default::default(),
+            fetching: Default::default(),
         });
         let nfs = Arc::new_cyclic(|me| Nfs41 {
             conn,
