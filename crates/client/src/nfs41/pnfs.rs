@@ -195,14 +195,13 @@ impl Nfs41 {
         }
     }
 
-    /// READ through the layout; `None`: the caller reads through the
-    /// metadata server.
-    pub(crate) async fn ds_read(&self, fh: &Bytes, offset: u64, count: u32) -> Option<nfs3::READ3resok> {
-        let l = self.layout(fh).await?;
-        let args = nfs3::READ3args { file: nfs3::nfs_fh3 { data: l.fh.clone() }, offset, count };
-        match Self::ds_call::<_, nfs3::READ3res>(&l, nfs3::NFS3_READ, &args).await {
+    /// A data server's answer: counted when it served the call; when it
+    /// failed, the file's I/O goes through the metadata server from now on
+    /// (`None` tells the caller to send this call there too).
+    fn ds_outcome<T>(&self, fh: &Bytes, r: Result<T>, count: impl FnOnce(&mut super::Counters)) -> Option<T> {
+        match r {
             Ok(ok) => {
-                self.counters.lock().ds_reads += 1;
+                count(&mut self.counters.lock());
                 Some(ok)
             }
             Err(e) => {
@@ -210,6 +209,15 @@ impl Nfs41 {
                 None
             }
         }
+    }
+
+    /// READ through the layout; `None`: the caller reads through the
+    /// metadata server.
+    pub(crate) async fn ds_read(&self, fh: &Bytes, offset: u64, count: u32) -> Option<nfs3::READ3resok> {
+        let l = self.layout(fh).await?;
+        let args = nfs3::READ3args { file: nfs3::nfs_fh3 { data: l.fh.clone() }, offset, count };
+        let r = Self::ds_call::<_, nfs3::READ3res>(&l, nfs3::NFS3_READ, &args).await;
+        self.ds_outcome(fh, r, |c| c.ds_reads += 1)
     }
 
     /// WRITE through the layout; `None`: the caller writes through the
@@ -236,16 +244,8 @@ impl Nfs41 {
             stable,
             data: data.clone(),
         };
-        match Self::ds_call::<_, nfs3::WRITE3res>(&l, nfs3::NFS3_WRITE, &args).await {
-            Ok(ok) => {
-                self.counters.lock().ds_writes += 1;
-                Some(ok)
-            }
-            Err(e) => {
-                self.layout_failed(fh, &e);
-                None
-            }
-        }
+        let r = Self::ds_call::<_, nfs3::WRITE3res>(&l, nfs3::NFS3_WRITE, &args).await;
+        self.ds_outcome(fh, r, |c| c.ds_writes += 1)
     }
 
     /// COMMIT at the data server that holds unstable writes of `fh`.

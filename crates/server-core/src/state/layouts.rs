@@ -22,11 +22,20 @@ pub(crate) struct Layout {
 #[derive(Debug, Default)]
 pub(crate) struct Layouts {
     by_other: HashMap<Other, Layout>,
+    /// The layout stateid of each (client, file): LAYOUTGET finds it
+    /// without a walk over every layout under the tables' lock.
+    by_holder: HashMap<(u64, FileKey), Other>,
 }
 
 impl Layouts {
     fn of(&self, client: u64, file: FileKey) -> Option<Other> {
-        self.by_other.iter().find(|(_, l)| l.client == client && l.file == file).map(|(o, _)| *o)
+        self.by_holder.get(&(client, file)).copied()
+    }
+
+    fn forget(&mut self, other: &Other) {
+        if let Some(l) = self.by_other.remove(other) {
+            self.by_holder.remove(&(l.client, l.file));
+        }
     }
 
     /// Grants (or extends) `client`'s layout of `file`: the layout stateid
@@ -40,6 +49,7 @@ impl Layouts {
     ) -> stateid4 {
         let rw = iomode == layoutiomode4::LAYOUTIOMODE4_RW;
         let other = self.of(client, file).unwrap_or_else(new_other);
+        self.by_holder.insert((client, file), other);
         let l = self.by_other.entry(other).or_insert(Layout { client, file, seqid: 0, rw });
         l.seqid = l.seqid.wrapping_add(1).max(1);
         l.rw |= rw;
@@ -70,23 +80,36 @@ impl Layouts {
     /// are handed out, so any range returns it).
     pub fn return_file(&mut self, client: u64, file: FileKey, s: &stateid4) -> Result<(), nfsstat4> {
         self.check(client, file, s)?;
-        self.by_other.remove(&s.other);
+        self.forget(&s.other);
         Ok(())
     }
 
     /// The client returns every layout it holds, or those of one export.
     pub fn return_all(&mut self, client: u64, export: Option<u32>) {
-        self.by_other.retain(|_, l| l.client != client || export.is_some_and(|e| l.file.0 != e));
+        let gone: Vec<Other> = self
+            .by_other
+            .iter()
+            .filter(|(_, l)| l.client == client && export.is_none_or(|e| l.file.0 == e))
+            .map(|(o, _)| *o)
+            .collect();
+        for o in gone {
+            self.forget(&o);
+        }
     }
 
     /// Forgets `client`'s layout of `file` (recalled without a way to
     /// reach the client).
     pub fn return_all_of_file(&mut self, client: u64, file: FileKey) {
-        self.by_other.retain(|_, l| l.client != client || l.file != file);
+        if let Some(o) = self.of(client, file) {
+            self.forget(&o);
+        }
     }
 
     /// Clients holding a layout of `file`.
     pub fn holders(&self, file: FileKey) -> Vec<(u64, stateid4)> {
+        if self.by_other.is_empty() {
+            return Vec::new();
+        }
         self.by_other
             .iter()
             .filter(|(_, l)| l.file == file)
@@ -126,5 +149,6 @@ mod tests {
         assert_eq!(ls.len(), 1);
         ls.return_all(9, None);
         assert_eq!(ls.len(), 0);
+        assert!(ls.by_holder.is_empty(), "the index follows the table");
     }
 }
