@@ -122,6 +122,7 @@ api! {
     ceph_ll_write: fn(*mut ceph_mount_info, *mut Fh, i64, u64, *const c_char) -> c_int;
     ceph_ll_fsync: fn(*mut ceph_mount_info, *mut Fh, c_int) -> c_int;
     ceph_ll_setlk: fn(*mut ceph_mount_info, *mut Fh, *mut libc::flock, u64, c_int) -> c_int;
+    ceph_ll_getlk: fn(*mut ceph_mount_info, *mut Fh, *mut libc::flock, u64) -> c_int;
     ceph_ll_sync_inode: fn(*mut ceph_mount_info, *mut Inode, c_int) -> c_int;
     ceph_ll_fallocate: fn(*mut ceph_mount_info, *mut Fh, c_int, i64, i64) -> c_int;
     ceph_ll_close: fn(*mut ceph_mount_info, *mut Fh) -> c_int;

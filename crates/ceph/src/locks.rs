@@ -32,6 +32,30 @@ impl Locked {
     }
 }
 
+/// The CephFS `flock` of `lock` on `start..=end` (NFS ranges, `end`
+/// inclusive), or `None` when the range starts beyond CephFS's signed
+/// 64-bit offsets: no real file reaches there, so such a lock is not
+/// taken in the store. A range ending beyond them runs to the end of the
+/// file (`l_len` 0), as the NFS range does in practice.
+fn flock_of(lock: RangeLock, start: u64, end: u64) -> Option<libc::flock> {
+    let l_start = i64::try_from(start).ok()?;
+    let l_len = match i64::try_from(end) {
+        Ok(e) if e < i64::MAX => e - l_start + 1,
+        _ => 0,
+    };
+    // SAFETY: a plain C struct, for which all-zero is valid.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = match lock {
+        RangeLock::Read => libc::F_RDLCK,
+        RangeLock::Write => libc::F_WRLCK,
+        RangeLock::Unlock => libc::F_UNLCK,
+    } as i16;
+    fl.l_whence = libc::SEEK_SET as i16;
+    fl.l_start = l_start;
+    fl.l_len = l_len;
+    Some(fl)
+}
+
 impl CephFs {
     pub(crate) fn do_range_lock(
         &self,
@@ -41,27 +65,10 @@ impl CephFs {
         start: u64,
         end: u64,
     ) -> VfsResult<bool> {
-        // CephFS ranges are signed 64-bit: a lock starting beyond them
-        // cannot be taken there (no real file reaches it); one ending
-        // beyond them runs to the end of the file, as the NFS range does
-        // in practice.
-        let Ok(l_start) = i64::try_from(start) else { return Ok(true) };
-        let l_len = match i64::try_from(end) {
-            Ok(e) if e < i64::MAX => e - l_start + 1,
-            _ => 0,
-        };
+        let Some(mut fl) = flock_of(lock, start, end) else { return Ok(true) };
+        let whole_file = fl.l_start == 0 && fl.l_len == 0;
         let n = self.node(id)?;
         let fh = n.fh()?;
-        // SAFETY: a plain C struct, for which all-zero is valid.
-        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = match lock {
-            RangeLock::Read => libc::F_RDLCK,
-            RangeLock::Write => libc::F_WRLCK,
-            RangeLock::Unlock => libc::F_UNLCK,
-        } as i16;
-        fl.l_whence = libc::SEEK_SET as i16;
-        fl.l_start = l_start;
-        fl.l_len = l_len;
         // SAFETY: an open file of this mount and a valid flock; no sleep.
         let rc = unsafe { (self.m.api.ceph_ll_setlk)(self.m.cm, fh, &mut fl, owner, 0) };
         match -rc {
@@ -76,7 +83,7 @@ impl CephFs {
             }
             // Only a release of the whole file says the owner holds none;
             // a partial one keeps the file referenced (harmless).
-            RangeLock::Unlock if start == 0 && l_len == 0 => {
+            RangeLock::Unlock if whole_file => {
                 if let Some((_, owners)) = files.get_mut(&id) {
                     owners.remove(&owner);
                     if owners.is_empty() {
@@ -87,5 +94,36 @@ impl CephFs {
             RangeLock::Unlock => {}
         }
         Ok(true)
+    }
+
+    /// Asks the MDS (F_GETLK) for a lock of another owner, on any head,
+    /// that conflicts with `lock` on `start..=end`.
+    pub(crate) fn do_range_test(
+        &self,
+        id: FileId,
+        owner: u64,
+        lock: RangeLock,
+        start: u64,
+        end: u64,
+    ) -> VfsResult<Option<(RangeLock, u64, u64)>> {
+        let Some(mut fl) = flock_of(lock, start, end) else { return Ok(None) };
+        let n = self.node(id)?;
+        let fh = n.fh()?;
+        // SAFETY: an open file of this mount and a valid flock.
+        let rc = unsafe { (self.m.api.ceph_ll_getlk)(self.m.cm, fh, &mut fl, owner) };
+        if rc < 0 {
+            return Err(error(-rc));
+        }
+        let kind = match i32::from(fl.l_type) {
+            libc::F_RDLCK => RangeLock::Read,
+            libc::F_WRLCK => RangeLock::Write,
+            _ => return Ok(None),
+        };
+        let held_start = u64::try_from(fl.l_start).unwrap_or(0);
+        let held_end = match u64::try_from(fl.l_len) {
+            Ok(len) if len > 0 => held_start.saturating_add(len - 1),
+            _ => u64::MAX,
+        };
+        Ok(Some((kind, held_start, held_end)))
     }
 }

@@ -136,6 +136,17 @@ impl Vfs for CephFs {
         self.guarded(|| self.do_range_lock(id, owner, lock, start, end))
     }
 
+    fn range_test(
+        &self,
+        id: FileId,
+        owner: u64,
+        lock: RangeLock,
+        start: u64,
+        end: u64,
+    ) -> VfsResult<Option<(RangeLock, u64, u64)>> {
+        self.guarded(|| self.do_range_test(id, owner, lock, start, end))
+    }
+
     fn change_is_ctime(&self) -> bool {
         false
     }

@@ -389,7 +389,21 @@ fn locks_conflict_across_heads() {
     let r = b.run(vec![on_b(), lock_op(&b, &sb, "lb", 50, 10)]);
     assert_eq!(r.status, nfsstat4::NFS4ERR_DENIED, "{r:?}");
     let nfs_resop4::OP_LOCK(LOCK4res::NFS4ERR_DENIED(d)) = &r.resarray[1] else { panic!("{r:?}") };
-    assert_eq!((d.offset, d.length), (50, 10));
+    // The holder's range, as CephFS reports it.
+    assert_eq!((d.offset, d.length), (0, 100));
+    // LOCKT on head 2 sees head 1's lock too, and creates nothing.
+    let lockt = |offset: u64, length: u64| {
+        nfs_argop4::OP_LOCKT(LOCKT4args {
+            locktype: nfs_lock_type4::READ_LT,
+            offset,
+            length,
+            owner: lock_owner4 { clientid: b.clientid, owner: Bytes::from_static(b"tester") },
+        })
+    };
+    let r = b.run(vec![on_b(), lockt(90, 20)]);
+    let nfs_resop4::OP_LOCKT(LOCKT4res::NFS4ERR_DENIED(d)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!((d.offset, d.length, d.locktype), (0, 100, nfs_lock_type4::WRITE_LT));
+    ok_res(&b.run(vec![on_b(), lockt(100, 20)]));
     // A range nobody holds is granted.
     ok_res(&b.run(vec![on_b(), lock_op(&b, &sb, "lb2", 200, 10)]));
     // And head 1 now sees head 2's lock.
@@ -449,6 +463,11 @@ fn nlm_locks_across_heads_and_free_all() {
     };
     assert_eq!(stat(&mut c1, &lock(b"host-a", &fh1)), nlm4_stats::nlm4_granted);
     assert_eq!(stat(&mut c2, &lock(b"host-b", &fh2)), nlm4_stats::nlm4_denied);
+    // NLM TEST on head 2 names the range head 1's client holds.
+    let test = nlm4_testargs { cookie: Bytes::from_static(b"t"), exclusive: false, alock: lock(b"host-b", &fh2).alock };
+    let r: nlm4_testres = c2.call(NLM_PROG, 4, NLM_TEST, &test).expect("NLM TEST");
+    let nlm4_testrply::nlm4_denied(h) = r.stat else { panic!("{:?}", r.stat) };
+    assert_eq!((h.exclusive, h.l_offset, h.l_len), (true, 0, 100));
     let _: () = c1
         .call(NLM_PROG, 4, NLM_FREE_ALL, &nlm4_notify { name: Bytes::from_static(b"host-a"), state: 2 })
         .expect("NLM FREE_ALL");
@@ -493,6 +512,40 @@ fn address_takeover_after_a_head_dies() {
 /// and head 2 refuses the conflicting lock through CephFS.
 #[test]
 fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
+    reclaim_across_a_takeover("reclaimer", &|_| {
+        ok(&run("bash", &[script, "kill", "1"], MIN), "heads.sh kill 1");
+        ok(&run("bash", &[script, "takeover", "1", "2"], MIN), "heads.sh takeover 1 2");
+    });
+}
+
+/// The same with no takeover command: head 1's machine goes away (killed,
+/// link down) and head 2 notices by itself (`takeover_after_secs`), takes
+/// head 1's clients over, ends its Ceph session and moves its address
+/// (`takeover_command`), all within the MDS session timeout (60 s).
+#[test]
+fn a_crashed_head_is_taken_over_without_a_command() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
+    reclaim_across_a_takeover("crash-reclaimer", &|one| {
+        let crashed = Instant::now();
+        ok(&run("bash", &[script, "crash", "1"], MIN), "heads.sh crash 1");
+        loop {
+            // Answered at head 1's address: head 2 has taken it over.
+            if std::net::TcpStream::connect_timeout(&one, Duration::from_secs(1)).is_ok() {
+                break;
+            }
+            assert!(crashed.elapsed() < Duration::from_secs(60), "head 1 not taken over within 60 s");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        eprintln!("head 1's address answered again {:?} after the crash", crashed.elapsed());
+    });
+}
+
+/// A client holding an open and a lock through head 1 reclaims both
+/// through head 1's address once `take_over` has failed head 1 over to
+/// head 2, and again once head 1 is back; a client of head 2 is held off
+/// meanwhile, then refused.
+fn reclaim_across_a_takeover(tag: &str, take_over: &dyn Fn(std::net::SocketAddr)) {
     use proto::nfs4::*;
     use support::v4::*;
     let Some((_, hosts, export)) = heads_from_env() else { return };
@@ -500,7 +553,7 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
     let at = |h: &str| -> std::net::SocketAddr { format!("{h}:2049").parse().unwrap() };
     let (one, two) = (at(&hosts[0]), at(&hosts[1]));
     let pid = std::process::id();
-    let (owner_a, name) = (format!("reclaimer-{pid}"), format!("reclaimed-{pid}"));
+    let (owner_a, name) = (format!("{tag}-{pid}"), format!("{tag}-file-{pid}"));
     let export = Path::new(&export);
     let open_in = |c: &Client41, owner: &str| {
         let mut ops = walk(export);
@@ -513,7 +566,7 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
     };
     let a = Client41::reclaiming_at(one, &owner_a, 8);
     a.reclaim_complete();
-    let b = Client41::reclaiming_at(two, &format!("bystander-{pid}"), 8);
+    let b = Client41::reclaiming_at(two, &format!("{tag}-bystander-{pid}"), 8);
     b.reclaim_complete();
     let (sa, fh) = open_in(&a, "oa");
     let (sb, _) = open_in(&b, "ob");
@@ -552,8 +605,7 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
         unreachable!()
     };
 
-    ok(&run("bash", &[script, "kill", "1"], MIN), "heads.sh kill 1");
-    ok(&run("bash", &[script, "takeover", "1", "2"], MIN), "heads.sh takeover 1 2");
+    take_over(one);
     assert_eq!(b_status(1000), nfsstat4::NFS4ERR_GRACE, "B locked during the takeover's grace");
     let took = reclaim(one);
     let grace_left = wait_denied("after the takeover");

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use vfs::{FileId, RangeLock, Vfs, VfsResult};
 
-use crate::state::lockmgr::{LockKind, LockOwner};
+use crate::state::lockmgr::{Lock, LockKind, LockOwner};
 use crate::state::{FileKey, State4};
 use crate::Core;
 
@@ -61,6 +61,29 @@ pub(crate) fn take(
         return Ok(true);
     }
     fs.range_lock(id, owner_key(owner), range_lock(kind), start, end)
+}
+
+/// A lock another server's client holds in the store that conflicts with
+/// `kind` on `start..=end` for `owner` (LOCKT, NLM TEST). Always `Ok(None)`
+/// for a file system no other server shares.
+pub(crate) fn test(
+    fs: &dyn Vfs,
+    id: FileId,
+    owner: &LockOwner,
+    kind: LockKind,
+    start: u64,
+    end: u64,
+) -> VfsResult<Option<Lock>> {
+    if !fs.shared() {
+        return Ok(None);
+    }
+    let held = fs.range_test(id, owner_key(owner), range_lock(kind), start, end)?;
+    Ok(held.map(|(lock, start, end)| Lock {
+        owner: another_server(),
+        kind: if lock == RangeLock::Read { LockKind::Read } else { LockKind::Write },
+        start,
+        end,
+    }))
 }
 
 /// Makes the store hold what this server's table holds for `owner` on

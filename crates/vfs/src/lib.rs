@@ -231,6 +231,22 @@ pub trait Vfs: Send + Sync + 'static {
         Ok(true)
     }
 
+    /// For a [`Vfs::shared`] file system: a lock that another owner holds
+    /// in the store and that conflicts with `lock` on `start..=end` of file
+    /// `id` for `owner` (its kind and range, `end` inclusive), or `None`.
+    /// LOCKT and NLM TEST ask it when this server's own table has no
+    /// conflict, so the locks other servers granted are seen too.
+    fn range_test(
+        &self,
+        _id: FileId,
+        _owner: u64,
+        _lock: RangeLock,
+        _start: u64,
+        _end: u64,
+    ) -> VfsResult<Option<(RangeLock, u64, u64)>> {
+        Ok(None)
+    }
+
     /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2
     /// `change_attr_type` TIME_METADATA) rather than a counter.
     fn change_is_ctime(&self) -> bool {

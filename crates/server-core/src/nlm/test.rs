@@ -4,6 +4,7 @@ use proto::nlm::*;
 
 use super::{file_of, kind, owner_of, range_of};
 use crate::rpc::Call;
+use crate::shared_locks;
 use crate::state::lockmgr::{LockKind, LockOwner};
 use crate::Core;
 
@@ -13,8 +14,18 @@ pub(super) fn test(core: &Core, call: &Call, a: nlm4_testargs) -> (nlm4_testres,
         Err(s) => return (nlm4_testres { cookie: a.cookie, stat: nlm4_testrply::default(s) }, false),
     };
     let (start, end) = range_of(&a.alock);
-    let t = core.v4.tables.lock();
-    let stat = match t.locks.test(file, &owner_of(&a.alock), kind(a.exclusive), start, end) {
+    let (owner, kind) = (owner_of(&a.alock), kind(a.exclusive));
+    let mut conflict = core.v4.tables.lock().locks.test(file, &owner, kind, start, end);
+    if conflict.is_none() {
+        // Another head's clients' locks are only in the shared store.
+        if let Some(export) = core.export_by_id(file.0) {
+            match shared_locks::test(&*export.fs, file.1, &owner, kind, start, end) {
+                Ok(c) => conflict = c,
+                Err(_) => return (nlm4_testres { cookie: a.cookie, stat: nlm4_testrply::default(nlm4_stats::nlm4_failed) }, false),
+            }
+        }
+    }
+    let stat = match conflict {
         None => nlm4_testrply::default(nlm4_stats::nlm4_granted),
         Some(l) => {
             // A v4 holder has no svid; its owner bytes stand in for the

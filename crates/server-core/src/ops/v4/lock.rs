@@ -104,7 +104,13 @@ fn take_shared(cx: &mut Compound, args: &LOCK4args) -> Result<Option<Shared>, nf
     let kind = lock_kind(args.locktype);
     let conflict = match shared_locks::take(&*fs, id, &owner, kind, start, end).map_err(stat4)? {
         true => None,
-        false => Some(Lock { owner: shared_locks::another_server(), kind, start, end }),
+        // Report the holder's range where the store tells it.
+        false => Some(shared_locks::test(&*fs, id, &owner, kind, start, end).ok().flatten().unwrap_or(Lock {
+            owner: shared_locks::another_server(),
+            kind,
+            start,
+            end,
+        })),
     };
     Ok(Some(Shared { fs, file, owner, start, end, conflict }))
 }

@@ -5,7 +5,9 @@ use proto::nfs4::*;
 
 use super::lock::{check_grace, denied, lock_kind};
 use super::open::{check_regular, client_of, file_key};
+use super::status::stat4;
 use super::Compound;
+use crate::shared_locks;
 use crate::state::lockmgr::range_of;
 use crate::state::stateids::v4_lock_owner;
 
@@ -27,7 +29,14 @@ fn run_inner(cx: &mut Compound, args: LOCKT4args) -> Result<LOCKT4res, nfsstat4>
     t.clients.renew(client, st.now())?;
     check_grace(cx, &mut t, client, false)?;
     let owner = v4_lock_owner(client, &args.owner.owner);
-    Ok(match t.locks.test(file, &owner, lock_kind(args.locktype), start, end) {
+    let kind = lock_kind(args.locktype);
+    let mut conflict = t.locks.test(file, &owner, kind, start, end);
+    drop(t);
+    if conflict.is_none() {
+        // Another head's clients' locks are only in the shared store.
+        conflict = shared_locks::test(obj.fs(), file.1, &owner, kind, start, end).map_err(stat4)?;
+    }
+    Ok(match conflict {
         Some(c) => LOCKT4res::NFS4ERR_DENIED(denied(&c)),
         None => LOCKT4res::NFS4_OK,
     })
