@@ -6,8 +6,11 @@
 #   scripts/heads.sh stop
 #   scripts/heads.sh status
 #   scripts/heads.sh kill I        # kill -9 head I (a head failure)
+#   scripts/heads.sh crash I       # kill -9 head I and take its link down (its machine is gone);
+#                                  # the next head takes it over by itself
 #   scripts/heads.sh restart I     # start head I again (same state directory)
 #   scripts/heads.sh takeover I J  # head J takes over head I's address (after `kill I`)
+#   scripts/heads.sh move-address I J  # only the address part (head J's takeover_command)
 #
 # Layout: a bridge nfsx-br in the host namespace holds 10.78.0.254; the
 # one-machine cluster of scripts/ceph.sh listens there (CEPH_MON_ADDR), so
@@ -25,6 +28,8 @@
 #   HEADS_CONFIG  [unset]            extra settings appended to every head's nfsx.toml
 #                                    (after its [ceph] and [cluster] tables)
 #   HEADS_CONFIG_I [unset]           extra settings for head I only (after HEADS_CONFIG)
+#   HEADS_TAKEOVER_AFTER [5]         seconds of silence after which a head is taken over
+#                                    by the next one ([cluster] takeover_after_secs)
 #   NFSX          [target/release/nfsx]
 set -euo pipefail
 
@@ -32,8 +37,12 @@ cd "$(dirname "$0")/.."
 DIR=${HEADS_DIR:-/tmp/nfsx-heads}
 EXPORT=${HEADS_EXPORT:-/heads}
 NFSX=${NFSX:-$PWD/target/release/nfsx}
+TAKEOVER_AFTER=${HEADS_TAKEOVER_AFTER:-5}
 NET=10.78.0
 BRIDGE=nfsx-br
+# The host's own network namespace under a name, so a head's
+# takeover_command can reach the bridge from inside its namespace.
+HOST_NS=nfsx-host
 HOST_IP=$NET.254
 
 say() { echo "heads.sh: $*" >&2; }
@@ -48,6 +57,7 @@ alive() {
 ns() { echo "nfsx-head$1"; }
 
 bridge_up() {
+  ip netns list | grep -qw "$HOST_NS" || ip netns attach "$HOST_NS" $$
   ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
   ip addr show dev "$BRIDGE" | grep -q "$HOST_IP/" || ip addr add "$HOST_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
@@ -100,6 +110,12 @@ start_head() {
     # NFSv4 client records and the grace period shared in RADOS, so a
     # head that takes over this one's address lets its clients reclaim.
     printf '[cluster]\nnode = "%s"\n' "$i"
+    # A head silent this long is taken over by the next one, which then
+    # moves its address here (`move-address`, run in the host's network
+    # namespace, as a floating-address manager would).
+    printf 'takeover_after_secs = %s\nop_timeout_secs = %s\n' "$TAKEOVER_AFTER" "$((TAKEOVER_AFTER < 10 ? TAKEOVER_AFTER : 10))"
+    printf "takeover_command = 'HEADS_DIR=%s NFSX=%s ip netns exec %s bash %s move-address \"\$NFSX_DEAD_HEAD\" \"\$NFSX_HEAD\"'\n" \
+      "$DIR" "$NFSX" "$HOST_NS" "$PWD/scripts/heads.sh"
     [[ -n ${HEADS_CONFIG:-} ]] && printf '%s\n' "$HEADS_CONFIG"
     local own="HEADS_CONFIG_$i"
     [[ -n ${!own:-} ]] && printf '%s\n' "${!own}"
@@ -209,6 +225,7 @@ stop() {
   for n in $(ip netns list | awk '/^nfsx-head[0-9]+/ {print $1}'); do ip netns del "$n"; done
   [[ -d $DIR/ceph ]] && scripts/ceph.sh stop "$DIR/ceph" >/dev/null || true
   ip link del "$BRIDGE" 2>/dev/null || true
+  ip netns del "$HOST_NS" 2>/dev/null || true
   say "stopped"
 }
 
@@ -220,6 +237,22 @@ status() {
   ((up > 0))
 }
 
+# Head I's address comes up beside head J's, the host's neighbour entry for
+# it points at head J at once (what a gratuitous ARP does), and only then
+# does head I's interface go down: no moment in which the host sends to an
+# interface that is gone, where a client's connect would wait for its
+# timeout.
+move_address() {
+  ip -n "$(ns "$2")" addr add "$NET.$1/24" dev eth0 2>/dev/null || true
+  local mac
+  mac=$(ip -n "$(ns "$2")" -o link show eth0 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+  ip neigh replace "$NET.$1" lladdr "$mac" dev "$BRIDGE" nud reachable 2>/dev/null || ip neigh flush dev "$BRIDGE" 2>/dev/null || true
+  ip -n "$(ns "$1")" link set eth0 down 2>/dev/null || true
+  # A head's takeover_command runs once the dead head's Ceph session is
+  # ended: a restart of the dead head waits out the eviction from then.
+  [[ -f $DIR/head$1.evicted ]] || date +%s >"$DIR/head$1.evicted"
+}
+
 case ${1:-} in
   start) start "${2:-3}" ;;
   stop) stop ;;
@@ -229,6 +262,16 @@ case ${1:-} in
     alive "$DIR/head$2.pid" || die "head $2 is not running"
     kill -KILL "$(cat "$DIR/head$2.pid")"
     say "head $2 killed" ;;
+  crash)
+    [[ -n ${2:-} ]] || die "usage: $0 crash I"
+    alive "$DIR/head$2.pid" || die "head $2 is not running"
+    kill -KILL "$(cat "$DIR/head$2.pid")"
+    ip -n "$(ns "$2")" link set eth0 down
+    say "head $2 crashed (killed, link down)" ;;
+  move-address)
+    [[ -n ${2:-} && -n ${3:-} ]] || die "usage: $0 move-address I J"
+    move_address "$2" "$3"
+    say "head $3 now answers at $NET.$2 too" ;;
   takeover)
     [[ -n ${2:-} && -n ${3:-} ]] || die "usage: $0 takeover I J"
     alive "$DIR/head$3.pid" || die "head $3 is not running"
@@ -236,15 +279,7 @@ case ${1:-} in
     # reclaim, and every live head is in grace (grants nothing new) before
     # head I's locks go with its Ceph session.
     "$NFSX" cluster --config "$DIR/head$3/nfsx.toml" takeover "$2" "$3" >&2 || die "nfsx cluster takeover $2 $3 failed"
-    # Head I's address comes up beside head J's, the host's neighbour entry
-    # for it points at head J at once (what a gratuitous ARP does), and
-    # only then does head I's interface go down: no moment in which the
-    # host sends to an interface that is gone, where a client's connect
-    # would wait for its timeout.
-    ip -n "$(ns "$3")" addr add "$NET.$2/24" dev eth0
-    mac=$(ip -n "$(ns "$3")" -o link show eth0 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
-    ip neigh replace "$NET.$2" lladdr "$mac" dev "$BRIDGE" nud reachable 2>/dev/null || ip neigh flush dev "$BRIDGE" 2>/dev/null || true
-    ip -n "$(ns "$2")" link set eth0 down 2>/dev/null || true
+    move_address "$2" "$3"
     evict_session "$2"
     say "head $3 now answers at $NET.$2 too" ;;
   restart)
@@ -255,12 +290,10 @@ case ${1:-} in
     done
     ip -n "$(ns "$2")" link set eth0 up
     ip neigh flush dev "$BRIDGE" 2>/dev/null || true
-    # The head that took head I's NFSv4 clients ends their state there, so
-    # they reclaim it from head I.
-    if ! alive "$DIR/head$2.pid"; then
-      "$NFSX" cluster --config "$DIR/head$2/nfsx.toml" give-back "$2" >&2 || die "nfsx cluster give-back $2 failed"
-    fi
+    # Head I, starting, has the head that took its NFSv4 clients end their
+    # state there (as `nfsx cluster give-back I` would), so they reclaim it
+    # from head I.
     alive "$DIR/head$2.pid" || wait_eviction_settled "$2"
     start_head "$2"; wait_head "$2"; say "head $2 up again" ;;
-  *) echo "usage: $0 start [N]|stop|status|kill I|restart I|takeover I J" >&2; exit 2 ;;
+  *) echo "usage: $0 start [N]|stop|status|kill I|crash I|restart I|takeover I J|move-address I J" >&2; exit 2 ;;
 esac

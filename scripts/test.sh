@@ -65,7 +65,7 @@ if [[ ${CEPH:-1} != 0 ]]; then
     if heads=$(scripts/heads.sh start 2); then
       trap 'scripts/heads.sh stop >/dev/null 2>&1 || true; rm -f "$log"' EXIT
       NFSX_HEADS=$(sed -n 's/^HEADS=//p' <<<"$heads") \
-        cargo test --release -p nfsx --test ceph -- --test-threads=1 heads_serve address_takeover nfs4_clients_reclaim 2>&1 | tee -a "$log"
+        cargo test --release -p nfsx --test ceph -- --test-threads=1 heads_serve address_takeover nfs4_clients_reclaim a_crashed_head 2>&1 | tee -a "$log"
       scripts/heads.sh stop
       trap 'rm -f "$log"' EXIT
     else

@@ -56,6 +56,11 @@ mod xattr;
 
 pub use fs::CephFs;
 
+/// See [`mount::Mount::end_session`].
+pub fn end_session(settings: &CephSettings, uuid: &str) -> Result<bool, String> {
+    mount::Mount::end_session(settings, uuid)
+}
+
 use serde::Deserialize;
 
 /// `[ceph]` in the settings file; `nfsx serve --backend ceph` options

@@ -53,6 +53,60 @@ impl Mount {
     /// otherwise block every other client of those files until the
     /// session times out.
     pub fn open(settings: &CephSettings, path: &str, instance: Option<&str>) -> Result<Mount, String> {
+        let mut m = Mount::configured(settings)?;
+        let (api, cm) = (m.api, m.cm);
+        let conf = settings.conf.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let unreachable = |e: VfsError| match e {
+            VfsError::Delay => format!(
+                "no Ceph monitor answered within mount_timeout_secs ({} s); check mon_host in {}",
+                settings.mount_timeout_secs,
+                conf.as_deref().unwrap_or("the default ceph.conf")
+            ),
+            e => e.to_string(),
+        };
+        if let Some(uuid) = instance {
+            m.take_over(uuid, settings.session_timeout_secs)
+                .map_err(|e| format!("cannot reach the Ceph cluster: {}", unreachable(e)))?;
+        }
+        let root = CString::new(path).map_err(|_| "path holds NUL".to_string())?;
+        // SAFETY: valid mount handle and C string.
+        let rc = unsafe { (api.ceph_mount)(cm, root.as_ptr()) };
+        if rc < 0 {
+            let why = match -rc {
+                libc::ENOENT => "no such directory in the Ceph file system".to_string(),
+                e => unreachable(error(e)),
+            };
+            return Err(format!("cannot mount CephFS {path}: {why}"));
+        }
+        // SAFETY: the mount is mounted; the returned credentials live as long as it.
+        m.perms = unsafe { (api.ceph_mount_perms)(cm) };
+        Ok(m)
+    }
+
+    /// Ends the session another head left under client uuid `uuid` (it
+    /// died, and a live head took it over): the metadata server drops its
+    /// capabilities and locks and blocklists it, so it cannot write again
+    /// should it only have been cut off. `Ok(false)`: no such session.
+    pub fn end_session(settings: &CephSettings, uuid: &str) -> Result<bool, String> {
+        let m = Mount::configured(settings)?;
+        let c = cstr(uuid.as_bytes()).map_err(|e| e.to_string())?;
+        // SAFETY: a created, configured handle, never mounted; a C string.
+        unsafe {
+            check((m.api.ceph_init)(m.cm)).map_err(|e| format!("cannot reach the Ceph cluster: {e}"))?;
+            match (m.api.ceph_start_reclaim)(m.cm, c.as_ptr(), ffi::CEPH_RECLAIM_RESET) {
+                0 => {
+                    (m.api.ceph_finish_reclaim)(m.cm);
+                    Ok(true)
+                }
+                rc if -rc == libc::ENOENT => Ok(false),
+                rc => Err(format!("cannot end Ceph session {uuid}: {}", VfsError::from_errno(-rc))),
+            }
+        }
+    }
+
+    /// A handle configured from `settings` (`ceph.conf`, nfsx's client
+    /// options), neither initialised nor mounted.
+    fn configured(settings: &CephSettings) -> Result<Mount, String> {
         let api = ffi::api()?;
         let id = CString::new(settings.client_id.as_str()).map_err(|_| "client_id holds NUL".to_string())?;
         let mut cm = ptr::null_mut();
@@ -94,30 +148,6 @@ impl Mount {
                 return Err(format!("cannot select file system {fs}: {}", VfsError::from_errno(-rc)));
             }
         }
-        let unreachable = |e: VfsError| match e {
-            VfsError::Delay => format!(
-                "no Ceph monitor answered within mount_timeout_secs ({} s); check mon_host in {}",
-                settings.mount_timeout_secs,
-                conf.as_deref().unwrap_or("the default ceph.conf")
-            ),
-            e => e.to_string(),
-        };
-        if let Some(uuid) = instance {
-            m.take_over(uuid, settings.session_timeout_secs)
-                .map_err(|e| format!("cannot reach the Ceph cluster: {}", unreachable(e)))?;
-        }
-        let root = CString::new(path).map_err(|_| "path holds NUL".to_string())?;
-        // SAFETY: valid mount handle and C string.
-        let rc = unsafe { (api.ceph_mount)(cm, root.as_ptr()) };
-        if rc < 0 {
-            let why = match -rc {
-                libc::ENOENT => "no such directory in the Ceph file system".to_string(),
-                e => unreachable(error(e)),
-            };
-            return Err(format!("cannot mount CephFS {path}: {why}"));
-        }
-        // SAFETY: the mount is mounted; the returned credentials live as long as it.
-        m.perms = unsafe { (api.ceph_mount_perms)(cm) };
         Ok(m)
     }
 

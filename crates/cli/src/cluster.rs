@@ -11,9 +11,10 @@ pub enum ClusterCommand {
     /// grace and until when, the epoch each head last saw, takeovers.
     Status,
     /// Hand a dead head's NFSv4 clients to another head, put the cluster
-    /// in grace, and wait until every live head enforces it. Run it before
-    /// the dead head's address moves to the other head; its clients then
-    /// reclaim their opens and locks there.
+    /// in grace, wait until every live head enforces it, and end the dead
+    /// head's Ceph sessions. Run it before the dead head's address moves to
+    /// the other head; its clients then reclaim their opens and locks
+    /// there. (Heads do this by themselves after `takeover_after_secs`.)
     Takeover {
         /// The dead head's `[cluster] node`.
         dead: String,
@@ -54,7 +55,7 @@ pub fn run(config: Option<PathBuf>, ceph_conf: Option<PathBuf>, cmd: ClusterComm
         }
         ClusterCommand::Takeover { dead, by, wait_secs } => {
             let grace = Duration::from_secs(settings.core.nfs4.grace_secs.into());
-            let t = server::cluster::admin::takeover(&shared, &dead, &by, grace, Duration::from_secs(wait_secs))
+            let t = server::cluster::admin::takeover(&shared, Some(&settings.ceph), &dead, &by, grace, Duration::from_secs(wait_secs))
                 .map_err(err)?;
             println!("{}", serde_json::to_string(&t)?);
         }

@@ -616,6 +616,9 @@ fn reclaim_across_a_takeover(tag: &str, take_over: &dyn Fn(std::net::SocketAddr)
     let took = reclaim(one);
     let grace_left = wait_denied("after head 1 came back");
     eprintln!("reclaim on head 1 took {took:?}; the cluster left grace {grace_left:?} later");
+    // Gone for good: no later restart or takeover waits for them.
+    Client41::forget(one, &owner_a);
+    Client41::forget(two, &format!("{tag}-bystander-{pid}"));
 }
 
 /// Two heads of one CephFS with one handle key: a data server, and a

@@ -80,8 +80,7 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
             Backend::Ceph => {
                 let mut settings = cfg.settings.ceph.clone();
                 settings.sync_metadata = sync_metadata(settings.sync_metadata, &entry);
-                // One name per head and export, the same after a restart.
-                let instance = format!("nfsx:{}:{}:{id:08x}", hostname(), state_dir.display());
+                let instance = ceph_session(state_dir, id);
                 let fs = vfs_ceph::CephFs::open_as(&settings, &entry.path, Some(&instance))
                     .map_err(|e| anyhow::anyhow!("cannot export CephFS {}: {e}", entry.path))?;
                 Arc::new(fs)
@@ -91,6 +90,12 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
         out.push(Export { id, path: entry.path, fs, rules: entry.rules });
     }
     Ok(out)
+}
+
+/// The name export `id`'s Ceph session goes by: one per head and export,
+/// the same after a restart.
+pub fn ceph_session(state_dir: &std::path::Path, id: u32) -> String {
+    format!("nfsx:{}:{}:{id:08x}", hostname(), state_dir.display())
 }
 
 /// This machine's name, to tell heads apart.

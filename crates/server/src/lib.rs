@@ -81,6 +81,21 @@ impl Server {
         fit_fd_limit(&mut settings, exports.len());
         let resolve_hostnames = exports.iter().any(|e| e.rules.iter().any(|r| exports::needs_hostname(r)));
 
+        // A head of a cluster keeps its client records in RADOS, where the
+        // head that takes over its address finds them. Before listening:
+        // a head taken over gets its clients back first.
+        let head = match &settings.cluster.node {
+            Some(node) => {
+                let sessions = match cfg.backend {
+                    Backend::Ceph => exports.iter().map(|e| exports::ceph_session(&state_dir, e.id)).collect(),
+                    _ => Vec::new(),
+                };
+                let shared = settings.cluster.connect(&settings.ceph, node)?;
+                let grace = Duration::from_secs(settings.core.nfs4.grace_secs.into());
+                Some(cluster::Head::open(shared, node, &settings.ceph, sessions, grace)?)
+            }
+            None => None,
+        };
         let listener = TcpListener::bind(settings.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.listen))?;
@@ -92,12 +107,6 @@ impl Server {
         // A callback is a few hundred bytes; a connection with more than a
         // whole record still unsent is not being read.
         let connections = Arc::new(backchannel::Connections::new(settings.max_record_size));
-        // A head of a cluster keeps its client records in RADOS, where the
-        // head that takes over its address finds them.
-        let head = match &settings.cluster.node {
-            Some(node) => Some(cluster::Head::open(settings.cluster.connect(&settings.ceph, node)?, node)?),
-            None => None,
-        };
         let store: Arc<dyn server_core::StableStore> = match &head {
             Some(h) => h.store(),
             None => Arc::new(stable::FileStore::open(&state_dir)?),

@@ -141,7 +141,7 @@ impl Settings {
         if self.max_in_flight_per_connection == 0 || self.worker_threads == 0 {
             anyhow::bail!("max_in_flight_per_connection and worker_threads must be at least 1");
         }
-        Ok(())
+        self.cluster.validate()
     }
 }
 

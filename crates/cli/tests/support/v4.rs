@@ -312,12 +312,28 @@ impl Client41 {
 
     /// `connect_reclaiming` to a server at `addr` (another host).
     pub fn reclaiming_at(addr: std::net::SocketAddr, owner: &str, slots: u32) -> Client41 {
+        Self::incarnation(addr, owner, slots, [7; 8])
+    }
+
+    /// Ends client `owner`'s state and its record on the server at `addr`,
+    /// as a client rebooting and then unmounting does: a new incarnation
+    /// (another verifier) replaces the old one and its state, and is
+    /// destroyed.
+    pub fn forget(addr: std::net::SocketAddr, owner: &str) {
+        let c = Self::incarnation(addr, owner, 2, [9; 8]);
+        let r = c.conn.compound(1, vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args { dsa_sessionid: c.sessionid })]);
+        ok_res(&r);
+        let r = c.conn.compound(1, vec![nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args { dca_clientid: c.clientid })]);
+        ok_res(&r);
+    }
+
+    fn incarnation(addr: std::net::SocketAddr, owner: &str, slots: u32, verifier: [u8; 8]) -> Client41 {
         let conn = Conn::connect_addr(addr);
         let r = conn.compound(
             1,
             vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
                 eia_clientowner: client_owner4 {
-                    co_verifier: [7; 8],
+                    co_verifier: verifier,
                     co_ownerid: Bytes::copy_from_slice(owner.as_bytes()),
                 },
                 eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,

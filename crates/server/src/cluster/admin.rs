@@ -24,7 +24,17 @@ pub struct Takeover {
 /// only then may `dead`'s address move, or a client could reach `by`
 /// before `by` knows it may reclaim, or another head could grant what it
 /// is about to reclaim.
-pub fn takeover(shared: &Shared, dead: &str, by: &str, grace: Duration, wait: Duration) -> Result<Takeover, String> {
+///
+/// With `ceph`, the dead head's Ceph sessions are ended then too (its
+/// CephFS locks go, and it is blocklisted should it only be cut off).
+pub fn takeover(
+    shared: &Shared,
+    ceph: Option<&vfs_ceph::CephSettings>,
+    dead: &str,
+    by: &str,
+    grace: Duration,
+    wait: Duration,
+) -> Result<Takeover, String> {
     let started = Instant::now();
     // A head killed in the middle of its update holds the record's lock
     // until it lapses (`lock_secs`): seen to hold a takeover up 10 s.
@@ -41,12 +51,16 @@ pub fn takeover(shared: &Shared, dead: &str, by: &str, grace: Duration, wait: Du
             ));
         }
         r.take_over(dead, by, now, now + grace.as_secs());
-        Ok(r.epoch)
+        Ok((r.epoch, r.sessions.get(dead).cloned().unwrap_or_default()))
     })?;
+    let (epoch, sessions) = epoch;
     loop {
         let r = shared.read()?;
         let lagging = r.lagging(wall_secs(), shared.settings.live_secs, &[dead]);
         if lagging.is_empty() {
+            if let Some(ceph) = ceph {
+                super::end_sessions(ceph, dead, &sessions);
+            }
             let enforcing = r.heads.iter().filter(|(_, s)| s.epoch >= epoch).map(|(h, _)| h.clone()).collect();
             return Ok(Takeover { epoch, enforcing, waited_ms: started.elapsed().as_millis() as u64 });
         }

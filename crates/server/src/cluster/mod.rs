@@ -9,14 +9,25 @@
 //! clients reclaim, takes over the clients a takeover names it for, gives
 //! back those of a head that came back, and marks the epoch it has seen
 //! (what `nfsx cluster takeover` waits for before the address moves).
+//!
+//! A head notices a dead one by itself: a head whose entry in the record
+//! has not changed for `takeover_after_secs` (timed on the observer's own
+//! clock, so the heads' clocks need not agree) is taken over by the next
+//! live head, which puts the cluster in grace, waits until every live head
+//! enforces it, ends the dead head's Ceph sessions (its CephFS locks and
+//! capabilities go, and it is blocklisted should it only be cut off), and
+//! then runs `takeover_command` to move the dead head's address.
 
 pub mod admin;
 pub mod record;
 pub mod store;
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use serde::Deserialize;
 use server_core::Core;
@@ -51,6 +62,19 @@ pub struct ClusterSettings {
     /// A head that has not read the shared record for this long counts as
     /// gone: a takeover does not wait for it.
     pub live_secs: u64,
+    /// A head whose entry in the shared record has not changed for this
+    /// long is taken over by the next live head without a command; 0: only
+    /// `nfsx cluster takeover` does. Keep it above `op_timeout_secs` (a
+    /// head waiting on RADOS is slow, not dead) and well below the Ceph
+    /// `session_timeout_secs` (60), after which the dead head's CephFS
+    /// locks lapse by themselves and its clients' reclaims conflict.
+    pub takeover_after_secs: u64,
+    /// Run (`sh -c`) by the head that took a dead head over, once the
+    /// cluster enforces the grace period and the dead head's Ceph sessions
+    /// are ended: the place to move the dead head's address here (what a
+    /// floating address manager does). `NFSX_DEAD_HEAD` and `NFSX_HEAD`
+    /// name the two heads. Unset: nothing is run.
+    pub takeover_command: Option<String>,
 }
 
 impl Default for ClusterSettings {
@@ -63,11 +87,26 @@ impl Default for ClusterSettings {
             op_timeout_secs: 10,
             lock_secs: 10,
             live_secs: 5,
+            takeover_after_secs: 20,
+            takeover_command: None,
         }
     }
 }
 
 impl ClusterSettings {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let after_ms = self.takeover_after_secs.saturating_mul(1000);
+        if after_ms > 0 && after_ms < self.poll_ms.saturating_mul(3).max(self.op_timeout_secs * 1000) {
+            anyhow::bail!(
+                "[cluster] takeover_after_secs ({}) must be at least op_timeout_secs ({}) and three polls (poll_ms {}): a head waiting on RADOS would be taken for dead",
+                self.takeover_after_secs,
+                self.op_timeout_secs,
+                self.poll_ms
+            );
+        }
+        Ok(())
+    }
+
     /// Connects as `owner` (the head's name, or the admin command's), the
     /// name its locks on the shared record carry.
     pub fn connect(&self, ceph: &CephSettings, owner: &str) -> anyhow::Result<Shared> {
@@ -117,12 +156,50 @@ pub struct Head {
     shared: Shared,
     node: String,
     store: Arc<RadosStore>,
+    /// For ending a dead head's Ceph sessions.
+    ceph: CephSettings,
+    /// The names of this head's own Ceph sessions, published in the record.
+    sessions: Vec<String>,
+    watch: Mutex<Watch>,
+}
+
+/// What this head has seen of the others' entries in the record.
+#[derive(Default)]
+struct Watch {
+    /// Head -> its last `at`, and when (on this head's clock) it changed.
+    beats: HashMap<String, (u64, Instant)>,
+    /// The record could not be read for a while: silence seen across that
+    /// gap says nothing (RADOS may have been away for every head).
+    unsure: bool,
 }
 
 impl Head {
-    pub fn open(shared: Shared, node: &str) -> anyhow::Result<Head> {
+    /// `sessions`: the client uuids of this head's Ceph mounts. A head
+    /// that was taken over while it was away first has its clients given
+    /// back (`grace`: the grace period they reclaim in), before it listens:
+    /// until then its address may answer for the head that holds them.
+    pub fn open(
+        shared: Shared,
+        node: &str,
+        ceph: &CephSettings,
+        sessions: Vec<String>,
+        grace: Duration,
+    ) -> anyhow::Result<Head> {
+        let s = &shared.settings;
+        match admin::give_back(&shared, node, grace, Duration::from_secs(s.live_secs + s.lock_secs)) {
+            Ok(Some(by)) => tracing::info!(head = by, "the head that took this one over gave its NFSv4 clients back"),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}"),
+        }
         let store = RadosStore::open(shared.clone(), node).map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
-        Ok(Head { shared, node: node.to_string(), store: Arc::new(store) })
+        Ok(Head {
+            shared,
+            node: node.to_string(),
+            store: Arc::new(store),
+            ceph: ceph.clone(),
+            sessions,
+            watch: Mutex::default(),
+        })
     }
 
     pub fn store(&self) -> Arc<RadosStore> {
@@ -136,7 +213,7 @@ impl Head {
         let flag = core.cluster_grace_flag();
         self.step(&core, &flag).map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
         if core.in_local_grace() {
-            self.wait_enforced();
+            wait_enforced(&self.shared, &[&self.node]);
         }
         let every = Duration::from_millis(self.shared.settings.poll_ms.max(10));
         std::thread::Builder::new().name("nfsx-cluster".into()).spawn(move || {
@@ -151,45 +228,52 @@ impl Head {
                     Ok(()) => {}
                     // Unreachable: keep the last view (in grace or not);
                     // the clients' state is checked in CephFS anyway.
-                    Err(e) if !failing => {
-                        failing = true;
-                        tracing::warn!("cannot follow the cluster's shared record: {e}");
+                    Err(e) => {
+                        self.watch.lock().unsure = true;
+                        if !failing {
+                            failing = true;
+                            tracing::warn!("cannot follow the cluster's shared record: {e}");
+                        }
                     }
-                    Err(_) => {}
                 }
             }
         })?;
         Ok(())
     }
 
-    /// Waits until every other live head has seen the grace period this
-    /// head just started (at most `live_secs`): before that, one of them
-    /// could grant a lock a client of this head is about to reclaim.
-    fn wait_enforced(&self) {
-        let s = &self.shared.settings;
-        let give_up = std::time::Instant::now() + Duration::from_secs(s.live_secs);
-        loop {
-            match self.shared.read() {
-                Ok(r) if r.lagging(wall_secs(), s.live_secs, &[&self.node]).is_empty() => return,
-                Ok(r) if std::time::Instant::now() >= give_up => {
-                    let late = r.lagging(wall_secs(), s.live_secs, &[&self.node]);
-                    tracing::warn!(heads = ?late, "serving before these heads saw this head's grace period");
-                    return;
-                }
-                Ok(_) => std::thread::sleep(Duration::from_millis(s.poll_ms.clamp(10, 100))),
-                Err(e) => {
-                    tracing::warn!("cannot follow the cluster's shared record: {e}");
-                    return;
-                }
+    /// For how long (ms, on this head's clock) each head's entry has not
+    /// changed, learning from record `r`.
+    fn silent(&self, r: &GraceRecord) -> BTreeMap<String, u64> {
+        let mut w = self.watch.lock();
+        let now = Instant::now();
+        let unsure = std::mem::take(&mut w.unsure);
+        for (h, seen) in &r.heads {
+            let beat = w.beats.entry(h.clone()).or_insert((seen.at, now));
+            if beat.0 != seen.at || unsure {
+                *beat = (seen.at, now);
             }
         }
+        w.beats.iter().map(|(h, (_, t))| (h.clone(), now.duration_since(*t).as_millis() as u64)).collect()
     }
 
     fn step(&self, core: &Core, flag: &AtomicBool) -> Result<(), String> {
         let grace = Duration::from_secs(core.settings().nfs4.grace_secs.into());
         let node = self.node.as_str();
-        let in_grace = self.shared.update(|r| {
+        let after_ms = self.shared.settings.takeover_after_secs.saturating_mul(1000);
+        let (in_grace, taken) = self.shared.update(|r| {
             let now = wall_secs();
+            let mut taken = Vec::new();
+            if after_ms > 0 {
+                let silent = self.silent(r);
+                for dead in r.due_takeovers(node, &silent, after_ms) {
+                    tracing::warn!(head = dead, silent_ms = silent[&dead], "a head went silent; taking it over");
+                    r.take_over(&dead, node, now, now + grace.as_secs());
+                    taken.push((dead.clone(), r.sessions.get(&dead).cloned().unwrap_or_default()));
+                }
+            }
+            if r.sessions.get(node) != Some(&self.sessions) {
+                r.sessions.insert(node.to_string(), self.sessions.clone());
+            }
             for dead in r.adopt.remove(node).unwrap_or_default() {
                 let records = self.store.adopt(&dead)?;
                 tracing::info!(head = dead, clients = records.len(), "taking over the NFSv4 clients of a dead head");
@@ -206,9 +290,80 @@ impl Head {
                 r.grace_done(node);
             }
             r.seen(node, now);
-            Ok(r.in_grace(now))
+            Ok((r.in_grace(now), taken))
         })?;
         flag.store(in_grace, Ordering::Release);
+        for (dead, sessions) in taken {
+            let (shared, ceph, me) = (self.shared.clone(), self.ceph.clone(), self.node.clone());
+            let spawned = std::thread::Builder::new()
+                .name("nfsx-takeover".into())
+                .spawn(move || finish_takeover(&shared, &ceph, &dead, &me, &sessions));
+            if let Err(e) = spawned {
+                tracing::error!("cannot start a thread to finish a takeover: {e}");
+            }
+        }
         Ok(())
+    }
+}
+
+/// Waits until every live head but `except` has seen the latest grace
+/// period (at most `live_secs`): before that, one of them could grant a
+/// lock a client is about to reclaim.
+fn wait_enforced(shared: &Shared, except: &[&str]) {
+    let s = &shared.settings;
+    let give_up = Instant::now() + Duration::from_secs(s.live_secs);
+    loop {
+        match shared.read() {
+            Ok(r) if r.lagging(wall_secs(), s.live_secs, except).is_empty() => return,
+            Ok(r) if Instant::now() >= give_up => {
+                let late = r.lagging(wall_secs(), s.live_secs, except);
+                tracing::warn!(heads = ?late, "going on before these heads saw the grace period");
+                return;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(s.poll_ms.clamp(10, 100))),
+            Err(e) => {
+                tracing::warn!("cannot follow the cluster's shared record: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// The rest of a takeover this head decided on: once every live head
+/// enforces the grace, the dead head's Ceph sessions end (its CephFS locks
+/// go, so its clients' reclaims do not conflict with them), then
+/// `takeover_command` moves its address.
+fn finish_takeover(shared: &Shared, ceph: &CephSettings, dead: &str, me: &str, sessions: &[String]) {
+    let started = Instant::now();
+    wait_enforced(shared, &[dead]);
+    end_sessions(ceph, dead, sessions);
+    if let Some(cmd) = &shared.settings.takeover_command {
+        let out = std::process::Command::new("sh")
+            .args(["-c", cmd])
+            .env("NFSX_DEAD_HEAD", dead)
+            .env("NFSX_HEAD", me)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => tracing::error!(
+                head = dead,
+                status = %o.status,
+                stderr = %String::from_utf8_lossy(&o.stderr).trim(),
+                "takeover_command failed"
+            ),
+            Err(e) => tracing::error!(head = dead, "cannot run takeover_command: {e}"),
+        }
+    }
+    tracing::info!(head = dead, took_ms = started.elapsed().as_millis() as u64, "took over a dead head");
+}
+
+/// Ends a dead head's Ceph sessions (see `vfs_ceph::end_session`).
+pub fn end_sessions(ceph: &CephSettings, dead: &str, sessions: &[String]) {
+    for uuid in sessions {
+        match vfs_ceph::end_session(ceph, uuid) {
+            Ok(true) => tracing::info!(head = dead, session = uuid, "ended a dead head's Ceph session"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(head = dead, session = uuid, "{e}"),
+        }
     }
 }

@@ -28,6 +28,9 @@ pub struct GraceRecord {
     pub adopted_by: BTreeMap<String, String>,
     /// Head -> heads it is to give their clients back to.
     pub release: BTreeMap<String, BTreeSet<String>>,
+    /// Head -> the names its Ceph client sessions go by (libcephfs's
+    /// client uuids), which the head that takes it over ends.
+    pub sessions: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,20 +72,51 @@ impl GraceRecord {
 
     /// `by` takes over `dead`'s address: it will let `dead`'s clients
     /// reclaim, and the whole cluster is in grace meanwhile.
+    /// Heads whose clients `dead` had taken over move with it: `by` now
+    /// answers at their addresses too.
     pub fn take_over(&mut self, dead: &str, by: &str, now: u64, until: u64) {
         self.need.remove(dead);
         self.need_grace(by, now, until);
-        self.adopt.entry(by.to_string()).or_default().insert(dead.to_string());
-        self.adopted_by.insert(dead.to_string(), by.to_string());
+        // Those it adopted (`adopted_by`) and those still queued (`adopt`).
+        let mut moving = self.adopt.remove(dead).unwrap_or_default();
+        moving.extend(self.adopted_by.iter().filter(|(_, b)| b.as_str() == dead).map(|(h, _)| h.clone()));
+        moving.insert(dead.to_string());
+        for head in &moving {
+            self.adopted_by.insert(head.clone(), by.to_string());
+        }
+        self.adopt.entry(by.to_string()).or_default().extend(moving);
+    }
+
+    /// The heads `me` is to take over now, given for how long (in
+    /// milliseconds, on `me`'s own clock) each head's entry has not
+    /// changed: those silent for `after`, which `me` follows in the ring
+    /// of heads still alive (so one head acts, and the work spreads), or
+    /// silent for twice `after` (their successor is silent too). A head
+    /// already taken over is left alone.
+    pub fn due_takeovers(&self, me: &str, silent_ms: &BTreeMap<String, u64>, after_ms: u64) -> Vec<String> {
+        let dead = |h: &str| silent_ms.get(h).is_some_and(|&ms| ms >= after_ms);
+        let alive: Vec<&str> = self.heads.keys().map(String::as_str).filter(|h| *h == me || !dead(h)).collect();
+        self.heads
+            .keys()
+            .filter(|h| h.as_str() != me && dead(h) && !self.adopted_by.contains_key(h.as_str()))
+            .filter(|h| {
+                let successor = alive.iter().find(|a| **a > h.as_str()).or(alive.first());
+                successor == Some(&me) || silent_ms[h.as_str()] >= after_ms.saturating_mul(2)
+            })
+            .cloned()
+            .collect()
     }
 
     /// `head` comes back: whoever took over its clients gives them back,
     /// and the cluster is in grace from now (before they are given back)
     /// until `head` has let them reclaim. The head that gives them back,
     /// if any.
+    /// `head`'s entry counts as fresh from `now`, so no head takes it over
+    /// again before it has had `takeover_after_secs` to start.
     pub fn give_back(&mut self, head: &str, now: u64, until: u64) -> Option<String> {
         let by = self.adopted_by.remove(head)?;
         self.need_grace(head, now, until);
+        self.heads.entry(head.to_string()).or_default().at = now;
         if let Some(a) = self.adopt.get_mut(&by) {
             a.remove(head);
         }
@@ -140,6 +174,33 @@ mod tests {
     }
 
     #[test]
+    fn the_next_live_head_takes_over_a_silent_one() {
+        let mut r = GraceRecord::default();
+        for h in ["1", "2", "3"] {
+            r.seen(h, 100);
+        }
+        let silent = |pairs: &[(&str, u64)]| pairs.iter().map(|(h, ms)| (h.to_string(), *ms)).collect();
+        // Head 2 has been silent long enough: head 3 follows it.
+        let s = silent(&[("1", 0), ("2", 5_000)]);
+        assert_eq!(r.due_takeovers("3", &s, 5_000), ["2"]);
+        assert!(r.due_takeovers("1", &s, 5_000).is_empty());
+        // Not yet silent long enough.
+        assert!(r.due_takeovers("3", &silent(&[("2", 4_999)]), 5_000).is_empty());
+        // Head 3 silent: the ring wraps to head 1. Twice as long: anyone.
+        assert_eq!(r.due_takeovers("1", &silent(&[("3", 5_000)]), 5_000), ["3"]);
+        assert!(r.due_takeovers("2", &silent(&[("3", 5_000)]), 5_000).is_empty());
+        assert_eq!(r.due_takeovers("2", &silent(&[("3", 10_000)]), 5_000), ["3"]);
+        // Taken over once: not again; and its adoptions move with it.
+        r.take_over("2", "3", 101, 190);
+        assert!(r.due_takeovers("3", &s, 5_000).is_empty());
+        r.adopt.remove("3"); // head 3 adopted head 2's clients
+        r.take_over("3", "1", 102, 190);
+        assert_eq!(r.adopted_by["2"], "1");
+        assert_eq!(r.adopt["1"], BTreeSet::from(["2".to_string(), "3".to_string()]));
+        assert!(!r.adopt.contains_key("3"));
+    }
+
+    #[test]
     fn a_dead_heads_need_lapses() {
         let mut r = GraceRecord::default();
         r.need_grace("1", 10, 100);
@@ -163,6 +224,7 @@ mod tests {
         assert_eq!(r.epoch, 2);
         assert!(r.adopt.is_empty());
         assert_eq!(r.release["2"], BTreeSet::from(["1".to_string()]));
+        assert_eq!(r.heads["1"].at, 100, "a head given back counts as fresh");
         assert_eq!(r.give_back("1", 100, 190), None);
         let back = GraceRecord::decode(&r.encode()).unwrap();
         assert_eq!(back, r);
