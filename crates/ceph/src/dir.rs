@@ -18,6 +18,11 @@ use crate::nodes::Node;
 /// below 2^62.
 const END_COOKIE: u64 = u64::MAX - 2;
 
+/// libcephfs's position of a directory's first entry after "." (0) and
+/// ".." (1), in the leftmost fragment (whose value is 0) of a hash-ordered
+/// directory as of any other.
+const FIRST_ENTRY: u64 = 2;
+
 /// An open directory stream, released on drop.
 struct DirStream<'a> {
     m: &'a Mount,
@@ -45,10 +50,13 @@ impl CephFs {
         // SAFETY: a referenced directory; `stream` receives the stream.
         check(unsafe { (self.m.api.ceph_ll_opendir)(self.m.cm, d.inode, &mut stream, self.m.perms) })?;
         let stream = DirStream { m: &self.m, d: stream };
-        if cookie != 0 {
-            // SAFETY: an open stream.
-            unsafe { (self.m.api.ceph_seekdir)(self.m.cm, stream.d, cookie as i64) };
-        }
+        // A listing from the start begins past "." and "..", which the
+        // reply leaves out anyway: libcephfs asks the metadata server for
+        // each one's recursive statistics (a round trip apiece, caps or
+        // not) when the stream passes them.
+        let start = if cookie == 0 { FIRST_ENTRY } else { cookie };
+        // SAFETY: an open stream.
+        unsafe { (self.m.api.ceph_seekdir)(self.m.cm, stream.d, start as i64) };
         let mut entries: Vec<DirEntryPlus> = Vec::new();
         loop {
             // SAFETY: a plain C struct, for which all-zero is valid.
