@@ -29,10 +29,25 @@ pub(crate) struct FileLayout {
     stateid: stateid4,
     ds: Arc<Connection>,
     fh: Bytes,
-    /// Unstable writes went to the data server since its last COMMIT.
-    dirty: bool,
+    /// Unstable writes sent to the data server, those it answered, and
+    /// how many of those a COMMIT there has covered. A COMMIT covers the
+    /// writes answered before it was sent, not those still out (the write
+    /// cache commits while later writes fly), so it leaves the layout dirty
+    /// until a COMMIT covers them too; that one must go to the data server
+    /// again, not to the metadata server, whose verifier differs and would
+    /// have every unstable byte of the file sent again.
+    unstable_sent: u64,
+    unstable_answered: u64,
+    committed_through: u64,
     /// The server recalled it: no new I/O through it.
     recalled: bool,
+}
+
+impl FileLayout {
+    /// Unstable writes went to the data server since its last COMMIT.
+    fn dirty(&self) -> bool {
+        self.unstable_sent > self.committed_through
+    }
 }
 
 #[derive(Default)]
@@ -137,7 +152,7 @@ impl Nfs41 {
         let id = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<u32>().ok());
         let (uid, gid) = id(&ds.ffds_user).zip(id(&ds.ffds_group)).ok_or_else(|| io_error("layout", "ids"))?;
         let conn = self.data_server(p, ds.ffds_deviceid, uid, gid).await?;
-        Ok(FileLayout { stateid: ok.logr_stateid.clone(), ds: conn, fh: ds_fh, dirty: false, recalled: false })
+        Ok(FileLayout { stateid: ok.logr_stateid.clone(), ds: conn, fh: ds_fh, unstable_sent: 0, unstable_answered: 0, committed_through: 0, recalled: false })
     }
 
     /// A connection to the device, as `uid`/`gid`, made on first use.
@@ -233,7 +248,7 @@ impl Nfs41 {
         if stable != stable_how::FILE_SYNC {
             if let Some(p) = &self.pnfs {
                 if let Some(x) = p.table.lock().files.get_mut(fh) {
-                    x.dirty = true;
+                    x.unstable_sent += 1;
                 }
             }
         }
@@ -245,6 +260,13 @@ impl Nfs41 {
             data: data.clone(),
         };
         let r = Self::ds_call::<_, nfs3::WRITE3res>(&l, nfs3::NFS3_WRITE, &args).await;
+        if r.is_ok() && stable != stable_how::FILE_SYNC {
+            if let Some(p) = &self.pnfs {
+                if let Some(x) = p.table.lock().files.get_mut(fh) {
+                    x.unstable_answered += 1;
+                }
+            }
+        }
         self.ds_outcome(fh, r, |c| c.ds_writes += 1)
     }
 
@@ -253,7 +275,7 @@ impl Nfs41 {
     pub(crate) async fn ds_commit(&self, fh: &Bytes) -> Option<Result<nfs3::COMMIT3resok>> {
         let l = {
             let t = self.pnfs.as_ref()?.table.lock();
-            t.files.get(fh).filter(|l| l.dirty)?.clone()
+            t.files.get(fh).filter(|l| l.dirty())?.clone()
         };
         let args = nfs3::COMMIT3args { file: nfs3::nfs_fh3 { data: l.fh.clone() }, offset: 0, count: 0 };
         let r = Self::ds_call::<_, nfs3::COMMIT3res>(&l, nfs3::NFS3_COMMIT, &args).await;
@@ -261,8 +283,8 @@ impl Nfs41 {
             if let Some(p) = &self.pnfs {
                 let mut t = p.table.lock();
                 let gone = t.files.get_mut(fh).map(|x| {
-                    x.dirty = false;
-                    x.recalled
+                    x.committed_through = x.committed_through.max(l.unstable_answered);
+                    x.recalled && !x.dirty()
                 });
                 if gone == Some(true) {
                     t.files.remove(fh);
@@ -280,7 +302,7 @@ impl Nfs41 {
         let Some(p) = &self.pnfs else { return false };
         let mut t = p.table.lock();
         let Some(l) = t.files.get_mut(fh) else { return false };
-        if l.dirty {
+        if l.dirty() {
             l.recalled = true;
         } else {
             t.files.remove(fh);
@@ -299,7 +321,7 @@ impl Nfs41 {
         let Some(p) = &self.pnfs else { return false };
         let mut t = p.table.lock();
         let held = !t.files.is_empty();
-        t.files.retain(|_, l| l.dirty);
+        t.files.retain(|_, l| l.dirty());
         for l in t.files.values_mut() {
             l.recalled = true;
         }
@@ -314,7 +336,7 @@ impl Nfs41 {
             t.unavailable.remove(fh);
             match t.files.get(fh) {
                 // Unstable data is still to be committed through it.
-                Some(l) if l.dirty => return,
+                Some(l) if l.dirty() => return,
                 Some(_) => t.files.remove(fh),
                 None => return,
             }
