@@ -94,9 +94,15 @@ impl Readahead {
         }
         self.streak = self.streak.saturating_add(1);
         if self.streak >= self.s.sequential_reads_to_start && self.s.max_window > 0 {
+            // Never narrower than two of the reader's own reads: a window
+            // smaller than a read prefetches only its head, and the rest
+            // of the next read goes out as a READ of its own (a reader of
+            // 1 MiB records made three extra READs while a 128 KiB window
+            // grew), as Linux sizes its first window from the request.
+            let floor = len.saturating_mul(2).min(self.s.max_window);
             self.window = match self.window {
-                0 => self.s.initial_window.clamp(1, self.s.max_window),
-                w => w.saturating_mul(2).min(self.s.max_window),
+                0 => self.s.initial_window.clamp(1, self.s.max_window).max(floor),
+                w => w.saturating_mul(2).min(self.s.max_window).max(floor),
             };
         }
         // The stream's front is the furthest read so far: a late read

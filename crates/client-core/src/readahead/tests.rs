@@ -156,3 +156,13 @@ fn cache_dropped_when_the_file_changes() {
     c.invalidate(&1);
     assert_eq!(c.bytes(), 0);
 }
+
+#[test]
+fn the_window_covers_two_of_the_readers_own_reads_from_the_start() {
+    let mut r = ra();
+    let mib = 1024 * KIB;
+    assert_eq!(r.on_read(0, mib), None);
+    // The whole next two reads, not a 128 KiB head of the next one.
+    assert_eq!(r.on_read(mib, mib), Some((2 * mib, 2 * mib)));
+    assert_eq!(r.window(), 2 * mib);
+}
