@@ -165,6 +165,37 @@ fn retransmitted_create_is_replayed_not_redone() {
     assert!(srv.export.join("made-once").is_dir());
 }
 
+/// A layout type the server has never heard of (not one of RFC 8881's
+/// or RFC 8435's) is NFS4ERR_UNKNOWN_LAYOUTTYPE, not a malformed request.
+#[test]
+fn an_unknown_layout_type_is_unknown_layouttype() {
+    let srv = start();
+    let c = Client41::connect(srv.port, "layout-asker");
+    let (stateid, fh) = open_file(&srv, &c, "o", "laid-out", OPEN4_SHARE_ACCESS_BOTH);
+    let get = |t: layouttype4| {
+        nfs_argop4::OP_LAYOUTGET(LAYOUTGET4args {
+            loga_signal_layout_avail: false,
+            loga_layout_type: t,
+            loga_iomode: layoutiomode4::LAYOUTIOMODE4_RW,
+            loga_offset: 0,
+            loga_length: u64::MAX,
+            loga_minlength: 0,
+            loga_stateid: stateid.clone(),
+            loga_maxcount: 4096,
+        })
+    };
+    let put = nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() });
+    let ops = vec![c.sequence(), put, get(layouttype4::LAYOUT4_FLEX_FILES)];
+    let mut args = xdr::to_bytes(&COMPOUND4args { tag: Bytes::new(), minorversion: 1, argarray: ops }).to_vec();
+    // OP_LAYOUTGET, signal FALSE, then the layout type: made 99.
+    let at = args.windows(12).rposition(|w| w == [0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 4]).expect("the LAYOUTGET");
+    args[at + 11] = 99;
+    let body = support::v4::Conn::body_of(c.conn.call_raw(c.conn.next_xid(), 1, &args));
+    let r = <COMPOUND4res as xdr::Decode>::decode(&mut xdr::Decoder::new(body)).expect("COMPOUND4res");
+    assert_eq!(r.status, nfsstat4::NFS4ERR_UNKNOWN_LAYOUTTYPE, "{r:?}");
+    assert_eq!(r.resarray.len(), 3, "SEQUENCE, PUTFH, LAYOUTGET: {r:?}");
+}
+
 #[test]
 fn expired_client_loses_its_lock_only_to_a_conflict() {
     let srv = start();

@@ -155,6 +155,17 @@ pub(crate) fn dispatch(core: &Core, call: &Call, args: &mut Decoder, e: &mut Enc
     }
 }
 
+/// The status of an operation whose arguments do not decode: a layout
+/// type this server has never heard of is NFS4ERR_UNKNOWN_LAYOUTTYPE
+/// (RFC 8881 18.43.3 and the other layout operations), not a malformed
+/// request, although `layouttype4` is an enum to the XDR decoder.
+fn undecodable(e: &xdr::XdrError) -> nfsstat4 {
+    match e {
+        xdr::XdrError::BadEnum { name: "layouttype4", .. } => nfsstat4::NFS4ERR_UNKNOWN_LAYOUTTYPE,
+        _ => nfsstat4::NFS4ERR_BADXDR,
+    }
+}
+
 /// The operations that may open a minor-version-1 compound without a
 /// SEQUENCE, as its only operation (RFC 8881 section 2.6.3.1.1.1 and
 /// each operation's description).
@@ -278,10 +289,11 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
         }
         let op = match nfs_argop4::decode(d) {
             Ok(op) => op,
-            Err(_) => {
-                error_result(opcode, nfsstat4::NFS4ERR_BADXDR, &mut out.enc);
+            Err(e) => {
+                let s = undecodable(&e);
+                error_result(opcode, s, &mut out.enc);
                 out.count += 1;
-                out.status = nfsstat4::NFS4ERR_BADXDR;
+                out.status = s;
                 break;
             }
         };
