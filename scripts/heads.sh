@@ -125,7 +125,8 @@ start_head() {
   # `ip netns exec` execs nfsx, so $! is the server's own pid.
   # Every address of the namespace, so an address taken over from a dead
   # head (`takeover`) is served too.
-  ip netns exec "$(ns "$i")" "$NFSX" serve --backend ceph --listen "0.0.0.0:2049" \
+  # Metrics at HEAD:9049 (Prometheus), cluster state among them.
+  ip netns exec "$(ns "$i")" "$NFSX" serve --backend ceph --listen "0.0.0.0:2049" --metrics "0.0.0.0:9049" \
     --config "$DIR/head$i/nfsx.toml" --state-dir "$DIR/head$i/state" --exports "$DIR/head$i/exports" \
     >>"$DIR/head$i/nfsx.log" 2>&1 &
   echo $! >"$DIR/head$i.pid"

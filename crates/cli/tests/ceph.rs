@@ -513,7 +513,7 @@ fn address_takeover_after_a_head_dies() {
 #[test]
 fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
-    reclaim_across_a_takeover("reclaimer", &|_| {
+    reclaim_across_a_takeover("reclaimer", &|_, _| {
         ok(&run("bash", &[script, "kill", "1"], MIN), "heads.sh kill 1");
         ok(&run("bash", &[script, "takeover", "1", "2"], MIN), "heads.sh takeover 1 2");
     });
@@ -526,7 +526,7 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
 #[test]
 fn a_crashed_head_is_taken_over_without_a_command() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
-    reclaim_across_a_takeover("crash-reclaimer", &|one| {
+    reclaim_across_a_takeover("crash-reclaimer", &|one, two| {
         let crashed = Instant::now();
         ok(&run("bash", &[script, "crash", "1"], MIN), "heads.sh crash 1");
         loop {
@@ -538,6 +538,15 @@ fn a_crashed_head_is_taken_over_without_a_command() {
             std::thread::sleep(Duration::from_millis(200));
         }
         eprintln!("head 1's address answered again {:?} after the crash", crashed.elapsed());
+        // Head 2's metrics say what it did and what it saw.
+        let metrics = std::net::SocketAddr::new(two.ip(), 9049);
+        let mut s = std::net::TcpStream::connect(metrics).expect("head 2's metrics endpoint");
+        std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut m = String::new();
+        std::io::Read::read_to_string(&mut s, &mut m).unwrap();
+        assert!(m.contains("nfsx_cluster_takeovers_total 1"), "{m}");
+        assert!(m.contains("nfsx_cluster_in_grace 1"), "{m}");
+        assert!(m.contains("nfsx_cluster_head_silent_seconds{head=\"1\"}"), "{m}");
     });
 }
 
@@ -545,7 +554,8 @@ fn a_crashed_head_is_taken_over_without_a_command() {
 /// through head 1's address once `take_over` has failed head 1 over to
 /// head 2, and again once head 1 is back; a client of head 2 is held off
 /// meanwhile, then refused.
-fn reclaim_across_a_takeover(tag: &str, take_over: &dyn Fn(std::net::SocketAddr)) {
+/// `take_over` gets head 1's and head 2's addresses.
+fn reclaim_across_a_takeover(tag: &str, take_over: &dyn Fn(std::net::SocketAddr, std::net::SocketAddr)) {
     use proto::nfs4::*;
     use support::v4::*;
     let Some((_, hosts, export)) = heads_from_env() else { return };
@@ -605,7 +615,7 @@ fn reclaim_across_a_takeover(tag: &str, take_over: &dyn Fn(std::net::SocketAddr)
         unreachable!()
     };
 
-    take_over(one);
+    take_over(one, two);
     assert_eq!(b_status(1000), nfsstat4::NFS4ERR_GRACE, "B locked during the takeover's grace");
     let took = reclaim(one);
     let grace_left = wait_denied("after the takeover");

@@ -117,6 +117,7 @@ impl Server {
                 .with_sendfile(),
         );
         let cluster_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cluster_stats = head.as_ref().map(|h| h.stats());
         if let Some(h) = head {
             h.follow(core.clone(), cluster_stop.clone())?;
         }
@@ -144,7 +145,7 @@ impl Server {
             tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
         }
         if let Some(addr) = shared.settings.metrics {
-            let registry = shared.metrics.registry(shared.core.clone());
+            let registry = shared.metrics.registry(shared.core.clone(), cluster_stats);
             tasks.push(tokio::spawn(async move {
                 if let Err(e) = metrics::http::serve(addr, registry).await {
                     tracing::error!(%addr, "metrics endpoint failed: {e}");

@@ -103,7 +103,12 @@ impl Metrics {
     /// per-procedure series, the process's memory and each export's backend
     /// counters. Names are given without `_total`; the encoder adds it to
     /// counters.
-    pub fn registry(self: &Arc<Self>, core: Arc<server_core::Core>) -> Registry {
+    /// `cluster`: a head's part in a cluster (`[cluster] node`), if any.
+    pub fn registry(
+        self: &Arc<Self>,
+        core: Arc<server_core::Core>,
+        cluster: Option<Arc<crate::cluster::stats::Stats>>,
+    ) -> Registry {
         let mut r = Registry::default();
         r.register("nfsx_up", "1 while the server runs", ConstGauge::new(1i64));
         let gauges = [
@@ -159,6 +164,9 @@ impl Metrics {
         r.register_collector(Box::new(ProcCollector(self.clone())));
         r.register_collector(Box::new(ProcessCollector));
         r.register_collector(Box::new(BackendCollector(core)));
+        if let Some(c) = cluster {
+            r.register_collector(Box::new(crate::cluster::stats::StatsCollector(c)));
+        }
         r
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod admin;
 pub mod record;
+pub mod stats;
 pub mod store;
 
 use std::collections::{BTreeMap, HashMap};
@@ -161,6 +162,7 @@ pub struct Head {
     /// The names of this head's own Ceph sessions, published in the record.
     sessions: Vec<String>,
     watch: Mutex<Watch>,
+    stats: Arc<stats::Stats>,
 }
 
 /// What this head has seen of the others' entries in the record.
@@ -199,11 +201,17 @@ impl Head {
             ceph: ceph.clone(),
             sessions,
             watch: Mutex::default(),
+            stats: Arc::default(),
         })
     }
 
     pub fn store(&self) -> Arc<RadosStore> {
         self.store.clone()
+    }
+
+    /// What the metrics endpoint shows of this head's part.
+    pub fn stats(&self) -> Arc<stats::Stats> {
+        self.stats.clone()
     }
 
     /// Looks at the record once now (before serving: the cluster learns
@@ -230,6 +238,7 @@ impl Head {
                     // the clients' state is checked in CephFS anyway.
                     Err(e) => {
                         self.watch.lock().unsure = true;
+                        self.stats.record_failures.fetch_add(1, Ordering::Relaxed);
                         if !failing {
                             failing = true;
                             tracing::warn!("cannot follow the cluster's shared record: {e}");
@@ -253,7 +262,10 @@ impl Head {
                 *beat = (seen.at, now);
             }
         }
-        w.beats.iter().map(|(h, (_, t))| (h.clone(), now.duration_since(*t).as_millis() as u64)).collect()
+        let silent: BTreeMap<String, u64> =
+            w.beats.iter().map(|(h, (_, t))| (h.clone(), now.duration_since(*t).as_millis() as u64)).collect();
+        *self.stats.silent_ms.lock() = silent.iter().filter(|(h, _)| **h != self.node).map(|(h, ms)| (h.clone(), *ms)).collect();
+        silent
     }
 
     fn step(&self, core: &Core, flag: &AtomicBool) -> Result<(), String> {
@@ -293,6 +305,8 @@ impl Head {
             Ok((r.in_grace(now), taken))
         })?;
         flag.store(in_grace, Ordering::Release);
+        self.stats.in_grace.store(in_grace, Ordering::Relaxed);
+        self.stats.takeovers.fetch_add(taken.len() as u64, Ordering::Relaxed);
         for (dead, sessions) in taken {
             let (shared, ceph, me) = (self.shared.clone(), self.ceph.clone(), self.node.clone());
             let spawned = std::thread::Builder::new()
