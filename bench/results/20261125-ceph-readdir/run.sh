@@ -27,3 +27,6 @@ for port in 20806 20801; do
     echo "port $port walk $pass: $(echo "$(date +%s.%N) - $start" | bc) s, $(($(getattrs) - before)) MDS getattrs"
   done
 done | tee mds-getattrs.txt
+# Kept listings: the same two servers side by side again (this build first).
+target/release/nfsx bench metadata --quiet --runs 5 --files 2000 --op list,stat --json metadata-listings.json \
+  --target "nfs://127.0.0.1/export?version=4.1" --target "nfs://127.0.0.1:20801/nfsx?version=4.1"

@@ -6,10 +6,12 @@ use std::ffi::CStr;
 use std::ptr;
 
 use bytes::Bytes;
-use vfs::{DirEntry, DirEntryPlus, FileId, ReadDirPlus, VfsResult};
+use vfs::{DirEntry, DirEntryPlus, FileId, ReadDirPlus, VfsError, VfsResult};
 
+use crate::attrs::to_attrs;
 use crate::ffi::{ceph_dir_result, ceph_statx, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
-use crate::fs::CephFs;
+use crate::fs::{is_dir, stat, CephFs};
+use crate::listings::{Entry, Listing};
 use crate::mount::{check, Mount};
 use crate::nodes::Node;
 
@@ -42,10 +44,64 @@ impl CephFs {
     /// directory by name hash within its fragments, so positions survive
     /// entries being added or removed elsewhere in it.
     pub(crate) fn do_readdir_plus(&self, dir: FileId, cookie: u64, max: usize) -> VfsResult<ReadDirPlus> {
-        let d = self.dir(dir)?;
+        let d = self.node(dir)?;
+        let stx = stat(&d)?;
+        if !is_dir(&stx) {
+            return Err(VfsError::NotDir);
+        }
         if cookie == END_COOKIE {
             return Ok(ReadDirPlus { entries: Vec::new(), eof: true });
         }
+        if let Some(l) = self.listings.get(dir, stx.stx_version) {
+            match self.serve_listing(&d, &l, cookie, max) {
+                Some(r) => return Ok(r),
+                None => self.listings.forget(dir),
+            }
+        }
+        let r = self.read_stream(&d, cookie, max)?;
+        if cookie == 0 && r.eof && self.settings.dir_cache_entries > 0 {
+            let entries = r
+                .entries
+                .iter()
+                .map(|e| Entry { name: e.entry.name.clone(), ino: e.entry.fileid, cookie: e.entry.cookie })
+                .collect();
+            self.listings.put(dir, Listing { version: stx.stx_version, entries });
+        }
+        Ok(r)
+    }
+
+    /// Entries of a kept listing after `cookie`, each with attributes read
+    /// now through its inode; `None` when the listing does not know the
+    /// cookie or an entry is gone (the stream is read instead).
+    fn serve_listing(&self, d: &Node, l: &Listing, cookie: u64, max: usize) -> Option<ReadDirPlus> {
+        let start = match cookie {
+            0 => 0,
+            c => l.entries.iter().position(|e| e.cookie == c)? + 1,
+        };
+        let rest = &l.entries[start..];
+        let mut entries = Vec::with_capacity(rest.len().min(max));
+        for e in rest.iter().take(max) {
+            let (id, attrs) = match self.nodes.get(e.ino) {
+                Some(n) => (e.ino, to_attrs(&stat(&n).ok()?, self.fsid)),
+                None => {
+                    let (n, stx) = self.lookup_raw(d, &e.name).ok()?;
+                    if stx.stx_ino != e.ino {
+                        return None;
+                    }
+                    self.keep(n, &stx)
+                }
+            };
+            if attrs.nlink == 0 {
+                return None;
+            }
+            let entry = DirEntry { fileid: id, name: e.name.clone(), cookie: e.cookie };
+            entries.push(DirEntryPlus { entry, obj: Ok((id, attrs)) });
+        }
+        Some(ReadDirPlus { eof: rest.len() <= max, entries })
+    }
+
+    /// Entries after `cookie` from libcephfs's directory stream.
+    fn read_stream(&self, d: &Node, cookie: u64, max: usize) -> VfsResult<ReadDirPlus> {
         let mut stream = ptr::null_mut();
         // SAFETY: a referenced directory; `stream` receives the stream.
         check(unsafe { (self.m.api.ceph_ll_opendir)(self.m.cm, d.inode, &mut stream, self.m.perms) })?;

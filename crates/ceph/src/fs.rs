@@ -10,6 +10,7 @@ use vfs::{Attrs, FileId, FileType, VfsError, VfsResult};
 use crate::attrs::to_attrs;
 use crate::ffi::{ceph_statx, inodeno_t, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
 use crate::health::Health;
+use crate::listings::Listings;
 use crate::locks::Locked;
 use crate::mount::{check, cstr, Mount};
 use crate::nodes::{Node, Nodes};
@@ -32,6 +33,8 @@ pub struct CephFs {
     pub(crate) health: Health,
     /// Files with byte-range locks, kept open while they have any.
     pub(crate) locked: Locked,
+    /// Whole directory listings, served again while current.
+    pub(crate) listings: Listings,
 }
 
 impl CephFs {
@@ -65,6 +68,7 @@ impl CephFs {
                 s => Duration::from_secs(s),
             }),
             locked: Locked::default(),
+            listings: Listings::new(settings.dir_cache_entries),
             m,
         };
         Nodes::sweep(&fs.nodes, Duration::from_secs(settings.inode_idle_secs));

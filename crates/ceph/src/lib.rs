@@ -46,6 +46,7 @@ pub mod ffi;
 mod fs;
 mod health;
 mod io;
+mod listings;
 mod locks;
 mod mount;
 mod namespace;
@@ -95,6 +96,11 @@ pub struct CephSettings {
     /// removed through another head is purged only once no head holds it.
     /// 0: kept until the cache is full.
     pub inode_idle_secs: u64,
+    /// Entries of whole directory listings kept, over all directories, to
+    /// answer a listing again without the metadata server while the
+    /// directory's change attribute (read under capabilities) is unchanged;
+    /// a directory holding more than a quarter of it is not kept. 0: off.
+    pub dir_cache_entries: usize,
     /// Make namespace changes durable in the metadata server's journal
     /// before answering, as NFSv3 and NFSv4 require.
     pub sync_metadata: bool,
@@ -123,6 +129,7 @@ impl Default for CephSettings {
             quiet_client_log: true,
             inode_cache: 16384,
             inode_idle_secs: 10,
+            dir_cache_entries: 65536,
             sync_metadata: true,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,
             default_file_mode: 0o644,

@@ -185,6 +185,16 @@ impl Vfs for CephFs {
             ),
             Counter::gauge("ceph_inodes_kept", "Inodes this head keeps referenced", self.nodes.len() as u64),
             Counter::total(
+                "ceph_listings_served_total",
+                "Directory listings answered from a kept whole listing, without the metadata server",
+                self.listings.served(),
+            ),
+            Counter::gauge(
+                "ceph_listing_entries_kept",
+                "Entries of whole directory listings kept (dir_cache_entries bounds them)",
+                self.listings.entries() as u64,
+            ),
+            Counter::total(
                 "ceph_calls_refused_total",
                 "Requests answered DELAY because a call had waited on the cluster past call_deadline_secs",
                 self.health.refused.load(Ordering::Relaxed),

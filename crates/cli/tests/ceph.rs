@@ -105,6 +105,43 @@ fn namespace_operations_with_libnfs() {
     namespace_round(&srv.url(""), "hello-ceph");
 }
 
+/// A head keeps whole directory listings and answers them again while the
+/// directory is unchanged (`dir_cache_entries`); a name created or removed
+/// through another head, or through itself, shows in its next listing.
+#[test]
+fn kept_listings_see_changes_made_through_another_head() {
+    let Some((conf, path)) = ceph_dir("listings") else { return };
+    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let (mut c1, mut c2) = (RpcClient::connect(one.port).unwrap(), RpcClient::connect(two.port).unwrap());
+    let (root1, root2) = (c1.mount(&path), c2.mount(&path));
+    let create = |c: &mut RpcClient, root: &nfs_fh3, name: &str| match c.nfs(NFS3_CREATE, &create_args(root, name)) {
+        CREATE3res::NFS3_OK(_) => {}
+        other => panic!("CREATE {name}: {other:?}"),
+    };
+    let names = |c: &mut RpcClient, root: &nfs_fh3| -> Vec<String> {
+        let args = READDIRPLUS3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], dircount: 4096, maxcount: 65536 };
+        let READDIRPLUS3res::NFS3_OK(ok) = c.nfs(NFS3_READDIRPLUS, &args) else { panic!("READDIRPLUS") };
+        assert!(ok.reply.eof);
+        let mut v = Vec::new();
+        for x in ok.reply.entries.into_iter().filter(|x| &x.name[..] != b"." && &x.name[..] != b"..") {
+            assert!(x.name_attributes.is_some(), "every entry with attributes");
+            v.push(String::from_utf8_lossy(&x.name).into_owned());
+        }
+        v.sort();
+        v
+    };
+    create(&mut c1, &root1, "a");
+    assert_eq!(names(&mut c1, &root1), ["a"]);
+    assert_eq!(names(&mut c1, &root1), ["a"], "served again");
+    create(&mut c2, &root2, "b");
+    assert_eq!(names(&mut c1, &root1), ["a", "b"], "a name made through another head");
+    create(&mut c1, &root1, "c");
+    assert_eq!(names(&mut c1, &root1), ["a", "b", "c"], "a name made through this head");
+    let rm = REMOVE3args { object: diropargs3 { dir: root2.clone(), name: Bytes::from_static(b"a") } };
+    let REMOVE3res::NFS3_OK(_) = c2.nfs(NFS3_REMOVE, &rm) else { panic!("REMOVE") };
+    assert_eq!(names(&mut c1, &root1), ["b", "c"], "a name removed through another head");
+}
+
 /// nfsx's own client over NFSv4.2 and NFSv3: data and metadata workloads
 /// checked by `nfsx bench` itself, and file handles kept across a restart
 /// of the head (a new libcephfs client resolves the same inode numbers).
