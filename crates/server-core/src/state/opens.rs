@@ -2,8 +2,8 @@
 //! 18.2, 18.18).
 //!
 //! One open stateid exists per (open-owner, file); further OPENs by the
-//! same owner upgrade it (the union of the access and deny modes, seqid
-//! + 1), OPEN_DOWNGRADE narrows it to modes some of those OPENs used,
+//! same owner upgrade it (the union of the access and deny modes, the
+//! seqid plus one), OPEN_DOWNGRADE narrows it to modes some of those OPENs used,
 //! and CLOSE drops it with the byte-range locks taken under it.
 
 use bytes::Bytes;

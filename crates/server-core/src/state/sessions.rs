@@ -152,8 +152,8 @@ impl Session {
 
     /// Raises or lowers the target highest slot from the use seen in the
     /// windows that ended; `in_use` is what the request at `now` shows
-    /// (slots busy including its own, or the client's `sa_highest_slotid`
-    /// + 1, whichever is more). Doubling when three quarters of the
+    /// (slots busy including its own, or one more than the client's
+    /// `sa_highest_slotid`, whichever is more). Doubling when three quarters of the
     /// target were in use, shrinking by a quarter per window in which
     /// under half was.
     pub fn adjust_target(&mut self, now: Duration, in_use: u32) {
