@@ -30,3 +30,7 @@ done | tee mds-getattrs.txt
 # Kept listings: the same two servers side by side again (this build first).
 target/release/nfsx bench metadata --quiet --runs 5 --files 2000 --op list,stat --json metadata-listings.json \
   --target "nfs://127.0.0.1/export?version=4.1" --target "nfs://127.0.0.1:20801/nfsx?version=4.1"
+# Sequential read, the same two servers.
+target/release/nfsx bench data --quiet --runs 5 --target "nfs://127.0.0.1/export?version=4.1" \
+  --target "nfs://127.0.0.1:20801/nfsx?version=4.1" --mode seq-read --size 256MiB --io-size 1MiB \
+  --threads 1,4 --json seq-read.json
