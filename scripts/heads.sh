@@ -266,9 +266,11 @@ case ${1:-} in
   crash)
     [[ -n ${2:-} ]] || die "usage: $0 crash I"
     alive "$DIR/head$2.pid" || die "head $2 is not running"
-    kill -KILL "$(cat "$DIR/head$2.pid")"
+    # The link first: a machine that is gone says nothing (no FIN or RST
+    # for its connections, which killing the process alone would send).
     ip -n "$(ns "$2")" link set eth0 down
-    say "head $2 crashed (killed, link down)" ;;
+    kill -KILL "$(cat "$DIR/head$2.pid")"
+    say "head $2 crashed (link down, killed)" ;;
   move-address)
     [[ -n ${2:-} && -n ${3:-} ]] || die "usage: $0 move-address I J"
     move_address "$2" "$3"
