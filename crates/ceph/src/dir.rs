@@ -54,7 +54,10 @@ impl CephFs {
         }
         if let Some(l) = self.listings.get(dir, stx.stx_version) {
             match self.serve_listing(&d, &l, cookie, max) {
-                Some(r) => return Ok(r),
+                Some(r) => {
+                    self.listings.count_served();
+                    return Ok(r);
+                }
                 None => self.listings.forget(dir),
             }
         }

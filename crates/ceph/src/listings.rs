@@ -59,7 +59,6 @@ impl Listings {
         let mut g = self.inner.lock();
         let l = g.dirs.get(&dir)?.clone();
         if l.version == version {
-            self.served.fetch_add(1, Relaxed);
             return Some(l);
         }
         Self::drop_locked(&mut g, dir);
@@ -104,7 +103,12 @@ impl Listings {
         self.inner.lock().entries
     }
 
-    /// Listings found current (and served, unless an entry had gone).
+    /// Counts a listing answered from a kept one.
+    pub fn count_served(&self) {
+        self.served.fetch_add(1, Relaxed);
+    }
+
+    /// Listings answered from kept ones.
     pub fn served(&self) -> u64 {
         self.served.load(Relaxed)
     }
