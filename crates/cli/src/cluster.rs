@@ -55,8 +55,15 @@ pub fn run(config: Option<PathBuf>, ceph_conf: Option<PathBuf>, cmd: ClusterComm
         }
         ClusterCommand::Takeover { dead, by, wait_secs } => {
             let grace = Duration::from_secs(settings.core.nfs4.grace_secs.into());
-            let t = server::cluster::admin::takeover(&shared, Some(&settings.ceph), &dead, &by, grace, Duration::from_secs(wait_secs))
-                .map_err(err)?;
+            let t = server::cluster::admin::takeover(
+                &shared,
+                Some(&settings.ceph),
+                &dead,
+                &by,
+                grace,
+                Duration::from_secs(wait_secs),
+            )
+            .map_err(err)?;
             println!("{}", serde_json::to_string(&t)?);
         }
         ClusterCommand::GiveBack { head, wait_secs } => {

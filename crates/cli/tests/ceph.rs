@@ -119,7 +119,8 @@ fn kept_listings_see_changes_made_through_another_head() {
         other => panic!("CREATE {name}: {other:?}"),
     };
     let names = |c: &mut RpcClient, root: &nfs_fh3| -> Vec<String> {
-        let args = READDIRPLUS3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], dircount: 4096, maxcount: 65536 };
+        let args =
+            READDIRPLUS3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], dircount: 4096, maxcount: 65536 };
         let READDIRPLUS3res::NFS3_OK(ok) = c.nfs(NFS3_READDIRPLUS, &args) else { panic!("READDIRPLUS") };
         assert!(ok.reply.eof);
         let mut v = Vec::new();

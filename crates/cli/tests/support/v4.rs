@@ -321,9 +321,13 @@ impl Client41 {
     /// destroyed.
     pub fn forget(addr: std::net::SocketAddr, owner: &str) {
         let c = Self::incarnation(addr, owner, 2, [9; 8]);
-        let r = c.conn.compound(1, vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args { dsa_sessionid: c.sessionid })]);
+        let r = c
+            .conn
+            .compound(1, vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args { dsa_sessionid: c.sessionid })]);
         ok_res(&r);
-        let r = c.conn.compound(1, vec![nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args { dca_clientid: c.clientid })]);
+        let r = c
+            .conn
+            .compound(1, vec![nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args { dca_clientid: c.clientid })]);
         ok_res(&r);
     }
 

@@ -152,7 +152,15 @@ impl Nfs41 {
         let id = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<u32>().ok());
         let (uid, gid) = id(&ds.ffds_user).zip(id(&ds.ffds_group)).ok_or_else(|| io_error("layout", "ids"))?;
         let conn = self.data_server(p, ds.ffds_deviceid, uid, gid).await?;
-        Ok(FileLayout { stateid: ok.logr_stateid.clone(), ds: conn, fh: ds_fh, unstable_sent: 0, unstable_answered: 0, committed_through: 0, recalled: false })
+        Ok(FileLayout {
+            stateid: ok.logr_stateid.clone(),
+            ds: conn,
+            fh: ds_fh,
+            unstable_sent: 0,
+            unstable_answered: 0,
+            committed_through: 0,
+            recalled: false,
+        })
     }
 
     /// A connection to the device, as `uid`/`gid`, made on first use.

@@ -21,7 +21,12 @@ pub(super) fn test(core: &Core, call: &Call, a: nlm4_testargs) -> (nlm4_testres,
         if let Some(export) = core.export_by_id(file.0) {
             match shared_locks::test(&*export.fs, file.1, &owner, kind, start, end) {
                 Ok(c) => conflict = c,
-                Err(_) => return (nlm4_testres { cookie: a.cookie, stat: nlm4_testrply::default(nlm4_stats::nlm4_failed) }, false),
+                Err(_) => {
+                    return (
+                        nlm4_testres { cookie: a.cookie, stat: nlm4_testrply::default(nlm4_stats::nlm4_failed) },
+                        false,
+                    )
+                }
             }
         }
     }

@@ -264,7 +264,8 @@ impl Head {
         }
         let silent: BTreeMap<String, u64> =
             w.beats.iter().map(|(h, (_, t))| (h.clone(), now.duration_since(*t).as_millis() as u64)).collect();
-        *self.stats.silent_ms.lock() = silent.iter().filter(|(h, _)| **h != self.node).map(|(h, ms)| (h.clone(), *ms)).collect();
+        *self.stats.silent_ms.lock() =
+            silent.iter().filter(|(h, _)| **h != self.node).map(|(h, ms)| (h.clone(), *ms)).collect();
         silent
     }
 

@@ -149,6 +149,13 @@ impl IdMap {
         Some(comps)
     }
 
+    /// Whether `id` is known to have the name `name` in `parent` (any of
+    /// its remembered names).
+    pub(crate) fn has_place(&self, id: FileId, parent: FileId, name: &[u8]) -> bool {
+        id == self.root
+            || self.entries.get(&id).is_some_and(|e| e.locs.iter().any(|l| l.parent == parent && l.name == name))
+    }
+
     /// Whether `loc` is already known for `id` with this generation (so a
     /// lookup need not journal anything).
     pub(crate) fn knows(&self, id: FileId, generation: u64, parent: FileId, name: &[u8]) -> bool {

@@ -45,6 +45,10 @@ const MAX_STORED_NAME: usize = 4096;
 const OP_ADD: u8 = 1;
 const OP_UNLINK: u8 = 2;
 const OP_FORGET: u8 = 3;
+/// Written last when the journal is closed on a clean stop: everything the
+/// map learnt during the run is in the journal. Its absence tells the next
+/// run that the tail may have been lost (see [`super::recover`]).
+const OP_CLEAN: u8 = 4;
 
 /// What a journal belongs to; a journal written for another tree is not
 /// replayed.
@@ -94,6 +98,10 @@ pub(crate) fn encode(c: &Change, out: &mut Vec<u8>) {
         Change::Unlink { id, generation, parent, name } => (OP_UNLINK, *id, *generation, *parent, name),
         Change::Forget { id, generation } => (OP_FORGET, *id, *generation, 0, b""),
     };
+    encode_record(op, id, generation, parent, name, out);
+}
+
+fn encode_record(op: u8, id: u64, generation: u64, parent: u64, name: &[u8], out: &mut Vec<u8>) {
     // Names are checked to be at most NAME_MAX long before they get here.
     let len = name.len().min(usize::from(u16::MAX));
     let start = out.len();
@@ -108,9 +116,10 @@ pub(crate) fn encode(c: &Change, out: &mut Vec<u8>) {
     out.extend_from_slice(&sum.to_le_bytes());
 }
 
-/// Decodes the record at the start of `b`: the change and its length, or
-/// None for a torn or corrupt record (end of the usable journal).
-pub(crate) fn decode(b: &[u8]) -> Option<(Change, usize)> {
+/// Decodes the record at the start of `b`: the change (None for the
+/// clean-stop marker) and its length, or None for a torn or corrupt record
+/// (end of the usable journal).
+pub(crate) fn decode(b: &[u8]) -> Option<(Option<Change>, usize)> {
     if b.len() < RECORD_FIXED + 4 {
         return None;
     }
@@ -131,9 +140,10 @@ pub(crate) fn decode(b: &[u8]) -> Option<(Change, usize)> {
         OP_ADD if name_ok => Change::Add { id, generation, parent, name },
         OP_UNLINK if name_ok => Change::Unlink { id, generation, parent, name },
         OP_FORGET => Change::Forget { id, generation },
+        OP_CLEAN => return Some((None, total)),
         _ => return None,
     };
-    Some((c, total))
+    Some((Some(c), total))
 }
 
 struct FileState {
@@ -158,14 +168,18 @@ pub(crate) struct Journal {
     pub(crate) counts: super::flush::FlushCounts,
 }
 
-/// Reads the journal in `dir`: its header and the map it describes, or
-/// None if there is none (or it belongs to another tree).
-pub(crate) fn load(
-    dir: &Path,
-    expect_root: u64,
-    expect_gen: u64,
-    max_locs: usize,
-) -> VfsResult<Option<(Header, IdMap)>> {
+/// A journal read back: what it belongs to, the map it describes, and
+/// whether the run that wrote it closed it cleanly (its last record is the
+/// clean-stop marker).
+pub(crate) struct Loaded {
+    pub(crate) header: Header,
+    pub(crate) map: IdMap,
+    pub(crate) clean: bool,
+}
+
+/// Reads the journal in `dir`, or None if there is none (or it belongs to
+/// another tree).
+pub(crate) fn load(dir: &Path, expect_root: u64, expect_gen: u64, max_locs: usize) -> VfsResult<Option<Loaded>> {
     let mut data = Vec::new();
     match File::open(dir.join(NAME)) {
         Ok(mut f) => {
@@ -185,15 +199,20 @@ pub(crate) fn load(
     let mut map = IdMap::new(h.root, max_locs);
     let mut at = HEADER_LEN;
     let mut n = 0u64;
+    let mut clean = false;
     while let Some((c, len)) = decode(&data[at..]) {
-        map.apply(&c);
+        clean = c.is_none();
+        if let Some(c) = c {
+            map.apply(&c);
+        }
         at += len;
         n += 1;
     }
     if at != data.len() {
+        clean = false;
         tracing::warn!(dir = %dir.display(), records = n, dropped_bytes = data.len() - at, "id journal ends in a torn record");
     }
-    Ok(Some((h, map)))
+    Ok(Some(Loaded { header: h, map, clean }))
 }
 
 fn sync_dir(dir: &Path) -> VfsResult<()> {
@@ -299,6 +318,18 @@ impl Journal {
         }
         Ok(())
     }
+
+    /// Flushes what is queued and ends the journal with the clean-stop
+    /// marker, made durable. Nothing may be recorded after it.
+    pub(crate) fn close_clean(&self, map: &RwLock<IdMap>) -> VfsResult<()> {
+        self.flush(true, map)?;
+        let mut f = self.file.lock();
+        let mut out = Vec::new();
+        encode_record(OP_CLEAN, 0, 0, 0, b"", &mut out);
+        f.file.write_all(&out)?;
+        f.file.sync_data()?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -320,7 +351,7 @@ mod tests {
         let mut at = 0;
         for c in &changes {
             let (d, len) = decode(&buf[at..]).unwrap();
-            assert_eq!(&d, c);
+            assert_eq!(d.as_ref(), Some(c));
             at += len;
         }
         assert_eq!(at, buf.len());

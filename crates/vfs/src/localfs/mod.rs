@@ -15,7 +15,10 @@
 //! found there has that inode number. If it does not (the object was
 //! renamed or deleted behind the server's back), the parent directory is
 //! rescanned for the inode (bounded by a setting), and failing that the id
-//! is Stale.
+//! is Stale, unless the run started after a crash that may have taken the
+//! journal's tail: then the export is walked once for the lost places
+//! ([`recover`]), which lets a namespace change wait for its own flushes
+//! but not for the journal's.
 //!
 //! Inode numbers freed by REMOVE are handed out again at once (ext4), often
 //! to a file another client thread is creating at that moment. A removal
@@ -76,6 +79,7 @@ mod handles;
 mod ids;
 mod journal;
 mod ops;
+mod recover;
 mod resolve;
 mod sys;
 mod v42;
@@ -120,10 +124,20 @@ pub struct LocalFsSettings {
     /// keeps them until evicted. Default 2 (knfsd's file cache: ~2 s).
     pub idle_fd_secs: u64,
     /// Make namespace changes (create, mkdir, remove, rename, link, ...)
-    /// durable before returning, by fsyncing the directories involved, the
-    /// new object and the id journal. NFSv3 requires it; turning it off
-    /// trades crash safety for speed. Default true.
+    /// durable before returning, by fsyncing the directories involved and
+    /// the new object. NFSv3 requires it; turning it off trades crash
+    /// safety for speed. Default true.
     pub sync_metadata: bool,
+    /// With `sync_metadata`, also fsync the id journal before a namespace
+    /// change returns. Off by default: the journal is written at once (a
+    /// killed server loses none of it) and fsync'd every
+    /// `journal_sync_every` records, and should a machine crash take its
+    /// tail, the first handle it no longer knows starts one walk of the
+    /// export that finds the objects again (only after a run that did not
+    /// stop cleanly; see the module documentation). On: one more flush per
+    /// create, mkdir, remove, rename and link, and no walk is ever needed
+    /// for those. Default false.
+    pub sync_id_journal: bool,
     /// Whether a created file's directory is flushed after the file
     /// itself. `"auto"` skips it on ext4, XFS and btrfs, where the fsync of
     /// a newly created file already makes its directory entry durable
@@ -134,9 +148,9 @@ pub struct LocalFsSettings {
     /// everywhere, as POSIX alone promises nothing more. Default "auto".
     pub create_dir_flush: CreateDirFlush,
     /// Id-journal records written between fsyncs of the journal when
-    /// nothing else forces one (lookups and readdir). A machine crash can
-    /// lose up to this many records; the handles they covered then go
-    /// stale until looked up again. 0 = fsync every write. Default 256.
+    /// nothing else forces one. A machine crash can lose up to this many
+    /// records; the objects they covered are found again by the recovery
+    /// walk. 0 = fsync every write. Default 256.
     pub journal_sync_every: u64,
     /// The journal is rewritten once it holds at least this many records
     /// and more than twice as many as there are live ids. Default 1 Mi.
@@ -172,6 +186,7 @@ impl Default for LocalFsSettings {
             sequential_window: 4 << 20,
             idle_fd_secs: 2,
             sync_metadata: true,
+            sync_id_journal: false,
             create_dir_flush: CreateDirFlush::Auto,
             journal_sync_every: 256,
             journal_compact_min: 1 << 20,
@@ -224,6 +239,9 @@ pub struct LocalFs {
     /// What the export's file system can do (reflinks, xattrs), learnt
     /// on first use.
     probes: v42::Probes,
+    /// The walk that finds objects whose ids a crash took from the
+    /// journal's tail.
+    recovery: recover::Recovery,
     /// Held for our lifetime: one LocalFs per state directory.
     _lock: File,
 }
@@ -301,14 +319,16 @@ impl LocalFs {
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(|_| VfsError::Delay)?;
 
         let max_locs = settings.max_names_per_id;
-        let (header, map) = match journal::load(&canon_state, root_id, root_gen, max_locs)? {
-            Some(found) => found,
+        let (header, map, clean) = match journal::load(&canon_state, root_id, root_gen, max_locs)? {
+            Some(found) => (found.header, found.map, found.clean),
             None => {
                 // Stable as long as the export keeps its path and root
                 // directory; kept in the journal afterwards.
                 let fsid = fnv64(canon_root.as_os_str().as_bytes()) ^ root_id;
                 let h = Header { root: root_id, root_generation: root_gen, fsid };
-                (h, IdMap::new(root_id, max_locs))
+                // No journal: handles given out before it went missing can
+                // only be found by walking, so a walk may be needed too.
+                (h, IdMap::new(root_id, max_locs), false)
             }
         };
         let journal = Journal::create(
@@ -318,7 +338,7 @@ impl LocalFs {
             settings.journal_sync_every,
             settings.journal_compact_min.max(1),
         )?;
-        tracing::info!(root = %canon_root.display(), ids = map.len(), "LocalFs opened");
+        tracing::info!(root = %canon_root.display(), ids = map.len(), clean, "LocalFs opened");
         let cache = Arc::new(FileCache::new(settings.open_file_cache));
         let handles = Arc::new(HandleCache::new(settings.handle_cache));
         let pending = Arc::new(Mutex::new(HashMap::new()));
@@ -343,6 +363,7 @@ impl LocalFs {
             journal,
             pending,
             probes: v42::Probes::default(),
+            recovery: recover::Recovery::new(!clean),
             _lock: lock,
         })
     }
@@ -393,7 +414,23 @@ impl LocalFs {
                 "Namespace changes that needed the id journal durable; over journal_flushes: changes per flush.",
                 self.journal.counts.callers.load(Relaxed),
             ),
+            crate::Counter::total(
+                "recovery_walks",
+                "Walks of the export for ids the id journal lost in a crash (at most one per run).",
+                self.recovery.counts.walks.load(Relaxed),
+            ),
+            crate::Counter::total(
+                "recovery_ids_learnt",
+                "Objects whose names a recovery walk added to the id map.",
+                self.recovery.counts.learnt.load(Relaxed),
+            ),
         ]
+    }
+
+    /// Whether a namespace change waits for the id journal's flush (see
+    /// [`LocalFsSettings::sync_id_journal`]).
+    fn journal_sync(&self) -> bool {
+        self.settings.sync_metadata && self.settings.sync_id_journal
     }
 
     /// Applies changes to the id map and journals them; with `sync` the
@@ -442,8 +479,9 @@ impl LocalFs {
 
 impl Drop for LocalFs {
     fn drop(&mut self) {
-        if let Err(e) = self.journal.flush(true, &self.ids) {
-            tracing::error!(error = %e, "cannot sync the id journal on close");
+        match self.journal.close_clean(&self.ids) {
+            Ok(()) => tracing::debug!("id journal closed cleanly"),
+            Err(e) => tracing::error!(error = %e, "cannot sync the id journal on close"),
         }
     }
 }

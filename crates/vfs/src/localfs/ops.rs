@@ -146,7 +146,7 @@ impl LocalFs {
 
     fn remove_entry(&self, dir_id: FileId, name: &[u8], want_dir: bool) -> VfsResult<()> {
         let (dir, held, change) = self.unlink_entry(dir_id, name, want_dir)?;
-        self.record(&[change], self.settings.sync_metadata);
+        self.record(&[change], self.journal_sync());
         drop(held);
         self.sync_dirs(&[&dir])
     }
@@ -513,7 +513,7 @@ impl Vfs for LocalFs {
             parent: to_dir,
             name: Bytes::copy_from_slice(to),
         });
-        self.record(&changes, self.settings.sync_metadata);
+        self.record(&changes, self.journal_sync());
         drop((src_obj, tgt_obj));
         if from_dir == to_dir {
             self.sync_dirs(&[&td])
@@ -543,7 +543,7 @@ impl Vfs for LocalFs {
             parent: dir,
             name: Bytes::copy_from_slice(name),
         };
-        self.record(&[c], self.settings.sync_metadata);
+        self.record(&[c], self.journal_sync());
         self.sync_dirs(&[&d])
     }
 

@@ -36,7 +36,11 @@ impl LocalFs {
     }
 
     pub(crate) fn resolve(&self, id: FileId) -> VfsResult<Obj> {
-        self.resolve_depth(id, 0)
+        match self.resolve_depth(id, 0) {
+            // Perhaps a place the id journal lost in a crash.
+            Err(VfsError::Stale) if self.recover() => self.resolve_depth(id, 0),
+            r => r,
+        }
     }
 
     /// Resolves a directory; `NotDir` if `id` is something else.

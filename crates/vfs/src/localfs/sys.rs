@@ -309,6 +309,8 @@ pub(crate) struct Scanned {
     pub(crate) name: Vec<u8>,
     pub(crate) ino: u64,
     pub(crate) next_cookie: u64,
+    /// From the entry's d_type; None where the file system does not say.
+    pub(crate) ftype: Option<FileType>,
 }
 
 /// Reads directory entries (without `.` and `..`) from `fd`'s current
@@ -323,7 +325,12 @@ pub(crate) fn scan_dir(fd: BorrowedFd<'_>, buf_size: usize, mut f: impl FnMut(Sc
         if is_dot(name) {
             continue;
         }
-        let s = Scanned { name: name.to_vec(), ino: entry.ino(), next_cookie: entry.next_entry_cookie() };
+        let ftype = match entry.file_type() {
+            rustix::fs::FileType::Directory => Some(FileType::Directory),
+            rustix::fs::FileType::Unknown => None,
+            _ => Some(FileType::Regular),
+        };
+        let s = Scanned { name: name.to_vec(), ino: entry.ino(), next_cookie: entry.next_entry_cookie(), ftype };
         if !f(s) {
             return Ok(false);
         }
