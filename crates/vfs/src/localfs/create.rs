@@ -53,7 +53,7 @@ impl LocalFs {
                 parent: dir_id,
                 name: Bytes::copy_from_slice(name),
             }],
-            self.settings.sync_metadata,
+            self.journal_sync(),
         );
         if self.settings.sync_metadata {
             match ftype {

@@ -213,4 +213,31 @@ mod tests {
         drop(fs);
         let _ = std::fs::remove_dir_all(base);
     }
+
+    /// Creations and directories wait for the id journal's flush only
+    /// with `sync_id_journal`; the records are written either way.
+    #[test]
+    fn namespace_changes_flush_the_journal_only_when_asked() {
+        for sync_id_journal in [false, true] {
+            let base = std::env::temp_dir().join(format!("nfsx-vfs-jflush-{}-{sync_id_journal}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&base);
+            std::fs::create_dir_all(base.join("export")).unwrap();
+            let settings = LocalFsSettings { sync_id_journal, ..LocalFsSettings::default() };
+            let fs = LocalFs::open(&base.join("export"), &base.join("state"), settings).unwrap();
+            let owner = Owner { uid: 0, gid: 0 };
+            let (dir, _) = fs.mkdir(fs.root(), b"d", &SetAttrs::default(), owner).unwrap();
+            for i in 0..5 {
+                let how = CreateHow::Guarded(SetAttrs::default());
+                fs.create(dir, format!("f{i}").as_bytes(), &how, owner).unwrap();
+            }
+            fs.rename(dir, b"f0", fs.root(), b"g").unwrap();
+            fs.remove(dir, b"f1").unwrap();
+            let flushes = fs.journal.counts.flushes.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(flushes, if sync_id_journal { 8 } else { 0 }, "sync_id_journal = {sync_id_journal}");
+            let written = std::fs::metadata(base.join("state/ids.journal")).unwrap().len();
+            assert!(written > 6 * 32, "records are written at once ({written} bytes)");
+            drop(fs);
+            let _ = std::fs::remove_dir_all(base);
+        }
+    }
 }
