@@ -66,7 +66,14 @@ impl LocalFs {
                         return Ok((id, self.attrs_of(&stx)));
                     }
                 }
-                FileType::Directory => self.sync_fd(sys::open_dir(fd)?.as_fd())?,
+                // The same holds for a new directory's own fsync (the
+                // file systems named there treat any new inode alike).
+                FileType::Directory => {
+                    self.sync_fd(sys::open_dir(fd)?.as_fd())?;
+                    if self.file_sync_covers_entry {
+                        return Ok((id, self.attrs_of(&stx)));
+                    }
+                }
                 // Nothing to open; the directory fsync covers the inode on
                 // journalling file systems.
                 _ => {}

@@ -138,9 +138,10 @@ pub struct LocalFsSettings {
     /// create, mkdir, remove, rename and link, and no walk is ever needed
     /// for those. Default false.
     pub sync_id_journal: bool,
-    /// Whether a created file's directory is flushed after the file
-    /// itself. `"auto"` skips it on ext4, XFS and btrfs, where the fsync of
-    /// a newly created file already makes its directory entry durable
+    /// Whether the directory of a created file or directory is flushed
+    /// after the new object itself. `"auto"` skips it on ext4, XFS and
+    /// btrfs, where the fsync of a newly created inode already makes its
+    /// directory entry durable
     /// (ext4 commits the journal transaction that holds both, or without a
     /// journal syncs the new inode's parent, `ext4_sync_parent`; XFS forces
     /// the log past the create; btrfs logs the new name with the inode),
