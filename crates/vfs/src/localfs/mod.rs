@@ -327,9 +327,10 @@ impl LocalFs {
                 // directory; kept in the journal afterwards.
                 let fsid = fnv64(canon_root.as_os_str().as_bytes()) ^ root_id;
                 let h = Header { root: root_id, root_generation: root_gen, fsid };
-                // No journal: handles given out before it went missing can
-                // only be found by walking, so a walk may be needed too.
-                (h, IdMap::new(root_id, max_locs), false)
+                // No journal: a new export (or a state directory started
+                // afresh, whose old handles were never this run's to keep),
+                // so no crash can have taken anything from it.
+                (h, IdMap::new(root_id, max_locs), true)
             }
         };
         let journal = Journal::create(

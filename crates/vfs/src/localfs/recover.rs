@@ -10,7 +10,7 @@
 //!
 //! Such a handle names an id the map does not know, or knows at a place it
 //! has left. The first time one is met in a run whose journal was not
-//! closed cleanly (no clean-stop marker at its end, or no journal at all),
+//! closed cleanly (no clean-stop marker at its end),
 //! the export is walked once: every directory is read, beneath the root,
 //! following no symlink and crossing no mount, and every entry the map does
 //! not know at that place is opened O_PATH, stat'd and added while still
