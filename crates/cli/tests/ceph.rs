@@ -732,6 +732,145 @@ fn nfsx_client_sends_io_through_layouts() {
     });
 }
 
+/// A data server that goes away while nfsx's client writes through it
+/// (NFSv4.2): the writes fall back to the metadata server, the client
+/// reports the data server (LAYOUTERROR), and the metadata server then
+/// names it in no new layout, so a new file's LAYOUTGET is answered
+/// LAYOUTUNAVAILABLE and its I/O goes straight through the metadata
+/// server, with no attempt at the dead data server. The files written
+/// after the failure read back whole. (Not the file written through the
+/// data server before it died: the dead head's CephFS session holds caps
+/// on it until the MDS times the session out, a minute here; a cluster's
+/// takeover ends such sessions at once.)
+#[test]
+fn a_failed_data_server_is_reported_and_left_out_of_new_layouts() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("pnfs-failed-ds") else { return };
+    let (mut ds, mds) = pnfs_heads(&conf, &path);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let data: Vec<u8> = (0..(2u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
+    let url = format!("nfs://127.0.0.1:{}{path}?version=4.2", mds.port);
+    let c = rt.block_on(client::Client::connect(&url, client::ClientSettings::default())).unwrap();
+    let write = |name: &'static str| {
+        let (c, data) = (&c, &data);
+        async move {
+            let how = client::OpenOptions { write: true, create: true, truncate: true, ..Default::default() };
+            let mut f = c.open(name, how).await.unwrap();
+            for (i, chunk) in data.chunks(1 << 20).enumerate() {
+                f.write((i << 20) as u64, chunk).await.unwrap();
+            }
+            f.close().await.unwrap();
+        }
+    };
+    rt.block_on(write("before"));
+    let through_ds = c.nfs41().unwrap().counters().ds_writes;
+    assert!(through_ds > 0, "the first file went through the data server");
+    ds.kill9();
+    let started = std::time::Instant::now();
+    rt.block_on(async {
+        write("after").await;
+        write("later").await;
+    });
+    let took = started.elapsed();
+    assert_eq!(c.nfs41().unwrap().counters().ds_writes, through_ds, "nothing more reached the dead data server");
+    assert!(took < Duration::from_secs(10), "falling back took {took:?}");
+
+    // The metadata server heard: a new layout names no data server.
+    let raw = Client41::connect_manual(mds.port, "pnfs-after-failure");
+    let (open, fh) = open_file(&mds, &raw, "o", "new-file", OPEN4_SHARE_ACCESS_BOTH);
+    let r = raw.run(vec![nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }), layoutget_rw(open)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE, "metadata server's log:\n{}", mds.log_text());
+
+    rt.block_on(async {
+        for name in ["after", "later"] {
+            let mut f = c.open(name, client::OpenOptions::read()).await.unwrap();
+            let mut back = vec![0u8; data.len()];
+            let mut at = 0;
+            while at < back.len() {
+                let n = f.read(at as u64, &mut back[at..]).await.unwrap();
+                assert!(n > 0, "{name}: short file, {at} bytes");
+                at += n;
+            }
+            f.close().await.unwrap();
+            assert!(back == data, "{name} reads back different bytes");
+        }
+    });
+}
+
+fn layoutget_rw(stateid: proto::nfs4::stateid4) -> proto::nfs4::nfs_argop4 {
+    use proto::nfs4::*;
+    nfs_argop4::OP_LAYOUTGET(LAYOUTGET4args {
+        loga_signal_layout_avail: false,
+        loga_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+        loga_iomode: layoutiomode4::LAYOUTIOMODE4_RW,
+        loga_offset: 0,
+        loga_length: u64::MAX,
+        loga_minlength: 0,
+        loga_stateid: stateid,
+        loga_maxcount: 4096,
+    })
+}
+
+/// An NFSv4.1 client reports a data server's errors in the layout's
+/// LAYOUTRETURN (RFC 8435 section 9.1.1): a refusal (ACCESS, as fencing
+/// would give) is only counted and the data server stays in layouts; an
+/// unreachable one (NXIO) is left out of new layouts. A return whose body
+/// does not decode still returns the layout.
+#[test]
+fn layoutreturn_error_reports_hold_a_data_server_out_of_layouts() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    use xdr::{Decode, Decoder, Encode, Encoder};
+    let Some((conf, path)) = ceph_dir("pnfs-ioerr") else { return };
+    let (_ds, mds) = pnfs_heads(&conf, &path);
+    let c = Client41::connect_manual(mds.port, "pnfs-ioerr");
+    let (open, fh) = open_file(&mds, &c, "o", "reported", OPEN4_SHARE_ACCESS_BOTH);
+    let on = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() });
+    let layout = || {
+        let r = c.run(vec![on(), layoutget_rw(open.clone())]);
+        match &r.resarray[1] {
+            nfs_resop4::OP_LAYOUTGET(LAYOUTGET4res::NFS4_OK(lg)) => {
+                let ff = ff_layout4::decode(&mut Decoder::new(lg.logr_layout[0].lo_content.loc_body.clone())).unwrap();
+                Ok((lg.logr_stateid.clone(), ff.ffl_mirrors[0].ffm_data_servers[0].ffds_deviceid))
+            }
+            _ => Err(r.status),
+        }
+    };
+    let give_back = |sid: stateid4, body: Bytes| {
+        c.run(vec![
+            on(),
+            nfs_argop4::OP_LAYOUTRETURN(LAYOUTRETURN4args {
+                lora_reclaim: false,
+                lora_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+                lora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
+                lora_layoutreturn: layoutreturn4::LAYOUTRETURN4_FILE(layoutreturn_file4 {
+                    lrf_offset: 0,
+                    lrf_length: u64::MAX,
+                    lrf_stateid: sid,
+                    lrf_body: body,
+                }),
+            }),
+        ])
+    };
+    let report = |sid: &stateid4, device: deviceid4, status: nfsstat4| {
+        let err = device_error4 { de_deviceid: device, de_status: status, de_opnum: nfs_opnum4::OP_WRITE };
+        let ioerr =
+            ff_ioerr4 { ffie_offset: 0, ffie_length: u64::MAX, ffie_stateid: sid.clone(), ffie_errors: vec![err] };
+        let mut e = Encoder::new();
+        ff_layoutreturn4 { fflr_ioerr_report: vec![ioerr], fflr_iostats_report: vec![] }.encode(&mut e);
+        e.into_bytes()
+    };
+    let (sid, device) = layout().expect("a layout");
+    ok_res(&give_back(sid.clone(), Bytes::from_static(b"\x00\x00\x00")));
+    let (sid, device2) = layout().expect("a layout after a return with a garbled body");
+    assert_eq!(device2, device);
+    ok_res(&give_back(sid.clone(), report(&sid, device, nfsstat4::NFS4ERR_ACCESS)));
+    let (sid, _) = layout().expect("a refusal does not hold the data server out");
+    ok_res(&give_back(sid.clone(), report(&sid, device, nfsstat4::NFS4ERR_NXIO)));
+    assert_eq!(layout().err(), Some(nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE), "an unreachable data server is held out");
+}
+
 /// pNFS with flexible-file layouts over two heads of one CephFS sharing a
 /// handle key: head 1, the metadata server, names head 2 as NFSv3 data
 /// server; a WRITE sent to head 2 with the layout's handle and ids reads

@@ -66,13 +66,24 @@ pub struct V41Settings {
     /// WRITE and COMMIT of open files go to the data servers the layouts
     /// name. Default true.
     pub pnfs: bool,
+    /// A data server this client could not reach is not tried again for
+    /// this long: files whose layouts name it do their I/O through the
+    /// metadata server meanwhile (which hears of the failure, LAYOUTERROR,
+    /// and names other data servers in new layouts). Default 30.
+    pub pnfs_failed_device_secs: u64,
     /// Waits between retries of a request the server asked to delay.
     pub retry: RetrySettings,
 }
 
 impl Default for V41Settings {
     fn default() -> Self {
-        V41Settings { slots: 64, delegations: true, pnfs: true, retry: RetrySettings::default() }
+        V41Settings {
+            slots: 64,
+            delegations: true,
+            pnfs: true,
+            pnfs_failed_device_secs: 30,
+            retry: RetrySettings::default(),
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod clock;
 mod cluster;
+pub mod devices;
 mod drc;
 pub mod exports;
 pub mod fh;
@@ -139,6 +140,8 @@ pub struct Core {
     /// Some export's file system is shared with other servers, whose
     /// locks live in it too (`shared_locks`).
     shared_locks: bool,
+    /// pNFS data servers clients reported failing.
+    pub(crate) devices: devices::DeviceHealth,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -217,6 +220,7 @@ impl Core {
             warn_counts: Default::default(),
             sendfile: false,
             shared_locks,
+            devices: Default::default(),
         }
     }
 
@@ -253,6 +257,12 @@ impl Core {
 
     pub fn exports(&self) -> &[Export] {
         &self.exports
+    }
+
+    /// Each pNFS data server's reported errors and whether it is held out
+    /// of new layouts (empty without `pnfs_data_servers`).
+    pub fn pnfs_devices(&self) -> Vec<devices::DeviceReport> {
+        self.devices.reports(self.settings.pnfs_data_servers.len())
     }
 
     /// The verifier WRITE and COMMIT currently return.

@@ -101,6 +101,10 @@ pub struct CoreSettings {
     /// get layouts sending their READs and WRITEs of files on shared
     /// exports to these servers over NFSv3, each file to one of them.
     pub pnfs_data_servers: Vec<std::net::SocketAddr>,
+    /// A data server a client reports unreachable or failing (LAYOUTERROR,
+    /// or the error reports of a LAYOUTRETURN) is named in no new layout
+    /// for this long; 0 only counts the reports. Default 30.
+    pub pnfs_error_hold_secs: u32,
 }
 
 impl Default for CoreSettings {
@@ -129,6 +133,7 @@ impl Default for CoreSettings {
             versions: NfsVersion::ALL.to_vec(),
             nfs4: Default::default(),
             pnfs_data_servers: Vec::new(),
+            pnfs_error_hold_secs: 30,
         }
     }
 }

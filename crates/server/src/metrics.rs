@@ -163,6 +163,7 @@ impl Metrics {
         }
         r.register_collector(Box::new(ProcCollector(self.clone())));
         r.register_collector(Box::new(ProcessCollector));
+        r.register_collector(Box::new(PnfsCollector(core.clone())));
         r.register_collector(Box::new(BackendCollector(core)));
         if let Some(c) = cluster {
             r.register_collector(Box::new(crate::cluster::stats::StatsCollector(c)));
@@ -236,6 +237,48 @@ fn rss_bytes() -> i64 {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0);
     kib * 1024
+}
+
+/// pNFS data servers as clients report them (LAYOUTERROR, LAYOUTRETURN
+/// error reports), one series per data server address.
+struct PnfsCollector(Arc<server_core::Core>);
+
+impl std::fmt::Debug for PnfsCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PnfsCollector")
+    }
+}
+
+impl Collector for PnfsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let reports = self.0.pnfs_devices();
+        if reports.is_empty() {
+            return Ok(());
+        }
+        let addrs = &self.0.settings().pnfs_data_servers;
+        let label = |i: usize| addrs.get(i).map(|a| a.to_string()).unwrap_or_default();
+        let mut m = encoder.encode_descriptor(
+            "nfsx_pnfs_device_errors",
+            "I/O errors clients reported at each pNFS data server",
+            None,
+            MetricType::Counter,
+        )?;
+        for r in &reports {
+            let device = label(r.index);
+            ConstCounter::new(r.errors).encode(m.encode_family(&[("device", device.as_str())])?)?;
+        }
+        let mut m = encoder.encode_descriptor(
+            "nfsx_pnfs_device_held",
+            "1 while a pNFS data server reported failing is named in no new layout (pnfs_error_hold_secs)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for r in &reports {
+            let device = label(r.index);
+            ConstGauge::new(i64::from(r.held)).encode(m.encode_family(&[("device", device.as_str())])?)?;
+        }
+        Ok(())
+    }
 }
 
 /// The backends' own counters (handle cache, flushes), one series per

@@ -9,10 +9,17 @@
 //! Unstable writes sent to a data server are committed there: a layout
 //! with such writes outstanding stays until the COMMIT, even once recalled
 //! (it then serves no new I/O).
+//!
+//! A data server that fails is reported to the metadata server (RFC 7862
+//! LAYOUTERROR over NFSv4.2; over NFSv4.1 in the layout's LAYOUTRETURN,
+//! RFC 8435 section 9.1.1), which leaves it out of new layouts; one this
+//! client could not reach is not tried again for `pnfs_failed_device_secs`,
+//! so layouts it already holds naming it do not each wait for it.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use proto::nfs3::{self, stable_how};
@@ -27,6 +34,7 @@ use crate::transport::{ConnParams, Connection};
 #[derive(Clone)]
 pub(crate) struct FileLayout {
     stateid: stateid4,
+    device: deviceid4,
     ds: Arc<Connection>,
     fh: Bytes,
     /// Unstable writes sent to the data server, those it answered, and
@@ -41,6 +49,8 @@ pub(crate) struct FileLayout {
     committed_through: u64,
     /// The server recalled it: no new I/O through it.
     recalled: bool,
+    /// I/O through it that failed, for the LAYOUTRETURN's error report.
+    errors: Vec<device_error4>,
 }
 
 impl FileLayout {
@@ -58,6 +68,14 @@ pub(crate) struct Table {
     /// Data server connections by (device, uid, gid): the credential is
     /// the connection's.
     devices: HashMap<(deviceid4, u32, u32), Arc<Connection>>,
+    /// Data servers this client could not reach, and when.
+    failed: HashMap<deviceid4, Instant>,
+}
+
+impl Table {
+    fn device_failed(&self, device: &deviceid4, hold: Duration) -> bool {
+        self.failed.get(device).is_some_and(|at| at.elapsed() < hold)
+    }
 }
 
 /// What pNFS needs besides the session.
@@ -68,6 +86,8 @@ pub(crate) struct Pnfs {
     /// One LAYOUTGET (and device lookup) at a time: concurrent first I/O
     /// of a file waits for the layout the first caller gets.
     pub fetching: tokio::sync::Mutex<()>,
+    /// `[v41] pnfs_failed_device_secs`.
+    pub failed_device_hold: Duration,
 }
 
 fn io_error(what: &'static str, why: impl std::fmt::Display) -> Error {
@@ -96,7 +116,8 @@ impl Nfs41 {
         let known = |p: &Pnfs| -> Option<Option<FileLayout>> {
             let t = p.table.lock();
             if let Some(l) = t.files.get(fh) {
-                return Some((!l.recalled).then(|| l.clone()));
+                let usable = !l.recalled && !t.device_failed(&l.device, p.failed_device_hold);
+                return Some(usable.then(|| l.clone()));
             }
             t.unavailable.contains(fh).then_some(None)
         };
@@ -151,15 +172,22 @@ impl Nfs41 {
         let ds_fh = ds.ffds_fh_vers.first().ok_or_else(|| io_error("layout", "no handle"))?.clone();
         let id = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<u32>().ok());
         let (uid, gid) = id(&ds.ffds_user).zip(id(&ds.ffds_group)).ok_or_else(|| io_error("layout", "ids"))?;
-        let conn = self.data_server(p, ds.ffds_deviceid, uid, gid).await?;
+        if p.table.lock().device_failed(&ds.ffds_deviceid, p.failed_device_hold) {
+            return Err(io_error("layout", "its data server failed a moment ago"));
+        }
+        let conn = self.data_server(p, ds.ffds_deviceid, uid, gid).await.inspect_err(|_| {
+            p.table.lock().failed.insert(ds.ffds_deviceid, Instant::now());
+        })?;
         Ok(FileLayout {
             stateid: ok.logr_stateid.clone(),
+            device: ds.ffds_deviceid,
             ds: conn,
             fh: ds_fh,
             unstable_sent: 0,
             unstable_answered: 0,
             committed_through: 0,
             recalled: false,
+            errors: Vec::new(),
         })
     }
 
@@ -185,7 +213,11 @@ impl Nfs41 {
         }
         let at = addr.ffda_netaddrs.iter().find_map(parse_uaddr).ok_or_else(|| io_error("device", "no address"))?;
         let cred = client_core::rpc::auth_sys(&p.machine, uid, gid, &[gid]);
-        let conn = Connection::connect(ConnParams { addr: at, cred, ..p.params.clone() })
+        // One redial when the connection breaks, not `reconnect_timeout` of
+        // them: calls waiting on a data server that went away fail soon and
+        // go to the metadata server, which can always serve them.
+        let params = ConnParams { addr: at, cred, reconnect_timeout: Duration::ZERO, ..p.params.clone() };
+        let conn = Connection::connect(params)
             .await
             .map_err(|e| Error::Connect { what: format!("pNFS data server {at}"), why: e.to_string() })?;
         let conn = Arc::new(conn);
@@ -206,29 +238,59 @@ impl Nfs41 {
         res.into_result().map_err(|status| Error::Nfs { proc: name, status })
     }
 
-    /// A layout that failed: no more I/O through it while the file is open.
-    fn layout_failed(&self, fh: &Bytes, e: &Error) {
+    /// A layout that failed: no more I/O through it while the file is open;
+    /// a data server that could not be reached is not tried for a while.
+    /// The metadata server hears of it: at once over NFSv4.2
+    /// (LAYOUTERROR), with the layout's return over NFSv4.1.
+    async fn layout_failed(&self, fh: &Bytes, e: &Error, op: nfs_opnum4) {
         tracing::warn!("pNFS data server failed, I/O goes through the metadata server: {e}");
-        if let Some(p) = &self.pnfs {
+        let Some(p) = &self.pnfs else { return };
+        let report = {
             let mut t = p.table.lock();
-            if let Some(l) = t.files.get_mut(fh) {
-                l.recalled = true;
-            }
             t.unavailable.insert(fh.clone());
+            let Some(l) = t.files.get_mut(fh) else { return };
+            l.recalled = true;
+            let error = device_error4 { de_deviceid: l.device, de_status: reported_status(e), de_opnum: op };
+            let first = l.errors.is_empty();
+            l.errors.push(error.clone());
+            let (device, stateid) = (l.device, l.stateid.clone());
+            if error.de_status == nfsstat4::NFS4ERR_NXIO {
+                t.failed.insert(device, Instant::now());
+                t.devices.retain(|(d, _, _), _| *d != device);
+            }
+            // One report per layout; the return carries them all.
+            (first && self.minor >= 2).then_some((stateid, error))
+        };
+        if let Some((stateid, error)) = report {
+            let report = nfs_argop4::OP_LAYOUTERROR(LAYOUTERROR4args {
+                lea_offset: 0,
+                lea_length: u64::MAX,
+                lea_stateid: stateid,
+                lea_errors: vec![error],
+            });
+            if let Err(e) = self.compound(vec![putfh(fh), report]).await {
+                tracing::debug!("LAYOUTERROR: {e}");
+            }
         }
     }
 
     /// A data server's answer: counted when it served the call; when it
     /// failed, the file's I/O goes through the metadata server from now on
     /// (`None` tells the caller to send this call there too).
-    fn ds_outcome<T>(&self, fh: &Bytes, r: Result<T>, count: impl FnOnce(&mut super::Counters)) -> Option<T> {
+    async fn ds_outcome<T>(
+        &self,
+        fh: &Bytes,
+        op: nfs_opnum4,
+        r: Result<T>,
+        count: impl FnOnce(&mut super::Counters),
+    ) -> Option<T> {
         match r {
             Ok(ok) => {
                 count(&mut self.counters.lock());
                 Some(ok)
             }
             Err(e) => {
-                self.layout_failed(fh, &e);
+                self.layout_failed(fh, &e, op).await;
                 None
             }
         }
@@ -240,7 +302,7 @@ impl Nfs41 {
         let l = self.layout(fh).await?;
         let args = nfs3::READ3args { file: nfs3::nfs_fh3 { data: l.fh.clone() }, offset, count };
         let r = Self::ds_call::<_, nfs3::READ3res>(&l, nfs3::NFS3_READ, &args).await;
-        self.ds_outcome(fh, r, |c| c.ds_reads += 1)
+        self.ds_outcome(fh, nfs_opnum4::OP_READ, r, |c| c.ds_reads += 1).await
     }
 
     /// WRITE through the layout; `None`: the caller writes through the
@@ -268,18 +330,25 @@ impl Nfs41 {
             data: data.clone(),
         };
         let r = Self::ds_call::<_, nfs3::WRITE3res>(&l, nfs3::NFS3_WRITE, &args).await;
-        if r.is_ok() && stable != stable_how::FILE_SYNC {
+        if stable != stable_how::FILE_SYNC {
             if let Some(p) = &self.pnfs {
                 if let Some(x) = p.table.lock().files.get_mut(fh) {
-                    x.unstable_answered += 1;
+                    if r.is_ok() {
+                        x.unstable_answered += 1;
+                    } else {
+                        // Not taken there: it goes to the metadata server,
+                        // and leaves nothing for a COMMIT at this one.
+                        x.unstable_sent -= 1;
+                    }
                 }
             }
         }
-        self.ds_outcome(fh, r, |c| c.ds_writes += 1)
+        self.ds_outcome(fh, nfs_opnum4::OP_WRITE, r, |c| c.ds_writes += 1).await
     }
 
     /// COMMIT at the data server that holds unstable writes of `fh`.
-    /// `None`: there is none (the caller commits at the metadata server).
+    /// `None`: there is none, or it failed (the caller commits at the
+    /// metadata server).
     pub(crate) async fn ds_commit(&self, fh: &Bytes) -> Option<Result<nfs3::COMMIT3resok>> {
         let l = {
             let t = self.pnfs.as_ref()?.table.lock();
@@ -287,6 +356,17 @@ impl Nfs41 {
         };
         let args = nfs3::COMMIT3args { file: nfs3::nfs_fh3 { data: l.fh.clone() }, offset: 0, count: 0 };
         let r = Self::ds_call::<_, nfs3::COMMIT3res>(&l, nfs3::NFS3_COMMIT, &args).await;
+        if let Err(e) = &r {
+            // The data server's unstable writes may be gone with it. The
+            // COMMIT goes to the metadata server instead, whose verifier
+            // is not the data server's, so the write cache sends those
+            // writes again, through the metadata server now.
+            if let Some(x) = self.pnfs.as_ref()?.table.lock().files.get_mut(fh) {
+                (x.unstable_sent, x.unstable_answered, x.committed_through) = (0, 0, 0);
+            }
+            self.layout_failed(fh, e, nfs_opnum4::OP_COMMIT).await;
+            return None;
+        }
         if r.is_ok() {
             if let Some(p) = &self.pnfs {
                 let mut t = p.table.lock();
@@ -299,8 +379,6 @@ impl Nfs41 {
                 }
             }
         }
-        // A failed COMMIT is the caller's to see: the writes it covers may
-        // be lost, and only they can be sent again.
         Some(r)
     }
 
@@ -350,6 +428,19 @@ impl Nfs41 {
             }
         };
         let Some(l) = l else { return };
+        let body = if l.errors.is_empty() {
+            Bytes::new()
+        } else {
+            let report = ff_ioerr4 {
+                ffie_offset: 0,
+                ffie_length: u64::MAX,
+                ffie_stateid: l.stateid.clone(),
+                ffie_errors: l.errors.clone(),
+            };
+            let mut e = Encoder::new();
+            ff_layoutreturn4 { fflr_ioerr_report: vec![report], fflr_iostats_report: vec![] }.encode(&mut e);
+            e.into_bytes()
+        };
         let ret = nfs_argop4::OP_LAYOUTRETURN(LAYOUTRETURN4args {
             lora_reclaim: false,
             lora_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
@@ -358,12 +449,34 @@ impl Nfs41 {
                 lrf_offset: 0,
                 lrf_length: u64::MAX,
                 lrf_stateid: l.stateid,
-                lrf_body: Bytes::new(),
+                lrf_body: body,
             }),
         });
         if let Err(e) = self.compound(vec![putfh(fh), ret]).await {
             tracing::debug!("LAYOUTRETURN: {e}");
         }
+    }
+}
+
+/// How a failed data-server call is reported (RFC 7862 15.6.3): NXIO
+/// when the data server could not be reached at all, else the NFSv3
+/// status it answered, which has the same number in NFSv4 for the
+/// errors I/O can meet; anything else as an I/O error.
+fn reported_status(e: &Error) -> nfsstat4 {
+    match e {
+        Error::Nfs { status, .. } => match *status as u32 {
+            13 => nfsstat4::NFS4ERR_ACCESS,
+            27 => nfsstat4::NFS4ERR_FBIG,
+            28 => nfsstat4::NFS4ERR_NOSPC,
+            30 => nfsstat4::NFS4ERR_ROFS,
+            69 => nfsstat4::NFS4ERR_DQUOT,
+            70 => nfsstat4::NFS4ERR_STALE,
+            10001 => nfsstat4::NFS4ERR_BADHANDLE,
+            10008 => nfsstat4::NFS4ERR_DELAY,
+            _ => nfsstat4::NFS4ERR_IO,
+        },
+        Error::Decode { .. } => nfsstat4::NFS4ERR_IO,
+        _ => nfsstat4::NFS4ERR_NXIO,
     }
 }
 

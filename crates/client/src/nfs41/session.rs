@@ -158,6 +158,7 @@ impl Nfs41 {
             machine: host.clone(),
             table: Default::default(),
             fetching: Default::default(),
+            failed_device_hold: std::time::Duration::from_secs(settings.v41.pnfs_failed_device_secs),
         });
         let nfs = Arc::new_cyclic(|me| Nfs41 {
             conn,

@@ -2,11 +2,13 @@
 //! 8435 section 5): the whole file, one mirror, one NFSv3 data server
 //! (files spread over the configured ones), the file's own handle, and
 //! its owner's ids for the AUTH_SYS credential the client uses there.
+//! A data server clients reported failing is skipped for the next one
+//! ([`crate::devices`]).
 
 use proto::nfs4::*;
 
 use super::open::file_key;
-use super::pnfs::{data_server_of, data_servers, device_id, layout_file, opaque};
+use super::pnfs::{choose_data_server, data_servers, device_id, layout_file, opaque};
 use super::Compound;
 
 pub(super) fn run(cx: &mut Compound, args: LAYOUTGET4args) -> Result<LAYOUTGET4resok, nfsstat4> {
@@ -26,6 +28,8 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTGET4args) -> Result<LAYOUTGET4r
     let client = cx.session_client().ok_or(nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)?;
     let sid = cx.resolve_stateid(&args.loga_stateid)?;
     let servers = data_servers(cx).ok_or(nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE)?;
+    // Every data server reported failing: the client does its I/O here.
+    let device = choose_data_server(cx, o.id, servers.len()).ok_or(nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE)?;
     let st = cx.state();
     let file = file_key(&o);
     let stateid = {
@@ -41,7 +45,7 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTGET4args) -> Result<LAYOUTGET4r
         layouts.grant(client, file, args.loga_iomode, || stateids.new_other(st.boot))
     };
     let ds = ff_data_server4 {
-        ffds_deviceid: device_id(data_server_of(o.id, servers.len())),
+        ffds_deviceid: device_id(device),
         ffds_efficiency: 0,
         // An NFSv3 data server takes no stateid (RFC 8435 section 5.1).
         ffds_stateid: stateid4 { seqid: 0, other: [0; 12] },

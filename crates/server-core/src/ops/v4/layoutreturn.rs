@@ -3,9 +3,10 @@
 //! return of any range of a file returns its layout.
 
 use proto::nfs4::*;
+use xdr::Decode;
 
 use super::open::file_key;
-use super::pnfs::{data_servers, layout_file};
+use super::pnfs::{data_servers, layout_file, take_error_reports};
 use super::Compound;
 
 pub(super) fn run(cx: &mut Compound, args: LAYOUTRETURN4args) -> Result<layoutreturn_stateid, nfsstat4> {
@@ -20,6 +21,15 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTRETURN4args) -> Result<layoutre
             let o = layout_file(cx)?;
             let sid = cx.resolve_stateid(&f.lrf_stateid)?;
             st.tables.lock().layouts.return_file(client, file_key(&o), &sid)?;
+            // A flexible-file return may carry reports of failed I/O (RFC
+            // 8435 section 9.1.1); the statistics in it are not kept.
+            // A body that does not decode is ignored, not refused: the
+            // layout is returned either way.
+            if let Ok(body) = ff_layoutreturn4::decode(&mut xdr::Decoder::new(f.lrf_body.clone())) {
+                for report in &body.fflr_ioerr_report {
+                    take_error_reports(cx, &report.ffie_errors);
+                }
+            }
         }
         layoutreturn4::default(layoutreturn_type4::LAYOUTRETURN4_FSID) => {
             let o = cx.cobj(nfsstat4::NFS4ERR_INVAL)?;

@@ -37,6 +37,7 @@ mod getfh;
 mod getxattr;
 mod io_advise;
 mod layoutcommit;
+mod layouterror;
 mod layoutget;
 mod layoutreturn;
 mod link;

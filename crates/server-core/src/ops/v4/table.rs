@@ -1,6 +1,6 @@
 //! The operation table: one arm per NFSv4 operation, wrapping each
 //! handler's result in its reply type. Optional operations nfsx does not
-//! offer (pNFS and its NFSv4.2 error and statistics reports, directory
+//! offer (GETDEVICELIST, NFSv4.2 layout statistics, directory
 //! delegations, named attributes, inter-server copy, WRITE_SAME) are answered
 //! NFS4ERR_NOTSUPP here, without a file of their own.
 
@@ -145,13 +145,14 @@ pub(super) fn run_op(cx: &mut Compound, op: nfs_argop4) -> (nfs_resop4, nfsstat4
         A::OP_SETXATTR(args) => ok!(R::OP_SETXATTR, SETXATTR4res, super::setxattr::run(cx, args)),
         A::OP_LISTXATTRS(args) => ok!(R::OP_LISTXATTRS, LISTXATTRS4res, super::listxattrs::run(cx, args)),
         A::OP_REMOVEXATTR(args) => ok!(R::OP_REMOVEXATTR, REMOVEXATTR4res, super::removexattr::run(cx, args)),
-        // No inter-server copy, no layouts (so no layout errors or
-        // statistics to take), no WRITE_SAME (application data blocks).
+        // No inter-server copy, no layout statistics (the flexible-file
+        // layout asks for none: ffl_stats_collect_hint 0), no WRITE_SAME
+        // (application data blocks).
         A::OP_COPY_NOTIFY(_) => {
             ok!(R::OP_COPY_NOTIFY, COPY_NOTIFY4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }
-        A::OP_LAYOUTERROR(_) => {
-            unit!(R::OP_LAYOUTERROR, LAYOUTERROR4res, ler_status, Err::<(), nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
+        A::OP_LAYOUTERROR(args) => {
+            unit!(R::OP_LAYOUTERROR, LAYOUTERROR4res, ler_status, super::layouterror::run(cx, args))
         }
         A::OP_LAYOUTSTATS(_) => {
             unit!(R::OP_LAYOUTSTATS, LAYOUTSTATS4res, lsr_status, Err::<(), nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
