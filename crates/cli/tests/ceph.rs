@@ -695,6 +695,31 @@ fn pnfs_heads(conf: &str, path: &str) -> (TestServer, TestServer) {
     (ds, mds)
 }
 
+/// Writes `data` to `name` through nfsx's client in 1 MiB calls, creating
+/// or truncating it, and closes it.
+async fn write_whole(c: &client::Client, name: &str, data: &[u8]) {
+    let how = client::OpenOptions { write: true, create: true, truncate: true, ..Default::default() };
+    let mut f = c.open(name, how).await.unwrap();
+    for (i, chunk) in data.chunks(1 << 20).enumerate() {
+        f.write((i << 20) as u64, chunk).await.unwrap();
+    }
+    f.close().await.unwrap();
+}
+
+/// Reads `len` bytes of `name` through nfsx's client.
+async fn read_whole(c: &client::Client, name: &str, len: usize) -> Vec<u8> {
+    let mut f = c.open(name, client::OpenOptions::read()).await.unwrap();
+    let mut back = vec![0u8; len];
+    let mut at = 0;
+    while at < len {
+        let n = f.read(at as u64, &mut back[at..]).await.unwrap();
+        assert!(n > 0, "{name}: short file, {at} bytes");
+        at += n;
+    }
+    f.close().await.unwrap();
+    back
+}
+
 /// nfsx's client with layouts: a file written and read back through the
 /// metadata server's address goes to the data server over NFSv3 (the
 /// client counts those calls), COMMIT included, and reads back whole.
@@ -707,22 +732,8 @@ fn nfsx_client_sends_io_through_layouts() {
         let url = format!("nfs://127.0.0.1:{}{path}?version=4.1", mds.port);
         let c = client::Client::connect(&url, client::ClientSettings::default()).await.unwrap();
         let data: Vec<u8> = (0..(4u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
-        let how = client::OpenOptions { write: true, create: true, truncate: true, ..Default::default() };
-        let mut f = c.open("laid-out", how).await.unwrap();
-        for (i, chunk) in data.chunks(1 << 20).enumerate() {
-            f.write((i << 20) as u64, chunk).await.unwrap();
-        }
-        f.close().await.unwrap();
-        let mut f = c.open("laid-out", client::OpenOptions::read()).await.unwrap();
-        let mut back = vec![0u8; data.len()];
-        let mut at = 0;
-        while at < back.len() {
-            let n = f.read(at as u64, &mut back[at..]).await.unwrap();
-            assert!(n > 0, "short file: {at} bytes");
-            at += n;
-        }
-        f.close().await.unwrap();
-        assert!(back == data, "read back differs");
+        write_whole(&c, "laid-out", &data).await;
+        assert!(read_whole(&c, "laid-out", data.len()).await == data, "read back differs");
         let counters = c.nfs41().unwrap().counters();
         assert!(counters.ds_writes > 0 && counters.ds_reads > 0, "{counters:?}");
         // The client's call statistics include the data servers' calls.
@@ -737,11 +748,10 @@ fn nfsx_client_sends_io_through_layouts() {
 /// reports the data server (LAYOUTERROR), and the metadata server then
 /// names it in no new layout, so a new file's LAYOUTGET is answered
 /// LAYOUTUNAVAILABLE and its I/O goes straight through the metadata
-/// server, with no attempt at the dead data server. The files written
-/// after the failure read back whole. (Not the file written through the
-/// data server before it died: the dead head's CephFS session holds caps
-/// on it until the MDS times the session out, a minute here; a cluster's
-/// takeover ends such sessions at once.)
+/// server, with no attempt at the dead data server. Every file reads back
+/// whole. (The data server is stopped, not killed: a killed head's CephFS
+/// session keeps its caps until the MDS times it out, a minute here, which
+/// would hold up this file's read and other tests' files; docs/SCALE-OUT.md.)
 #[test]
 fn a_failed_data_server_is_reported_and_left_out_of_new_layouts() {
     use proto::nfs4::*;
@@ -752,25 +762,14 @@ fn a_failed_data_server_is_reported_and_left_out_of_new_layouts() {
     let data: Vec<u8> = (0..(2u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
     let url = format!("nfs://127.0.0.1:{}{path}?version=4.2", mds.port);
     let c = rt.block_on(client::Client::connect(&url, client::ClientSettings::default())).unwrap();
-    let write = |name: &'static str| {
-        let (c, data) = (&c, &data);
-        async move {
-            let how = client::OpenOptions { write: true, create: true, truncate: true, ..Default::default() };
-            let mut f = c.open(name, how).await.unwrap();
-            for (i, chunk) in data.chunks(1 << 20).enumerate() {
-                f.write((i << 20) as u64, chunk).await.unwrap();
-            }
-            f.close().await.unwrap();
-        }
-    };
-    rt.block_on(write("before"));
+    rt.block_on(write_whole(&c, "before", &data));
     let through_ds = c.nfs41().unwrap().counters().ds_writes;
     assert!(through_ds > 0, "the first file went through the data server");
-    ds.kill9();
+    ds.sigterm();
     let started = std::time::Instant::now();
     rt.block_on(async {
-        write("after").await;
-        write("later").await;
+        write_whole(&c, "after", &data).await;
+        write_whole(&c, "later", &data).await;
     });
     let took = started.elapsed();
     assert_eq!(c.nfs41().unwrap().counters().ds_writes, through_ds, "nothing more reached the dead data server");
@@ -782,20 +781,9 @@ fn a_failed_data_server_is_reported_and_left_out_of_new_layouts() {
     let r = raw.run(vec![nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }), layoutget_rw(open)]);
     assert_eq!(r.status, nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE, "metadata server's log:\n{}", mds.log_text());
 
-    rt.block_on(async {
-        for name in ["after", "later"] {
-            let mut f = c.open(name, client::OpenOptions::read()).await.unwrap();
-            let mut back = vec![0u8; data.len()];
-            let mut at = 0;
-            while at < back.len() {
-                let n = f.read(at as u64, &mut back[at..]).await.unwrap();
-                assert!(n > 0, "{name}: short file, {at} bytes");
-                at += n;
-            }
-            f.close().await.unwrap();
-            assert!(back == data, "{name} reads back different bytes");
-        }
-    });
+    for name in ["before", "after", "later"] {
+        assert!(rt.block_on(read_whole(&c, name, data.len())) == data, "{name} reads back different bytes");
+    }
 }
 
 fn layoutget_rw(stateid: proto::nfs4::stateid4) -> proto::nfs4::nfs_argop4 {
@@ -911,18 +899,7 @@ fn flex_file_layouts_send_io_to_another_head() {
 
     let (open, fh) = open_file(&mds, &c, "o", "through-a-data-server", OPEN4_SHARE_ACCESS_BOTH);
     let on = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() });
-    let get = |sid: stateid4| {
-        nfs_argop4::OP_LAYOUTGET(LAYOUTGET4args {
-            loga_signal_layout_avail: false,
-            loga_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
-            loga_iomode: layoutiomode4::LAYOUTIOMODE4_RW,
-            loga_offset: 0,
-            loga_length: u64::MAX,
-            loga_minlength: 0,
-            loga_stateid: sid,
-            loga_maxcount: 4096,
-        })
-    };
+    let get = layoutget_rw;
     let r = c.run(vec![on(), get(open.clone())]);
     ok_res(&r);
     let nfs_resop4::OP_LAYOUTGET(LAYOUTGET4res::NFS4_OK(lg)) = &r.resarray[1] else { panic!("{r:?}") };
