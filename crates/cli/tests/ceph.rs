@@ -786,6 +786,22 @@ fn a_failed_data_server_is_reported_and_left_out_of_new_layouts() {
     }
 }
 
+/// LAYOUTRETURN of the current file's flexible-file layout, with `body`.
+fn layoutreturn_file(stateid: proto::nfs4::stateid4, body: Bytes) -> proto::nfs4::nfs_argop4 {
+    use proto::nfs4::*;
+    nfs_argop4::OP_LAYOUTRETURN(LAYOUTRETURN4args {
+        lora_reclaim: false,
+        lora_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+        lora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
+        lora_layoutreturn: layoutreturn4::LAYOUTRETURN4_FILE(layoutreturn_file4 {
+            lrf_offset: 0,
+            lrf_length: u64::MAX,
+            lrf_stateid: stateid,
+            lrf_body: body,
+        }),
+    })
+}
+
 fn layoutget_rw(stateid: proto::nfs4::stateid4) -> proto::nfs4::nfs_argop4 {
     use proto::nfs4::*;
     nfs_argop4::OP_LAYOUTGET(LAYOUTGET4args {
@@ -825,22 +841,7 @@ fn layoutreturn_error_reports_hold_a_data_server_out_of_layouts() {
             _ => Err(r.status),
         }
     };
-    let give_back = |sid: stateid4, body: Bytes| {
-        c.run(vec![
-            on(),
-            nfs_argop4::OP_LAYOUTRETURN(LAYOUTRETURN4args {
-                lora_reclaim: false,
-                lora_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
-                lora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
-                lora_layoutreturn: layoutreturn4::LAYOUTRETURN4_FILE(layoutreturn_file4 {
-                    lrf_offset: 0,
-                    lrf_length: u64::MAX,
-                    lrf_stateid: sid,
-                    lrf_body: body,
-                }),
-            }),
-        ])
-    };
+    let give_back = |sid: stateid4, body: Bytes| c.run(vec![on(), layoutreturn_file(sid, body)]);
     let report = |sid: &stateid4, device: deviceid4, status: nfsstat4| {
         let err = device_error4 { de_deviceid: device, de_status: status, de_opnum: nfs_opnum4::OP_WRITE };
         let ioerr =
@@ -967,19 +968,7 @@ fn flex_file_layouts_send_io_to_another_head() {
     ok_res(&other.run(vec![on(), truncate]));
     let recall = c.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(10)).expect("CB_LAYOUTRECALL");
     assert_eq!((recall.stateid.other, &recall.fh), (again.logr_stateid.other, &fh));
-    let ret = |sid: stateid4| {
-        nfs_argop4::OP_LAYOUTRETURN(LAYOUTRETURN4args {
-            lora_reclaim: false,
-            lora_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
-            lora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
-            lora_layoutreturn: layoutreturn4::LAYOUTRETURN4_FILE(layoutreturn_file4 {
-                lrf_offset: 0,
-                lrf_length: u64::MAX,
-                lrf_stateid: sid,
-                lrf_body: Bytes::new(),
-            }),
-        })
-    };
+    let ret = |sid: stateid4| layoutreturn_file(sid, Bytes::new());
     ok_res(&c.run(vec![on(), ret(again.logr_stateid.clone())]));
     assert_eq!(c.run(vec![on(), ret(again.logr_stateid.clone())]).status, nfsstat4::NFS4ERR_BAD_STATEID);
 
