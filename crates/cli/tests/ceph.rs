@@ -743,9 +743,10 @@ fn nfsx_client_sends_io_through_layouts() {
     });
 }
 
-/// A data server that goes away while nfsx's client writes through it
-/// (NFSv4.2): the writes fall back to the metadata server, the client
-/// reports the data server (LAYOUTERROR), and the metadata server then
+/// A data server that goes away while nfsx's client writes through it:
+/// the writes fall back to the metadata server, the client reports the
+/// data server (LAYOUTERROR over NFSv4.2, the error report of the layout's
+/// LAYOUTRETURN at close over NFSv4.1), and the metadata server then
 /// names it in no new layout, so a new file's LAYOUTGET is answered
 /// LAYOUTUNAVAILABLE and its I/O goes straight through the metadata
 /// server, with no attempt at the dead data server. Every file reads back
@@ -754,13 +755,22 @@ fn nfsx_client_sends_io_through_layouts() {
 /// would hold up this file's read and other tests' files; docs/SCALE-OUT.md.)
 #[test]
 fn a_failed_data_server_is_reported_and_left_out_of_new_layouts() {
+    failed_data_server("4.2");
+}
+
+#[test]
+fn a_failed_data_server_is_reported_in_the_layoutreturn_over_nfs41() {
+    failed_data_server("4.1");
+}
+
+fn failed_data_server(version: &str) {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("pnfs-failed-ds") else { return };
+    let Some((conf, path)) = ceph_dir(&format!("pnfs-failed-ds-{version}")) else { return };
     let (mut ds, mds) = pnfs_heads(&conf, &path);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let data: Vec<u8> = (0..(2u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
-    let url = format!("nfs://127.0.0.1:{}{path}?version=4.2", mds.port);
+    let url = format!("nfs://127.0.0.1:{}{path}?version={version}", mds.port);
     let c = rt.block_on(client::Client::connect(&url, client::ClientSettings::default())).unwrap();
     rt.block_on(write_whole(&c, "before", &data));
     let through_ds = c.nfs41().unwrap().counters().ds_writes;
