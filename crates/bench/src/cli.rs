@@ -169,6 +169,13 @@ pub struct BenchArgs {
     /// TOML file of nfsx client settings for nfs:// targets (see docs/CONFIGURATION.md).
     #[arg(long, value_name = "FILE")]
     pub client_config: Option<PathBuf>,
+    /// nfs:// targets: the client keeps no file data, neither a read cache nor readahead
+    /// (over --client-config), so every read the workload makes is one READ at the server,
+    /// as fio's direct=1 reads. Without it, a file that fits in the client's data cache (256
+    /// MiB by default) is read from the server once and then from the cache, which measures
+    /// the client. Writes still go through the client's write-behind cache.
+    #[arg(long)]
+    pub no_data_cache: bool,
     /// No progress bar and no per-run messages on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -278,7 +285,11 @@ pub fn main(args: BenchArgs) -> i32 {
 
 /// Opens every target, so a wrong one fails before any run.
 pub fn open_targets(args: &BenchArgs) -> Result<Vec<Arc<dyn Target>>> {
-    let opts = crate::nfs::NfsOptions { client_config: args.client_config.clone(), nconnect: args.nconnect };
+    let opts = crate::nfs::NfsOptions {
+        client_config: args.client_config.clone(),
+        nconnect: args.nconnect,
+        no_data_cache: args.no_data_cache,
+    };
     let mut out: Vec<Arc<dyn Target>> = Vec::new();
     for (i, t) in args.targets.iter().enumerate() {
         if args.targets[..i].contains(t) {
@@ -397,6 +408,9 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
     }
     if let Some(p) = &args.client_config {
         params.insert("client_config".into(), json!(p.display().to_string()));
+    }
+    if args.no_data_cache {
+        params.insert("no_data_cache".into(), json!(true));
     }
     // (coordinates, job) of the workload's own dimensions.
     let mut inner: Vec<(BTreeMap<String, Value>, Job)> = Vec::new();

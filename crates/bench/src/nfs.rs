@@ -23,6 +23,8 @@ pub struct NfsOptions {
     pub client_config: Option<PathBuf>,
     /// Connections per client (like the `nconnect` mount option).
     pub nconnect: Option<usize>,
+    /// No read cache and no readahead: every read is a READ.
+    pub no_data_cache: bool,
 }
 
 /// How long setting up a client may take before the target is declared
@@ -44,6 +46,10 @@ pub fn open(url: &str, opts: &NfsOptions) -> Result<Arc<dyn Target>> {
     };
     if let Some(n) = opts.nconnect {
         settings.nconnect = n;
+    }
+    if opts.no_data_cache {
+        settings.read_cache.max_bytes = 0;
+        settings.readahead.max_window = 0;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8))

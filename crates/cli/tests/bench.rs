@@ -376,3 +376,33 @@ fn copy_refuses_options_it_does_not_use() {
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// `--no-data-cache`: every read the workload makes is a READ at the
+/// server. Without it, a file that fits in the client's data cache is
+/// read from the server about once and then from the cache.
+#[test]
+fn no_data_cache_sends_every_read_to_the_server() {
+    let srv = TestServer::start(ServerOpts::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let t = target_v3(&srv);
+    let reads = |extra: &[&str]| {
+        let mut args = vec!["data", "--mode", "rand-read", "--size", "1MiB", "--io-size", "4KiB", "--duration", "1s"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--target", &t, "--runs", "1"]);
+        let (out, v) = bench(&args, tmp.path(), LIMIT);
+        let r = all_ok(&out, &v)[0].clone();
+        let read_rpcs = r["op_stats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == "READ")
+            .map_or(0, |o| o["count"].as_u64().unwrap());
+        (r["ops"].as_u64().unwrap(), read_rpcs, v.unwrap()["params"].clone())
+    };
+    let (ops, rpcs, params) = reads(&["--no-data-cache"]);
+    assert!(ops > 256, "{ops} reads in a second");
+    assert_eq!(rpcs, ops, "every read a READ");
+    assert_eq!(params["no_data_cache"], true, "{params}");
+    let (ops, rpcs, _) = reads(&[]);
+    assert!(rpcs * 4 < ops, "with the cache most of {ops} reads stay in the client ({rpcs} READs)");
+}
