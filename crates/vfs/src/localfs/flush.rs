@@ -13,6 +13,21 @@
 //! running when it arrived failed, so an error reaches every write a
 //! failed flush may have been carrying.
 //!
+//! # Write gathering
+//!
+//! Flushing at once whenever none runs splits N steady writers into two
+//! alternating halves: while one flush runs, the writers it serves are
+//! between their reply and their next request, so the next flush starts
+//! with only the others. Gronvall's write gathering holds a stable write
+//! back briefly so that more writes share its flush. Here a flush about
+//! to start waits while fewer callers wait for it than were active around
+//! the last one (the callers it served plus those that arrived while it
+//! ran), for at most the last flush's duration and never more than the
+//! group's `gather_max`. A lone writer never waits (one was active, one
+//! is waiting); N writers soon share one flush each round instead of
+//! two. Waiting changes nothing about what a caller is promised: it is
+//! still answered only after a flush that started after its write.
+//!
 //! Directories get the same treatment ([`DirFlushes`]): namespace changes
 //! (CREATE, MKDIR, REMOVE, RENAME, LINK, ...) that arrive together in one
 //! directory share its `fsync`.
@@ -29,6 +44,7 @@ use std::collections::{HashMap, VecDeque};
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use rustix::io::Errno;
@@ -45,6 +61,34 @@ struct GroupState {
     running: bool,
     /// (flush number, its error) of recent failed flushes.
     failures: VecDeque<(u64, Errno)>,
+    /// Callers waiting for the next flush (number `started + 1`).
+    next: u32,
+    /// Callers the running (or last) flush serves.
+    serving: u32,
+    /// Callers active around the last flush: those it served and those
+    /// that arrived while it ran. A flush waits for this many callers
+    /// (write gathering).
+    expected: u32,
+    /// How long the last flush took: the longest a flush waits to gather.
+    last_flush: Duration,
+    /// While the next flush waits to gather: when it stops waiting.
+    gather_until: Option<Instant>,
+}
+
+impl GroupState {
+    /// Until when the next flush should wait for more callers, if at all
+    /// (see the module documentation).
+    fn gather_deadline(&mut self, gather_max: Duration, counts: &FlushCounts) -> Option<Instant> {
+        if gather_max.is_zero() || self.next >= self.expected {
+            return None;
+        }
+        let now = Instant::now();
+        let until = *self.gather_until.get_or_insert_with(|| {
+            counts.gathers.fetch_add(1, Ordering::Relaxed);
+            now + self.last_flush.min(gather_max)
+        });
+        (now < until).then_some(until)
+    }
 }
 
 /// One file's flushes, shared by the callers that need one.
@@ -59,6 +103,8 @@ pub(crate) struct FlushGroup {
 pub(crate) struct FlushCounts {
     pub(crate) flushes: AtomicU64,
     pub(crate) callers: AtomicU64,
+    /// Flushes that waited to gather more callers.
+    pub(crate) gathers: AtomicU64,
 }
 
 impl FlushGroup {
@@ -66,9 +112,16 @@ impl FlushGroup {
     /// when `metadata`, else `fdatasync`), sharing the flush with
     /// concurrent callers. Metadata and data-only callers use separate
     /// groups, so a data-only flush never answers for metadata.
-    pub(crate) fn sync(&self, fd: BorrowedFd<'_>, metadata: bool, counts: &FlushCounts) -> Result<(), Errno> {
+    /// `gather_max` bounds the wait for more callers (0: never waits).
+    pub(crate) fn sync(
+        &self,
+        fd: BorrowedFd<'_>,
+        metadata: bool,
+        counts: &FlushCounts,
+        gather_max: Duration,
+    ) -> Result<(), Errno> {
         let since = self.ticket();
-        self.sync_since(since, fd, metadata, counts)
+        self.sync_since(since, fd, metadata, counts, gather_max)
     }
 
     /// [`FlushGroup::sync`] for a change made after `since` was taken
@@ -82,8 +135,15 @@ impl FlushGroup {
         fd: BorrowedFd<'_>,
         metadata: bool,
         counts: &FlushCounts,
+        gather_max: Duration,
     ) -> Result<(), Errno> {
-        self.sync_with(since, counts, || if metadata { rustix::fs::fsync(fd) } else { rustix::fs::fdatasync(fd) })
+        self.sync_with(since, counts, gather_max, || {
+            if metadata {
+                rustix::fs::fsync(fd)
+            } else {
+                rustix::fs::fdatasync(fd)
+            }
+        })
     }
 
     /// The first flush that may carry a change made from now on (the one
@@ -111,10 +171,16 @@ impl FlushGroup {
         &self,
         since: u64,
         counts: &FlushCounts,
+        gather_max: Duration,
         flush: impl Fn() -> Result<(), Errno>,
     ) -> Result<(), Errno> {
         counts.callers.fetch_add(1, Ordering::Relaxed);
         let mut g = self.state.lock();
+        g.next += 1;
+        if g.gather_until.is_some() && g.next >= g.expected {
+            // The flush waiting to gather has everyone it waited for.
+            self.cv.notify_all();
+        }
         // A flush running now may have started before our write returned,
         // so it does not count as ours; but it may also have started after
         // it and failed with our data, after which a later flush can
@@ -128,15 +194,25 @@ impl FlushGroup {
                 return failed.map_or(Ok(()), Err);
             }
             if !g.running {
+                if let Some(until) = g.gather_deadline(gather_max, counts) {
+                    self.cv.wait_until(&mut g, until);
+                    continue;
+                }
                 g.running = true;
                 g.started += 1;
+                g.serving = std::mem::take(&mut g.next);
+                g.gather_until = None;
                 let number = g.started;
                 drop(g);
                 counts.flushes.fetch_add(1, Ordering::Relaxed);
+                let began = Instant::now();
                 let r = flush();
+                let took = began.elapsed();
                 g = self.state.lock();
                 g.running = false;
                 g.done = number;
+                g.last_flush = took;
+                g.expected = g.serving + g.next;
                 if let Err(e) = r {
                     if g.failures.len() == RESULTS_KEPT {
                         g.failures.pop_front();
@@ -158,15 +234,21 @@ impl FlushGroup {
 pub(crate) struct DirFlushes {
     groups: Mutex<HashMap<(u64, u64), Arc<FlushGroup>>>,
     pub(crate) counts: FlushCounts,
+    /// The longest a directory flush waits to gather more changes.
+    gather_max: Duration,
 }
 
 impl DirFlushes {
+    pub(crate) fn new(gather_max: Duration) -> DirFlushes {
+        DirFlushes { gather_max, ..Default::default() }
+    }
+
     /// Makes the namespace changes made in `dir` (an O_PATH fd) before this
     /// call durable, sharing the `fsync` with concurrent callers.
     pub(crate) fn sync(&self, key: (u64, u64), dir: BorrowedFd<'_>) -> Result<(), Errno> {
         let group = self.groups.lock().entry(key).or_default().clone();
         let since = group.ticket();
-        let r = group.sync_with(since, &self.counts, || {
+        let r = group.sync_with(since, &self.counts, self.gather_max, || {
             use rustix::fs::{Mode, OFlags};
             let fd = rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
             rustix::fs::fsync(&fd)
@@ -263,7 +345,7 @@ mod tests {
                 let (f, g, counts) = (f.clone(), g.clone(), counts.clone());
                 std::thread::spawn(move || {
                     for _ in 0..20 {
-                        g.sync(f.as_fd(), true, &counts).unwrap();
+                        g.sync(f.as_fd(), true, &counts, Duration::from_millis(1)).unwrap();
                     }
                 })
             })
@@ -306,6 +388,15 @@ mod tests {
     /// no caller fails unless a flush that overlapped its wait failed.
     #[test]
     fn every_caller_is_covered_by_a_flush_that_started_after_it() {
+        covered_by_a_later_flush(Duration::ZERO);
+    }
+
+    #[test]
+    fn gathering_keeps_every_caller_covered_by_a_flush_that_started_after_it() {
+        covered_by_a_later_flush(Duration::from_millis(2));
+    }
+
+    fn covered_by_a_later_flush(gather_max: Duration) {
         use std::sync::atomic::AtomicU64;
         let clock = Arc::new(AtomicU64::new(0));
         let tick = {
@@ -322,7 +413,7 @@ mod tests {
                     let mut seen = Vec::new();
                     for i in 0..30u64 {
                         let (since, arrived) = g.ticket_observed(&tick);
-                        let r = g.sync_with(since, &counts, || {
+                        let r = g.sync_with(since, &counts, gather_max, || {
                             let start = tick();
                             std::thread::sleep(std::time::Duration::from_micros(200 + (t * 37 + i * 11) % 300));
                             let fail = (start % 7) == 3;
@@ -359,6 +450,63 @@ mod tests {
         assert!(n < callers.len() as u64, "{n} flushes for {} callers: nothing shared", callers.len());
     }
 
+    /// Two writers that each think a little between stable writes: without
+    /// gathering every flush serves one of them (each arrives while the
+    /// other's flush runs); with it they share one flush per round.
+    #[test]
+    fn a_flush_waits_for_the_writers_of_the_last_round() {
+        let flushes_for = |gather_max: Duration| {
+            let g = Arc::new(FlushGroup::default());
+            let counts = Arc::new(FlushCounts::default());
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let (g, counts) = (g.clone(), counts.clone());
+                    std::thread::spawn(move || {
+                        for _ in 0..6 {
+                            let since = g.ticket();
+                            g.sync_with(since, &counts, gather_max, || {
+                                std::thread::sleep(Duration::from_millis(30));
+                                Ok(())
+                            })
+                            .unwrap();
+                            std::thread::sleep(Duration::from_millis(3));
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            (counts.flushes.load(Ordering::Relaxed), counts.gathers.load(Ordering::Relaxed))
+        };
+        let (alone, no_gathers) = flushes_for(Duration::ZERO);
+        let (gathered, gathers) = flushes_for(Duration::from_secs(1));
+        assert_eq!(no_gathers, 0);
+        assert!(gathers >= 1, "never waited to gather");
+        assert!(alone >= 10, "{alone} flushes for 12 callers without gathering");
+        assert!(gathered <= 8, "{gathered} flushes for 12 callers with gathering");
+    }
+
+    /// One writer at a time: nobody else was active around its last
+    /// flush, so no flush waits for anyone.
+    #[test]
+    fn a_lone_writer_never_waits_to_gather() {
+        let g = FlushGroup::default();
+        let counts = FlushCounts::default();
+        let began = Instant::now();
+        for _ in 0..20 {
+            let since = g.ticket();
+            g.sync_with(since, &counts, Duration::from_secs(5), || {
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(())
+            })
+            .unwrap();
+        }
+        assert_eq!(counts.gathers.load(Ordering::Relaxed), 0);
+        assert_eq!(counts.flushes.load(Ordering::Relaxed), 20);
+        assert!(began.elapsed() < Duration::from_secs(4), "waited {:?}", began.elapsed());
+    }
+
     #[test]
     fn a_caller_waits_for_a_flush_that_started_after_it() {
         // With one flush already counted as started and running, a new
@@ -371,7 +519,7 @@ mod tests {
             s.done = 0;
         }
         let counts = FlushCounts::default();
-        g.sync(f.as_fd(), false, &counts).unwrap();
+        g.sync(f.as_fd(), false, &counts, Duration::ZERO).unwrap();
         assert_eq!(counts.flushes.load(Ordering::Relaxed), 1, "ran its own flush (number 2)");
         assert_eq!(g.state.lock().done, 2);
     }

@@ -119,6 +119,12 @@ pub struct LocalFsSettings {
     /// sequential run (reordered RPCs) and still continue it; write-back
     /// stays this far behind the run's end. Default 4 MiB.
     pub sequential_window: u64,
+    /// Write gathering (Gronvall): a flush shared by stable writes,
+    /// COMMITs or namespace changes waits for as many callers as were
+    /// active around the group's last flush, for at most that flush's
+    /// duration and never longer than this many microseconds; 0 flushes
+    /// at once. Default 2000.
+    pub write_gather_max_us: u64,
     /// Cached fds (handles and open files) unused this long are closed, so
     /// a file removed behind the server's back has its space freed; 0
     /// keeps them until evicted. Default 2 (knfsd's file cache: ~2 s).
@@ -185,6 +191,7 @@ impl Default for LocalFsSettings {
             handle_cache: 8192,
             writeback_chunk: 8 << 20,
             sequential_window: 4 << 20,
+            write_gather_max_us: 2000,
             idle_fd_secs: 2,
             sync_metadata: true,
             sync_id_journal: false,
@@ -354,7 +361,7 @@ impl LocalFs {
             cache,
             handles,
             flush_counts: flush::FlushCounts::default(),
-            dir_flushes: flush::DirFlushes::default(),
+            dir_flushes: flush::DirFlushes::new(Duration::from_micros(settings.write_gather_max_us)),
             settings,
             root_fd,
             root_id,
@@ -397,6 +404,11 @@ impl LocalFs {
                 self.flush_counts.callers.load(Relaxed),
             ),
             crate::Counter::total(
+                "flush_gathers",
+                "Flushes of stable writes and COMMITs that waited to gather more callers (write gathering).",
+                self.flush_counts.gathers.load(Relaxed),
+            ),
+            crate::Counter::total(
                 "dir_flushes",
                 "Directory fsyncs after namespace changes (group commit).",
                 self.dir_flushes.counts.flushes.load(Relaxed),
@@ -405,6 +417,11 @@ impl LocalFs {
                 "dir_flush_callers",
                 "Namespace changes that needed a directory flush; over dir_flushes: changes per flush.",
                 self.dir_flushes.counts.callers.load(Relaxed),
+            ),
+            crate::Counter::total(
+                "dir_flush_gathers",
+                "Directory flushes that waited to gather more namespace changes (write gathering).",
+                self.dir_flushes.counts.gathers.load(Relaxed),
             ),
             crate::Counter::total(
                 "journal_flushes",
@@ -427,6 +444,12 @@ impl LocalFs {
                 self.recovery.counts.learnt.load(Relaxed),
             ),
         ]
+    }
+
+    /// The longest a shared flush of a file waits to gather more callers
+    /// (see [`LocalFsSettings::write_gather_max_us`]).
+    pub(super) fn gather_max(&self) -> Duration {
+        Duration::from_micros(self.settings.write_gather_max_us)
     }
 
     /// Whether a namespace change waits for the id journal's flush (see

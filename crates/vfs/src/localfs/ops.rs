@@ -354,9 +354,13 @@ impl Vfs for LocalFs {
             }
             // Stable writes arriving together share one flush (see flush).
             Stability::DataSync => {
-                f.fdatasyncs.sync_since(since, f.fd.as_fd(), false, &self.flush_counts).map_err(errno)?
+                let gather = self.gather_max();
+                f.fdatasyncs.sync_since(since, f.fd.as_fd(), false, &self.flush_counts, gather).map_err(errno)?
             }
-            Stability::FileSync => f.fsyncs.sync_since(since, f.fd.as_fd(), true, &self.flush_counts).map_err(errno)?,
+            Stability::FileSync => {
+                let gather = self.gather_max();
+                f.fsyncs.sync_since(since, f.fd.as_fd(), true, &self.flush_counts, gather).map_err(errno)?
+            }
         }
         Ok(WriteResult { count, committed: stable })
     }
@@ -373,7 +377,7 @@ impl Vfs for LocalFs {
         // this one's.
         let pending = pending.filter(|(g, _)| same_object(*g, f.generation)).map(|p| p.1);
         f.take_dirty();
-        if let Err(e) = f.fsyncs.sync(f.fd.as_fd(), true, &self.flush_counts) {
+        if let Err(e) = f.fsyncs.sync(f.fd.as_fd(), true, &self.flush_counts, self.gather_max()) {
             f.mark_dirty();
             return Err(errno(e));
         }

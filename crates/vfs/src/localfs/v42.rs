@@ -198,8 +198,10 @@ impl LocalFs {
         let (fd, counts) = (df.fd.as_fd(), &self.flush_counts);
         match stable {
             Stability::Unstable => {}
-            Stability::DataSync => df.fdatasyncs.sync_since(since, fd, false, counts).map_err(errno)?,
-            Stability::FileSync => df.fsyncs.sync_since(since, fd, true, counts).map_err(errno)?,
+            Stability::DataSync => {
+                df.fdatasyncs.sync_since(since, fd, false, counts, self.gather_max()).map_err(errno)?
+            }
+            Stability::FileSync => df.fsyncs.sync_since(since, fd, true, counts, self.gather_max()).map_err(errno)?,
         }
         Ok(CopyResult { count: copied, committed: stable })
     }
