@@ -123,7 +123,11 @@ pub struct LocalFsSettings {
     /// COMMITs or namespace changes waits for as many callers as were
     /// active around the group's last flush, for at most that flush's
     /// duration and never longer than this many microseconds; 0 flushes
-    /// at once. Default 2000.
+    /// at once. Default 0: on the machine of docs/BENCHMARKS.md, where a
+    /// flush takes ~240 µs and client and server share two cores, waiting
+    /// for writers to come back cost more than the flushes it saved
+    /// (16 stable writers: 0.86x). Worth a try where the device's flush,
+    /// not the CPU or the network, bounds stable writes.
     pub write_gather_max_us: u64,
     /// Cached fds (handles and open files) unused this long are closed, so
     /// a file removed behind the server's back has its space freed; 0
@@ -191,7 +195,7 @@ impl Default for LocalFsSettings {
             handle_cache: 8192,
             writeback_chunk: 8 << 20,
             sequential_window: 4 << 20,
-            write_gather_max_us: 2000,
+            write_gather_max_us: 0,
             idle_fd_secs: 2,
             sync_metadata: true,
             sync_id_journal: false,
