@@ -2,6 +2,8 @@
 //! client-core's sans-IO caches behind locks, on the wall clock (attribute
 //! timeouts are measured against the server's mtimes).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bytes::Bytes;
 use client_core::attrcache::{AttrCache, DirCache};
 use parking_lot::Mutex;
@@ -12,6 +14,22 @@ use crate::settings::ClientSettings;
 pub(crate) struct Caches {
     attrs: Mutex<AttrCache<Bytes>>,
     names: Mutex<DirCache<Bytes>>,
+    /// Invalidations so far; see [`Caches::epoch`].
+    epoch: AtomicU64,
+    /// For each bucket of files (by handle hash), the epoch of the last
+    /// invalidation of one of them.
+    invalidated: [AtomicU64; INVALIDATION_BUCKETS],
+}
+
+/// Buckets of [`Caches::invalidated`]: a reply is refused for another
+/// file's invalidation once in this many, which costs a call later, never
+/// a wrong answer.
+const INVALIDATION_BUCKETS: usize = 256;
+
+fn bucket(fh: &Bytes) -> usize {
+    // FNV-1a: handles are short and any spread will do.
+    let h = fh.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+    (h % INVALIDATION_BUCKETS as u64) as usize
 }
 
 fn wall_now() -> u64 {
@@ -23,7 +41,25 @@ impl Caches {
         Caches {
             attrs: Mutex::new(AttrCache::new(s.attr_cache.clone())),
             names: Mutex::new(DirCache::new(s.attr_cache.clone())),
+            epoch: AtomicU64::new(0),
+            invalidated: std::array::from_fn(|_| AtomicU64::new(0)),
         }
+    }
+
+    /// Taken before a call whose reply carries attributes: they are stored
+    /// ([`Caches::revalidate_since`], [`Caches::put_entry_since`]) only if
+    /// their file was not invalidated after it. A LOOKUP answered before
+    /// this client's last WRITE of the file reached the server, whose
+    /// reply is read after that WRITE's, would otherwise put back the size
+    /// from before the WRITE; under a delegation, where cached attributes
+    /// never expire, that stale size stayed (a COPY of a file just written
+    /// took it and copied 2 MiB of 3).
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    fn invalidated_since(&self, fh: &Bytes, since: u64) -> bool {
+        self.invalidated[bucket(fh)].load(Ordering::Acquire) > since
     }
 
     /// Fresh cached attributes of `fh`.
@@ -47,11 +83,25 @@ impl Caches {
 
     /// Close-to-open: fresh attributes fetched at open.
     pub fn revalidate(&self, fh: &Bytes, a: &fattr3) {
-        self.attrs.lock().revalidate_on_open(fh, a.clone(), wall_now());
+        self.revalidate_since(fh, a, u64::MAX);
+    }
+
+    /// [`Caches::revalidate`] for attributes from a call sent
+    /// at `since` ([`Caches::epoch`]).
+    pub fn revalidate_since(&self, fh: &Bytes, a: &fattr3, since: u64) {
+        let mut attrs = self.attrs.lock();
+        if !self.invalidated_since(fh, since) {
+            attrs.revalidate_on_open(fh, a.clone(), wall_now());
+        }
     }
 
     pub fn invalidate_attrs(&self, fh: &Bytes) {
-        self.attrs.lock().invalidate(fh);
+        // Under the lock, so a reply checked against the epoch either sees
+        // this invalidation or is stored before it and removed by it.
+        let mut attrs = self.attrs.lock();
+        let e = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        self.invalidated[bucket(fh)].fetch_max(e, Ordering::AcqRel);
+        attrs.invalidate(fh);
     }
 
     /// A cached LOOKUP result, valid while the directory is unchanged.
@@ -63,8 +113,28 @@ impl Caches {
     /// Remembers `dir/name` → `fh` (and its attributes). Names are only
     /// cached under known directory attributes, which decide their validity.
     pub fn put_entry(&self, dir: &Bytes, name: &str, fh: &nfs_fh3, a: &fattr3, dir_attrs: Option<&fattr3>) {
+        self.put_entry_since(dir, name, fh, a, dir_attrs, u64::MAX);
+    }
+
+    /// [`Caches::put_entry`] with attributes from a call sent at `since`
+    /// ([`Caches::epoch`]): the name is kept, the attributes only if their
+    /// file was not invalidated meanwhile.
+    pub fn put_entry_since(
+        &self,
+        dir: &Bytes,
+        name: &str,
+        fh: &nfs_fh3,
+        a: &fattr3,
+        dir_attrs: Option<&fattr3>,
+        since: u64,
+    ) {
         let now = wall_now();
-        self.attrs.lock().put(&fh.data, a.clone(), now);
+        {
+            let mut attrs = self.attrs.lock();
+            if !self.invalidated_since(&fh.data, since) {
+                attrs.put(&fh.data, a.clone(), now);
+            }
+        }
         let dir_attrs = match dir_attrs {
             Some(d) => Some(d.clone()),
             None => self.attrs.lock().get(dir, now).cloned(),
@@ -79,6 +149,59 @@ impl Caches {
     /// about it is no longer known to be true.
     pub fn changed_dir(&self, dir: &Bytes) {
         self.names.lock().invalidate_dir(dir);
-        self.attrs.lock().invalidate(dir);
+        self.invalidate_attrs(dir);
+    }
+
+    /// [`Caches::put_attrs`] for attributes from a call sent at `since`.
+    pub fn put_attrs_since(&self, fh: &Bytes, a: &fattr3, since: u64) {
+        let now = wall_now();
+        {
+            let mut attrs = self.attrs.lock();
+            if self.invalidated_since(fh, since) {
+                return;
+            }
+            attrs.put(fh, a.clone(), now);
+        }
+        if a.r#type == ftype3::NF3DIR {
+            self.names.lock().dir_attrs(fh, a, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(size: u64) -> fattr3 {
+        let now = wall_now() / 1_000_000_000;
+        let m = proto::nfs3::nfstime3 { seconds: now as u32, nseconds: 0 };
+        fattr3 { r#type: ftype3::NF3REG, size, mtime: m.clone(), ctime: m, ..fattr3::default() }
+    }
+
+    /// A reply read after an invalidation of its file, for a call sent
+    /// before it, must not put back what the invalidation removed.
+    #[test]
+    fn attributes_from_before_an_invalidation_are_not_stored() {
+        let c = Caches::new(&ClientSettings::default());
+        let (dir, fh) = (Bytes::from_static(b"dir"), nfs_fh3 { data: Bytes::from_static(b"file") });
+        let since = c.epoch(); // a LOOKUP goes out
+        c.invalidate_attrs(&fh.data); // the reply to a WRITE sent earlier
+        c.put_entry_since(&dir, "f", &fh, &file(2 << 20), None, since); // the LOOKUP's reply
+        assert!(c.attrs_any(&fh.data).is_none(), "the size from before the WRITE came back");
+        c.revalidate_since(&fh.data, &file(2 << 20), since);
+        assert!(c.attrs_any(&fh.data).is_none());
+        // A call sent after the invalidation stores its attributes.
+        let after = c.epoch();
+        c.revalidate_since(&fh.data, &file(3 << 20), after);
+        assert_eq!(c.attrs_any(&fh.data).map(|a| a.size), Some(3 << 20));
+        // Another file's invalidation does not stop this one's attributes
+        // (unless both share a bucket, 1 in 256).
+        let other = Bytes::from_static(b"another file");
+        let since = c.epoch();
+        c.invalidate_attrs(&other);
+        if bucket(&other) != bucket(&fh.data) {
+            c.revalidate_since(&fh.data, &file(4 << 20), since);
+            assert_eq!(c.attrs_any(&fh.data).map(|a| a.size), Some(4 << 20));
+        }
     }
 }

@@ -231,15 +231,16 @@ impl Client {
                 return Ok((fh, a));
             }
         }
+        let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.lookup(dir, name).await?;
         let attrs = match ok.obj_attributes {
             Some(a) => a,
             None => self.inner.nfs.getattr(&ok.object).await?,
         };
         if let Some(d) = &ok.dir_attributes {
-            self.inner.caches.put_attrs(&dir.data, d);
+            self.inner.caches.put_attrs_since(&dir.data, d, since);
         }
-        self.inner.caches.put_entry(&dir.data, name, &ok.object, &attrs, ok.dir_attributes.as_ref());
+        self.inner.caches.put_entry_since(&dir.data, name, &ok.object, &attrs, ok.dir_attributes.as_ref(), since);
         Ok((ok.object, attrs))
     }
 
@@ -260,8 +261,9 @@ impl Client {
                 return Ok(a);
             }
         }
+        let since = self.inner.caches.epoch();
         let a = self.inner.nfs.getattr(fh).await?;
-        self.inner.caches.revalidate(&fh.data, &a);
+        self.inner.caches.revalidate_since(&fh.data, &a, since);
         Ok(a)
     }
 
@@ -468,6 +470,7 @@ impl Client {
         let mut out = Vec::new();
         let (mut cookie, mut verf) = (0u64, [0u8; 8]);
         loop {
+            let since = self.inner.caches.epoch();
             let ok = self.inner.nfs.readdirplus(&dir, cookie, verf, self.inner.settings.readdir_size).await?;
             verf = ok.cookieverf;
             for e in &ok.reply.entries {
@@ -477,7 +480,7 @@ impl Client {
                     continue;
                 }
                 if let (Some(fh), Some(a)) = (&e.name_handle, &e.name_attributes) {
-                    self.inner.caches.put_entry(&dir.data, &name, fh, a, ok.dir_attributes.as_ref());
+                    self.inner.caches.put_entry_since(&dir.data, &name, fh, a, ok.dir_attributes.as_ref(), since);
                 }
                 out.push(DirEntry { name, fileid: e.fileid, attrs: e.name_attributes.clone() });
             }

@@ -233,13 +233,14 @@ impl Client {
     /// attributes go into the caches, so a following lookup or stat of
     /// each costs no call.
     pub async fn readdir_page(&self, dir: &nfs_fh3, cookie: u64, cookieverf: cookieverf3) -> Result<DirPage> {
+        let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.readdirplus(dir, cookie, cookieverf, self.inner.settings.readdir_size).await?;
         for e in &ok.reply.entries {
             if e.name[..] == b"."[..] || e.name[..] == b".."[..] {
                 continue;
             }
             if let (Some(fh), Some(a), Ok(name)) = (&e.name_handle, &e.name_attributes, std::str::from_utf8(&e.name)) {
-                self.inner.caches.put_entry(&dir.data, name, fh, a, ok.dir_attributes.as_ref());
+                self.inner.caches.put_entry_since(&dir.data, name, fh, a, ok.dir_attributes.as_ref(), since);
             }
         }
         if !ok.reply.eof && ok.reply.entries.is_empty() {
