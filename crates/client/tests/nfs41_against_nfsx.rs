@@ -197,6 +197,21 @@ async fn after_a_server_reboot_opens_are_reclaimed_and_writes_go_on() {
     assert_eq!(n.reclaims, 1, "{n:?}");
 }
 
+/// Reads `path` until the server has granted this client a delegation
+/// of it. The server grants none before its CB_NULL on the client's back
+/// channel has been answered, and a client quick to open after
+/// CREATE_SESSION can beat that.
+async fn hold_delegation(c: &Client, path: &str) {
+    for _ in 0..100 {
+        if c.nfs41().unwrap().counters().delegations_granted > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        read_file(c, path).await;
+    }
+    panic!("no delegation of {path} granted");
+}
+
 fn calls(c: &Client) -> u64 {
     c.stats().ops.iter().filter(|(op, _)| !matches!(**op, "SEQUENCE")).map(|(_, s)| s.count).sum()
 }
@@ -208,6 +223,7 @@ async fn rereads_under_a_read_delegation_make_no_call() {
     std::fs::write(srv.path("small"), &data).unwrap();
     let c = connect41(&srv).await;
     assert_eq!(read_file(&c, "small").await, data);
+    hold_delegation(&c, "small").await;
     // The first CLOSE goes out after close returns.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let before = calls(&c);
@@ -229,6 +245,7 @@ async fn a_file_open_under_a_delegation_stays_open_through_its_recall() {
     std::fs::write(srv.path("held"), pattern(8192, 4)).unwrap();
     let a = connect41(&srv).await;
     read_file(&a, "held").await;
+    hold_delegation(&a, "held").await;
     // Opened locally, under the delegation.
     let mut f = a.open("held", OpenOptions::read()).await.unwrap();
     let mut buf = vec![0u8; 100];
