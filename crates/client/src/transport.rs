@@ -220,8 +220,8 @@ impl Out {
                     return true;
                 }
                 Ok(mut n) => {
-                    while n > 0 {
-                        let front = self.queued.front_mut().expect("bytes were written from it");
+                    // The kernel took at most what was queued.
+                    while let (true, Some(front)) = (n > 0, self.queued.front_mut()) {
                         let take = n.min(front.len());
                         front.advance(take);
                         n -= take;
