@@ -52,7 +52,7 @@ pub fn open(url: &str, opts: &NfsOptions) -> Result<Arc<dyn Target>> {
         settings.readahead.max_window = 0;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8))
+        .worker_threads(settings.runtime_threads())
         .thread_name("nfsx-client")
         .enable_all()
         .build()

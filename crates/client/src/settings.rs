@@ -38,6 +38,14 @@ pub struct ClientSettings {
     pub max_record: usize,
     /// Bytes reserved in the receive buffer before each read. Default 256 KiB.
     pub read_buffer: usize,
+    /// Threads of the async runtime `nfsx bench` runs the client on, whose
+    /// callers are threads of their own, each waiting for its call. 0: one
+    /// per connection to the NFS service (`nconnect`), at most one per
+    /// core. A connection's work is one task; a second runtime thread for
+    /// it only wakes to steal that task from the first, context switches
+    /// that buy nothing. (`nfsx mount` runs every FUSE request as a task of
+    /// its own and keeps a thread per core.) Default 0.
+    pub runtime_threads: usize,
     pub rpc: RpcSettings,
     pub writeback: WritebackSettings,
     pub readahead: ReadaheadSettings,
@@ -102,6 +110,7 @@ impl Default for ClientSettings {
             machine_name: None,
             max_record: (4 << 20) + (64 << 10),
             read_buffer: 256 << 10,
+            runtime_threads: 0,
             rpc: RpcSettings::default(),
             writeback: WritebackSettings::default(),
             readahead: ReadaheadSettings::default(),
@@ -114,6 +123,17 @@ impl Default for ClientSettings {
 }
 
 impl ClientSettings {
+    /// The runtime's thread count `runtime_threads` asks for.
+    pub fn runtime_threads(&self) -> usize {
+        match self.runtime_threads {
+            0 => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                self.nconnect.clamp(1, cores)
+            }
+            n => n,
+        }
+    }
+
     pub fn from_toml(text: &str) -> Result<ClientSettings, String> {
         toml::from_str(text).map_err(|e| e.to_string())
     }
