@@ -557,6 +557,35 @@ fn handle_cache_never_serves_removed_or_replaced_objects() {
     }
 }
 
+/// LOOKUP of a held object answers from one statx by name, and never
+/// with the held object once the name means another one: replaced on the
+/// host (often under the same inode number), renamed over, or removed.
+#[test]
+fn lookup_of_a_held_object_follows_the_name() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open();
+    let path = dirs.export().join("f");
+    for round in 0..20 {
+        let (id, a) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
+        let (again, b) = fs.lookup(fs.root(), b"f").unwrap();
+        assert_eq!((again, b.generation), (id, a.generation), "round {round}: the created file");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(fs.lookup(fs.root(), b"f").unwrap_err(), VfsError::NotFound, "round {round}: removed");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        std::fs::write(&path, b"new").unwrap();
+        let (now, c) = fs.lookup(fs.root(), b"f").unwrap();
+        assert!(now != id || c.generation != a.generation, "round {round}: replaced object");
+        assert_eq!(c.size, 3, "round {round}: the new file's attributes");
+        // Renamed over by another file.
+        std::fs::write(dirs.export().join("g"), b"other!").unwrap();
+        std::fs::rename(dirs.export().join("g"), &path).unwrap();
+        let (over, d) = fs.lookup(fs.root(), b"f").unwrap();
+        assert_ne!((over, d.generation), (now, c.generation), "round {round}: renamed over");
+        assert_eq!(d.size, 6);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
 /// A file removed on the host while the server holds it (handle and
 /// open-file caches) has its fds closed once idle, so its space is freed.
 #[test]

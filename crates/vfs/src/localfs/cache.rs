@@ -28,7 +28,8 @@ use crate::FileId;
 
 #[derive(Debug)]
 pub(crate) struct OpenFile {
-    pub(crate) fd: OwnedFd,
+    /// Shared with the handle cache for a file this server created.
+    pub(crate) fd: Arc<OwnedFd>,
     pub(crate) writable: bool,
     /// Birth generation of the object `fd` is open on.
     pub(crate) generation: u64,
@@ -52,6 +53,10 @@ impl AsFd for OpenFile {
 
 impl OpenFile {
     pub(crate) fn new(fd: OwnedFd, writable: bool, generation: u64) -> OpenFile {
+        Self::shared(Arc::new(fd), writable, generation)
+    }
+
+    pub(crate) fn shared(fd: Arc<OwnedFd>, writable: bool, generation: u64) -> OpenFile {
         OpenFile {
             fd,
             writable,

@@ -32,20 +32,31 @@ impl LocalFs {
         owner: Owner,
     ) -> VfsResult<(FileId, Attrs)> {
         let Place { dir, dir_id, name } = at;
-        let stx = sys::statx_fd(fd)?;
-        let id = stx.stx_ino as FileId;
-        let ftype = sys::file_type(&stx);
-        if self.chown_new {
+        let made = sys::statx_fd(fd)?;
+        let id = made.stx_ino as FileId;
+        let ftype = sys::file_type(&made);
+        // Only what differs from what the create made is changed, and the
+        // object is examined again only if something was: a new file of
+        // the server's own owner and exact mode costs no chown, chmod or
+        // second statx.
+        let mut changed = false;
+        if self.chown_new && (made.stx_uid, made.stx_gid) != (owner.uid, owner.gid) {
             sys::chown_fd(fd, Some(owner.uid), Some(owner.gid))?;
+            changed = true;
         }
         if let Some(mode) = mode {
-            if ftype != FileType::Symlink {
+            // A chown may have cleared set-id bits: set the mode again then.
+            if ftype != FileType::Symlink && (changed || u32::from(made.stx_mode) & 0o7777 != mode) {
                 sys::chmod_fd(fd, mode)?;
+                changed = true;
             }
         }
         let rest = SetAttrs { mode: None, ..set.clone() };
-        self.apply(id, fd, ftype, &rest, Some(fd).filter(|_| ftype == FileType::Regular))?;
-        let stx = sys::statx_fd(fd)?;
+        if rest != SetAttrs::default() {
+            self.apply(id, fd, ftype, &rest, Some(fd).filter(|_| ftype == FileType::Regular))?;
+            changed = true;
+        }
+        let stx = if changed { sys::statx_fd(fd)? } else { made };
         self.record(
             &[Change::Add {
                 id,

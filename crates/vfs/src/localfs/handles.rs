@@ -83,6 +83,24 @@ impl HandleCache {
         found
     }
 
+    /// Whether `id` is cached as the object of `generation`; counted as a
+    /// use (a hit) when it is.
+    pub(crate) fn holds(&self, id: FileId, generation: u64) -> bool {
+        let held = self.shard(id).lock().get(&id).is_some_and(|h| {
+            let same = h.generation == generation;
+            if same {
+                h.last_used.store(self.now_ms(), Ordering::Relaxed);
+            }
+            same
+        });
+        if held {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
+        held
+    }
+
     /// Whether `id` is cached, without counting a use.
     pub(crate) fn contains(&self, id: FileId) -> bool {
         self.shard(id).lock().contains_key(&id)

@@ -248,6 +248,9 @@ impl Vfs for LocalFs {
             }
             LookupName::Entry(n) => {
                 let d = self.resolve_dir(dir)?;
+                if let Some(stx) = self.lookup_resident(&d, dir, n)? {
+                    return Ok((stx.stx_ino as FileId, self.attrs_of(&stx)));
+                }
                 let fd = self.open_entry(&d, n)?;
                 let stx = sys::statx_fd(fd.as_fd())?;
                 let id = stx.stx_ino as FileId;
@@ -407,7 +410,12 @@ impl Vfs for LocalFs {
             Err(e) => return Err(errno(e)),
         };
         let (id, attrs) = self.finish_new(Place { dir: &d, dir_id: dir, name }, fd.as_fd(), Some(mode), &set, owner)?;
-        self.evicted(self.cache.insert(id, Arc::new(OpenFile::new(fd, true, attrs.generation))));
+        // The client's next call is about the new file (LOOKUP, SETATTR,
+        // WRITE): the handle cache holds it too, on the same fd, so that
+        // costs no open.
+        let fd = Arc::new(fd);
+        drop(self.handles.insert(id, fd.clone(), attrs.generation));
+        self.evicted(self.cache.insert(id, Arc::new(OpenFile::shared(fd, true, attrs.generation))));
         Ok((id, attrs))
     }
 

@@ -90,6 +90,33 @@ impl LocalFs {
         Ok(o)
     }
 
+    /// LOOKUP of an entry whose object the handle cache already holds:
+    /// one statx by name, instead of opening the entry (openat2), a statx
+    /// of the new fd and the close of the fd it displaces in the cache.
+    /// `name` is one component, never `.` or `..`, not followed if a
+    /// symlink: it cannot lead out of `dir` except into a file system
+    /// mounted on it, which the mount comparison sends to the open (and
+    /// its XDev). `None`: not held, or held for another object (same inode
+    /// number, other generation); open it.
+    pub(crate) fn lookup_resident(&self, dir: &Obj, dir_id: FileId, name: &[u8]) -> VfsResult<Option<Statx>> {
+        let stx = match sys::statx_entry(dir.fd.as_fd(), name) {
+            Ok(stx) => stx,
+            // The answer the open would give, one system call sooner.
+            Err(VfsError::NotFound) => return Err(VfsError::NotFound),
+            Err(_) => return Ok(None),
+        };
+        if !sys::same_mount(&dir.stx, &stx) {
+            return Ok(None);
+        }
+        let id = stx.stx_ino as FileId;
+        let generation = sys::birth_generation(&stx);
+        if !self.handles.holds(id, generation) {
+            return Ok(None);
+        }
+        self.note(id, generation, dir_id, name);
+        Ok(Some(stx))
+    }
+
     /// The object opened along a remembered name, if it is still inode
     /// `id`. `None` when the name is gone or now names another inode (try
     /// elsewhere); an error that is not [`definitive`] is passed on, as the
