@@ -65,6 +65,14 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     // This connection's bytes in the global partial-record account.
     let mut held = 0usize;
     let mut skip_read = decoder.buffered() > 0;
+    // Requests in a row that found nothing else of this connection
+    // outstanding; see `lone_requests_in_place_after`. block_in_place
+    // needs a runtime with other threads to hand the rest to.
+    let mut lone = 0u32;
+    let in_place_after = match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread => shared.settings.lone_requests_in_place_after,
+        _ => 0,
+    };
 
     'conn: loop {
         if !wait_for_room(&shared, held, &entry, &mut shutdown, &peer).await {
@@ -135,6 +143,8 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                 },
             };
             shared.metrics.in_flight.inc();
+            let alone = permits.available_permits() + 1 == limit && decoder.buffered() == 0;
+            lone = if alone { lone.saturating_add(1) } else { 0 };
             match shared.core.placement(&record) {
                 Placement::Inline => {
                     shared.metrics.requests_inline.inc();
@@ -158,6 +168,10 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                             to_worker(&shared, &peer, &sink, record, permit);
                         }
                     }
+                }
+                Placement::Worker if in_place_after > 0 && lone >= in_place_after => {
+                    shared.metrics.requests_in_place.inc();
+                    tokio::task::block_in_place(|| run(&shared, &peer, &sink, record, permit));
                 }
                 Placement::Worker => to_worker(&shared, &peer, &sink, record, permit),
             }

@@ -59,6 +59,9 @@ pub struct Metrics {
     pub requests_inline: Counter,
     /// Requests handed to a worker thread.
     pub requests_worker: Counter,
+    /// Requests that may block run on their connection's thread, the
+    /// connection having had one request at a time.
+    pub requests_in_place: Counter,
     /// Requests tried on the connection's thread that would have had to
     /// wait, and went to a worker (also counted there).
     pub requests_inline_fallback: Counter,
@@ -141,6 +144,11 @@ impl Metrics {
             ("nfsx_bad_records", "Records that could not be framed or parsed", &self.bad_records),
             ("nfsx_requests_inline", "Requests run on the thread that read them (no hand-off)", &self.requests_inline),
             ("nfsx_requests_worker", "Requests handed to a worker thread (may block)", &self.requests_worker),
+            (
+                "nfsx_requests_in_place",
+                "Requests that may block run on their connection's thread (one request at a time on it)",
+                &self.requests_in_place,
+            ),
             (
                 "nfsx_requests_inline_fallback",
                 "Requests tried inline (small READs) that would have waited and went to a worker",
