@@ -80,6 +80,23 @@ impl Core {
         self.peek_placement(record).unwrap_or(Placement::Worker)
     }
 
+    /// Whether a record that may block may run on its connection's own
+    /// thread, which then reads nothing more until it finishes: NFSv3
+    /// only. An NFSv4 COMPOUND may wait for the reply to a callback
+    /// (CB_GETATTR, a recall) that an NFSv4.1 client sends back over this
+    /// very connection, which no one would read (pynfs's DELEG24 and
+    /// DELEG25, whose clients share one connection, timed out that way).
+    pub fn may_run_in_place(&self, record: &[u8]) -> bool {
+        let mut p = Peek { b: record };
+        let program = (|| {
+            let _xid = p.u32()?;
+            let call = p.u32()? == 0;
+            let (_rpcvers, prog, vers) = (p.u32()?, p.u32()?, p.u32()?);
+            Some(call && prog == crate::ops::v3::PROGRAM && vers == crate::ops::v3::VERSION)
+        })();
+        program.unwrap_or(false)
+    }
+
     fn peek_placement(&self, record: &[u8]) -> Option<Placement> {
         if !self.settings.inline_requests {
             return Some(Placement::Worker);
@@ -255,6 +272,18 @@ mod tests {
         assert_eq!(c.placement(&call(100005, 3, 1, &[])), Placement::Worker, "MNT");
         assert_eq!(c.placement(&[0, 0, 0, 1]), Placement::Worker, "truncated");
         assert_eq!(c.placement(&call(100003, 3, 1, &[0, 0, 1, 0])), Placement::Worker, "short handle");
+    }
+
+    /// Only NFSv3 may block its connection's reading: an NFSv4 compound
+    /// may wait for a callback reply coming back over that connection.
+    #[test]
+    fn only_nfsv3_runs_in_place() {
+        let c = core();
+        assert!(c.may_run_in_place(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
+        assert!(!c.may_run_in_place(&call(100003, 4, 1, &[])), "NFSv4 COMPOUND");
+        assert!(!c.may_run_in_place(&call(100021, 4, 2, &[])), "NLM LOCK");
+        assert!(!c.may_run_in_place(&[0, 0, 0, 7, 0, 0, 0, 1]), "a reply to a callback");
+        assert!(!c.may_run_in_place(&[0, 0, 0, 1]), "truncated");
     }
 
     #[test]

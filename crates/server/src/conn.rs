@@ -169,7 +169,9 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                         }
                     }
                 }
-                Placement::Worker if in_place_after > 0 && lone >= in_place_after => {
+                Placement::Worker
+                    if in_place_after > 0 && lone >= in_place_after && shared.core.may_run_in_place(&record) =>
+                {
                     shared.metrics.requests_in_place.inc();
                     tokio::task::block_in_place(|| run(&shared, &peer, &sink, record, permit));
                 }
