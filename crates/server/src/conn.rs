@@ -8,6 +8,7 @@
 //! one slow request (an fsync) does not hold up the others. A connection
 //! that opens with the RPC-with-TLS probe runs the same way over TLS.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -169,13 +170,13 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                         }
                     }
                 }
-                Placement::Worker
-                    if in_place_after > 0 && lone >= in_place_after && shared.core.may_run_in_place(&record) =>
-                {
-                    shared.metrics.requests_in_place.inc();
-                    tokio::task::block_in_place(|| run(&shared, &peer, &sink, record, permit));
-                }
-                Placement::Worker => to_worker(&shared, &peer, &sink, record, permit),
+                Placement::Worker => match in_place_slot(&shared, in_place_after, lone, &record) {
+                    Some(_slot) => {
+                        shared.metrics.requests_in_place.inc();
+                        tokio::task::block_in_place(|| run(&shared, &peer, &sink, record, permit));
+                    }
+                    None => to_worker(&shared, &peer, &sink, record, permit),
+                },
             }
         }
         account(&shared, &entry, &mut held, decoder.buffered());
@@ -243,6 +244,28 @@ fn account(shared: &Shared, entry: &ConnEntry, held: &mut usize, now: usize) {
 
 /// How often a connection stopped by the partial-record budget looks again.
 const ROOM_POLL: Duration = Duration::from_millis(50);
+
+/// A place to run a request that may block on its connection's own
+/// thread: the connection has had one request at a time for `after`
+/// requests (`lone` so far), the request may run so, and fewer than
+/// `max_requests_in_place` do now.
+fn in_place_slot<'a>(shared: &'a Shared, after: u32, lone: u32, record: &[u8]) -> Option<InPlace<'a>> {
+    if after == 0 || lone < after || !shared.core.may_run_in_place(record) {
+        return None;
+    }
+    let max = shared.settings.max_requests_in_place;
+    shared.in_place.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
+    Some(InPlace(&shared.in_place))
+}
+
+/// One request running in place; leaves its slot when dropped.
+struct InPlace<'a>(&'a AtomicUsize);
+
+impl Drop for InPlace<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// Hands a record to a worker thread, which writes the reply itself.
 fn to_worker(

@@ -57,6 +57,8 @@ pub struct Shared {
     pub workers: workers::Workers,
     /// RPC-with-TLS, when a certificate is configured.
     pub tls: Option<tls::Tls>,
+    /// Requests running in place now (`max_requests_in_place`).
+    pub in_place: std::sync::atomic::AtomicUsize,
     resolve_hostnames: bool,
 }
 
@@ -138,6 +140,7 @@ impl Server {
             shutdown,
             idle: Notify::new(),
             connections,
+            in_place: Default::default(),
             resolve_hostnames,
         });
         let mut tasks = vec![tokio::spawn(accept_loop(listener, shared.clone()))];

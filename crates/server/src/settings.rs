@@ -57,6 +57,13 @@ pub struct Settings {
     /// many in flight keeps its requests running side by side. 0: always
     /// a worker.
     pub lone_requests_in_place_after: u32,
+    /// Requests running in place at once, over all connections; beyond
+    /// it they go to a worker. Each holds a thread of the runtime's
+    /// blocking pool (`worker_threads` threads) while it runs, and the
+    /// worker pool's rescue of a stalled queue (`worker_stall_ms`) does
+    /// not reach it, so a backend that stops answering holds at most this
+    /// many in place; the rest are answered from the worker pool.
+    pub max_requests_in_place: usize,
     /// A worker thread idle this long exits (started again when needed).
     pub worker_idle_secs: u64,
     /// Requests queued this long behind busy workers mean the workers are
@@ -108,6 +115,7 @@ impl Default for Settings {
             max_connections: 10240,
             worker_threads: 16,
             lone_requests_in_place_after: 8,
+            max_requests_in_place: 8,
             worker_idle_secs: 10,
             worker_stall_ms: 500,
             worker_spare_threads: 48,
