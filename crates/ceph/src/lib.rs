@@ -52,6 +52,7 @@ mod mount;
 mod namespace;
 mod nodes;
 pub mod rados;
+mod shares;
 mod vfs_impl;
 mod xattr;
 
@@ -104,6 +105,11 @@ pub struct CephSettings {
     /// Make namespace changes durable in the metadata server's journal
     /// before answering, as NFSv3 and NFSv4 require.
     pub sync_metadata: bool,
+    /// Hold every OPEN's access and deny modes in CephFS as well (one MDS
+    /// lock request per OPEN), so that an open on one head refuses a
+    /// conflicting open on another; false: each head enforces only its
+    /// own opens' deny modes, as NFS-Ganesha and knfsd do over CephFS.
+    pub share_reservations: bool,
     /// Keep libcephfs's in-memory debug log off for the client-side
     /// subsystems the cluster's `ceph.conf` leaves at their defaults:
     /// gathering it cost 12% of a head's CPU while listing directories.
@@ -131,6 +137,7 @@ impl Default for CephSettings {
             inode_idle_secs: 10,
             dir_cache_entries: 65536,
             sync_metadata: true,
+            share_reservations: true,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,
             default_file_mode: 0o644,
             default_dir_mode: 0o755,

@@ -16,33 +16,61 @@ use vfs::{FileId, RangeLock, VfsResult};
 use crate::fs::CephFs;
 use crate::mount::error;
 use crate::nodes::Node;
+use crate::shares::{ShareModes, SHARE_BYTES};
 
 /// A file with locks, kept open, and the owners that hold some.
-type Held = (Arc<Node>, HashSet<u64>);
+type Locking = (Arc<Node>, HashSet<u64>);
 
 /// Files with locks.
 #[derive(Default)]
 pub(crate) struct Locked {
-    files: Mutex<HashMap<FileId, Held>>,
+    files: Mutex<HashMap<FileId, Locking>>,
+    /// Share reservations held (see `shares`), per (file, owner).
+    pub(crate) shares: Mutex<HashMap<(FileId, u64), ShareModes>>,
 }
 
 impl Locked {
     pub fn len(&self) -> usize {
         self.files.lock().len()
     }
+
+    /// Keeps file `id` (node `n`) open while `owner` holds a lock on it.
+    pub(crate) fn hold(&self, id: FileId, n: &Arc<Node>, owner: u64) {
+        self.files.lock().entry(id).or_insert_with(|| (n.clone(), HashSet::new())).1.insert(owner);
+    }
+
+    /// The node of file `id` while some owner holds a lock on it: still
+    /// there when the file has been removed meanwhile.
+    pub(crate) fn node(&self, id: FileId) -> Option<Arc<Node>> {
+        self.files.lock().get(&id).map(|(n, _)| n.clone())
+    }
+
+    /// `owner` holds no lock on `id` any more.
+    pub(crate) fn release(&self, id: FileId, owner: u64) {
+        let mut files = self.files.lock();
+        if let Some((_, owners)) = files.get_mut(&id) {
+            owners.remove(&owner);
+            if owners.is_empty() {
+                files.remove(&id);
+            }
+        }
+    }
 }
 
 /// The CephFS `flock` of `lock` on `start..=end` (NFS ranges, `end`
-/// inclusive), or `None` when the range starts beyond CephFS's signed
-/// 64-bit offsets: no real file reaches there, so such a lock is not
-/// taken in the store. A range ending beyond them runs to the end of the
-/// file (`l_len` 0), as the NFS range does in practice.
+/// inclusive), or `None` when the range starts at or beyond the bytes that
+/// carry share reservations ([`SHARE_BYTES`], just below the end of
+/// CephFS's signed 64-bit offsets): no real file reaches there, so such a
+/// lock is not taken in the store. A range ending beyond them stops short
+/// of them, so that a whole-file lock never meets a share reservation.
 fn flock_of(lock: RangeLock, start: u64, end: u64) -> Option<libc::flock> {
-    let l_start = i64::try_from(start).ok()?;
-    let l_len = match i64::try_from(end) {
-        Ok(e) if e < i64::MAX => e - l_start + 1,
-        _ => 0,
-    };
+    let l_start = i64::try_from(start).ok().filter(|s| *s < SHARE_BYTES)?;
+    let l_end = i64::try_from(end).map_or(SHARE_BYTES - 1, |e| e.min(SHARE_BYTES - 1));
+    Some(flock(lock, l_start, l_end - l_start + 1))
+}
+
+/// A CephFS `flock` of `lock` on `len` bytes from `l_start`.
+pub(crate) fn flock(lock: RangeLock, l_start: i64, l_len: i64) -> libc::flock {
     // SAFETY: a plain C struct, for which all-zero is valid.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = match lock {
@@ -53,7 +81,7 @@ fn flock_of(lock: RangeLock, start: u64, end: u64) -> Option<libc::flock> {
     fl.l_whence = libc::SEEK_SET as i16;
     fl.l_start = l_start;
     fl.l_len = l_len;
-    Some(fl)
+    fl
 }
 
 impl CephFs {
@@ -66,7 +94,7 @@ impl CephFs {
         end: u64,
     ) -> VfsResult<bool> {
         let Some(mut fl) = flock_of(lock, start, end) else { return Ok(true) };
-        let whole_file = fl.l_start == 0 && fl.l_len == 0;
+        let whole_file = fl.l_start == 0 && fl.l_len == SHARE_BYTES;
         let n = self.node(id)?;
         let fh = n.fh()?;
         // SAFETY: an open file of this mount and a valid flock; no sleep.
@@ -76,21 +104,11 @@ impl CephFs {
             libc::EAGAIN | libc::EACCES => return Ok(false),
             e => return Err(error(e)),
         }
-        let mut files = self.locked.files.lock();
         match lock {
-            RangeLock::Read | RangeLock::Write => {
-                files.entry(id).or_insert_with(|| (n.clone(), HashSet::new())).1.insert(owner);
-            }
+            RangeLock::Read | RangeLock::Write => self.locked.hold(id, &n, owner),
             // Only a release of the whole file says the owner holds none;
             // a partial one keeps the file referenced (harmless).
-            RangeLock::Unlock if whole_file => {
-                if let Some((_, owners)) = files.get_mut(&id) {
-                    owners.remove(&owner);
-                    if owners.is_empty() {
-                        files.remove(&id);
-                    }
-                }
-            }
+            RangeLock::Unlock if whole_file => self.locked.release(id, owner),
             RangeLock::Unlock => {}
         }
         Ok(true)
@@ -120,8 +138,9 @@ impl CephFs {
             _ => return Ok(None),
         };
         let held_start = u64::try_from(fl.l_start).unwrap_or(0);
+        // A lock that runs up to the share bytes was taken to the end.
         let held_end = match u64::try_from(fl.l_len) {
-            Ok(len) if len > 0 => held_start.saturating_add(len - 1),
+            Ok(len) if len > 0 && fl.l_start.saturating_add(fl.l_len) < SHARE_BYTES => held_start + len - 1,
             _ => u64::MAX,
         };
         Ok(Some((kind, held_start, held_end)))

@@ -147,6 +147,13 @@ impl Vfs for CephFs {
         self.guarded(|| self.do_range_test(id, owner, lock, start, end))
     }
 
+    fn share_reserve(&self, id: FileId, owner: u64, access: u32, deny: u32) -> VfsResult<bool> {
+        if !self.settings.share_reservations {
+            return Ok(true);
+        }
+        self.guarded(|| self.do_share_reserve(id, owner, access, deny))
+    }
+
     fn change_is_ctime(&self) -> bool {
         false
     }

@@ -459,6 +459,134 @@ fn locks_conflict_across_heads() {
     ok_res(&b.run(vec![on_b(), lock_op(&b, &sb, "lb3", 50, 10)]));
 }
 
+/// Two heads over one CephFS directory: an OPEN's deny modes, taken on one
+/// head, refuse a conflicting OPEN on the other (RFC 8881 9.7), through an
+/// upgrade, an OPEN_DOWNGRADE and a CLOSE; and a whole-file byte-range
+/// lock does not meet the share reservations CephFS holds for them.
+#[test]
+fn share_reservations_conflict_across_heads() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("shares") else { return };
+    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let a = Client41::connect(one.port, "share-client-on-head-1");
+    let b = Client41::connect(two.port, "share-client-on-head-2");
+    // OPEN of "shared" (created if need be) by `owner`, with GETFH.
+    let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32| {
+        let mut ops = walk(&srv.export);
+        let mut op = open_op(c, owner, "shared", access, true);
+        if let nfs_argop4::OP_OPEN(args) = &mut op {
+            args.share_deny = deny;
+        }
+        ops.extend([op, nfs_argop4::OP_GETFH]);
+        let n = ops.len();
+        let r = c.run(ops);
+        let opened = match &r.resarray.get(n - 2) {
+            Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) => Some(ok.stateid.clone()),
+            _ => None,
+        };
+        let fh = match &r.resarray.get(n - 1) {
+            Some(nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh))) => Some(fh.object.clone()),
+            _ => None,
+        };
+        (r.status, opened.zip(fh))
+    };
+    let current = |s: &stateid4| stateid4 { seqid: 0, other: s.other };
+    let (st, opened) = open(&one, &a, "oa", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+    let (sa, fa) = opened.unwrap();
+    // The same owner upgrades its open: both accesses, denying writes.
+    let (st, _) = open(&one, &a, "oa", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+
+    // Head 2 holds no open of the file, yet refuses what head 1's denies.
+    let (st, _) = open(&two, &b, "ob", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_NONE);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+    let (st, _) = open(&two, &b, "ob", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_READ);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+    let (st, opened) = open(&two, &b, "ob", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+    let (_, fb) = opened.unwrap();
+
+    // A write lock on the whole file, beside the read share reservation of
+    // head 2's open: granted, and seen from head 2 as running to the end.
+    let on_a = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fa.clone() });
+    let on_b = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fb.clone() });
+    ok_res(&a.run(vec![on_a(), lock_op(&a, &current(&sa), "la", 0, u64::MAX)]));
+    let lockt = nfs_argop4::OP_LOCKT(LOCKT4args {
+        locktype: nfs_lock_type4::READ_LT,
+        offset: 0,
+        length: 10,
+        owner: lock_owner4 { clientid: b.clientid, owner: Bytes::from_static(b"tester") },
+    });
+    let r = b.run(vec![on_b(), lockt]);
+    let nfs_resop4::OP_LOCKT(LOCKT4res::NFS4ERR_DENIED(d)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!((d.offset, d.length), (0, u64::MAX));
+
+    // Narrowed back to reading: head 2 may write.
+    let downgrade = nfs_argop4::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4args {
+        open_stateid: current(&sa),
+        seqid: 0,
+        share_access: OPEN4_SHARE_ACCESS_READ,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+    });
+    ok_res(&a.run(vec![on_a(), downgrade]));
+    let (st, opened) = open(&two, &b, "ob2", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_NONE);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+    let (sb2, _) = opened.unwrap();
+    // Now head 1 refuses to deny writes, which head 2's client makes.
+    let (st, _) = open(&one, &a, "oa3", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+    // Until that open is closed: at once, not after a delay.
+    let close = nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: current(&sb2) });
+    ok_res(&b.run(vec![on_b(), close]));
+    let (st, _) = open(&one, &a, "oa3", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+    // Two denials of writing, one per head, stand side by side; together
+    // they still refuse a writer on either head.
+    let (st, _) = open(&two, &b, "ob4", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+    let (st, _) = open(&one, &a, "oa5", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_NONE);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+    let (st, _) = open(&two, &b, "ob5", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_NONE);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+}
+
+/// A client whose lease runs out on one head, with nothing else asking
+/// that head anything, no longer holds its deny modes against another
+/// head's clients: a head over a shared store keeps no courtesy clients
+/// and expires lapsed ones by itself.
+#[test]
+fn a_lapsed_client_releases_its_share_reservations_for_other_heads() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("lapsed") else { return };
+    let one = ceph_server_with(&conf, &path, "[core.nfs4]\nlease_secs = 2");
+    let two = ceph_server(&conf, &path);
+    let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32| {
+        let mut ops = walk(&srv.export);
+        let mut op = open_op(c, owner, "lapsed", access, true);
+        if let nfs_argop4::OP_OPEN(args) = &mut op {
+            args.share_deny = deny;
+        }
+        ops.push(op);
+        c.run(ops).status
+    };
+    let a = Client41::connect(one.port, "lapsing-client-on-head-1");
+    assert_eq!(open(&one, &a, "oa", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_BOTH), nfsstat4::NFS4_OK);
+    let b = Client41::connect(two.port, "client-on-head-2");
+    assert_eq!(open(&two, &b, "ob", OPEN4_SHARE_ACCESS_READ, 0), nfsstat4::NFS4ERR_SHARE_DENIED);
+    // Head 1's client goes silent; head 2's keeps trying.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        match open(&two, &b, "ob", OPEN4_SHARE_ACCESS_READ, 0) {
+            nfsstat4::NFS4_OK => break,
+            s => assert!(Instant::now() < deadline, "still {s:?} 20 s after the lease ran out"),
+        }
+    }
+}
+
 /// NLM locks across two heads, and locks that go all at once: a client
 /// host's FREE_ALL on head 1 releases its lock in CephFS too, so head 2
 /// grants the range afterwards.

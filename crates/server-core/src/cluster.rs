@@ -26,6 +26,25 @@ impl Core {
         self.v4.tables.lock().grace.local(now)
     }
 
+    /// Whether other servers share an export's file system, so that this
+    /// server's opens and locks are also held in it.
+    pub fn shares_store(&self) -> bool {
+        self.shared_locks
+    }
+
+    /// Expires the NFSv4 clients whose lease ran out and releases in the
+    /// shared store what they held there. Lease expiry is otherwise
+    /// checked when a client of this server takes the state tables; a
+    /// server whose exports are shared calls this periodically, as the
+    /// clients that wait on that state may be another server's.
+    pub fn expire_lapsed_clients(&self) {
+        if !self.shared_locks {
+            return;
+        }
+        clients::tidy(&self.v4, &mut self.v4.tables.lock());
+        self.release_shared_locks();
+    }
+
     /// Lets the clients of `records` (a dead head's) reclaim here, in a
     /// grace period of the usual length from now.
     pub fn adopt_clients(&self, records: Vec<Vec<u8>>) {

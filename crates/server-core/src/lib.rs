@@ -25,6 +25,7 @@ mod portmap;
 mod rpc;
 mod settings;
 mod shared_locks;
+mod shared_shares;
 pub mod state;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -140,6 +141,9 @@ pub struct Core {
     /// Some export's file system is shared with other servers, whose
     /// locks live in it too (`shared_locks`).
     shared_locks: bool,
+    /// Where locks and share reservations to release in the shared store
+    /// go (`shared_locks`), started with the first.
+    releaser: std::sync::OnceLock<parking_lot::Mutex<std::sync::mpsc::Sender<Vec<shared_locks::Release>>>>,
     /// pNFS data servers clients reported failing.
     pub(crate) devices: devices::DeviceHealth,
 }
@@ -192,7 +196,16 @@ impl Core {
             }
             kept.push(x);
         }
-        let settings = settings.sanitized();
+        let mut settings = settings.sanitized();
+        let shared_locks = kept.iter().any(|x| x.fs.shared());
+        // A courtesy client's opens and locks stay in the shared store,
+        // where a client of another server would meet them with no way to
+        // have them expired: on such a server a lease that runs out ends
+        // its client's state.
+        if shared_locks && settings.nfs4.courtesy_secs > 0 {
+            tracing::info!("no courtesy time for expired NFSv4 clients: other servers share an export");
+            settings.nfs4.courtesy_secs = 0;
+        }
         let v4 = Arc::new(state::State4::new(
             settings.nfs4.clone(),
             Arc::new(SystemClock::default()),
@@ -200,7 +213,6 @@ impl Core {
             Arc::new(MemStore::default()),
         ));
         let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
-        let shared_locks = kept.iter().any(|x| x.fs.shared());
         v4.tables.lock().locks.track_released = shared_locks;
         let drc = drc::Drc::new(
             settings.drc_entries,
@@ -220,6 +232,7 @@ impl Core {
             warn_counts: Default::default(),
             sendfile: false,
             shared_locks,
+            releaser: Default::default(),
             devices: Default::default(),
         }
     }

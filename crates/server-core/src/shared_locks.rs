@@ -105,30 +105,59 @@ pub(crate) fn sync(fs: &dyn Vfs, st: &State4, file: FileKey, owner: &LockOwner, 
 }
 
 impl Core {
-    /// Releases in the store the locks the table dropped all at once
-    /// during the request just run, on a thread of their own: they may
-    /// wait on the network, and the reply need not wait for them.
+    /// Releases in the store the locks and share reservations the tables
+    /// dropped during the request just run, on a thread of their own:
+    /// they may wait on the network, and the reply need not wait for them.
     pub(crate) fn release_shared_locks(&self) {
         if !self.shared_locks || !self.v4.lock_releases.swap(false, std::sync::atomic::Ordering::Acquire) {
             return;
         }
-        let released = std::mem::take(&mut self.v4.tables.lock().locks.released);
-        if released.is_empty() {
+        let (released, shares) = {
+            let mut t = self.v4.tables.lock();
+            (std::mem::take(&mut t.locks.released), std::mem::take(&mut t.stateids.released_shares))
+        };
+        let fs_of = |file: &FileKey| Some(self.export_by_id(file.0)?.fs.clone());
+        let work: Vec<Release> = released
+            .iter()
+            .filter_map(|(file, owner)| Some(Release::Locks(fs_of(file)?, file.1, owner_key(owner))))
+            .chain(shares.iter().filter_map(|(file, key)| Some(Release::Share(fs_of(file)?, file.1, *key))))
+            .collect();
+        if work.is_empty() {
             return;
         }
-        let work: Vec<(Arc<dyn Vfs>, FileId, u64)> = released
-            .iter()
-            .filter_map(|(file, owner)| Some((self.export_by_id(file.0)?.fs.clone(), file.1, owner_key(owner))))
-            .collect();
-        let spawned = std::thread::Builder::new().name("nfsx-unlock".into()).spawn(move || {
-            for (fs, id, key) in work {
-                if let Err(e) = fs.range_lock(id, key, RangeLock::Unlock, 0, u64::MAX) {
-                    tracing::warn!(file = id, error = %e, "could not release locks in the shared store");
-                }
-            }
-        });
-        if let Err(e) = spawned {
-            tracing::error!("cannot start a thread to release shared locks: {e}");
+        let sender = self.releaser.get_or_init(start_releaser);
+        if sender.lock().send(work).is_err() {
+            tracing::error!("the thread that releases shared locks is gone");
         }
     }
+}
+
+/// What goes in the store after a request: an owner's locks on a file, or
+/// an open's share reservation.
+pub(crate) enum Release {
+    Locks(Arc<dyn Vfs>, FileId, u64),
+    Share(Arc<dyn Vfs>, FileId, u64),
+}
+
+/// The one thread that makes the releases, in the order they came.
+fn start_releaser() -> parking_lot::Mutex<std::sync::mpsc::Sender<Vec<Release>>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<Release>>();
+    let spawned = std::thread::Builder::new().name("nfsx-unlock".into()).spawn(move || {
+        for work in rx {
+            for r in work {
+                match r {
+                    Release::Locks(fs, id, key) => {
+                        if let Err(e) = fs.range_lock(id, key, RangeLock::Unlock, 0, u64::MAX) {
+                            tracing::warn!(file = id, error = %e, "could not release locks in the shared store");
+                        }
+                    }
+                    Release::Share(fs, id, key) => crate::shared_shares::set(&*fs, id, key, 0, 0),
+                }
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start a thread to release shared locks: {e}");
+    }
+    parking_lot::Mutex::new(tx)
 }

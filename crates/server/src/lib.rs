@@ -147,6 +147,9 @@ impl Server {
         if let Some(l) = portmap {
             tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
         }
+        if shared.core.shares_store() {
+            tasks.push(tokio::spawn(expire_lapsed_clients(shared.clone())));
+        }
         if let Some(addr) = shared.settings.metrics {
             let registry = shared.metrics.registry(shared.core.clone(), cluster_stats);
             tasks.push(tokio::spawn(async move {
@@ -202,6 +205,24 @@ async fn bind_portmap(settings: &Settings, main: SocketAddr) -> Option<TcpListen
             tracing::info!(%addr, "portmapper not on its well-known port ({e}); clients must be given port {}", main.port());
             None
         }
+    }
+}
+
+/// How often a server over a shared store looks for NFSv4 clients whose
+/// lease ran out, whose opens and locks another server's clients may be
+/// waiting on (see `Core::expire_lapsed_clients`).
+const LAPSED_CLIENTS_EVERY: Duration = Duration::from_secs(1);
+
+async fn expire_lapsed_clients(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(LAPSED_CLIENTS_EVERY) => {}
+            _ = shutdown.changed() => return,
+        }
+        let core = shared.core.clone();
+        // The tables' lock may be held by a request waiting on the store.
+        let _ = tokio::task::spawn_blocking(move || core.expire_lapsed_clients()).await;
     }
 }
 

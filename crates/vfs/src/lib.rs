@@ -247,6 +247,18 @@ pub trait Vfs: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// For a [`Vfs::shared`] file system: makes `owner`'s share
+    /// reservation on file `id` (RFC 8881 section 9.7) `access`/`deny`
+    /// in the store itself, where the reservations other servers grant are
+    /// seen. The bits are OPEN's: [`SHARE_READ`] and [`SHARE_WRITE`];
+    /// both 0 releases the reservation. `Ok(false)`: another owner denies
+    /// an access newly asked for, or accesses what is newly denied;
+    /// nothing changed. The server keeps its own table too and calls this
+    /// only for shared file systems, after its own table found no conflict.
+    fn share_reserve(&self, _id: FileId, _owner: u64, _access: u32, _deny: u32) -> VfsResult<bool> {
+        Ok(true)
+    }
+
     /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2
     /// `change_attr_type` TIME_METADATA) rather than a counter.
     fn change_is_ctime(&self) -> bool {

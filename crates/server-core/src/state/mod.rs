@@ -175,6 +175,7 @@ impl State4 {
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
         let write_delegated = tables.stateids.write_delegated.clone();
         let lock_releases = tables.locks.released_pending.clone();
+        tables.stateids.shares_pending = lock_releases.clone();
         let tables = parking_lot::Mutex::new(tables);
         State4 { settings, clock, backchannel, store, boot, tables, write_delegated, lock_releases }
     }

@@ -72,7 +72,8 @@ impl Stateids {
     /// Records an OPEN by `owner` of `file` with checked `access`/`deny`
     /// (share conflicts already ruled out): upgrades the owner's open of
     /// the file or creates one. `confirmed`: NFSv4.0 owners that still
-    /// need OPEN_CONFIRM get an unconfirmed open.
+    /// need OPEN_CONFIRM get an unconfirmed open. `store_key`: a new
+    /// open's share reservation in a shared store (0: none).
     #[allow(clippy::too_many_arguments)]
     pub fn open(
         &mut self,
@@ -84,11 +85,15 @@ impl Stateids {
         access: u32,
         deny: u32,
         confirmed: bool,
+        store_key: u64,
     ) -> Result<Opened, nfsstat4> {
         if let Some(other) = self.opens_by.get(&(owner.clone(), file)).copied() {
             if let Some(Kind::Open(o)) = self.ids.get_mut(&other).map(|e| &mut e.kind) {
                 o.access |= access;
                 o.deny |= deny;
+                if o.store_key == 0 {
+                    o.store_key = store_key;
+                }
                 o.access_seen |= 1 << access;
                 o.deny_seen |= 1 << deny;
                 let stateid = self.bump(&other);
@@ -107,6 +112,7 @@ impl Stateids {
                 deny_seen: 1 << deny,
                 confirmed,
                 locks: vec![],
+                store_key,
             }),
         };
         let other = self.insert(boot, max_stateids, minor, entry)?;
@@ -254,7 +260,8 @@ mod tests {
     #[test]
     fn share_reservations() {
         let mut ids = Stateids::default();
-        let a = ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true).unwrap();
+        let a =
+            ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true, 0).unwrap();
         assert!(a.new);
         // Writers are denied, readers are not.
         assert_eq!(share_conflicts(&ids, F, None, OPEN4_SHARE_ACCESS_WRITE, 0), vec![1]);
@@ -267,13 +274,38 @@ mod tests {
         assert!(share_conflicts(&ids, (1, 6, 1), None, OPEN4_SHARE_ACCESS_WRITE, 3).is_empty());
     }
 
+    /// An open's reservation in a shared store keeps its number through
+    /// upgrades and is queued for release when the open goes, unless CLOSE
+    /// claims it; opens with none there queue nothing.
+    #[test]
+    fn store_keys_are_released_with_their_opens() {
+        let mut ids = Stateids::default();
+        let mut locks = LockManager::default();
+        let (k1, k2) = (ids.new_store_key(BOOT), ids.new_store_key(BOOT));
+        assert!(k1 != 0 && k2 != 0 && k1 != k2);
+        let a = ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k1).unwrap();
+        // An upgrade keeps the open's number.
+        ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_WRITE, 0, true, k2).unwrap();
+        assert_eq!(ids.ids[&a.stateid.other].open().unwrap().store_key, k1);
+        let b = ids.open(BOOT, 100, 1, &key(1, "b"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k2).unwrap();
+        ids.open(BOOT, 100, 1, &key(1, "c"), F, OPEN4_SHARE_ACCESS_READ, 0, true, 0).unwrap();
+        ids.close(&a.stateid.other, &mut locks, false).unwrap();
+        assert!(ids.take_released_share(k1));
+        assert!(!ids.take_released_share(k1));
+        ids.close(&b.stateid.other, &mut locks, false).unwrap();
+        // The client goes: only the open with a store key is queued.
+        ids.purge_client(1, &mut locks);
+        assert_eq!(ids.released_shares, vec![(F, k2)]);
+        assert!(ids.shares_pending.load(std::sync::atomic::Ordering::Acquire));
+    }
+
     #[test]
     fn upgrade_downgrade_close() {
         let mut ids = Stateids::default();
         let mut locks = LockManager::default();
         let k = key(1, "a");
-        let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true).unwrap();
-        let b = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true).unwrap();
+        let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true, 0).unwrap();
+        let b = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true, 0).unwrap();
         assert!(!b.new);
         assert_eq!(b.stateid.other, a.stateid.other);
         assert_eq!(b.stateid.seqid, 2);
@@ -308,7 +340,7 @@ mod tests {
         let mut locks = LockManager::default();
         let k = key(1, "a");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k, 10, 0).unwrap();
-        let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false).unwrap();
+        let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false, 0).unwrap();
         assert!(!ids.ids[&a.stateid.other].open().unwrap().confirmed);
         let s = ids.confirm(&a.stateid.other).unwrap();
         assert_eq!(s.seqid, 2);
@@ -317,7 +349,7 @@ mod tests {
         assert!(!ids.reset_unconfirmed(&k, &mut locks));
         let k2 = key(1, "b");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k2, 10, 0).unwrap();
-        ids.open(BOOT, 100, 0, &k2, (1, 9, 1), OPEN4_SHARE_ACCESS_READ, 0, false).unwrap();
+        ids.open(BOOT, 100, 0, &k2, (1, 9, 1), OPEN4_SHARE_ACCESS_READ, 0, false, 0).unwrap();
         assert!(ids.reset_unconfirmed(&k2, &mut locks));
         assert_eq!(ids.on_file((1, 9, 1)).count(), 0);
     }

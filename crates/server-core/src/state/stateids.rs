@@ -158,6 +158,9 @@ pub(crate) struct OpenState {
     pub confirmed: bool,
     /// Lock stateids derived from this open.
     pub locks: Vec<Other>,
+    /// The owner number of this open's share reservation in a shared
+    /// store ([`vfs::Vfs::share_reserve`]); 0 when it holds none there.
+    pub store_key: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -229,6 +232,12 @@ pub(crate) struct Stateids {
     /// readable without the tables' lock (see
     /// [`super::State4::write_delegated`]).
     pub(crate) write_delegated: std::sync::Arc<super::WriteDelegated>,
+    /// Share reservations held in a shared store by opens that went
+    /// (file, store key), to release there after the request; with
+    /// `shares_pending` set whenever it gains entries.
+    pub(crate) released_shares: Vec<(FileKey, u64)>,
+    pub(crate) shares_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    next_store_key: u64,
 }
 
 pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
@@ -237,6 +246,26 @@ pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
 
 impl Stateids {
     /// A new `other`, never handed out before by this server instance.
+    /// A number for a new open's share reservation in a shared store,
+    /// unlike those of this server's other opens and lock-owners (which
+    /// the store knows by a hash too) and of its earlier instances.
+    pub(crate) fn new_store_key(&mut self, boot: u32) -> u64 {
+        use std::hash::{Hash, Hasher};
+        self.next_store_key += 1;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (b"share reservation", boot, self.next_store_key).hash(&mut h);
+        h.finish().max(1)
+    }
+
+    /// Claims the release of store key `key` from `released_shares`, for
+    /// a caller that releases it itself at once (CLOSE: an open that
+    /// another client makes right after must not be refused by it).
+    pub(crate) fn take_released_share(&mut self, key: u64) -> bool {
+        let before = self.released_shares.len();
+        self.released_shares.retain(|(_, k)| *k != key);
+        self.released_shares.len() != before
+    }
+
     pub(crate) fn new_other(&mut self, boot: u32) -> Other {
         self.next += 1;
         let mut o = [0u8; 12];
@@ -304,6 +333,10 @@ impl Stateids {
         match &e.kind {
             Kind::Open(o) => {
                 unfile(&mut self.files);
+                if o.store_key != 0 {
+                    self.released_shares.push((e.file, o.store_key));
+                    self.shares_pending.store(true, std::sync::atomic::Ordering::Release);
+                }
                 let key = OwnerKey { client: e.client, owner: o.owner.clone() };
                 self.opens_by.remove(&(key.clone(), e.file));
                 self.release_owner_ref(OwnerSort::Open, &key);
@@ -629,6 +662,7 @@ mod tests {
                 deny_seen: 1,
                 confirmed: true,
                 locks: vec![],
+                store_key: 0,
             }),
         }
     }

@@ -9,6 +9,7 @@ use proto::nfs4::*;
 
 use super::open::io_client;
 use super::{Compound, Fh};
+use crate::shared_shares;
 use crate::state::stateids::{invalid_stateid, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
 
 pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsstat4> {
@@ -34,17 +35,27 @@ pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsst
             SeqCheck::Go => {}
         }
     }
+    // The open's share denials in a shared store, released there before
+    // the reply (see `shared_shares`).
+    let mut released_share = None;
     let r = (|| {
         let e = t.stateids.find(st.boot, minor, io_client(cx), &sid)?;
         if e.open().is_none() || e.file != file {
             return Err(nfsstat4::NFS4ERR_BAD_STATEID);
         }
         let client = e.client;
+        // A denial is released at once: another client's plain OPEN right
+        // after must not meet it. Accesses only stand in the way of
+        // denials, rare enough to let them go after the reply.
+        let store_key = e.open().filter(|o| o.deny != 0).map_or(0, |o| o.store_key);
         if minor >= 1 {
             t.clients.renew(client, st.now())?;
         }
         let crate::state::Tables { stateids, locks, .. } = &mut *t;
         let s = stateids.close(&sid.other, locks, minor == 0)?;
+        if store_key != 0 && stateids.take_released_share(store_key) {
+            released_share = Some(store_key);
+        }
         Ok(if minor == 0 { s } else { invalid_stateid() })
     })();
     if minor == 0 {
@@ -52,6 +63,10 @@ pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsst
             let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
             t.stateids.seqid_record(OwnerSort::Open, &key, args.seqid, status, Replay::Close(r.clone()));
         }
+    }
+    drop(t);
+    if let (Some(key), Some(export)) = (released_share, cx.core.export_by_id(file.0)) {
+        shared_shares::set(&*export.fs, file.1, key, 0, 0);
     }
     if let Ok(s) = &r {
         cx.current_stateid = Some(s.clone());

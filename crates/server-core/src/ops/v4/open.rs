@@ -19,6 +19,7 @@ use super::attrs;
 use super::status::stat4;
 use super::{check_name, Compound, Fh, Obj};
 use crate::auth::{may, may_add_entry, may_read, may_write};
+use crate::shared_shares;
 use crate::state::delegations;
 use crate::state::opens::{check_share, share_conflicts};
 use crate::state::stateids::{Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
@@ -334,10 +335,42 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     if !conflicts.is_empty() {
         return Err(nfsstat4::NFS4ERR_SHARE_DENIED);
     }
+    // Where other servers share the file system, their opens are seen in
+    // the store only. A new open's modes are taken there with the tables
+    // unlocked (the store may be across the network), then the table is
+    // checked again.
+    let fs = obj.fs();
+    let reserved = if fs.shared() && existing.is_none() {
+        let store_key = t.stateids.new_store_key(st.boot);
+        drop(t);
+        let reserved = shared_shares::reserve_new(fs, obj.id, store_key, all_access, all_deny)?;
+        t = st.tables.lock();
+        if t.stateids.opens_by.contains_key(&(key.clone(), file))
+            || !share_conflicts(&t.stateids, file, None, all_access, all_deny).is_empty()
+        {
+            drop(t);
+            shared_shares::undo(fs, obj.id, &reserved);
+            // The owner's other OPEN of the file came first: retried, this
+            // one upgrades it.
+            return Err(nfsstat4::NFS4ERR_DELAY);
+        }
+        reserved
+    } else {
+        shared_shares::reserve(fs, obj.id, &mut t.stateids, st.boot, existing.as_ref(), all_access, all_deny)?
+    };
     let confirmed = minor >= 1 || t.stateids.open_owners.get(key).is_some_and(|o| o.confirmed);
-    t.stateids.ensure_owner(OwnerSort::Open, key, st.settings.max_owners_per_client, minor)?;
-    let opened =
-        t.stateids.open(st.boot, st.settings.max_stateids_per_client, minor, key, file, access, deny, confirmed)?;
+    let recorded =
+        t.stateids.ensure_owner(OwnerSort::Open, key, st.settings.max_owners_per_client, minor).and_then(|()| {
+            let max = st.settings.max_stateids_per_client;
+            t.stateids.open(st.boot, max, minor, key, file, access, deny, confirmed, reserved.key)
+        });
+    let opened = match recorded {
+        Ok(o) => o,
+        Err(e) => {
+            shared_shares::undo(fs, obj.id, &reserved);
+            return Err(e);
+        }
+    };
     let delegation = if deleg_claim.is_some() || !confirmed || matches!(args.claim, CLAIM_PREVIOUS(_)) {
         open_delegation4::OPEN_DELEGATE_NONE
     } else if obj.fs().shared() {

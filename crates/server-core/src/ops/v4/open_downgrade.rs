@@ -6,6 +6,7 @@ use proto::nfs4::*;
 use super::close::owner_of_open;
 use super::open::{file_key, io_client};
 use super::Compound;
+use crate::shared_shares;
 use crate::state::opens::check_share;
 use crate::state::stateids::{OwnerSort, Replay, SeqCheck};
 
@@ -30,20 +31,30 @@ pub(super) fn run(cx: &mut Compound, args: OPEN_DOWNGRADE4args) -> Result<OPEN_D
             SeqCheck::Go => {}
         }
     }
+    // The modes the store is to hold now (see `shared_shares`): fewer, so
+    // no other server's open can conflict with them.
+    let mut narrowed = None;
     let r = (|| {
         let e = t.stateids.find(st.boot, minor, io_client(cx), &sid)?;
         let Some(o) = e.open() else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
         if e.file != file || !o.confirmed {
             return Err(nfsstat4::NFS4ERR_BAD_STATEID);
         }
+        let o_key = o.store_key;
         let client = e.client;
         t.clients.renew(client, st.now())?;
         let (access, deny) = check_share(minor, args.share_access, args.share_deny)?;
-        t.stateids.downgrade(&sid.other, access, deny)
+        let r = t.stateids.downgrade(&sid.other, access, deny)?;
+        narrowed = Some((o_key, access, deny));
+        Ok(r)
     })();
     if let Some(key) = owner {
         let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
         t.stateids.seqid_record(OwnerSort::Open, &key, args.seqid, status, Replay::Downgrade(r.clone()));
+    }
+    drop(t);
+    if let Some((key, access, deny)) = narrowed {
+        shared_shares::set(obj.fs(), obj.id, key, access, deny);
     }
     if let Ok(s) = &r {
         cx.current_stateid = Some(s.clone());
