@@ -459,6 +459,39 @@ fn locks_conflict_across_heads() {
     ok_res(&b.run(vec![on_b(), lock_op(&b, &sb, "lb3", 50, 10)]));
 }
 
+/// OPEN (4.1) of `name` in the export, created if need be, by `owner`
+/// with `access` and `deny`, then GETFH; `retry`: NFS4ERR_DELAY is retried
+/// as clients do. The status, and the stateid and handle when it opened.
+fn open_denying(
+    srv: &TestServer,
+    c: &support::v4::Client41,
+    owner: &str,
+    name: &str,
+    access: u32,
+    deny: u32,
+    retry: bool,
+) -> (proto::nfs4::nfsstat4, Option<(proto::nfs4::stateid4, proto::nfs4::nfs_fh4)>) {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let mut ops = walk(&srv.export);
+    let mut op = open_op(c, owner, name, access, true);
+    if let nfs_argop4::OP_OPEN(args) = &mut op {
+        args.share_deny = deny;
+    }
+    ops.extend([op, nfs_argop4::OP_GETFH]);
+    let n = ops.len();
+    let r = if retry { c.run_retry(ops) } else { c.run(ops) };
+    let opened = match &r.resarray.get(n - 2) {
+        Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) => Some(ok.stateid.clone()),
+        _ => None,
+    };
+    let fh = match &r.resarray.get(n - 1) {
+        Some(nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh))) => Some(fh.object.clone()),
+        _ => None,
+    };
+    (r.status, opened.zip(fh))
+}
+
 /// Two heads over one CephFS directory: an OPEN's deny modes, taken on one
 /// head, refuse a conflicting OPEN on the other (RFC 8881 9.7), through an
 /// upgrade, an OPEN_DOWNGRADE and a CLOSE; and a whole-file byte-range
@@ -471,25 +504,8 @@ fn share_reservations_conflict_across_heads() {
     let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
     let a = Client41::connect(one.port, "share-client-on-head-1");
     let b = Client41::connect(two.port, "share-client-on-head-2");
-    // OPEN of "shared" (created if need be) by `owner`, with GETFH.
     let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32| {
-        let mut ops = walk(&srv.export);
-        let mut op = open_op(c, owner, "shared", access, true);
-        if let nfs_argop4::OP_OPEN(args) = &mut op {
-            args.share_deny = deny;
-        }
-        ops.extend([op, nfs_argop4::OP_GETFH]);
-        let n = ops.len();
-        let r = c.run(ops);
-        let opened = match &r.resarray.get(n - 2) {
-            Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) => Some(ok.stateid.clone()),
-            _ => None,
-        };
-        let fh = match &r.resarray.get(n - 1) {
-            Some(nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh))) => Some(fh.object.clone()),
-            _ => None,
-        };
-        (r.status, opened.zip(fh))
+        open_denying(srv, c, owner, "shared", access, deny, false)
     };
     let current = |s: &stateid4| stateid4 { seqid: 0, other: s.other };
     let (st, opened) = open(&one, &a, "oa", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE);
@@ -564,13 +580,7 @@ fn a_lapsed_client_releases_its_share_reservations_for_other_heads() {
     let one = ceph_server_with(&conf, &path, "[core.nfs4]\nlease_secs = 2");
     let two = ceph_server(&conf, &path);
     let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32| {
-        let mut ops = walk(&srv.export);
-        let mut op = open_op(c, owner, "lapsed", access, true);
-        if let nfs_argop4::OP_OPEN(args) = &mut op {
-            args.share_deny = deny;
-        }
-        ops.push(op);
-        c.run(ops).status
+        open_denying(srv, c, owner, "lapsed", access, deny, false).0
     };
     let a = Client41::connect(one.port, "lapsing-client-on-head-1");
     assert_eq!(open(&one, &a, "oa", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_BOTH), nfsstat4::NFS4_OK);
@@ -585,6 +595,53 @@ fn a_lapsed_client_releases_its_share_reservations_for_other_heads() {
             s => assert!(Instant::now() < deadline, "still {s:?} 20 s after the lease ran out"),
         }
     }
+}
+
+/// Heads of a cluster (`[cluster]`) hold no share modes in CephFS until a
+/// client asks for an OPEN that denies: that one waits (NFS4ERR_DELAY)
+/// until every head holds its opens' modes there, those opened before
+/// included, and is granted then; from then on the heads refuse each
+/// other's conflicting opens.
+#[test]
+fn cluster_heads_hold_share_modes_once_a_client_denies() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("share-auto") else { return };
+    let cluster = |node: &str| {
+        format!(
+            "[cluster]\nnode = \"{node}\"\nnamespace = \"nfsx-test-shares-{}\"\npoll_ms = 100\n",
+            std::process::id()
+        )
+    };
+    let (one, two) = (ceph_server_with(&conf, &path, &cluster("1")), ceph_server_with(&conf, &path, &cluster("2")));
+    let a = Client41::connect(one.port, "auto-client-on-head-1");
+    let b = Client41::connect(two.port, "auto-client-on-head-2");
+    let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32, retry: bool| {
+        open_denying(srv, c, owner, "auto", access, deny, retry)
+    };
+    // Before any denial: a plain reader through head 1.
+    let (st, _) = open(&one, &a, "oa", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE, true);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+    // The first denial waits for the heads, then is granted.
+    let asked = Instant::now();
+    let (st, first) = open(&two, &b, "ob-deny", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, false);
+    assert_eq!(st, nfsstat4::NFS4ERR_DELAY);
+    assert!(first.is_none());
+    let (st, opened) = open(&two, &b, "ob-deny", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true);
+    assert_eq!(st, nfsstat4::NFS4_OK, "the denial was not granted within the client's retries");
+    eprintln!("the first denial was granted {:?} after it was asked for", asked.elapsed());
+    let (sb, fb) = opened.unwrap();
+    // Head 1 knows of it through CephFS only.
+    let (st, _) = open(&one, &a, "oa-write", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_NONE, true);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+    // Head 1's reader from before the switch is in CephFS too: with head
+    // 2's denial closed, denying reads there is refused.
+    let on_b = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fb.clone() });
+    ok_res(
+        &b.run(vec![on_b(), nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: stateid4 { seqid: 0, ..sb } })]),
+    );
+    let (st, _) = open(&two, &b, "ob-deny-read", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
 }
 
 /// NLM locks across two heads, and locks that go all at once: a client

@@ -146,6 +146,8 @@ pub struct Core {
     releaser: std::sync::OnceLock<parking_lot::Mutex<std::sync::mpsc::Sender<Vec<shared_locks::Release>>>>,
     /// pNFS data servers clients reported failing.
     pub(crate) devices: devices::DeviceHealth,
+    /// Whether share modes are held in the shared store yet.
+    pub(crate) share_store: shared_shares::ShareStore,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -234,6 +236,7 @@ impl Core {
             shared_locks,
             releaser: Default::default(),
             devices: Default::default(),
+            share_store: Default::default(),
         }
     }
 

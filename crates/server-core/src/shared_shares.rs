@@ -6,18 +6,118 @@
 //! store ([`vfs::Vfs::share_reserve`]), where the other servers' are. An
 //! OPEN takes them there once its own table found no conflict, before it
 //! is recorded, and an OPEN that fails after that puts the store back; a
-//! CLOSE releases an open's denials there before it answers, so that an
-//! open another client makes right after is not refused by them;
-//! OPEN_DOWNGRADE narrows them; the rest (a CLOSE's accesses, the opens
-//! that go all at once when a lease expires or clients are handed to
-//! another head) are queued by the table and released after the request,
-//! as byte-range locks are.
+//! CLOSE releases an open's modes there before it answers, so that an open
+//! another client makes right after is not refused by them;
+//! OPEN_DOWNGRADE narrows them; opens that go all at once (a lease
+//! expiring, clients handed to another head) are queued by the table and
+//! released after the request, as byte-range locks are.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use proto::nfs4::nfsstat4;
 use vfs::{FileId, Vfs};
 
 use crate::ops::v4::status::stat4;
 use crate::state::stateids::{Other, Stateids};
+use crate::Core;
+
+/// Whether this server holds share modes in the shared store now.
+///
+/// A server alone over a shared store does from the start. Heads of a
+/// cluster (`[cluster]`) wait until some client asks for an OPEN that
+/// denies: until then no open anywhere denies anything, so an access
+/// cannot conflict and need not be held in the store, which saves every
+/// OPEN a store request (most clients never deny: Linux's always ask for
+/// DENY_NONE). That first OPEN is answered NFS4ERR_DELAY and sets
+/// `wanted`; the cluster's shared record tells every head, each starts to
+/// hold its opens' modes (those it holds already first) and says so, and
+/// once all have, OPENs that deny are granted (`denials`).
+#[derive(Debug)]
+pub(crate) struct ShareStore {
+    /// New opens take their modes in the store.
+    publish: AtomicBool,
+    /// The opens recorded before `publish` was set are in the store too.
+    published: AtomicBool,
+    /// Every head holds its opens' modes there: denials may be granted.
+    denials: AtomicBool,
+    /// A client asked for a denial that could not be granted yet.
+    wanted: AtomicBool,
+}
+
+impl Default for ShareStore {
+    fn default() -> Self {
+        let on = || AtomicBool::new(true);
+        ShareStore { publish: on(), published: on(), denials: on(), wanted: AtomicBool::new(false) }
+    }
+}
+
+impl Core {
+    /// A head of a cluster whose shared record says no client has denied
+    /// anything yet: holds no share modes in the store until one does.
+    /// Call before serving.
+    pub fn defer_share_store(&self) {
+        for f in [&self.share_store.publish, &self.share_store.published, &self.share_store.denials] {
+            f.store(false, Ordering::Release);
+        }
+    }
+
+    /// Whether a client asked for an OPEN that denies, which waits until
+    /// every head holds its opens' share modes in the store.
+    pub fn share_store_wanted(&self) -> bool {
+        self.share_store.wanted.load(Ordering::Acquire)
+    }
+
+    /// Starts to hold share modes in the store: new opens' at once, then
+    /// those of the opens already recorded. Blocking (store requests).
+    pub fn start_share_store(&self) {
+        let st = &self.share_store;
+        let opens: Vec<Other> = {
+            let t = self.v4.tables.lock();
+            if st.publish.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            t.stateids.ids.iter().filter(|(_, e)| e.open().is_some_and(|o| o.store_key != 0)).map(|(o, _)| *o).collect()
+        };
+        tracing::info!(opens = opens.len(), "holding NFSv4 share modes in the shared store from now on");
+        for other in opens {
+            // Each with the tables locked, as an OPEN takes them: a CLOSE
+            // or an upgrade of the same open comes wholly before or after.
+            let t = self.v4.tables.lock();
+            let Some((file, o)) = t.stateids.ids.get(&other).and_then(|e| Some((e.file, e.open()?))) else {
+                continue;
+            };
+            let Some(export) = self.export_by_id(file.0) else { continue };
+            match export.fs.share_reserve(file.1, o.store_key, o.access, o.deny) {
+                Ok(true) => {}
+                // None denies yet, so an access cannot conflict.
+                Ok(false) => tracing::warn!(file = file.1, "an open's share modes conflict in the shared store"),
+                Err(e) => {
+                    tracing::warn!(file = file.1, error = %e, "could not hold an open's share modes in the shared store")
+                }
+            }
+        }
+        st.published.store(true, Ordering::Release);
+    }
+
+    /// Whether every open of this server has its share modes in the store.
+    pub fn share_store_published(&self) -> bool {
+        self.share_store.published.load(Ordering::Acquire)
+    }
+
+    /// Every head holds its opens' share modes in the store: OPENs that
+    /// deny may be granted.
+    pub fn allow_share_denials(&self) {
+        if !self.share_store.denials.swap(true, Ordering::AcqRel) {
+            tracing::info!("every head holds its share modes in the shared store: OPENs that deny are granted");
+        }
+    }
+
+    /// Whether new opens take their modes in the store (read with the
+    /// state tables locked, as [`Core::start_share_store`] sets it).
+    pub(crate) fn publishes_shares(&self) -> bool {
+        self.share_store.publish.load(Ordering::Acquire)
+    }
+}
 
 /// A reservation taken in the store for an OPEN not yet recorded.
 pub(crate) struct Reserved {
@@ -30,7 +130,9 @@ pub(crate) struct Reserved {
 /// Holds `access`/`deny` in the store for the open `existing` upgrades
 /// (or a new one), with the tables locked: NFS4ERR_SHARE_DENIED when
 /// another server's open conflicts.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn reserve(
+    core: &Core,
     fs: &dyn Vfs,
     id: FileId,
     ids: &mut Stateids,
@@ -45,15 +147,33 @@ pub(crate) fn reserve(
     let held = existing.and_then(|o| ids.ids.get(o)).and_then(|e| e.open()).map(|o| (o.store_key, o.access, o.deny));
     match held {
         Some((key, held_access, held_deny)) if key != 0 => {
-            reserve_new(fs, id, key, access, deny).map(|r| Reserved { before: (held_access, held_deny), ..r })
+            reserve_new(core, fs, id, key, access, deny).map(|r| Reserved { before: (held_access, held_deny), ..r })
         }
-        _ => reserve_new(fs, id, ids.new_store_key(boot), access, deny),
+        _ => reserve_new(core, fs, id, ids.new_store_key(boot), access, deny),
     }
 }
 
 /// Holds `access`/`deny` in the store for a new open with store key
-/// `key`: NFS4ERR_SHARE_DENIED when another server's open conflicts.
-pub(crate) fn reserve_new(fs: &dyn Vfs, id: FileId, key: u64, access: u32, deny: u32) -> Result<Reserved, nfsstat4> {
+/// `key`: NFS4ERR_SHARE_DENIED when another server's open conflicts,
+/// NFS4ERR_DELAY for a denial while not every head holds its modes there.
+pub(crate) fn reserve_new(
+    core: &Core,
+    fs: &dyn Vfs,
+    id: FileId,
+    key: u64,
+    access: u32,
+    deny: u32,
+) -> Result<Reserved, nfsstat4> {
+    let st = &core.share_store;
+    if deny != 0 && !st.denials.load(Ordering::Acquire) {
+        if !st.wanted.swap(true, Ordering::AcqRel) {
+            tracing::info!("an OPEN denies: asking every head to hold its share modes in the shared store");
+        }
+        return Err(nfsstat4::NFS4ERR_DELAY);
+    }
+    if !core.publishes_shares() {
+        return Ok(Reserved { key, before: (0, 0) });
+    }
     match fs.share_reserve(id, key, access, deny) {
         Ok(true) => Ok(Reserved { key, before: (0, 0) }),
         Ok(false) => Err(nfsstat4::NFS4ERR_SHARE_DENIED),

@@ -219,6 +219,9 @@ impl Head {
     /// every `poll_ms` on a thread until `stop` is set.
     pub fn follow(self, core: Arc<Core>, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
         let flag = core.cluster_grace_flag();
+        // Share modes go to the store once the record says a client denied
+        // (this step, or a later one, starts it).
+        core.defer_share_store();
         self.step(&core, &flag).map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
         if core.in_local_grace() {
             wait_enforced(&self.shared, &[&self.node]);
@@ -273,7 +276,8 @@ impl Head {
         let grace = Duration::from_secs(core.settings().nfs4.grace_secs.into());
         let node = self.node.as_str();
         let after_ms = self.shared.settings.takeover_after_secs.saturating_mul(1000);
-        let (in_grace, taken) = self.shared.update(|r| {
+        let live_secs = self.shared.settings.live_secs;
+        let (in_grace, taken, share_store, share_denials) = self.shared.update(|r| {
             let now = wall_secs();
             let mut taken = Vec::new();
             if after_ms > 0 {
@@ -303,8 +307,25 @@ impl Head {
                 r.grace_done(node);
             }
             r.seen(node, now);
-            Ok((r.in_grace(now), taken))
+            if core.share_store_wanted() && !r.share_store {
+                tracing::info!(
+                    "a client asked for an OPEN that denies: every head is to hold its share modes in CephFS"
+                );
+                r.share_store = true;
+            }
+            if let Some(me) = r.heads.get_mut(node) {
+                me.share_store = r.share_store && core.share_store_published();
+            }
+            let denials = r.share_store && r.share_store_lagging(now, live_secs).is_empty();
+            Ok((r.in_grace(now), taken, r.share_store, denials))
         })?;
+        if share_store {
+            // Said in the record at the next step, once done.
+            core.start_share_store();
+        }
+        if share_denials {
+            core.allow_share_denials();
+        }
         flag.store(in_grace, Ordering::Release);
         self.stats.in_grace.store(in_grace, Ordering::Relaxed);
         self.stats.takeovers.fetch_add(taken.len() as u64, Ordering::Relaxed);

@@ -31,6 +31,11 @@ pub struct GraceRecord {
     /// Head -> the names its Ceph client sessions go by (libcephfs's
     /// client uuids), which the head that takes it over ends.
     pub sessions: BTreeMap<String, Vec<String>>,
+    /// Some client asked for an OPEN that denies: from then on every head
+    /// holds its opens' share modes in the store (see
+    /// `server_core::Core::start_share_store`). Never cleared.
+    #[serde(default)]
+    pub share_store: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +43,9 @@ pub struct HeadSeen {
     pub epoch: u64,
     /// Wall-clock second of the head's last look at the record.
     pub at: u64,
+    /// The head holds all its opens' share modes in the store.
+    #[serde(default)]
+    pub share_store: bool,
 }
 
 impl GraceRecord {
@@ -134,7 +142,19 @@ impl GraceRecord {
 
     /// Records that `head` looked at the record at `now`.
     pub fn seen(&mut self, head: &str, now: u64) {
-        self.heads.insert(head.to_string(), HeadSeen { epoch: self.epoch, at: now });
+        let e = self.heads.entry(head.to_string()).or_default();
+        (e.epoch, e.at) = (self.epoch, now);
+    }
+
+    /// Heads that looked within `live_secs` and do not yet hold their
+    /// opens' share modes in the store: until there are none, no head
+    /// grants an OPEN that denies.
+    pub fn share_store_lagging(&self, now: u64, live_secs: u64) -> Vec<String> {
+        self.heads
+            .iter()
+            .filter(|(_, s)| now.saturating_sub(s.at) <= live_secs && !s.share_store)
+            .map(|(h, _)| h.clone())
+            .collect()
     }
 
     /// Heads that looked within `live_secs` but not since the latest grace
@@ -171,6 +191,29 @@ mod tests {
         assert!(r.lagging(102, 5, &["1"]).is_empty());
         r.grace_done("2");
         assert!(!r.in_grace(150));
+    }
+
+    /// Denials wait for every live head to hold its share modes in the
+    /// store; a head that stopped looking does not hold them up, and a
+    /// look keeps what a head said.
+    #[test]
+    fn share_modes_wait_for_every_live_head() {
+        let mut r = GraceRecord::default();
+        for h in ["1", "2", "3"] {
+            r.seen(h, 100);
+        }
+        r.share_store = true;
+        r.heads.get_mut("1").unwrap().share_store = true;
+        assert_eq!(r.share_store_lagging(101, 5), vec!["2".to_string(), "3".to_string()]);
+        r.heads.get_mut("2").unwrap().share_store = true;
+        r.seen("2", 104);
+        assert!(r.heads["2"].share_store);
+        // Head 3 last looked at 100: gone by 106.
+        assert_eq!(r.share_store_lagging(104, 5), vec!["3".to_string()]);
+        assert!(r.share_store_lagging(106, 5).is_empty());
+        // An older record, without the fields, reads as "not yet".
+        let old = GraceRecord::decode(br#"{"epoch":1,"instance":2,"need":{},"heads":{"1":{"epoch":1,"at":5}},"adopt":{},"adopted_by":{},"release":{},"sessions":{}}"#).unwrap();
+        assert!(!old.share_store && !old.heads["1"].share_store);
     }
 
     #[test]

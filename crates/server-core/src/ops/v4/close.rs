@@ -35,8 +35,8 @@ pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsst
             SeqCheck::Go => {}
         }
     }
-    // The open's share denials in a shared store, released there before
-    // the reply (see `shared_shares`).
+    // The open's share modes in a shared store, released there before the
+    // reply (see `shared_shares`).
     let mut released_share = None;
     let r = (|| {
         let e = t.stateids.find(st.boot, minor, io_client(cx), &sid)?;
@@ -44,10 +44,11 @@ pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsst
             return Err(nfsstat4::NFS4ERR_BAD_STATEID);
         }
         let client = e.client;
-        // A denial is released at once: another client's plain OPEN right
-        // after must not meet it. Accesses only stand in the way of
-        // denials, rare enough to let them go after the reply.
-        let store_key = e.open().filter(|o| o.deny != 0).map_or(0, |o| o.store_key);
+        // Released before the reply: an OPEN another client makes right
+        // after must not meet what this one held. (Nothing is held while
+        // the heads of a cluster keep no share modes in the store, and the
+        // release then asks the store nothing.)
+        let store_key = e.open().map_or(0, |o| o.store_key);
         if minor >= 1 {
             t.clients.renew(client, st.now())?;
         }

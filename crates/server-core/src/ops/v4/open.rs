@@ -340,10 +340,11 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     // unlocked (the store may be across the network), then the table is
     // checked again.
     let fs = obj.fs();
-    let reserved = if fs.shared() && existing.is_none() {
+    let core = cx.core;
+    let reserved = if fs.shared() && existing.is_none() && core.publishes_shares() {
         let store_key = t.stateids.new_store_key(st.boot);
         drop(t);
-        let reserved = shared_shares::reserve_new(fs, obj.id, store_key, all_access, all_deny)?;
+        let reserved = shared_shares::reserve_new(core, fs, obj.id, store_key, all_access, all_deny)?;
         t = st.tables.lock();
         if t.stateids.opens_by.contains_key(&(key.clone(), file))
             || !share_conflicts(&t.stateids, file, None, all_access, all_deny).is_empty()
@@ -356,7 +357,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         }
         reserved
     } else {
-        shared_shares::reserve(fs, obj.id, &mut t.stateids, st.boot, existing.as_ref(), all_access, all_deny)?
+        shared_shares::reserve(core, fs, obj.id, &mut t.stateids, st.boot, existing.as_ref(), all_access, all_deny)?
     };
     let confirmed = minor >= 1 || t.stateids.open_owners.get(key).is_some_and(|o| o.confirmed);
     let recorded =
