@@ -70,6 +70,9 @@ pub struct Server {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// Stops following the cluster's shared record.
     cluster_stop: Arc<std::sync::atomic::AtomicBool>,
+    /// The thread that follows it, holding the core (and so the mounted
+    /// file systems) until it sees `cluster_stop`.
+    cluster_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Server {
@@ -120,9 +123,10 @@ impl Server {
         );
         let cluster_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let cluster_stats = head.as_ref().map(|h| h.stats());
-        if let Some(h) = head {
-            h.follow(core.clone(), cluster_stop.clone())?;
-        }
+        let cluster_thread = match head {
+            Some(h) => Some(h.follow(core.clone(), cluster_stop.clone())?),
+            None => None,
+        };
         let (shutdown, _) = watch::channel(false);
         let spare = workers::Spare {
             threads: settings.worker_spare_threads,
@@ -166,7 +170,7 @@ impl Server {
             tls = shared.tls.is_some(),
             "nfsx serving NFS (MOUNT v3, NLM and portmap beside NFSv3)"
         );
-        Ok(Server { shared, local_addr, portmap_addr, tasks, cluster_stop })
+        Ok(Server { shared, local_addr, portmap_addr, tasks, cluster_stop, cluster_thread })
     }
 
     /// Stops accepting, lets requests in flight finish (up to the grace
@@ -189,6 +193,12 @@ impl Server {
                 tracing::warn!(in_flight = n, "shutdown grace period over, exiting with requests in flight");
                 break;
             }
+        }
+        // The follower lets go of the core within a poll, so that the
+        // file systems are unmounted (a Ceph session left open would hold
+        // its capabilities until the MDS times it out).
+        if let Some(t) = self.cluster_thread {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
         tracing::info!("nfsx stopped");
     }

@@ -216,8 +216,8 @@ impl Head {
 
     /// Looks at the record once now (before serving: the cluster learns
     /// of this head's grace period before any client is answered), then
-    /// every `poll_ms` on a thread until `stop` is set.
-    pub fn follow(self, core: Arc<Core>, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    /// every `poll_ms` on the thread returned, until `stop` is set.
+    pub fn follow(self, core: Arc<Core>, stop: Arc<AtomicBool>) -> anyhow::Result<std::thread::JoinHandle<()>> {
         let flag = core.cluster_grace_flag();
         // Share modes go to the store once the record says a client denied
         // (this step, or a later one, starts it).
@@ -227,7 +227,7 @@ impl Head {
             wait_enforced(&self.shared, &[&self.node]);
         }
         let every = Duration::from_millis(self.shared.settings.poll_ms.max(10));
-        std::thread::Builder::new().name("nfsx-cluster".into()).spawn(move || {
+        let thread = std::thread::Builder::new().name("nfsx-cluster".into()).spawn(move || {
             let mut failing = false;
             while !stop.load(Ordering::Acquire) {
                 std::thread::sleep(every);
@@ -250,7 +250,7 @@ impl Head {
                 }
             }
         })?;
-        Ok(())
+        Ok(thread)
     }
 
     /// For how long (ms, on this head's clock) each head's entry has not
