@@ -351,8 +351,9 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         {
             drop(t);
             shared_shares::undo(fs, obj.id, &reserved);
-            // The owner's other OPEN of the file came first: retried, this
-            // one upgrades it.
+            // The owner's other OPEN of the file came first (retried, this
+            // one upgrades it), or a conflicting open the store should have
+            // refused (the retry finds it in the table).
             return Err(nfsstat4::NFS4ERR_DELAY);
         }
         reserved
