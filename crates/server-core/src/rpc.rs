@@ -265,6 +265,9 @@ impl Core {
     /// Runs a call whose header has been read; `d` is at its arguments.
     fn dispatch(&self, call: &Call, d: &mut Decoder) -> Option<Outcome> {
         let Call { xid, prog, vers, proc_, peer, .. } = *call;
+        // What the backend learns about an object in this call may serve
+        // the call's next use of it, and nothing past the call.
+        let _scope = vfs::RequestScope::enter();
         let mut e = Encoder::with_capacity(256);
         let dispatched = match prog {
             crate::portmap::PROGRAM => match vers {

@@ -24,6 +24,9 @@ pub use names::{check_entry_name, classify_lookup, LookupName, DEFAULT_MAX_NAME_
 mod v42;
 pub use v42::*;
 
+mod scope;
+pub use scope::RequestScope;
+
 pub mod localfs;
 pub mod memfs;
 pub use localfs::{CreateDirFlush, LocalFs, LocalFsSettings};

@@ -83,21 +83,15 @@ impl HandleCache {
         found
     }
 
-    /// Whether `id` is cached as the object of `generation`; counted as a
-    /// use (a hit) when it is.
-    pub(crate) fn holds(&self, id: FileId, generation: u64) -> bool {
-        let held = self.shard(id).lock().get(&id).is_some_and(|h| {
-            let same = h.generation == generation;
-            if same {
-                h.last_used.store(self.now_ms(), Ordering::Relaxed);
-            }
-            same
+    /// The fd cached for `id` if it is the object of `generation`; counted
+    /// as a use (a hit) when it is.
+    pub(crate) fn held(&self, id: FileId, generation: u64) -> Option<Arc<OwnedFd>> {
+        let held = self.shard(id).lock().get(&id).filter(|h| h.generation == generation).map(|h| {
+            h.last_used.store(self.now_ms(), Ordering::Relaxed);
+            h.fd.clone()
         });
-        if held {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.misses.fetch_add(1, Ordering::Relaxed);
-        }
+        let counter = if held.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
         held
     }
 

@@ -79,11 +79,14 @@ mod handles;
 mod ids;
 mod journal;
 mod ops;
+mod recent;
 mod recover;
 mod resolve;
 mod sys;
 mod v42;
 mod xattr;
+
+pub(crate) use recent::forget as forget_recent;
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -254,6 +257,10 @@ pub struct LocalFs {
     /// The walk that finds objects whose ids a crash took from the
     /// journal's tail.
     recovery: recover::Recovery,
+    /// Tells this LocalFs's kept objects from another's (see [`recent`]).
+    instance: u64,
+    /// Statx results a request's call took from its earlier one.
+    recent_reused: std::sync::atomic::AtomicU64,
     /// Held for our lifetime: one LocalFs per state directory.
     _lock: File,
 }
@@ -377,6 +384,8 @@ impl LocalFs {
             pending,
             probes: v42::Probes::default(),
             recovery: recover::Recovery::new(!clean),
+            instance: recent::new_instance(),
+            recent_reused: Default::default(),
             _lock: lock,
         })
     }
@@ -396,6 +405,11 @@ impl LocalFs {
                 "handle_cache_entries",
                 "Objects held in the handle cache.",
                 self.handles.len() as u64,
+            ),
+            crate::Counter::total(
+                "resolutions_reused",
+                "Calls that used the statx their request had just made of the object instead of their own.",
+                self.recent_reused.load(Relaxed),
             ),
             crate::Counter::total(
                 "flushes",
@@ -528,6 +542,67 @@ mod tests {
         std::fs::create_dir_all(base.join("export")).unwrap();
         let fs = LocalFs::open(&base.join("export"), &base.join("state"), settings).unwrap();
         (base, fs)
+    }
+
+    /// Inside a request, a call about the object the request just resolved
+    /// uses that statx; a change in between, another object, or the end of
+    /// the request makes the next call look again.
+    #[test]
+    fn a_request_reuses_its_own_resolution_only() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (base, fs) = scratch(LocalFsSettings::default());
+        let owner = Owner { uid: 0, gid: 0 };
+        let root = fs.root();
+        let reused = || fs.recent_reused.load(Relaxed);
+        let (f, _) = fs.create(root, b"f", &CreateHow::Guarded(SetAttrs::default()), owner).unwrap();
+
+        // Outside a request nothing is kept.
+        fs.getattr(root).unwrap();
+        fs.lookup(root, b"f").unwrap();
+        assert_eq!(reused(), 0);
+
+        let scope = crate::RequestScope::enter();
+        // GETATTR of the directory, then the LOOKUP in it, then the GETATTR
+        // of what it found (an NFSv4 compound): one statx each, reused once.
+        let before = fs.getattr(root).unwrap();
+        let (id, found) = fs.lookup(root, b"f").unwrap();
+        assert_eq!((id, reused()), (f, 1));
+        assert_eq!(fs.getattr(f).unwrap(), found);
+        assert_eq!(reused(), 2);
+        // A write between two GETATTRs: the second sees it.
+        fs.write(f, 0, b"grown", Stability::FileSync).unwrap();
+        assert_eq!(fs.getattr(f).unwrap().size, 5);
+        fs.write(f, 0, b"grown again", Stability::Unstable).unwrap();
+        assert_eq!(fs.getattr(f).unwrap().size, 11);
+        // A creation in the directory: the post-operation GETATTR is taken
+        // after it.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        fs.create(root, b"g", &CreateHow::Guarded(SetAttrs::default()), owner).unwrap();
+        let after = fs.getattr(root).unwrap();
+        assert!(after.mtime > before.mtime || after.size != before.size, "{before:?} then {after:?}");
+        // A READ keeps the attributes it took after reading for the reply.
+        let r = reused();
+        let data = fs.read(f, 0, 64).unwrap();
+        assert!(data.eof);
+        assert_eq!(fs.getattr(f).unwrap().size, 11);
+        assert_eq!(reused(), r + 1);
+        // Kept for one object, asked about another: looked up afresh.
+        fs.getattr(root).unwrap();
+        let r = reused();
+        fs.getattr(f).unwrap();
+        assert_eq!(reused(), r);
+        drop(scope);
+
+        // The next request does not trust the last one's: a file removed
+        // behind the server's back is gone for it.
+        let _scope = crate::RequestScope::enter();
+        fs.getattr(f).unwrap();
+        drop(_scope);
+        std::fs::remove_file(base.join("export/f")).unwrap();
+        let _scope = crate::RequestScope::enter();
+        assert!(matches!(fs.getattr(f), Err(VfsError::Stale | VfsError::NotFound)));
+        drop(fs);
+        let _ = std::fs::remove_dir_all(base);
     }
 
     /// A write-back error met outside COMMIT (here: injected, as a failing

@@ -36,6 +36,9 @@ pub(super) struct Place<'a> {
 impl LocalFs {
     /// An open file for I/O on `id`, from the cache or freshly opened.
     pub(super) fn file(&self, id: FileId, write: bool) -> VfsResult<Arc<OpenFile>> {
+        // I/O may change the object: attributes kept from before must not
+        // answer a GETATTR after it.
+        super::forget_recent();
         if let Some(f) = self.cache.get(id) {
             if f.writable || !write {
                 return Ok(f);
@@ -61,6 +64,17 @@ impl LocalFs {
         let f = Arc::new(OpenFile::new(fd, writable, sys::birth_generation(&obj.stx)));
         self.evicted(self.cache.insert(id, f.clone()));
         Ok(f)
+    }
+
+    /// The size of an open file for a READ's eof, from a statx taken after
+    /// reading, which is kept for the reply's post-operation attributes
+    /// (they describe the data returned).
+    fn size_after_read(&self, id: FileId, f: &OpenFile) -> VfsResult<u64> {
+        let stx = sys::statx_fd(f.fd.as_fd())?;
+        if stx.stx_nlink > 0 {
+            self.keep_recent(id, &stx, None);
+        }
+        Ok(stx.stx_size)
     }
 
     fn evicted(&self, files: Vec<(FileId, Arc<OpenFile>)>) {
@@ -123,7 +137,7 @@ impl LocalFs {
 
     /// Up to `max_entries` entries of `dir` after `cookie`, with the
     /// directory opened for the scan and whether the end was reached.
-    fn scan(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<(OwnedFd, Vec<sys::Scanned>, bool)> {
+    fn scan(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<(Obj, OwnedFd, Vec<sys::Scanned>, bool)> {
         let d = self.resolve_dir(dir)?;
         let fd = sys::open_dir(d.fd.as_fd())?;
         if cookie != 0 {
@@ -141,7 +155,7 @@ impl LocalFs {
                 false
             }
         })?;
-        Ok((fd, found, !more))
+        Ok((d, fd, found, !more))
     }
 
     fn remove_entry(&self, dir_id: FileId, name: &[u8], want_dir: bool) -> VfsResult<()> {
@@ -196,8 +210,15 @@ impl Vfs for LocalFs {
         self.fsid
     }
 
+    /// The statx is kept for the request's next call, which is usually
+    /// about the same object (see [`super::recent`]).
     fn getattr(&self, id: FileId) -> VfsResult<Attrs> {
+        if let Some((stx, fd)) = self.take_recent(id, false) {
+            self.keep_recent(id, &stx, fd.as_ref());
+            return Ok(self.attrs_of(&stx));
+        }
         let o = self.resolve(id)?;
+        self.keep_recent(id, &o.stx, Some(&o.fd));
         Ok(self.attrs_of(&o.stx))
     }
 
@@ -221,6 +242,8 @@ impl Vfs for LocalFs {
         Self::validate(o.ftype(), set)?;
         self.apply(id, o.fd.as_fd(), o.ftype(), set, None)?;
         let stx = sys::statx_fd(o.fd.as_fd())?;
+        // Taken after the change: the reply's post-operation attributes.
+        self.keep_recent(id, &stx, Some(&o.fd));
         Ok(self.attrs_of(&stx))
     }
 
@@ -248,18 +271,24 @@ impl Vfs for LocalFs {
             }
             LookupName::Entry(n) => {
                 let d = self.resolve_dir(dir)?;
-                if let Some(stx) = self.lookup_resident(&d, dir, n)? {
-                    return Ok((stx.stx_ino as FileId, self.attrs_of(&stx)));
-                }
-                let fd = self.open_entry(&d, n)?;
-                let stx = sys::statx_fd(fd.as_fd())?;
-                let id = stx.stx_ino as FileId;
-                let generation = sys::birth_generation(&stx);
-                self.note(id, generation, dir, n);
                 // The client's next call is about this object (GETATTR,
-                // ACCESS, READ): keep the fd so it resolves without a walk.
-                drop(self.handles.insert(id, Arc::new(fd), generation));
-                Ok((id, self.attrs_of(&stx)))
+                // ACCESS, READ; in NFSv4 often in the same compound): the
+                // handle cache holds its fd so it resolves without a walk,
+                // and the request keeps its statx.
+                let (id, found) = match self.lookup_resident(&d, dir, n)? {
+                    Some(o) => (o.stx.stx_ino as FileId, o),
+                    None => {
+                        let fd = Arc::new(self.open_entry(&d, n)?);
+                        let stx = sys::statx_fd(fd.as_fd())?;
+                        let id = stx.stx_ino as FileId;
+                        let generation = sys::birth_generation(&stx);
+                        self.note(id, generation, dir, n);
+                        drop(self.handles.insert(id, fd.clone(), generation));
+                        (id, Obj { fd, stx })
+                    }
+                };
+                self.keep_recent(id, &found.stx, Some(&found.fd));
+                Ok((id, self.attrs_of(&found.stx)))
             }
         }
     }
@@ -280,7 +309,7 @@ impl Vfs for LocalFs {
         }
         let count = count.min(self.settings.max_read) as usize;
         let data = sys::pread_full(f.fd.as_fd(), offset, count)?;
-        let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
+        let size = self.size_after_read(id, &f)?;
         let eof = offset + data.len() as u64 >= size;
         Ok(ReadResult { data: Bytes::from(data), eof })
     }
@@ -303,7 +332,7 @@ impl Vfs for LocalFs {
                 Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return Ok(None),
                 Err(e) => return Err(errno(e)),
             };
-        let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
+        let size = self.size_after_read(id, &f)?;
         let eof = offset + n as u64 >= size;
         if n < count && !eof {
             // Stopped at a page that is not cached: the rest needs a wait.
@@ -315,7 +344,7 @@ impl Vfs for LocalFs {
 
     fn read_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
         let f = self.file(id, false)?;
-        let size = rustix::fs::fstat(&f.fd).map_err(errno)?.st_size as u64;
+        let size = self.size_after_read(id, &f)?;
         if offset >= size || offset > MAX_OFFSET {
             return Ok(None);
         }
@@ -566,7 +595,7 @@ impl Vfs for LocalFs {
     /// 63-bit hashes collide share a position; a page boundary falling
     /// between them could repeat one. That needs a full hash collision.)
     fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir> {
-        let (_, found, eof) = self.scan(dir, cookie, max_entries)?;
+        let (_, _, found, eof) = self.scan(dir, cookie, max_entries)?;
         let new: Vec<Change> = {
             let m = self.ids.read();
             found
@@ -587,8 +616,9 @@ impl Vfs for LocalFs {
     /// open, statx and handle-cache insert: a listing of thousands of
     /// entries neither churns the handle cache nor opens a file.
     fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus> {
-        let (fd, found, eof) = self.scan(dir, cookie, max_entries)?;
-        let here = sys::statx_mount(fd.as_fd())?;
+        // `fd` is `d` opened for reading: the same directory, mount and all.
+        let (d, fd, found, eof) = self.scan(dir, cookie, max_entries)?;
+        let here = d.stx;
         // A single component from getdents, never `.` or `..`, not followed
         // if a symlink: it cannot lead outside `dir`, except into a file
         // system mounted on it, which LOOKUP refuses too.

@@ -35,7 +35,18 @@ impl LocalFs {
         sys::attrs(stx, self.fsid, sys::birth_generation(stx))
     }
 
+    /// The object `id` names: what this request resolved last if that was
+    /// `id` (see [`super::recent`]), else one statx of its cached fd, else
+    /// a walk of its remembered names.
     pub(crate) fn resolve(&self, id: FileId) -> VfsResult<Obj> {
+        if let Some((stx, Some(fd))) = self.take_recent(id, true) {
+            return Ok(Obj { fd, stx });
+        }
+        self.resolve_fresh(id)
+    }
+
+    /// [`Self::resolve`] without what the request kept.
+    fn resolve_fresh(&self, id: FileId) -> VfsResult<Obj> {
         match self.resolve_depth(id, 0) {
             // Perhaps a place the id journal lost in a crash.
             Err(VfsError::Stale) if self.recover() => self.resolve_depth(id, 0),
@@ -98,7 +109,7 @@ impl LocalFs {
     /// mounted on it, which the mount comparison sends to the open (and
     /// its XDev). `None`: not held, or held for another object (same inode
     /// number, other generation); open it.
-    pub(crate) fn lookup_resident(&self, dir: &Obj, dir_id: FileId, name: &[u8]) -> VfsResult<Option<Statx>> {
+    pub(crate) fn lookup_resident(&self, dir: &Obj, dir_id: FileId, name: &[u8]) -> VfsResult<Option<Obj>> {
         let stx = match sys::statx_entry(dir.fd.as_fd(), name) {
             Ok(stx) => stx,
             // The answer the open would give, one system call sooner.
@@ -110,11 +121,11 @@ impl LocalFs {
         }
         let id = stx.stx_ino as FileId;
         let generation = sys::birth_generation(&stx);
-        if !self.handles.holds(id, generation) {
+        let Some(fd) = self.handles.held(id, generation) else {
             return Ok(None);
-        }
+        };
         self.note(id, generation, dir_id, name);
-        Ok(Some(stx))
+        Ok(Some(Obj { fd, stx }))
     }
 
     /// The object opened along a remembered name, if it is still inode

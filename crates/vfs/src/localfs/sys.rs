@@ -77,14 +77,10 @@ pub(crate) fn open_chain(base: BorrowedFd<'_>, comps: &[&[u8]]) -> Result<OwnedF
     cur.ok_or(Errno::INVAL)
 }
 
+/// statx of an fd, with its mount id (to compare entries with).
 pub(crate) fn statx_fd(fd: BorrowedFd<'_>) -> VfsResult<Statx> {
-    rustix::fs::statx(
-        fd,
-        "",
-        AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
-        StatxFlags::BASIC_STATS | StatxFlags::BTIME,
-    )
-    .map_err(errno)
+    let mask = StatxFlags::BASIC_STATS | StatxFlags::BTIME | StatxFlags::MNT_ID;
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW, mask).map_err(errno)
 }
 
 pub(crate) fn statx_at(dir: BorrowedFd<'_>, name: &[u8]) -> VfsResult<Statx> {
@@ -100,13 +96,7 @@ pub(crate) fn statx_entry(dir: BorrowedFd<'_>, name: &[u8]) -> VfsResult<Statx> 
     rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, mask).map_err(errno)
 }
 
-/// The statx of an fd with its mount id, to compare entries with.
-pub(crate) fn statx_mount(fd: BorrowedFd<'_>) -> VfsResult<Statx> {
-    let mask = StatxFlags::BASIC_STATS | StatxFlags::BTIME | StatxFlags::MNT_ID;
-    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW, mask).map_err(errno)
-}
-
-/// Whether two statx results (of [`statx_entry`]/[`statx_mount`]) are on
+/// Whether two statx results (of [`statx_entry`]/[`statx_fd`]) are on
 /// one mount: the same device and, where the kernel reports it, the same
 /// mount id (a bind mount of the same device differs only there).
 pub(crate) fn same_mount(a: &Statx, b: &Statx) -> bool {
