@@ -89,10 +89,17 @@ pub fn may_delete_entry(dir: &Attrs, victim: Option<&Attrs>, c: &Creds) -> bool 
     if !may(dir, c, Access::DELETE) {
         return false;
     }
-    if dir.mode & 0o1000 != 0 && !c.is_root() && c.uid != dir.uid {
+    if sticky_applies(dir, c) {
         return victim.is_some_and(|v| v.uid == c.uid);
     }
     true
+}
+
+/// Whether removing from `dir` depends on who owns the entry: the sticky
+/// bit is set and the caller is neither root nor the directory's owner.
+/// Otherwise [`may_delete_entry`] needs no victim.
+pub fn sticky_applies(dir: &Attrs, c: &Creds) -> bool {
+    dir.mode & 0o1000 != 0 && !c.is_root() && c.uid != dir.uid
 }
 
 /// Why a SETATTR is refused.

@@ -412,9 +412,12 @@ pub(crate) fn file_for_write<'a>(ctx: &'a Ctx, fh: &nfs_fh3) -> Result<Obj<'a>, 
 }
 
 /// REMOVE and RMDIR, which differ only in the backend call (`unlink`) and
-/// the reply types. The victim is looked up first for the sticky-directory
-/// rule: only the owner of the entry or of the directory, or root, may
-/// remove from a sticky directory. Ok or Err, the directory's wcc_data.
+/// the reply types. Where the sticky-directory rule applies (only the owner
+/// of the entry or of the directory, or root, may remove from a sticky
+/// directory), or the caller may not remove at all, the victim is looked
+/// up first; elsewhere the backend's own answer (NOENT, NOTDIR, ...) is the
+/// reply, and the directory is resolved once. Ok or Err, the directory's
+/// wcc_data.
 #[allow(clippy::result_large_err)]
 pub(crate) fn remove_entry(
     ctx: &Ctx,
@@ -426,8 +429,14 @@ pub(crate) fn remove_entry(
             return Err(nfsstat3::NFS3ERR_NOTDIR);
         }
         check_remove_name(ctx.core, &at.name)?;
-        let (_, victim) = dir.fs().lookup(dir.id, &at.name).map_err(stat)?;
-        if !crate::auth::may_delete_entry(&dir.attrs, Some(&victim), &dir.creds) {
+        // Refused anyway: looked up too, so a missing name still says NOENT.
+        let refused = !crate::auth::may_delete_entry(&dir.attrs, None, &dir.creds);
+        let victim = if refused || crate::auth::sticky_applies(&dir.attrs, &dir.creds) {
+            Some(dir.fs().lookup(dir.id, &at.name).map_err(stat)?.1)
+        } else {
+            None
+        };
+        if !crate::auth::may_delete_entry(&dir.attrs, victim.as_ref(), &dir.creds) {
             return Err(nfsstat3::NFS3ERR_ACCES);
         }
         Ok(())
