@@ -60,6 +60,8 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     peer.conn = conn_id;
     let limit = shared.settings.max_in_flight_per_connection;
     let permits = Arc::new(Semaphore::new(limit));
+    // Requests of this connection whose replies are not made yet.
+    let running = Arc::new(AtomicUsize::new(0));
     let peer = Arc::new(peer);
     let idle = Duration::from_secs(shared.settings.idle_timeout_secs);
     let mut shutdown = shared.shutdown.subscribe();
@@ -144,8 +146,12 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                 },
             };
             shared.metrics.in_flight.inc();
-            let alone = permits.available_permits() + 1 == limit && decoder.buffered() == 0;
+            // Not the permits: a worker's reply holds one until its write
+            // returns, by which time the client, woken by that very write
+            // over loopback, may well have sent its next request.
+            let alone = running.load(Ordering::Acquire) == 0 && decoder.buffered() == 0;
             lone = if alone { lone.saturating_add(1) } else { 0 };
+            let permit = InFlight::new(permit, &running);
             match shared.core.placement(&record) {
                 Placement::Inline => {
                     shared.metrics.requests_inline.inc();
@@ -268,13 +274,7 @@ impl Drop for InPlace<'_> {
 }
 
 /// Hands a record to a worker thread, which writes the reply itself.
-fn to_worker(
-    shared: &Arc<Shared>,
-    peer: &Arc<PeerInfo>,
-    sink: &Arc<ReplySink>,
-    record: Bytes,
-    permit: OwnedSemaphorePermit,
-) {
+fn to_worker(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, record: Bytes, permit: InFlight) {
     shared.metrics.requests_worker.inc();
     let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
     // The worker writes the reply itself.
@@ -282,7 +282,7 @@ fn to_worker(
 }
 
 /// Runs one record and sends its reply; on whichever thread it is called.
-fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit: OwnedSemaphorePermit) {
+fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit: InFlight) {
     let start = Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.core.handle(record, peer)));
     match outcome {
@@ -295,15 +295,10 @@ fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit
 }
 
 /// Records a finished request and sends its reply.
-fn finish(
-    shared: &Shared,
-    peer: &PeerInfo,
-    sink: &ReplySink,
-    out: Outcome,
-    permit: OwnedSemaphorePermit,
-    start: Instant,
-) {
+fn finish(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, out: Outcome, permit: InFlight, start: Instant) {
     shared.metrics.record(out.label, out.ok, start.elapsed());
+    let InFlight { permit, running } = permit;
+    drop(running);
     if let Some(reply) = out.reply {
         match crate::sink::framed(reply, out.tail) {
             Some(segs) => {
@@ -325,4 +320,29 @@ fn finish(
 fn done(shared: &Shared) {
     shared.metrics.in_flight.dec();
     shared.idle.notify_waiters();
+}
+
+/// A request of a connection from its reading to its reply: the permit,
+/// held until the reply is written (so replies the socket has not taken
+/// count against the connection's requests in flight), and its mark in
+/// the count of requests still running, cleared once the reply is made.
+struct InFlight {
+    permit: OwnedSemaphorePermit,
+    running: Running,
+}
+
+impl InFlight {
+    fn new(permit: OwnedSemaphorePermit, running: &Arc<AtomicUsize>) -> InFlight {
+        running.fetch_add(1, Ordering::AcqRel);
+        InFlight { permit, running: Running(running.clone()) }
+    }
+}
+
+/// One request in its connection's count of requests running.
+struct Running(Arc<AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }

@@ -47,9 +47,10 @@ pub struct Settings {
     pub worker_threads: usize,
     /// After this many requests in a row that each found nothing else of
     /// their connection outstanding (a client with one request in flight),
-    /// an NFSv3 request that may block runs on the connection's own thread
-    /// (never an NFSv4 compound, which may wait for a callback reply
-    /// arriving over that same connection), which
+    /// a request that may block runs on the connection's own thread (an
+    /// NFSv4 compound only if it cannot wait for a callback reply, which
+    /// an NFSv4.1 client sends over that same connection: see
+    /// `server_core::placement`), which
     /// hands its other connections to another thread meanwhile (tokio's
     /// `block_in_place`), instead of going to a worker: no hand-off, two
     /// context switches fewer on the request's path. A request that finds

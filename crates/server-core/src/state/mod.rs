@@ -113,7 +113,7 @@ pub(crate) struct State4 {
     /// from another head) are recognised as stale.
     pub boot: u32,
     pub tables: parking_lot::Mutex<Tables>,
-    write_delegated: Arc<WriteDelegated>,
+    pub(crate) write_delegated: Arc<WriteDelegated>,
     /// Set when the lock table queued releases for a shared store, read
     /// without the tables' lock (`crate::shared_locks`).
     pub lock_releases: Arc<std::sync::atomic::AtomicBool>,

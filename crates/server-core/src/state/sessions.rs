@@ -21,6 +21,7 @@ pub(crate) enum Cached {
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
     pub seqid: u32,
+    /// Set through [`Session::set_busy`], which keeps the count.
     pub busy: bool,
     /// Digest of the request that last used the slot.
     pub digest: u64,
@@ -106,6 +107,9 @@ pub(crate) struct Session {
     pub fore: channel_attrs4,
     pub back: channel_attrs4,
     pub slots: Vec<Slot>,
+    /// Slots busy now: counted as they change, since SEQUENCE needs the
+    /// figure and a session has up to `max_slots` (1024) slots to count.
+    busy: u32,
     /// Slots the client is asked to use (`sr_target_highest_slotid + 1`).
     pub target: u32,
     /// Most slots in use (or declared by `sa_highest_slotid`) in the
@@ -136,6 +140,7 @@ impl Session {
             fore,
             back,
             slots: vec![slot; n as usize],
+            busy: 0,
             target: initial_target.clamp(1, n),
             peak: 0,
             window_start: now,
@@ -147,7 +152,20 @@ impl Session {
     }
 
     pub fn busy_slots(&self) -> u32 {
-        self.slots.iter().filter(|s| s.busy).count() as u32
+        self.busy
+    }
+
+    /// Marks slot `i` (in the table) busy or free.
+    pub fn set_busy(&mut self, i: usize, busy: bool) {
+        let Some(slot) = self.slots.get_mut(i) else { return };
+        if slot.busy != busy {
+            slot.busy = busy;
+            if busy {
+                self.busy += 1;
+            } else {
+                self.busy -= 1;
+            }
+        }
     }
 
     /// Raises or lowers the target highest slot from the use seen in the

@@ -5,7 +5,8 @@
 //! pseudo-fs directories number their entries from 3. `.` and `..` are
 //! not listed. A client sending 1 or 2, or a cookie the backend never
 //! gave, gets NFS4ERR_BAD_COOKIE; a cookie with another directory
-//! incarnation's verifier NFS4ERR_NOT_SAME.
+//! incarnation's verifier NFS4ERR_NOT_SAME (a zero verifier is accepted,
+//! see `check_cookie`).
 //!
 //! The reply is filled up to `maxcount` (capped by `max_readdir_reply`)
 //! using each entry's exact encoded size, and `dircount` (names and
@@ -119,7 +120,11 @@ fn check_cookie(args: &READDIR4args, verf: &verifier4) -> Result<(), nfsstat4> {
     if args.cookie == 1 || args.cookie == 2 {
         return Err(nfsstat4::NFS4ERR_BAD_COOKIE);
     }
-    if args.cookie != 0 && args.cookieverf != *verf {
+    // A zero verifier with a later cookie is taken as "none": libnfs
+    // continues listings so, and the Linux server and NFS-Ganesha accept
+    // it. The cookies (the directory's own offsets) stay valid anyway; a
+    // verifier of another incarnation of the directory is still refused.
+    if args.cookie != 0 && args.cookieverf != *verf && args.cookieverf != [0; 8] {
         return Err(nfsstat4::NFS4ERR_NOT_SAME);
     }
     Ok(())

@@ -73,9 +73,9 @@ fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<
     }
     let slot = &mut s.slots[slotid as usize];
     slot.seqid = args.sa_sequenceid;
-    slot.busy = true;
     slot.digest = d;
     slot.cached = Cached::Uncached;
+    s.set_busy(slotid as usize, true);
     let in_use = s.busy_slots().max(args.sa_highest_slotid.saturating_add(1));
     s.adjust_target(now, in_use);
     let res = SEQUENCE4resok {
@@ -111,9 +111,9 @@ pub(super) fn finish(cx: &Compound, body: &[Bytes]) {
     let st = cx.state();
     let mut t = st.tables.lock();
     let Some(s) = t.sessions.get_mut(&seq.sessionid) else { return };
-    let Some(slot) = s.slots.get_mut(seq.slotid as usize) else { return };
     let len: usize = body.iter().map(|b| b.len()).sum();
-    slot.busy = false;
+    s.set_busy(seq.slotid as usize, false);
+    let Some(slot) = s.slots.get_mut(seq.slotid as usize) else { return };
     slot.cached =
         if seq.cachethis && len <= seq.max_cached as usize { Cached::Reply(body.to_vec()) } else { Cached::Uncached };
 }

@@ -10,7 +10,8 @@
 //! NFSv4 PUTFH/PUTROOTFH + GETATTR/GETFH/ACCESS/LOOKUP and the state-only
 //! operations CLOSE, LOCKU, OPEN_DOWNGRADE, DELEGRETURN, FREE_STATEID,
 //! TEST_STATEID, RECLAIM_COMPLETE, RELEASE_LOCKOWNER) run inline;
-//! everything else goes to a worker.
+//! everything else goes to a worker, or, for a client with one request at
+//! a time, runs in place on the connection's thread ([`in_place`]).
 //!
 //! This only peeks at the record: nothing is checked here (a forged
 //! handle is refused by the dispatch that follows, wherever it runs), so
@@ -19,6 +20,8 @@
 use proto::nfs4::nfs_opnum4;
 
 use crate::Core;
+
+mod in_place;
 
 /// Where the transport should run a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,18 +84,32 @@ impl Core {
     }
 
     /// Whether a record that may block may run on its connection's own
-    /// thread, which then reads nothing more until it finishes: NFSv3
-    /// only. An NFSv4 COMPOUND may wait for the reply to a callback
-    /// (CB_GETATTR, a recall) that an NFSv4.1 client sends back over this
+    /// thread, which then reads nothing more until it finishes: NFSv3, and
+    /// the NFSv4 compounds that cannot wait for a callback's reply (see
+    /// [`in_place`]). An NFSv4.1 client sends that reply back over this
     /// very connection, which no one would read (pynfs's DELEG24 and
-    /// DELEG25, whose clients share one connection, timed out that way).
+    /// DELEG25, whose clients share one connection, timed out that way
+    /// when every compound could run here).
     pub fn may_run_in_place(&self, record: &[u8]) -> bool {
         let mut p = Peek { b: record };
         let program = (|| {
             let _xid = p.u32()?;
             let call = p.u32()? == 0;
-            let (_rpcvers, prog, vers) = (p.u32()?, p.u32()?, p.u32()?);
-            Some(call && prog == crate::ops::v3::PROGRAM && vers == crate::ops::v3::VERSION)
+            let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
+            if !call || prog != crate::ops::v3::PROGRAM {
+                return Some(false);
+            }
+            match (vers, proc_) {
+                (crate::ops::v3::VERSION, _) => Some(true),
+                (crate::ops::v4::VERSION, V4_COMPOUND) => {
+                    let _cred_flavor = p.u32()?;
+                    p.opaque()?;
+                    let _verf_flavor = p.u32()?;
+                    p.opaque()?;
+                    Some(self.compound_never_waits(&mut p))
+                }
+                _ => Some(false),
+            }
         })();
         program.unwrap_or(false)
     }
@@ -274,13 +291,11 @@ mod tests {
         assert_eq!(c.placement(&call(100003, 3, 1, &[0, 0, 1, 0])), Placement::Worker, "short handle");
     }
 
-    /// Only NFSv3 may block its connection's reading: an NFSv4 compound
-    /// may wait for a callback reply coming back over that connection.
     #[test]
-    fn only_nfsv3_runs_in_place() {
+    fn other_programs_do_not_run_in_place() {
         let c = core();
         assert!(c.may_run_in_place(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
-        assert!(!c.may_run_in_place(&call(100003, 4, 1, &[])), "NFSv4 COMPOUND");
+        assert!(!c.may_run_in_place(&call(100003, 4, 1, &[])), "an NFSv4 COMPOUND cut short");
         assert!(!c.may_run_in_place(&call(100021, 4, 2, &[])), "NLM LOCK");
         assert!(!c.may_run_in_place(&[0, 0, 0, 7, 0, 0, 0, 1]), "a reply to a callback");
         assert!(!c.may_run_in_place(&[0, 0, 0, 1]), "truncated");
