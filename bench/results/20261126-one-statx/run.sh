@@ -6,6 +6,7 @@
 # per RPC (/proc/PID/stat utime+stime over the run, RPCs from its metrics).
 #   OLD=/path/to/previous/nfsx SMALLOPS=/path/to/smallops run.sh OUTDIR [RUNS] [N]
 #   BUILDS="old new" leaves Ganesha out (default "old new ganesha")
+#   NFSVERS=4 runs smallops over NFSv4 (libnfs speaks 4.0) instead of 3
 # smallops: cc -O2 -o smallops ../shared/peers/smallops.c -lnfs
 set -u
 OUT=${1:?OUTDIR}; RUNS=${2:-5}; N=${3:-2000}
@@ -15,7 +16,8 @@ mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 W=/dev/shm/nfsx-one-statx; rm -rf $W; mkdir -p $W/ex $W/st
 printf "$W/ex 127.0.0.1(rw,async,no_root_squash,insecure)\n" > $W/exports
 printf 'portmap_port = 0\n' > $W/c.toml
-URL="nfs://127.0.0.1$W/ex?version=3&nfsport=12080&mountport=12080"
+V=${NFSVERS:-3}
+URL="nfs://127.0.0.1$W/ex?version=$V&nfsport=12080&mountport=12080"
 TCK=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' /proc/$1/stat; }
 rpcs() { curl -s http://127.0.0.1:12081/metrics | awk '/^nfsx_requests_total/ {s+=$2} END {print s+0}'; }
@@ -27,7 +29,7 @@ for r in $(seq "$RUNS"); do
   for b in ${BUILDS:-old new ganesha}; do
     echo "$b run $r" >> "$OUT/smallops.txt"
     if [ $b = ganesha ]; then
-      "$SMALLOPS" "nfs://127.0.0.1/export?version=3" "$N" >> "$OUT/smallops.txt"; sleep 1; continue
+      "$SMALLOPS" "nfs://127.0.0.1/export?version=$V" "$N" >> "$OUT/smallops.txt"; sleep 1; continue
     fi
     bin=$NEW; [ $b = old ] && bin=$OLD
     rm -rf $W/ex/* $W/st; mkdir -p $W/st
