@@ -140,6 +140,48 @@ fn delegation_granted_then_recalled_by_a_conflicting_open() {
     assert!(start.elapsed() < Duration::from_secs(2));
 }
 
+/// An NFSv3 client reading a file an NFSv4 client holds a read delegation
+/// on goes ahead; its WRITE recalls the delegation and is answered JUKEBOX
+/// until the holder returns it, so the holder never serves stale data.
+#[test]
+fn an_nfsv3_write_recalls_an_nfsv4_delegation() {
+    use proto::nfs3::*;
+    let srv = start();
+    std::fs::write(srv.export.join("shared"), b"data").unwrap();
+    let a = Client41::connect_manual(srv.port, "holder");
+    std::thread::sleep(Duration::from_millis(200)); // the back channel's CB_NULL probe
+    let ops =
+        with(export_ops(&srv), vec![open_op(&a, "oa", "shared", OPEN4_SHARE_ACCESS_READ, false), nfs_argop4::OP_GETFH]);
+    let n = ops.len();
+    let r = a.run(ops);
+    ok_res(&r);
+    let open_delegation4::OPEN_DELEGATE_READ(deleg) = &opened(&r, n - 2).delegation else {
+        panic!("no read delegation: {:?}", opened(&r, n - 2).delegation)
+    };
+    let deleg = deleg.stateid.clone();
+    let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!() };
+    // The two versions share one handle format.
+    let file = nfs_fh3 { data: fh.object.clone() };
+
+    let mut v3 = support::rpc::RpcClient::connect(srv.port).unwrap();
+    let read: READ3res = v3.call(100003, 3, 6, &READ3args { file: file.clone(), offset: 0, count: 100 }).unwrap();
+    assert!(matches!(read, READ3res::NFS3_OK(_)), "a read does not conflict with a read delegation: {read:?}");
+    let write =
+        WRITE3args { file, offset: 0, count: 4, stable: stable_how::FILE_SYNC, data: Bytes::from_static(b"DATA") };
+    let r: WRITE3res = v3.call(100003, 3, 7, &write).unwrap();
+    assert!(matches!(r, WRITE3res::default(nfsstat3::NFS3ERR_JUKEBOX, _)), "{r:?}");
+    let recall = a.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(10)).expect("no CB_RECALL");
+    assert_eq!(recall.stateid.other, deleg.other);
+    assert_eq!(std::fs::read(srv.export.join("shared")).unwrap(), b"data", "written before the recall");
+    ok_res(&a.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: recall.fh }),
+        nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: deleg }),
+    ]));
+    let r: WRITE3res = v3.call(100003, 3, 7, &write).unwrap();
+    assert!(matches!(r, WRITE3res::NFS3_OK(_)), "{r:?}");
+    assert_eq!(std::fs::read(srv.export.join("shared")).unwrap(), b"DATA");
+}
+
 #[test]
 fn retransmitted_create_is_replayed_not_redone() {
     let srv = start();

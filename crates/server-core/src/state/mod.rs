@@ -128,12 +128,24 @@ const WRITE_DELEGATED_SHARDS: usize = 16;
 #[derive(Debug, Default)]
 pub(crate) struct WriteDelegated {
     total: std::sync::atomic::AtomicUsize,
+    /// Delegations of either kind held, so that NFSv3 requests, which
+    /// must recall them too, skip the tables while there are none.
+    held: std::sync::atomic::AtomicUsize,
     shards: [parking_lot::Mutex<std::collections::HashMap<(u32, u64), u32>>; WRITE_DELEGATED_SHARDS],
 }
 
 impl WriteDelegated {
     fn shard(&self, key: (u32, u64)) -> &parking_lot::Mutex<std::collections::HashMap<(u32, u64), u32>> {
         &self.shards[(key.1 as usize ^ key.0 as usize) % WRITE_DELEGATED_SHARDS]
+    }
+
+    /// One delegation of either kind granted (`true`) or gone.
+    pub(crate) fn note_held(&self, granted: bool) {
+        if granted {
+            self.held.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        } else {
+            self.held.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn add(&self, file: FileKey) {
@@ -187,6 +199,11 @@ impl State4 {
     }
 
     /// Whether any write delegation is held.
+    /// Whether any client holds a delegation of either kind.
+    pub fn any_delegated(&self) -> bool {
+        self.write_delegated.held.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+
     pub fn any_write_delegated(&self) -> bool {
         self.write_delegated.total.load(std::sync::atomic::Ordering::Relaxed) > 0
     }

@@ -299,6 +299,7 @@ impl Stateids {
             }
             Kind::Deleg(d) => {
                 self.files.entry(entry.file).or_default().push(other);
+                self.write_delegated.note_held(true);
                 if d.write {
                     self.write_delegated.add(entry.file);
                 }
@@ -313,8 +314,11 @@ impl Stateids {
     /// stateids with it.
     pub fn remove(&mut self, other: &Other) -> Option<Entry> {
         let e = self.ids.remove(other)?;
-        if matches!(&e.kind, Kind::Deleg(d) if d.write) {
-            self.write_delegated.remove(e.file);
+        if let Kind::Deleg(d) = &e.kind {
+            self.write_delegated.note_held(false);
+            if d.write {
+                self.write_delegated.remove(e.file);
+            }
         }
         if let Some(set) = self.by_client.get_mut(&e.client) {
             set.remove(other);

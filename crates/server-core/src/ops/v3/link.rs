@@ -44,6 +44,9 @@ pub(super) fn link(ctx: &Ctx, a: LINK3args) -> LINK3res {
     if !may_add_entry(&dir.attrs, &dir.creds) {
         return fail(nfsstat3::NFS3ERR_ACCES);
     }
+    if let Err(s) = super::delegations::recall_for(ctx, &file, true) {
+        return fail(s);
+    }
     match dir.fs().link(file.id, dir.id, &a.link.name) {
         Ok(()) => LINK3res::NFS3_OK(LINK3resok { file_attributes: file.post_op(), linkdir_wcc: dir.wcc() }),
         Err(e) => LINK3res::default(stat(e), LINK3resfail { file_attributes: file.post_op(), linkdir_wcc: dir.wcc() }),

@@ -5,6 +5,7 @@
 mod access;
 mod commit;
 mod create;
+mod delegations;
 mod fsinfo;
 mod fsstat;
 mod getattr;
@@ -414,8 +415,9 @@ pub(crate) fn file_for_write<'a>(ctx: &'a Ctx, fh: &nfs_fh3) -> Result<Obj<'a>, 
 /// REMOVE and RMDIR, which differ only in the backend call (`unlink`) and
 /// the reply types. Where the sticky-directory rule applies (only the owner
 /// of the entry or of the directory, or root, may remove from a sticky
-/// directory), or the caller may not remove at all, the victim is looked
-/// up first; elsewhere the backend's own answer (NOENT, NOTDIR, ...) is the
+/// directory), or the caller may not remove at all, or an NFSv4 client
+/// may hold a delegation on it (recalled first), the victim is looked up
+/// first; elsewhere the backend's own answer (NOENT, NOTDIR, ...) is the
 /// reply, and the directory is resolved once. Ok or Err, the directory's
 /// wcc_data.
 #[allow(clippy::result_large_err)]
@@ -431,15 +433,19 @@ pub(crate) fn remove_entry(
         check_remove_name(ctx.core, &at.name)?;
         // Refused anyway: looked up too, so a missing name still says NOENT.
         let refused = !crate::auth::may_delete_entry(&dir.attrs, None, &dir.creds);
-        let victim = if refused || crate::auth::sticky_applies(&dir.attrs, &dir.creds) {
-            Some(dir.fs().lookup(dir.id, &at.name).map_err(stat)?.1)
+        let delegated = ctx.core.v4.any_delegated();
+        let victim = if refused || delegated || crate::auth::sticky_applies(&dir.attrs, &dir.creds) {
+            Some(dir.fs().lookup(dir.id, &at.name).map_err(stat)?)
         } else {
             None
         };
-        if !crate::auth::may_delete_entry(&dir.attrs, victim.as_ref(), &dir.creds) {
+        if !crate::auth::may_delete_entry(&dir.attrs, victim.as_ref().map(|v| &v.1), &dir.creds) {
             return Err(nfsstat3::NFS3ERR_ACCES);
         }
-        Ok(())
+        match &victim {
+            Some((id, attrs)) if delegated => delegations::recall_on(ctx, dir, *id, attrs, true),
+            _ => Ok(()),
+        }
     })?;
     match unlink(dir.fs(), dir.id, &at.name) {
         Ok(()) => Ok(dir.wcc()),

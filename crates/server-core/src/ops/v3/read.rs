@@ -38,6 +38,9 @@ fn prepare<'a>(ctx: &'a Ctx, a: &READ3args) -> Result<(Obj<'a>, u32), READ3res> 
     if !may_read(&o.attrs, &o.creds) {
         return Err(fail(nfsstat3::NFS3ERR_ACCES));
     }
+    if let Err(s) = super::delegations::recall_for(ctx, &o, false) {
+        return Err(fail(s));
+    }
     let count = a.count.min(ctx.core.settings.rtmax);
     Ok((o, count))
 }

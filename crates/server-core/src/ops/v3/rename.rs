@@ -9,6 +9,7 @@
 
 use proto::nfs3::{nfsstat3, RENAME3args, RENAME3res, RENAME3resfail, RENAME3resok};
 
+use super::delegations::recall_on;
 use super::{check_name, check_writable, is_dot, no_wcc, stat, wcc_attr_of, Ctx};
 use crate::auth::{may_add_entry, may_delete_entry};
 
@@ -43,16 +44,22 @@ pub(super) fn rename(ctx: &Ctx, a: RENAME3args) -> RENAME3res {
         }
     }
     let fs = from.fs();
-    let victim = match fs.lookup(from.id, &a.from.name) {
-        Ok((_, attrs)) => attrs,
+    let (victim_id, victim) = match fs.lookup(from.id, &a.from.name) {
+        Ok(found) => found,
         Err(e) => return fail(stat(e)),
     };
     if !may_delete_entry(&from.attrs, Some(&victim), &from.creds) || !may_add_entry(&to.attrs, &to.creds) {
         return fail(nfsstat3::NFS3ERR_ACCES);
     }
-    if let Ok((_, replaced)) = fs.lookup(to.id, &a.to.name) {
+    if let Err(s) = recall_on(ctx, &from, victim_id, &victim, true) {
+        return fail(s);
+    }
+    if let Ok((replaced_id, replaced)) = fs.lookup(to.id, &a.to.name) {
         if !may_delete_entry(&to.attrs, Some(&replaced), &to.creds) {
             return fail(nfsstat3::NFS3ERR_ACCES);
+        }
+        if let Err(s) = recall_on(ctx, &to, replaced_id, &replaced, true) {
+            return fail(s);
         }
     }
     let r = fs.rename(from.id, &a.from.name, to.id, &a.to.name);

@@ -37,6 +37,9 @@ pub(super) fn setattr(ctx: &Ctx, a: SETATTR3args) -> SETATTR3res {
     if let Some(m) = set.mode {
         set.mode = Some(filter_mode(set.gid.unwrap_or(o.attrs.gid), &o.creds, m));
     }
+    if let Err(s) = super::delegations::recall_for(ctx, &o, true) {
+        return fail(s);
+    }
     match o.fs().setattr(o.id, &set, guard) {
         Ok(new) => SETATTR3res::NFS3_OK(SETATTR3resok {
             obj_wcc: wcc_data { before: Some(wcc_attr_of(&o.attrs)), after: Some(fattr(&new)) },

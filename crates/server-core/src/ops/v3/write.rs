@@ -50,6 +50,9 @@ pub(super) fn write(ctx: &Ctx, a: WRITE3args) -> WRITE3res {
         Some(end) if end <= ctx.core.settings.max_file_size => {}
         _ => return fail(nfsstat3::NFS3ERR_FBIG),
     }
+    if let Err(s) = super::delegations::recall_for(ctx, &o, true) {
+        return fail(s);
+    }
     let requested = stability(a.stable);
     let sync = o.rule.options.sync;
     let asked = if sync { requested } else { Stability::Unstable };
