@@ -203,27 +203,15 @@ impl Core {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use proto::nfs4::*;
 
+    use super::super::tests::{call, core};
     use crate::fh::HandleData;
-    use crate::{Core, Export, ServicePorts};
-
-    fn core() -> Core {
-        let fs = Arc::new(vfs::MemFs::new());
-        let export = Export { id: 1, path: "/m".into(), fs, rules: vec![] };
-        Core::new(Default::default(), vec![export], [3; 32], [0; 8], ServicePorts { tcp: 2049, udp: None })
-    }
+    use crate::Core;
 
     fn compound(minor: u32, ops: Vec<nfs_argop4>) -> Vec<u8> {
-        let mut r = Vec::new();
-        for w in [7u32, 0, 2, 100003, 4, 1, 1, 8, 0, 0, 0, 0] {
-            r.extend_from_slice(&w.to_be_bytes());
-        }
         let args = COMPOUND4args { tag: Default::default(), minorversion: minor, argarray: ops };
-        r.extend_from_slice(&xdr::to_bytes(&args));
-        r
+        call(100003, 4, 1, &xdr::to_bytes(&args))
     }
 
     fn putfh(c: &Core, fileid: u64) -> nfs_argop4 {

@@ -243,19 +243,21 @@ impl Core {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::fh::HandleData;
     use crate::{Export, ServicePorts};
     use std::sync::Arc;
 
-    fn core() -> Core {
+    /// A core with one export (id 1) on a memory backend.
+    pub(crate) fn core() -> Core {
         let fs = Arc::new(vfs::MemFs::new());
         let export = Export { id: 1, path: "/m".into(), fs, rules: vec![] };
         Core::new(Default::default(), vec![export], [3; 32], [0; 8], ServicePorts { tcp: 2049, udp: None })
     }
 
-    fn call(prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Vec<u8> {
+    /// An RPC call record of `prog`/`vers`/`proc_` with AUTH_SYS and `args`.
+    pub(crate) fn call(prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Vec<u8> {
         let mut r = Vec::new();
         for w in [7u32, 0, 2, prog, vers, proc_, 1, 8, 0, 0, 0, 0] {
             r.extend_from_slice(&w.to_be_bytes());
