@@ -1119,6 +1119,19 @@ fn flex_file_layouts_send_io_to_another_head() {
     let p = ds.port;
     assert_eq!(&addr.ffda_netaddrs[0].na_r_addr[..], format!("127.0.0.1.{}.{}", p >> 8, p & 0xff).as_bytes());
     assert_eq!((addr.ffda_versions[0].ffdv_version, addr.ffda_versions[0].ffdv_tightly_coupled), (3, false));
+    // The export's device list names that data server.
+    let r = c.run(vec![
+        on(),
+        nfs_argop4::OP_GETDEVICELIST(GETDEVICELIST4args {
+            gdla_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+            gdla_maxdevices: 8,
+            gdla_cookie: 0,
+            gdla_cookieverf: [0; 8],
+        }),
+    ]);
+    ok_res(&r);
+    let nfs_resop4::OP_GETDEVICELIST(GETDEVICELIST4res::NFS4_OK(list)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert!(list.gdlr_eof && list.gdlr_deviceid_list.contains(&server.ffds_deviceid), "{list:?}");
 
     // The I/O goes to the data server over NFSv3, as the layout's owner.
     let uid: u32 = std::str::from_utf8(&server.ffds_user).unwrap().parse().unwrap();

@@ -513,3 +513,45 @@ fn commit_secinfo() {
     let r = env.compound(0, with(at(&["export"]), [Op::OP_SECINFO(SECINFO4args { name: name("missing") })]));
     assert_eq!(status(&r), nfsstat4::NFS4ERR_NOENT);
 }
+
+/// GETDEVICELIST: NOTSUPP on a server without data servers; with them,
+/// an export whose store is not shared hands out no layouts and so lists
+/// no devices (the shared case is in crates/cli/tests/ceph.rs).
+#[test]
+fn getdevicelist_lists_the_devices_of_layouts() {
+    let list = |max: u32, cookie: u64, verf: [u8; 8]| {
+        Op::OP_GETDEVICELIST(GETDEVICELIST4args {
+            gdla_layout_type: layouttype4::LAYOUT4_FLEX_FILES,
+            gdla_maxdevices: max,
+            gdla_cookie: cookie,
+            gdla_cookieverf: verf,
+        })
+    };
+    let plain = rw_env();
+    let mut s = Session::ready(&plain, "a");
+    assert_eq!(status(&s.run(&plain, with(at(&["export"]), [list(8, 0, [0; 8])]))), nfsstat4::NFS4ERR_NOTSUPP);
+
+    let settings = server_core::CoreSettings {
+        pnfs_data_servers: vec!["127.0.0.1:2049".parse().unwrap(), "127.0.0.2:2049".parse().unwrap()],
+        ..Default::default()
+    };
+    let env = env_with("/export *(rw,insecure)\n", settings);
+    let mut s = Session::ready(&env, "a");
+    let r = s.run(&env, with(at(&["export"]), [list(8, 0, [7; 8])]));
+    ok(&r);
+    let Some(nfs_resop4::OP_GETDEVICELIST(GETDEVICELIST4res::NFS4_OK(l))) = r.resarray.last() else { panic!("{r:?}") };
+    assert!(l.gdlr_deviceid_list.is_empty() && l.gdlr_eof, "{l:?}");
+    assert_eq!(status(&s.run(&env, with(at(&["export"]), [list(0, 0, [0; 8])]))), nfsstat4::NFS4ERR_INVAL);
+    assert_eq!(
+        status(&s.run(&env, with(at(&["export"]), [list(8, 5, l.gdlr_cookieverf)]))),
+        nfsstat4::NFS4ERR_BAD_COOKIE
+    );
+    assert_eq!(status(&s.run(&env, with(at(&["export"]), [list(8, 1, [9; 8])]))), nfsstat4::NFS4ERR_NOT_SAME);
+    let other = Op::OP_GETDEVICELIST(GETDEVICELIST4args {
+        gdla_layout_type: layouttype4::LAYOUT4_NFSV4_1_FILES,
+        gdla_maxdevices: 8,
+        gdla_cookie: 0,
+        gdla_cookieverf: [0; 8],
+    });
+    assert_eq!(status(&s.run(&env, with(at(&["export"]), [other]))), nfsstat4::NFS4ERR_UNKNOWN_LAYOUTTYPE);
+}

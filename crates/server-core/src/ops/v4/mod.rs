@@ -33,6 +33,7 @@ mod exchange_id;
 mod free_stateid;
 mod getattr;
 mod getdeviceinfo;
+mod getdevicelist;
 mod getfh;
 mod getxattr;
 mod io_advise;

@@ -1,6 +1,6 @@
 //! The operation table: one arm per NFSv4 operation, wrapping each
 //! handler's result in its reply type. Optional operations nfsx does not
-//! offer (GETDEVICELIST, NFSv4.2 layout statistics, directory
+//! offer (NFSv4.2 layout statistics, directory
 //! delegations, named attributes, inter-server copy, WRITE_SAME) are answered
 //! NFS4ERR_NOTSUPP here, without a file of their own.
 
@@ -116,9 +116,7 @@ pub(super) fn run_op(cx: &mut Compound, op: nfs_argop4) -> (nfs_resop4, nfsstat4
             ok!(R::OP_GET_DIR_DELEGATION, GET_DIR_DELEGATION4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }
         A::OP_GETDEVICEINFO(args) => full!(R::OP_GETDEVICEINFO, super::getdeviceinfo::run(cx, args)),
-        A::OP_GETDEVICELIST(_) => {
-            ok!(R::OP_GETDEVICELIST, GETDEVICELIST4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
-        }
+        A::OP_GETDEVICELIST(args) => ok!(R::OP_GETDEVICELIST, GETDEVICELIST4res, super::getdevicelist::run(cx, args)),
         A::OP_LAYOUTCOMMIT(args) => ok!(R::OP_LAYOUTCOMMIT, LAYOUTCOMMIT4res, super::layoutcommit::run(cx, args)),
         A::OP_LAYOUTGET(args) => ok!(R::OP_LAYOUTGET, LAYOUTGET4res, super::layoutget::run(cx, args)),
         A::OP_LAYOUTRETURN(args) => ok!(R::OP_LAYOUTRETURN, LAYOUTRETURN4res, super::layoutreturn::run(cx, args)),
