@@ -249,16 +249,22 @@ impl Vfs for LocalFs {
 
     fn lookup(&self, dir: FileId, name: &[u8]) -> VfsResult<(FileId, Attrs)> {
         match classify_lookup(name, self.settings.max_name_len)? {
+            // `.` and `..` change nothing: the directory's statx stays
+            // kept for the request's next call (READDIRPLUS lists `..`
+            // before it reads the directory).
             LookupName::Dot => {
                 let d = self.resolve_dir(dir)?;
+                self.keep_recent(dir, &d.stx, Some(&d.fd));
                 Ok((dir, self.attrs_of(&d.stx)))
             }
             LookupName::DotDot if dir == self.root_id => {
                 let d = self.resolve_dir(dir)?;
+                self.keep_recent(dir, &d.stx, Some(&d.fd));
                 Ok((dir, self.attrs_of(&d.stx)))
             }
             LookupName::DotDot => {
                 let d = self.resolve_dir(dir)?;
+                self.keep_recent(dir, &d.stx, Some(&d.fd));
                 // `dir` lies beneath the root and is not the root, so its
                 // parent is the root or beneath it: statx of ".." is safe.
                 let p = sys::statx_at(d.fd.as_fd(), b"..")?;
