@@ -62,7 +62,7 @@ const CLAIM_DELEG_PREV_FH: u32 = 6;
 
 impl Peek<'_> {
     /// A bitmap4: a counted array of words.
-    fn bitmap(&mut self) -> Option<()> {
+    pub(super) fn bitmap(&mut self) -> Option<()> {
         let words = self.u32()? as usize;
         self.skip(words.checked_mul(4)?)
     }
@@ -71,6 +71,30 @@ impl Peek<'_> {
     fn fattr(&mut self) -> Option<()> {
         self.bitmap()?;
         self.opaque().map(|_| ())
+    }
+
+    /// Steps over the arguments of `op` if it is one of the operations on
+    /// state alone (CLOSE, LOCKU, OPEN_DOWNGRADE, DELEGRETURN,
+    /// FREE_STATEID, TEST_STATEID, RECLAIM_COMPLETE, RELEASE_LOCKOWNER):
+    /// `Some(false)` for any other operation, `None` for a cut record.
+    pub(super) fn state_op(&mut self, op: u32) -> Option<bool> {
+        match op {
+            x if x == op::OP_CLOSE as u32 => self.skip(4 + STATEID_LEN)?,
+            x if x == op::OP_LOCKU as u32 => self.skip(4 + 4 + STATEID_LEN + 8 + 8)?,
+            x if x == op::OP_OPEN_DOWNGRADE as u32 => self.skip(STATEID_LEN + 4 + 4 + 4)?,
+            x if x == op::OP_DELEGRETURN as u32 || x == op::OP_FREE_STATEID as u32 => self.skip(STATEID_LEN)?,
+            x if x == op::OP_TEST_STATEID as u32 => {
+                let n = self.u32()? as usize;
+                self.skip(n.checked_mul(STATEID_LEN)?)?
+            }
+            x if x == op::OP_RECLAIM_COMPLETE as u32 => self.skip(4)?,
+            x if x == op::OP_RELEASE_LOCKOWNER as u32 => {
+                self.skip(8)?; // clientid
+                self.opaque()?;
+            }
+            _ => return Some(false),
+        }
+        Some(true)
     }
 
     /// OPEN4args after the operation number.
@@ -168,11 +192,8 @@ impl Core {
                     current = Current::Safe;
                 }
                 x if x == op::OP_GETFH as u32 || x == op::OP_READLINK as u32 => {}
-                x if x == op::OP_ACCESS as u32 || x == op::OP_RECLAIM_COMPLETE as u32 => p.skip(4)?,
-                x if x == op::OP_SECINFO_NO_NAME as u32 => p.skip(4)?,
-                x if x == op::OP_CLOSE as u32 => p.skip(4 + STATEID_LEN)?,
-                x if x == op::OP_OPEN_DOWNGRADE as u32 => p.skip(STATEID_LEN + 4 + 4 + 4)?,
-                x if x == op::OP_DELEGRETURN as u32 || x == op::OP_FREE_STATEID as u32 => p.skip(STATEID_LEN)?,
+                x if x == op::OP_ACCESS as u32 || x == op::OP_SECINFO_NO_NAME as u32 => p.skip(4)?,
+                x if p.state_op(x)? => {}
                 x if x == op::OP_READ as u32 => p.skip(STATEID_LEN + 8 + 4)?,
                 x if x == op::OP_WRITE as u32 => {
                     p.skip(STATEID_LEN + 8 + 4)?;

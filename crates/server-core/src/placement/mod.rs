@@ -191,8 +191,7 @@ impl Core {
                     if may_wait {
                         return Some(Placement::Worker);
                     }
-                    let words = p.u32()? as usize;
-                    p.skip(words.checked_mul(4)?)?;
+                    p.bitmap()?;
                 }
                 x if x == nfs_opnum4::OP_ACCESS as u32 => p.skip(4)?,
                 // As NFSv3 LOOKUP: one name in a directory whose handle
@@ -203,21 +202,7 @@ impl Core {
                 }
                 // State-only operations: tables in memory, the object at
                 // most stat'ed through its cached handle.
-                x if x == nfs_opnum4::OP_CLOSE as u32 => p.skip(4 + STATEID_LEN)?,
-                x if x == nfs_opnum4::OP_LOCKU as u32 => p.skip(4 + 4 + STATEID_LEN + 8 + 8)?,
-                x if x == nfs_opnum4::OP_OPEN_DOWNGRADE as u32 => p.skip(STATEID_LEN + 4 + 4 + 4)?,
-                x if x == nfs_opnum4::OP_DELEGRETURN as u32 || x == nfs_opnum4::OP_FREE_STATEID as u32 => {
-                    p.skip(STATEID_LEN)?
-                }
-                x if x == nfs_opnum4::OP_TEST_STATEID as u32 => {
-                    let n = p.u32()? as usize;
-                    p.skip(n.checked_mul(STATEID_LEN)?)?
-                }
-                x if x == nfs_opnum4::OP_RECLAIM_COMPLETE as u32 => p.skip(4)?,
-                x if x == nfs_opnum4::OP_RELEASE_LOCKOWNER as u32 => {
-                    p.skip(8)?; // clientid
-                    p.opaque()?;
-                }
+                x if p.state_op(x)? => {}
                 x if x == nfs_opnum4::OP_GETFH as u32 || x == nfs_opnum4::OP_SAVEFH as u32 => {}
                 x if x == nfs_opnum4::OP_PUTROOTFH as u32 || x == nfs_opnum4::OP_RESTOREFH as u32 => current = None,
                 _ => return Some(Placement::Worker),
