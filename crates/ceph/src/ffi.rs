@@ -89,6 +89,15 @@ pub const CEPH_SETATTR_SIZE: c_int = 1 << 5;
 /// `ceph_start_reclaim`: end the earlier client's session, keep nothing.
 pub const CEPH_RECLAIM_RESET: c_uint = 1;
 
+/// `ceph_ll_delegation` commands.
+pub const CEPH_DELEGATION_NONE: c_uint = 0;
+pub const CEPH_DELEGATION_WR: c_uint = 2;
+
+/// Called by libcephfs when the metadata server wants a delegation back
+/// (`ceph_deleg_cb_t`), with the client's lock held: it may not call back
+/// into libcephfs.
+pub type ceph_deleg_cb_t = unsafe extern "C" fn(*mut Fh, *mut c_void);
+
 /// `AT_SYMLINK_NOFOLLOW` as libcephfs takes it in lookup flags.
 pub const AT_SYMLINK_NOFOLLOW: c_uint = 0x100;
 
@@ -126,6 +135,9 @@ api! {
     ceph_ll_sync_inode: fn(*mut ceph_mount_info, *mut Inode, c_int) -> c_int;
     ceph_ll_fallocate: fn(*mut ceph_mount_info, *mut Fh, c_int, i64, i64) -> c_int;
     ceph_ll_close: fn(*mut ceph_mount_info, *mut Fh) -> c_int;
+    ceph_get_cap_return_timeout: fn(*mut ceph_mount_info) -> u32;
+    ceph_set_deleg_timeout: fn(*mut ceph_mount_info, u32) -> c_int;
+    ceph_ll_delegation: fn(*mut ceph_mount_info, *mut Fh, c_uint, ceph_deleg_cb_t, *mut c_void) -> c_int;
     ceph_ll_create: fn(*mut ceph_mount_info, *mut Inode, *const c_char, libc::mode_t, c_int, *mut *mut Inode, *mut *mut Fh, *mut ceph_statx, c_uint, c_uint, *const UserPerm) -> c_int;
     ceph_ll_mknod: fn(*mut ceph_mount_info, *mut Inode, *const c_char, libc::mode_t, libc::dev_t, *mut *mut Inode, *mut ceph_statx, c_uint, c_uint, *const UserPerm) -> c_int;
     ceph_ll_mkdir: fn(*mut ceph_mount_info, *mut Inode, *const c_char, libc::mode_t, *mut *mut Inode, *mut ceph_statx, c_uint, c_uint, *const UserPerm) -> c_int;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use vfs::{Attrs, FileId, FileType, VfsError, VfsResult};
 
 use crate::attrs::to_attrs;
+use crate::delegs::Delegs;
 use crate::ffi::{ceph_statx, inodeno_t, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
 use crate::health::Health;
 use crate::listings::Listings;
@@ -35,6 +36,8 @@ pub struct CephFs {
     pub(crate) locked: Locked,
     /// Whole directory listings, served again while current.
     pub(crate) listings: Listings,
+    /// CephFS delegations behind the NFSv4 delegations this head granted.
+    pub(crate) delegs: Delegs,
 }
 
 impl CephFs {
@@ -57,7 +60,7 @@ impl CephFs {
         // Ids are only unique within one file system of one cluster; the
         // export path keeps two exports of it apart in `fsid`.
         let fsid = fnv1a(format!("ceph:{}:{path}", m.fs_cid()).as_bytes());
-        let fs = CephFs {
+        let mut fs = CephFs {
             root: stx.stx_ino,
             root_node,
             nodes: Arc::new(Nodes::new(settings.inode_cache)),
@@ -69,8 +72,10 @@ impl CephFs {
             }),
             locked: Locked::default(),
             listings: Listings::new(settings.dir_cache_entries),
+            delegs: Delegs::default(),
             m,
         };
+        fs.enable_delegations();
         Nodes::sweep(&fs.nodes, Duration::from_secs(settings.inode_idle_secs));
         tracing::info!(path, root = fs.root, "CephFS mounted");
         Ok(fs)
@@ -91,6 +96,9 @@ impl CephFs {
         }
         if let Some(n) = self.nodes.get(id) {
             return Ok(n);
+        }
+        if let Some(n) = self.delegs.node(id) {
+            return Ok(self.nodes.insert(id, n));
         }
         let mut inode = ptr::null_mut();
         // SAFETY: a mounted handle; `inode` receives a reference.

@@ -41,6 +41,7 @@ macro_rules! api {
 }
 
 mod attrs;
+mod delegs;
 mod dir;
 pub mod ffi;
 mod fs;
@@ -110,6 +111,15 @@ pub struct CephSettings {
     /// conflicting open on another; false: each head enforces only its
     /// own opens' deny modes, as NFS-Ganesha and knfsd do over CephFS.
     pub share_reservations: bool,
+    /// Back every NFSv4 delegation this head grants with a CephFS
+    /// delegation, so other heads' conflicting access recalls it; false:
+    /// no delegations on Ceph exports.
+    pub delegations: bool,
+    /// How long a head waits for its clients to return delegations
+    /// CephFS recalled before it revokes them and gives the CephFS
+    /// delegation back (another head's request waits meanwhile: keep it
+    /// below `call_deadline_secs`).
+    pub delegation_return_secs: u64,
     /// Keep libcephfs's in-memory debug log off for the client-side
     /// subsystems the cluster's `ceph.conf` leaves at their defaults:
     /// gathering it cost 12% of a head's CPU while listing directories.
@@ -138,6 +148,8 @@ impl Default for CephSettings {
             dir_cache_entries: 65536,
             sync_metadata: true,
             share_reservations: true,
+            delegations: true,
+            delegation_return_secs: 5,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,
             default_file_mode: 0o644,
             default_dir_mode: 0o755,

@@ -132,6 +132,22 @@ impl Vfs for CephFs {
         true
     }
 
+    fn delegate(&self, id: FileId) -> VfsResult<bool> {
+        self.guarded(|| self.do_delegate(id))
+    }
+
+    fn undelegate(&self, id: FileId) {
+        self.do_undelegate(id)
+    }
+
+    fn on_delegation_recall(&self, sink: DelegationRecallSink) {
+        self.delegs.set_sink(sink)
+    }
+
+    fn delegation_return_deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.settings.delegation_return_secs)
+    }
+
     fn range_lock(&self, id: FileId, owner: u64, lock: RangeLock, start: u64, end: u64) -> VfsResult<bool> {
         self.guarded(|| self.do_range_lock(id, owner, lock, start, end))
     }
@@ -211,6 +227,17 @@ impl Vfs for CephFs {
                 "ceph_locked_files",
                 "Files with byte-range locks taken in CephFS",
                 self.locked.len() as u64,
+            ),
+            Counter::gauge("ceph_delegations_held", "CephFS delegations this head holds", self.delegs.len() as u64),
+            Counter::total(
+                "ceph_delegations_taken_total",
+                "CephFS delegations taken behind NFSv4 delegations",
+                self.delegs.granted.load(Ordering::Relaxed),
+            ),
+            Counter::total(
+                "ceph_delegations_recalled_total",
+                "CephFS delegations the metadata server asked back",
+                self.delegs.recalled.load(Ordering::Relaxed),
             ),
             Counter::gauge(
                 "ceph_cluster_away",

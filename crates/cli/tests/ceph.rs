@@ -367,40 +367,145 @@ fn heads_serve_one_file_system() {
     all_ok(&out, &v);
 }
 
-/// A Ceph file system is shared with other heads and Ceph clients, whose
-/// conflicting opens this head never hears of: it grants no delegations
-/// (and says why to a 4.1 client that asks for one).
+/// A delegation on a Ceph export is backed by a CephFS delegation: another
+/// head's conflicting OPEN makes the metadata server recall it, the head
+/// that granted it sends CB_RECALL, and the OPEN goes through once the
+/// client returned it. The head that held it keeps serving.
 #[test]
-fn no_delegations_on_a_shared_file_system() {
+fn another_heads_open_recalls_a_delegation() {
     use proto::nfs4::*;
     use support::v4::*;
     let Some((conf, path)) = ceph_dir("deleg") else { return };
-    let srv = ceph_server(&conf, &path);
-    let c = Client41::connect_manual(srv.port, "deleg-client");
+    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let a = Client41::connect_manual(one.port, "deleg-client-on-head-1");
+    let b = Client41::connect(two.port, "deleg-client-on-head-2");
     // Let the back-channel probe finish, so "no back channel" is not why.
     std::thread::sleep(Duration::from_millis(300));
-    let mut ops = walk(&srv.export);
-    ops.push(open_op(&c, "o", "f", OPEN4_SHARE_ACCESS_READ, true));
+    let (deleg, fh) = delegated_open(&one, &a, "f");
+
+    let start = Instant::now();
+    let opener = std::thread::spawn(move || {
+        let mut ops = walk(&two.export);
+        ops.push(open_op(&b, "ob", "f", OPEN4_SHARE_ACCESS_WRITE, false));
+        let r = b.run_retry(ops);
+        (r, start.elapsed(), two, b)
+    });
+    let recall = a.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(10)).expect("no CB_RECALL");
+    assert_eq!(recall.stateid.other, deleg.other);
+    ok_res(&a.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+        nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: deleg }),
+    ]));
+    let (r, waited, _two, _b) = opener.join().unwrap();
+    ok_res(&r);
+    assert!(waited < Duration::from_secs(5), "the open waited {waited:?}, past the return");
+    // Head 1 kept its Ceph session.
+    ok_res(&a.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
+        nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: vec![1 << FATTR4_SIZE] }),
+    ]));
+    // And grants no new delegation while head 2 has the file open.
+    let mut ops = walk(&one.export);
+    ops.push(open_op(&a, "oa2", "f", OPEN4_SHARE_ACCESS_READ, false));
     let n = ops.len();
-    let r = c.run(ops);
+    let r = a.run(ops);
     ok_res(&r);
     assert!(
         matches!(opened(&r, n - 1).delegation, open_delegation4::OPEN_DELEGATE_NONE),
         "{:?}",
         opened(&r, n - 1).delegation
     );
+}
+
+/// A client that does not return a delegation CephFS recalled loses it
+/// after `delegation_return_secs`, before libcephfs would cut the whole
+/// head off the cluster: the other head's OPEN goes through, the holder's
+/// delegation answers DELEG_REVOKED, and the head still serves.
+#[test]
+fn an_unreturned_delegation_is_revoked_in_time_for_ceph() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("deleg-revoke") else { return };
+    let one = ceph_server_with(&conf, &path, "delegation_return_secs = 2");
+    let two = ceph_server(&conf, &path);
+    let a = Client41::connect_manual(one.port, "slow-client-on-head-1");
+    let b = Client41::connect(two.port, "client-on-head-2");
+    std::thread::sleep(Duration::from_millis(300));
+    let (deleg, fh) = delegated_open(&one, &a, "g");
+
+    let start = Instant::now();
+    let mut ops = walk(&two.export);
+    ops.push(open_op(&b, "ob", "g", OPEN4_SHARE_ACCESS_WRITE, false));
+    ok_res(&b.run_retry(ops));
+    let waited = start.elapsed();
+    assert!(a.conn.recalls.lock().unwrap().try_recv().is_ok(), "no CB_RECALL");
+    assert!(
+        waited >= Duration::from_millis(1500) && waited < Duration::from_secs(8),
+        "the open waited {waited:?}, not the return deadline"
+    );
+    let r = a.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+        nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: deleg }),
+    ]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_DELEG_REVOKED, "{r:?}");
+    ok_res(&a.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
+        nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: vec![1 << FATTR4_SIZE] }),
+    ]));
+}
+
+/// The holder of a delegation on a Ceph export renames and removes the
+/// file itself: libcephfs breaks the head's own CephFS delegation for
+/// that, so the head recalls the client's, which returns it, and the
+/// request goes through on a retry.
+#[test]
+fn the_holder_renames_and_removes_its_delegated_file() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("deleg-holder") else { return };
+    let srv = ceph_server(&conf, &path);
+    let a = Client41::connect(srv.port, "holder");
+    std::thread::sleep(Duration::from_millis(300));
+    let (deleg, fh) = delegated_open(&srv, &a, "h");
     let mut ops = walk(&srv.export);
-    ops.push(open_op(&c, "o2", "f", OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG, false));
+    ops.push(nfs_argop4::OP_SAVEFH);
+    ops.push(nfs_argop4::OP_RENAME(RENAME4args {
+        oldname: Bytes::from_static(b"h"),
+        newname: Bytes::from_static(b"h2"),
+    }));
+    ok_res(&a.run_retry(ops));
+    // The rename took the delegation back (the client returned it).
+    let r = a.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
+        nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: deleg }),
+    ]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_BAD_STATEID, "{r:?}");
+    let (_, _) = delegated_open(&srv, &a, "h2");
+    let mut ops = walk(&srv.export);
+    ops.push(nfs_argop4::OP_REMOVE(REMOVE4args { target: Bytes::from_static(b"h2") }));
+    ok_res(&a.run_retry(ops));
+}
+
+/// OPEN (creating) of `name` on `srv` by `c`, which must come with a read
+/// delegation: its stateid and the file's handle.
+fn delegated_open(
+    srv: &TestServer,
+    c: &support::v4::Client41,
+    name: &str,
+) -> (proto::nfs4::stateid4, proto::nfs4::nfs_fh4) {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let mut ops = walk(&srv.export);
+    ops.push(open_op(c, "oa", name, OPEN4_SHARE_ACCESS_READ, true));
+    ops.push(nfs_argop4::OP_GETFH);
+    let n = ops.len();
     let r = c.run(ops);
     ok_res(&r);
-    assert!(
-        matches!(
-            opened(&r, n - 1).delegation,
-            open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::WND4_RESOURCE(false))
-        ),
-        "{:?}",
-        opened(&r, n - 1).delegation
-    );
+    let open_delegation4::OPEN_DELEGATE_READ(d) = &opened(&r, n - 2).delegation else {
+        panic!("no read delegation on a Ceph export: {:?}", opened(&r, n - 2).delegation)
+    };
+    let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!("{r:?}") };
+    (d.stateid.clone(), fh.object.clone())
 }
 
 /// Two heads over one CephFS directory: a lock one head grants is seen by

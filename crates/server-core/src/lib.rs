@@ -24,6 +24,7 @@ mod placement;
 mod portmap;
 mod rpc;
 mod settings;
+mod shared_delegs;
 mod shared_locks;
 mod shared_shares;
 pub mod state;
@@ -148,6 +149,7 @@ pub struct Core {
     pub(crate) devices: devices::DeviceHealth,
     /// Whether share modes are held in the shared store yet.
     pub(crate) share_store: shared_shares::ShareStore,
+    pub(crate) shared_delegs: shared_delegs::SharedDelegs,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -237,6 +239,7 @@ impl Core {
             releaser: Default::default(),
             devices: Default::default(),
             share_store: Default::default(),
+            shared_delegs: Default::default(),
         }
     }
 

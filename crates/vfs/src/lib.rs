@@ -27,6 +27,10 @@ pub use v42::*;
 mod scope;
 pub use scope::RequestScope;
 
+/// Receives the ids of files whose store delegation is wanted back (see
+/// [`Vfs::delegate`]).
+pub type DelegationRecallSink = std::sync::Arc<dyn Fn(FileId) + Send + Sync>;
+
 pub mod localfs;
 pub mod memfs;
 pub use localfs::{CreateDirFlush, LocalFs, LocalFsSettings};
@@ -221,6 +225,35 @@ pub trait Vfs: Send + Sync + 'static {
     /// access another head serves, so it could not recall them.
     fn shared(&self) -> bool {
         false
+    }
+
+    /// For a [`Vfs::shared`] file system that can hold delegations in the
+    /// store: takes one on file `id`, so that other servers' (and the
+    /// store's other clients') access that would conflict with a
+    /// delegation this server hands out waits until it is given back.
+    /// `Ok(false)`: not now (someone else uses the file, or the store does
+    /// not offer them); the server then grants none. Taking one already
+    /// held is a no-op. When the store wants it back, the sink given to
+    /// [`Vfs::on_delegation_recall`] is called with `id`; the server then
+    /// recalls its own delegations on the file and calls
+    /// [`Vfs::undelegate`], at the latest [`Vfs::delegation_return_deadline`]
+    /// after the recall.
+    fn delegate(&self, _id: FileId) -> VfsResult<bool> {
+        Ok(false)
+    }
+
+    /// Gives back the store's delegation on `id` (none held: nothing).
+    fn undelegate(&self, _id: FileId) {}
+
+    /// Where the store's recalls go; called from any thread, possibly with
+    /// the store's own locks held, so it must only queue the id. Set once;
+    /// later calls are ignored.
+    fn on_delegation_recall(&self, _sink: DelegationRecallSink) {}
+
+    /// How long after a recall the store's delegation must be given back
+    /// (the server revokes its clients' delegations on the file by then).
+    fn delegation_return_deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(5)
     }
 
     /// For a [`Vfs::shared`] file system: takes `lock` (or releases, with

@@ -129,24 +129,22 @@ pub(crate) fn revoke(t: &mut Tables, other: &Other) {
     }
 }
 
-/// The delegation an OPEN of `file` by `client` with `access` gets
-/// (after the open was recorded): READ or WRITE per the policy, or none
-/// when another client has the file open or delegated, the client has no
-/// back channel, already holds one on the file, or asked for none.
-/// The answer to an OPEN on a file system other servers share: no
-/// delegation, and to a 4.1 client that wanted one, "resource" as the
-/// reason (RFC 8881 18.16.3 has none closer).
-pub(crate) fn none_for_shared(minor: u32, share_access: u32) -> open_delegation4 {
-    let want = if minor >= 1 { share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { 0 };
-    if want == 0 {
-        open_delegation4::OPEN_DELEGATE_NONE
-    } else if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
-        open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::default(why_no_delegation4::WND4_NOT_WANTED))
-    } else {
-        open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::WND4_RESOURCE(false))
+/// Revokes every delegation on `file` (the shared store wants it back and
+/// its holders did not return it in time).
+pub(crate) fn revoke_all_on(t: &mut Tables, file: FileKey) {
+    let found: Vec<Other> =
+        t.stateids.on_file(file).filter(|(_, e)| matches!(e.kind, Kind::Deleg(_))).map(|(o, _)| *o).collect();
+    for other in found {
+        revoke(t, &other);
     }
 }
 
+/// The delegation an OPEN of `file` by `client` with `access` gets
+/// (after the open was recorded): READ or WRITE per the policy, or none
+/// when another client has the file open or delegated, the client has no
+/// back channel, already holds one on the file, asked for none, or
+/// `store` (asked last: a file system other servers share takes the
+/// store's delegation there) says no.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grant(
     st: &State4,
@@ -156,6 +154,7 @@ pub(crate) fn grant(
     client: u64,
     fh: &nfs_fh4,
     share_access: u32,
+    store: impl FnOnce() -> bool,
 ) -> open_delegation4 {
     let want = if minor >= 1 { share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { 0 };
     // A 4.1 client that said what it wants is told why it got nothing
@@ -192,6 +191,9 @@ pub(crate) fn grant(
     }
     if !callback::has_backchannel(t, client) {
         return none(open_none_delegation4::WND4_RESOURCE(false));
+    }
+    if !store() {
+        return none(open_none_delegation4::WND4_CONTENTION(false));
     }
     let entry = Entry {
         seqid: 1,

@@ -16,5 +16,10 @@ pub(super) fn run(cx: &mut Compound, args: DELEGRETURN4args) -> Result<(), nfsst
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     let file = file_key(&obj);
     let mut t = st.tables.lock();
-    delegations::delegreturn(st, &mut t, cx.minor, io_client(cx), &sid, file)
+    delegations::delegreturn(st, &mut t, cx.minor, io_client(cx), &sid, file)?;
+    drop(t);
+    if obj.fs().shared() {
+        cx.core.shared_delegation_returned(&obj.export.fs, file);
+    }
+    Ok(())
 }

@@ -375,12 +375,14 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     };
     let delegation = if deleg_claim.is_some() || !confirmed || matches!(args.claim, CLAIM_PREVIOUS(_)) {
         open_delegation4::OPEN_DELEGATE_NONE
-    } else if obj.fs().shared() {
+    } else if fs.shared() {
         // Another head may serve a conflicting open this server never
-        // hears of, so a delegation could not be recalled in time.
-        delegations::none_for_shared(minor, args.share_access)
+        // hears of: only the store's delegation makes it wait for a recall.
+        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, || {
+            core.take_shared_delegation(&obj.export.fs, file)
+        })
     } else {
-        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access)
+        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, || true)
     };
     drop(t);
     let mut rflags = OPEN4_RESULT_LOCKTYPE_POSIX;

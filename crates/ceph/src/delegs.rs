@@ -1,0 +1,170 @@
+//! NFSv4 delegations held in CephFS (`ceph_ll_delegation`): while a
+//! client of this head holds a delegation on a file, this head holds a
+//! CephFS delegation on it, so the metadata server makes every other head
+//! and Ceph client that wants the file wait, and tells this head
+//! (a callback) to give it back. The server then recalls its clients'
+//! delegations and calls `undelegate`.
+//!
+//! - Always a *write* delegation: a head keeps one read-write open file
+//!   per inode (see `nodes`), and libcephfs refuses a read delegation
+//!   while the client has the file open for writing. So any other head's
+//!   access to the file, a GETATTR included, recalls it, as the exclusive
+//!   capabilities it holds are what the metadata server must revoke.
+//! - libcephfs unmounts a client that keeps a recalled delegation past
+//!   `client_deleg_timeout`; this head sets that to just below the
+//!   metadata server's cap-return timeout, and the server gives the
+//!   delegation back after `delegation_return_secs` (its clients'
+//!   delegations on the file revoked), well within it.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use vfs::{DelegationRecallSink, FileId, VfsResult};
+
+use crate::ffi::{self, Fh};
+use crate::fs::CephFs;
+use crate::mount::error;
+use crate::nodes::Node;
+
+/// The CephFS delegations this head holds, by file.
+#[derive(Default)]
+pub(crate) struct Delegs {
+    /// Whether the mount accepted a delegation timeout (else none are taken).
+    pub enabled: bool,
+    held: Mutex<HashMap<FileId, Held>>,
+    /// Set by the server before it hands out the first delegation.
+    sink: Arc<OnceLock<DelegationRecallSink>>,
+    pub granted: AtomicU64,
+    pub recalled: Arc<AtomicU64>,
+}
+
+/// One delegation: the node (its open file carries the delegation, so it
+/// stays open and cached while held) and what the callback is given.
+struct Held {
+    node: Arc<Node>,
+    token: *mut Token,
+}
+
+// SAFETY: the token is only read by the callback and freed after the
+// delegation is given back, under the `held` lock.
+unsafe impl Send for Held {}
+
+/// What the recall callback needs: the file, and where to queue it.
+struct Token {
+    id: FileId,
+    sink: Arc<OnceLock<DelegationRecallSink>>,
+    recalled: Arc<AtomicU64>,
+}
+
+/// libcephfs's recall callback: runs with the client lock held, so it only
+/// queues the file for the server.
+unsafe extern "C" fn recall(_fh: *mut Fh, token: *mut c_void) {
+    // SAFETY: `token` is a `Token` this module leaked for the delegation
+    // and frees only after libcephfs dropped the delegation.
+    let t = unsafe { &*(token as *const Token) };
+    t.recalled.fetch_add(1, Ordering::Relaxed);
+    match t.sink.get() {
+        Some(sink) => sink(t.id),
+        None => tracing::warn!(id = t.id, "CephFS recalled a delegation no server asked for"),
+    }
+}
+
+impl Delegs {
+    pub fn set_sink(&self, sink: DelegationRecallSink) {
+        let _ = self.sink.set(sink);
+    }
+
+    pub fn len(&self) -> usize {
+        self.held.lock().len()
+    }
+
+    /// The node of a delegated file, which must be used rather than a new
+    /// one: opening the file again would break the delegation.
+    pub fn node(&self, id: FileId) -> Option<Arc<Node>> {
+        self.held.lock().get(&id).map(|h| h.node.clone())
+    }
+}
+
+impl CephFs {
+    pub(crate) fn do_delegate(&self, id: FileId) -> VfsResult<bool> {
+        let d = &self.delegs;
+        if !d.enabled || d.sink.get().is_none() {
+            return Ok(false);
+        }
+        if d.held.lock().contains_key(&id) {
+            return Ok(true);
+        }
+        let node = self.node(id)?;
+        let fh = node.fh()?;
+        let token = Box::into_raw(Box::new(Token { id, sink: d.sink.clone(), recalled: d.recalled.clone() }));
+        let mut held = d.held.lock();
+        if held.contains_key(&id) {
+            // SAFETY: never handed to libcephfs.
+            drop(unsafe { Box::from_raw(token) });
+            return Ok(true);
+        }
+        // SAFETY: an open file of this mount; the token outlives the
+        // delegation (freed in `do_undelegate`, or below when refused).
+        let rc =
+            unsafe { (self.m.api.ceph_ll_delegation)(self.m.cm, fh, ffi::CEPH_DELEGATION_WR, recall, token.cast()) };
+        if rc < 0 {
+            // SAFETY: libcephfs kept no delegation, so no callback holds it.
+            drop(unsafe { Box::from_raw(token) });
+            if -rc != libc::EAGAIN {
+                tracing::debug!(id, error = %error(-rc), "CephFS refused a delegation");
+            }
+            return Ok(false);
+        }
+        held.insert(id, Held { node, token });
+        d.granted.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    pub(crate) fn do_undelegate(&self, id: FileId) {
+        let mut held = self.delegs.held.lock();
+        let Some(h) = held.remove(&id) else { return };
+        if let Ok(fh) = h.node.fh() {
+            // SAFETY: the open file the delegation was taken on. libcephfs
+            // takes its client lock, so a callback running now has
+            // returned before the token is freed.
+            let rc = unsafe {
+                (self.m.api.ceph_ll_delegation)(self.m.cm, fh, ffi::CEPH_DELEGATION_NONE, recall, h.token.cast())
+            };
+            if rc < 0 {
+                tracing::warn!(id, error = %error(-rc), "could not give a CephFS delegation back");
+            }
+        }
+        // SAFETY: the delegation is gone; nothing refers to the token.
+        drop(unsafe { Box::from_raw(h.token) });
+        drop(held);
+    }
+
+    /// Enables delegations on the mount: libcephfs's return timeout just
+    /// below the cap-return timeout it checks it against.
+    pub(crate) fn enable_delegations(&mut self) {
+        if !self.settings.delegations {
+            return;
+        }
+        // SAFETY: a mounted handle.
+        let cap_return = unsafe { (self.m.api.ceph_get_cap_return_timeout)(self.m.cm) };
+        let timeout = cap_return.saturating_sub(1);
+        if u64::from(timeout) <= self.settings.delegation_return_secs {
+            tracing::warn!(
+                cap_return_secs = cap_return,
+                delegation_return_secs = self.settings.delegation_return_secs,
+                "no delegations on this CephFS export: the cluster's cap-return timeout leaves no room to recall them"
+            );
+            return;
+        }
+        // SAFETY: a mounted handle.
+        let rc = unsafe { (self.m.api.ceph_set_deleg_timeout)(self.m.cm, timeout) };
+        if rc < 0 {
+            tracing::warn!(error = %error(-rc), "no delegations on this CephFS export: libcephfs refused a timeout");
+            return;
+        }
+        self.delegs.enabled = true;
+    }
+}

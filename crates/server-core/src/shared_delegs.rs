@@ -1,0 +1,178 @@
+//! Delegations on a file system other servers share ([`vfs::Vfs::shared`]).
+//!
+//! This server cannot see the other servers' opens, so it hands out a
+//! delegation there only while it holds one in the store as well
+//! ([`vfs::Vfs::delegate`]): the store then makes the other servers'
+//! conflicting requests wait and asks this server to give it back. The
+//! server recalls its clients' delegations on the file (CB_RECALL) and
+//! gives the store's back once they are returned, or revokes them after
+//! [`vfs::Vfs::delegation_return_deadline`]: the store (libcephfs) cuts a
+//! server off that keeps a recalled delegation too long.
+//!
+//! One thread does the giving back. The store's recall callback only
+//! queues the file (it runs inside the store's client, under its locks);
+//! DELEGRETURN queues it too, and the thread gives the store's delegation
+//! back once no delegation of this server's clients is left on the file.
+//! Lock order: the state tables, then `files`; the store's delegation is
+//! taken and given back with the tables locked, so a grant and a release
+//! of one file never cross.
+
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use vfs::{FileId, Vfs};
+
+use crate::state::stateids::Kind;
+use crate::state::{delegations, FileKey, State4, Tables};
+use crate::Core;
+
+/// How often the thread looks again at files whose store delegation was
+/// recalled, for their clients' DELEGRETURNs and the deadline. Returns
+/// also wake it, so this only bounds how late a revocation comes.
+const RECHECK: Duration = Duration::from_millis(100);
+
+/// Files with a store delegation, by export and id: their key in the state
+/// tables, and whether the store asked for it back.
+type Files = Arc<Mutex<HashMap<(u32, FileId), (FileKey, bool)>>>;
+
+/// The store delegations behind this server's delegations.
+#[derive(Default)]
+pub(crate) struct SharedDelegs {
+    files: Files,
+    thread: OnceLock<Mutex<mpsc::Sender<Settle>>>,
+    /// Exports whose file system was given the recall sink.
+    sinks: Mutex<Vec<u32>>,
+}
+
+/// A file to look at: the store recalled its delegation, or one of its
+/// clients' delegations was returned.
+struct Settle {
+    fs: Arc<dyn Vfs>,
+    export: u32,
+    id: FileId,
+    recalled: bool,
+}
+
+impl Core {
+    /// Takes the store's delegation on `file` (of `export`'s file system
+    /// `fs`) before a delegation of it is granted; false: grant none.
+    /// Called with the state tables locked.
+    pub(crate) fn take_shared_delegation(&self, fs: &Arc<dyn Vfs>, file: FileKey) -> bool {
+        if !self.settings.pnfs_data_servers.is_empty() {
+            // The holder's own I/O through a data server (another head)
+            // would recall the store's delegation: none is granted.
+            return false;
+        }
+        let (export, id) = (file.0, file.1);
+        let d = &self.shared_delegs;
+        let sender = d.thread.get_or_init(|| start(self.v4.clone(), d.files.clone()));
+        let mut sinks = d.sinks.lock();
+        if !sinks.contains(&export) {
+            let tx = sender.lock().clone();
+            let weak: Weak<dyn Vfs> = Arc::downgrade(fs);
+            fs.on_delegation_recall(Arc::new(move |id| {
+                if let Some(fs) = weak.upgrade() {
+                    let _ = tx.send(Settle { fs, export, id, recalled: true });
+                }
+            }));
+            sinks.push(export);
+        }
+        drop(sinks);
+        if d.files.lock().get(&(export, id)).is_some_and(|(_, recalled)| *recalled) {
+            return false;
+        }
+        match fs.delegate(id) {
+            Ok(true) => {
+                d.files.lock().insert((export, id), (file, false));
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                tracing::debug!(file = id, error = %e, "no store delegation");
+                false
+            }
+        }
+    }
+
+    /// A delegation on `file` went back (DELEGRETURN): the store's goes
+    /// too once none is left.
+    pub(crate) fn shared_delegation_returned(&self, fs: &Arc<dyn Vfs>, file: FileKey) {
+        let Some(sender) = self.shared_delegs.thread.get() else { return };
+        let _ = sender.lock().send(Settle { fs: fs.clone(), export: file.0, id: file.1, recalled: false });
+    }
+}
+
+/// The thread ends with the last sender: the server's, and the sinks its
+/// file systems hold.
+fn start(st: Arc<State4>, files: Files) -> Mutex<mpsc::Sender<Settle>> {
+    let (tx, rx) = mpsc::channel::<Settle>();
+    let spawned = std::thread::Builder::new().name("nfsx-delegs".into()).spawn(move || run(&st, &files, &rx));
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the thread that gives store delegations back: {e}");
+    }
+    Mutex::new(tx)
+}
+
+/// Recalled files waiting for their clients' returns, with their deadline.
+type Pending = HashMap<(u32, FileId), (Arc<dyn Vfs>, Instant)>;
+
+fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
+    let mut pending: Pending = HashMap::new();
+    loop {
+        let next = if pending.is_empty() {
+            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+        } else {
+            rx.recv_timeout(RECHECK)
+        };
+        match next {
+            Ok(s) if s.recalled => {
+                if let Some((_, recalled)) = files.lock().get_mut(&(s.export, s.id)) {
+                    *recalled = true;
+                }
+                let deadline = Instant::now() + s.fs.delegation_return_deadline();
+                pending.entry((s.export, s.id)).or_insert((s.fs, deadline));
+            }
+            Ok(s) => {
+                settle(st, files, &s.fs, (s.export, s.id), None);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        pending.retain(|key, (fs, deadline)| !settle(st, files, fs, *key, Some(*deadline)));
+    }
+}
+
+/// Gives the store's delegation on `key` back if none of this server's
+/// clients' is left on the file; for a recalled one (`deadline` set),
+/// recalls theirs first, and revokes them once the deadline has passed.
+/// True when the store's delegation is gone.
+fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), deadline: Option<Instant>) -> bool {
+    let mut t = st.tables.lock();
+    let Some((file, _)) = files.lock().get(&key).copied() else {
+        // None granted on it (or already given back): nothing to wait for.
+        fs.undelegate(key.1);
+        return true;
+    };
+    let clear = match deadline {
+        Some(_) => delegations::recall_conflicting(st, &mut t, file, None, true).is_ok(),
+        None => !held(&t, file),
+    };
+    let late = deadline.is_some_and(|d| Instant::now() >= d);
+    if !clear && !late {
+        return false;
+    }
+    if !clear {
+        tracing::warn!(file = key.1, "delegations not returned in time for the shared store; revoked");
+        delegations::revoke_all_on(&mut t, file);
+    }
+    files.lock().remove(&key);
+    fs.undelegate(key.1);
+    true
+}
+
+/// Whether a client of this server still holds a delegation on `file`.
+fn held(t: &Tables, file: FileKey) -> bool {
+    t.stateids.on_file(file).any(|(_, e)| matches!(&e.kind, Kind::Deleg(d) if !d.revoked))
+}
