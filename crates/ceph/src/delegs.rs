@@ -142,6 +142,28 @@ impl CephFs {
         drop(held);
     }
 
+    /// Before a rename, removal or new link of files this head holds
+    /// CephFS delegations on: libcephfs would break its own delegation
+    /// and make the change wait for it, while the DELEGRETURN that ends
+    /// the wait may itself wait behind the change at the MDS. So the
+    /// delegations are recalled first (as if the MDS had asked) and the
+    /// request is answered DELAY, to come back once they are returned.
+    pub(crate) fn recall_own(&self, ids: &[FileId]) -> VfsResult<()> {
+        let held: Vec<FileId> = {
+            let h = self.delegs.held.lock();
+            ids.iter().copied().filter(|id| h.contains_key(id)).collect()
+        };
+        if held.is_empty() {
+            return Ok(());
+        }
+        if let Some(sink) = self.delegs.sink.get() {
+            for id in held {
+                sink(id);
+            }
+        }
+        Err(vfs::VfsError::Delay)
+    }
+
     /// Enables delegations on the mount: libcephfs's return timeout just
     /// below the cap-return timeout it checks it against.
     pub(crate) fn enable_delegations(&mut self) {

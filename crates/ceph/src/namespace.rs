@@ -266,6 +266,7 @@ impl CephFs {
             (false, true) => return Err(VfsError::NotDir),
             _ => {}
         }
+        self.recall_own(&[stx.stx_ino])?;
         let c = cstr(name)?;
         let call = if dir_wanted { self.m.api.ceph_ll_rmdir } else { self.m.api.ceph_ll_unlink };
         // SAFETY: a referenced directory and a C string.
@@ -288,6 +289,7 @@ impl CephFs {
         if replaced.is_some_and(|r| r.stx_ino == moved.stx_ino) {
             return Ok(());
         }
+        self.recall_own(&[moved.stx_ino, replaced.map_or(moved.stx_ino, |r| r.stx_ino)])?;
         let (f, t) = (cstr(from)?, cstr(to)?);
         // SAFETY: referenced directories and C strings.
         check(unsafe {
@@ -309,6 +311,7 @@ impl CephFs {
         if self.ftype(&n)? == FileType::Directory {
             return Err(VfsError::IsDir);
         }
+        self.recall_own(&[id])?;
         let d = self.dir(dir)?;
         let c = cstr(name)?;
         // SAFETY: referenced inodes and a C string.

@@ -197,18 +197,18 @@ impl Vfs for CephFs {
     fn counters(&self) -> Vec<Counter> {
         vec![
             Counter::total(
-                "ceph_inode_cache_hits_total",
+                "ceph_inode_cache_hits",
                 "Handles resolved from kept inodes",
                 self.nodes.hits.load(Ordering::Relaxed),
             ),
             Counter::total(
-                "ceph_inode_cache_misses_total",
+                "ceph_inode_cache_misses",
                 "Handles asked of the metadata server",
                 self.nodes.misses.load(Ordering::Relaxed),
             ),
             Counter::gauge("ceph_inodes_kept", "Inodes this head keeps referenced", self.nodes.len() as u64),
             Counter::total(
-                "ceph_listings_served_total",
+                "ceph_listings_served",
                 "Directory listings answered from a kept whole listing, without the metadata server",
                 self.listings.served(),
             ),
@@ -218,7 +218,7 @@ impl Vfs for CephFs {
                 self.listings.entries() as u64,
             ),
             Counter::total(
-                "ceph_calls_refused_total",
+                "ceph_calls_refused",
                 "Requests answered DELAY because a call had waited on the cluster past call_deadline_secs",
                 self.health.refused.load(Ordering::Relaxed),
             ),
@@ -230,12 +230,12 @@ impl Vfs for CephFs {
             ),
             Counter::gauge("ceph_delegations_held", "CephFS delegations this head holds", self.delegs.len() as u64),
             Counter::total(
-                "ceph_delegations_taken_total",
+                "ceph_delegations_taken",
                 "CephFS delegations taken behind NFSv4 delegations",
                 self.delegs.granted.load(Ordering::Relaxed),
             ),
             Counter::total(
-                "ceph_delegations_recalled_total",
+                "ceph_delegations_recalled",
                 "CephFS delegations the metadata server asked back",
                 self.delegs.recalled.load(Ordering::Relaxed),
             ),

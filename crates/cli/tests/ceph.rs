@@ -398,6 +398,7 @@ fn another_heads_open_recalls_a_delegation() {
     ]));
     let (r, waited, _two, _b) = opener.join().unwrap();
     ok_res(&r);
+    eprintln!("head 2's conflicting OPEN answered {waited:?} after it was sent");
     assert!(waited < Duration::from_secs(5), "the open waited {waited:?}, past the return");
     // Head 1 kept its Ceph session.
     ok_res(&a.run(vec![
