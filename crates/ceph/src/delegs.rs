@@ -113,9 +113,7 @@ impl CephFs {
         if rc < 0 {
             // SAFETY: libcephfs kept no delegation, so no callback holds it.
             drop(unsafe { Box::from_raw(token) });
-            if -rc != libc::EAGAIN {
-                tracing::debug!(id, error = %error(-rc), "CephFS refused a delegation");
-            }
+            tracing::debug!(id, error = %error(-rc), "CephFS refused a delegation");
             return Ok(false);
         }
         held.insert(id, Held { node, token });
@@ -180,6 +178,14 @@ impl CephFs {
                 "no delegations on this CephFS export: the cluster's cap-return timeout leaves no room to recall them"
             );
             return;
+        }
+        let deadline = self.settings.call_deadline_secs;
+        if deadline > 0 && self.settings.delegation_return_secs >= deadline {
+            tracing::warn!(
+                delegation_return_secs = self.settings.delegation_return_secs,
+                call_deadline_secs = deadline,
+                "a client slow to return a delegation will make other heads count the cluster as away"
+            );
         }
         // SAFETY: a mounted handle.
         let rc = unsafe { (self.m.api.ceph_set_deleg_timeout)(self.m.cm, timeout) };
