@@ -141,11 +141,15 @@ impl CephFs {
     }
 
     /// Before a rename, removal or new link of files this head holds
-    /// CephFS delegations on: libcephfs would break its own delegation
-    /// and make the change wait for it, while the DELEGRETURN that ends
-    /// the wait may itself wait behind the change at the MDS. So the
-    /// delegations are recalled first (as if the MDS had asked) and the
-    /// request is answered DELAY, to come back once they are returned.
+    /// CephFS delegations on, or a change of their attributes or extended
+    /// attributes: the MDS takes such changes only once it has the
+    /// capabilities the delegation holds back, so it recalls it and the
+    /// change waits, even when it comes from the holder itself; and the
+    /// DELEGRETURN that would end the wait may itself wait behind the
+    /// change (seen: a removal, a truncation by the holder waited for the
+    /// revocation). So the delegations are recalled first (as if the MDS
+    /// had asked) and the request is answered DELAY, to come back once
+    /// they are returned.
     pub(crate) fn recall_own(&self, ids: &[FileId]) -> VfsResult<()> {
         let held: Vec<FileId> = {
             let h = self.delegs.held.lock();

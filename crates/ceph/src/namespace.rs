@@ -80,6 +80,9 @@ impl CephFs {
         if guard.is_some_and(|g| g != before.ctime) {
             return Err(VfsError::NotSync);
         }
+        if *set != SetAttrs::default() {
+            self.recall_own(&[id])?;
+        }
         Ok(to_attrs(&self.apply(&n, set)?, self.fsid))
     }
 

@@ -48,6 +48,7 @@ impl CephFs {
         if value.len() > XATTR_SIZE_MAX {
             return Err(VfsError::XattrTooBig);
         }
+        self.recall_own(&[id])?;
         let n = self.node(id)?;
         let c = host_name(name)?;
         if !self.holds_xattrs(&n)? {
@@ -102,6 +103,7 @@ impl CephFs {
     }
 
     pub(crate) fn do_removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.recall_own(&[id])?;
         let n = self.node(id)?;
         let c = host_name(name)?;
         if !self.holds_xattrs(&n)? {

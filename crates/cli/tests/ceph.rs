@@ -487,6 +487,59 @@ fn the_holder_renames_and_removes_its_delegated_file() {
     ok_res(&a.run_retry(ops));
 }
 
+/// The holder of a write delegation on a Ceph export writes under it
+/// without a recall or a wait. A truncation (any attribute change) needs
+/// capabilities the CephFS delegation holds back, even for the holder, so
+/// the head recalls the delegation first and answers DELAY; once the
+/// client returned it, the truncation goes through at once, not after the
+/// revocation deadline.
+#[test]
+fn the_holder_writes_under_its_write_delegation_and_truncates_after_a_recall() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    use xdr::{Encode, Encoder};
+    let Some((conf, path)) = ceph_dir("deleg-writer") else { return };
+    let srv = ceph_server(&conf, &path);
+    let a = Client41::connect_manual(srv.port, "writer");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut ops = walk(&srv.export);
+    ops.push(open_op(&a, "ow", "w", OPEN4_SHARE_ACCESS_BOTH, true));
+    ops.push(nfs_argop4::OP_GETFH);
+    let n = ops.len();
+    let r = a.run(ops);
+    ok_res(&r);
+    let o = opened(&r, n - 2);
+    let open_delegation4::OPEN_DELEGATE_WRITE(d) = &o.delegation else { panic!("{:?}", o.delegation) };
+    let deleg = d.stateid.clone();
+    let open = stateid4 { seqid: 0, other: o.stateid.other };
+    let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!("{r:?}") };
+    let on = || nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.object.clone() });
+    let start = Instant::now();
+    let write = nfs_argop4::OP_WRITE(WRITE4args {
+        stateid: open.clone(),
+        offset: 0,
+        stable: stable_how4::FILE_SYNC4,
+        data: Bytes::from_static(b"written under a delegation"),
+    });
+    ok_res(&a.run(vec![on(), write]));
+    assert!(a.conn.recalls.lock().unwrap().try_recv().is_err(), "the holder's write recalled its delegation");
+
+    let mut size = Encoder::with_capacity(8);
+    4u64.encode(&mut size);
+    let mut attrmask = Vec::new();
+    proto::bitmap4::add(&mut attrmask, FATTR4_SIZE);
+    let truncate = nfs_argop4::OP_SETATTR(SETATTR4args {
+        stateid: open,
+        obj_attributes: fattr4 { attrmask, attr_vals: size.into_bytes() },
+    });
+    assert_eq!(a.run(vec![on(), truncate.clone()]).status, nfsstat4::NFS4ERR_DELAY);
+    let recall = a.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(5)).expect("no CB_RECALL");
+    assert_eq!(recall.stateid.other, deleg.other);
+    ok_res(&a.run(vec![on(), nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: deleg })]));
+    ok_res(&a.run_retry(vec![on(), truncate]));
+    assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+}
+
 /// OPEN (creating) of `name` on `srv` by `c`, which must come with a read
 /// delegation: its stateid and the file's handle.
 fn delegated_open(
