@@ -540,6 +540,47 @@ fn the_holder_writes_under_its_write_delegation_and_truncates_after_a_recall() {
     assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
 }
 
+/// A client whose state goes without DELEGRETURN (here: it reboots and
+/// destroys its old record) leaves no CephFS delegation behind for long:
+/// the head gives back those no client's delegation stands behind within
+/// its sweep (10 s).
+#[test]
+fn a_vanished_clients_delegation_is_given_back_to_ceph() {
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("deleg-sweep") else { return };
+    let mport = free_port();
+    let extra = format!("metrics = \"127.0.0.1:{mport}\"\n[ceph]\nconf = \"{conf}\"\n");
+    let srv = TestServer::start(ServerOpts {
+        backend: "ceph",
+        extra_config: &extra,
+        export_path: Some(&path),
+        ..Default::default()
+    });
+    let held = || {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", mport)).unwrap();
+        std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut m = String::new();
+        std::io::Read::read_to_string(&mut s, &mut m).unwrap();
+        m.lines()
+            .find_map(|l| l.strip_prefix("nfsx_backend_ceph_delegations_held{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .expect("nfsx_backend_ceph_delegations_held")
+    };
+    let a = Client41::connect_manual(srv.port, "vanishing-client");
+    std::thread::sleep(Duration::from_millis(300));
+    delegated_open(&srv, &a, "v");
+    assert_eq!(held(), 1);
+    drop(a);
+    Client41::forget(std::net::SocketAddr::from(([127, 0, 0, 1], srv.port)), "vanishing-client");
+    let gone = Instant::now();
+    while held() != 0 {
+        assert!(gone.elapsed() < Duration::from_secs(15), "CephFS delegation still held");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    eprintln!("CephFS delegation given back {:?} after its client went", gone.elapsed());
+}
+
 /// OPEN (creating) of `name` on `srv` by `c`, which must come with a read
 /// delegation: its stateid and the file's handle.
 fn delegated_open(

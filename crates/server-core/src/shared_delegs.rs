@@ -33,9 +33,22 @@ use crate::Core;
 /// also wake it, so this only bounds how late a revocation comes.
 const RECHECK: Duration = Duration::from_millis(100);
 
-/// Files with a store delegation, by export and id: their key in the state
-/// tables, and whether the store asked for it back.
-type Files = Arc<Mutex<HashMap<(u32, FileId), (FileKey, bool)>>>;
+/// How long the thread, with no recall pending, waits before it looks for
+/// store delegations no client's delegation stands behind any more (their
+/// clients' state went with a lease or a DESTROY_CLIENTID, not through
+/// DELEGRETURN), and gives them back.
+const SWEEP: Duration = Duration::from_secs(10);
+
+/// Files with a store delegation, by export and id.
+type Files = Arc<Mutex<HashMap<(u32, FileId), Held>>>;
+
+/// A store delegation: the file's key in the state tables, whether the
+/// store asked for it back, and its file system.
+struct Held {
+    file: FileKey,
+    recalled: bool,
+    fs: Weak<dyn Vfs>,
+}
 
 /// The store delegations behind this server's delegations.
 #[derive(Default)]
@@ -80,12 +93,12 @@ impl Core {
             sinks.push(export);
         }
         drop(sinks);
-        if d.files.lock().get(&(export, id)).is_some_and(|(_, recalled)| *recalled) {
+        if d.files.lock().get(&(export, id)).is_some_and(|h| h.recalled) {
             return false;
         }
         match fs.delegate(id) {
             Ok(true) => {
-                d.files.lock().insert((export, id), (file, false));
+                d.files.lock().insert((export, id), Held { file, recalled: false, fs: Arc::downgrade(fs) });
                 true
             }
             Ok(false) => false,
@@ -120,16 +133,13 @@ type Pending = HashMap<(u32, FileId), (Arc<dyn Vfs>, Instant)>;
 
 fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
     let mut pending: Pending = HashMap::new();
+    let mut swept = Instant::now();
     loop {
-        let next = if pending.is_empty() {
-            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
-        } else {
-            rx.recv_timeout(RECHECK)
-        };
-        match next {
+        let wait = if pending.is_empty() { SWEEP.saturating_sub(swept.elapsed()) } else { RECHECK };
+        match rx.recv_timeout(wait) {
             Ok(s) if s.recalled => {
-                if let Some((_, recalled)) = files.lock().get_mut(&(s.export, s.id)) {
-                    *recalled = true;
+                if let Some(h) = files.lock().get_mut(&(s.export, s.id)) {
+                    h.recalled = true;
                 }
                 let deadline = Instant::now() + s.fs.delegation_return_deadline();
                 pending.entry((s.export, s.id)).or_insert((s.fs, deadline));
@@ -141,6 +151,10 @@ fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
         pending.retain(|key, (fs, deadline)| !settle(st, files, fs, *key, Some(*deadline)));
+        if swept.elapsed() >= SWEEP {
+            sweep(st, files);
+            swept = Instant::now();
+        }
     }
 }
 
@@ -150,7 +164,7 @@ fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
 /// True when the store's delegation is gone.
 fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), deadline: Option<Instant>) -> bool {
     let mut t = st.tables.lock();
-    let Some((file, _)) = files.lock().get(&key).copied() else {
+    let Some(file) = files.lock().get(&key).map(|h| h.file) else {
         // None granted on it (or already given back): nothing to wait for.
         fs.undelegate(key.1);
         return true;
@@ -170,6 +184,18 @@ fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), dea
     files.lock().remove(&key);
     fs.undelegate(key.1);
     true
+}
+
+/// Gives back the store delegations no client's delegation stands behind.
+fn sweep(st: &State4, files: &Files) {
+    let t = st.tables.lock();
+    let orphans: Vec<(u32, FileId)> = files.lock().iter().filter(|(_, h)| !held(&t, h.file)).map(|(k, _)| *k).collect();
+    for key in orphans {
+        let Some(h) = files.lock().remove(&key) else { continue };
+        if let Some(fs) = h.fs.upgrade() {
+            fs.undelegate(key.1);
+        }
+    }
 }
 
 /// Whether a client of this server still holds a delegation on `file`.
