@@ -97,8 +97,13 @@ impl CephFs {
         if d.held.lock().contains_key(&id) {
             return Ok(true);
         }
-        let node = self.node(id)?;
-        let fh = node.fh()?;
+        // Only a file this head already has open: the server asks with
+        // its state tables locked, so nothing here may wait on the
+        // cluster (opening a file another head holds a delegation on
+        // waits for its recall). A first OPEN that opened nothing yet
+        // (without share reservations) gets no delegation; the next does.
+        let Some(node) = self.nodes.get(id) else { return Ok(false) };
+        let Some(fh) = node.open_fh() else { return Ok(false) };
         let token = Box::into_raw(Box::new(Token { id, sink: d.sink.clone(), recalled: d.recalled.clone() }));
         let mut held = d.held.lock();
         if held.contains_key(&id) {
@@ -124,10 +129,11 @@ impl CephFs {
     pub(crate) fn do_undelegate(&self, id: FileId) {
         let mut held = self.delegs.held.lock();
         let Some(h) = held.remove(&id) else { return };
-        if let Ok(fh) = h.node.fh() {
-            // SAFETY: the open file the delegation was taken on. libcephfs
-            // takes its client lock, so a callback running now has
-            // returned before the token is freed.
+        if let Some(fh) = h.node.open_fh() {
+            // SAFETY: the open file the delegation was taken on (a node's
+            // file stays open while it lives). libcephfs takes its client
+            // lock, so a callback running now has returned before the
+            // token is freed.
             let rc = unsafe {
                 (self.m.api.ceph_ll_delegation)(self.m.cm, fh, ffi::CEPH_DELEGATION_NONE, recall, h.token.cast())
             };

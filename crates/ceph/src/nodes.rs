@@ -42,6 +42,11 @@ impl Node {
         Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(fh) })
     }
 
+    /// The open file, if one is open already (no call to the cluster).
+    pub fn open_fh(&self) -> Option<*mut Fh> {
+        self.fh.lock().as_ref().map(|f| f.0)
+    }
+
     /// The open file for I/O, opened on first use.
     pub fn fh(&self) -> VfsResult<*mut Fh> {
         let mut slot = self.fh.lock();
