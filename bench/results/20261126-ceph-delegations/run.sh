@@ -29,3 +29,8 @@ kill $ON $OFF
 #   T="--target nfs://127.0.0.1/export?version=4.1 --target nfs://127.0.0.1:20801/nfsx?version=4.1 --target nfs://127.0.0.1:20803/nfsx?version=4.1"
 #   nfsx bench metadata --runs 5 $T --op read-small --files 2000 --json vs-ganesha-one-pass.json
 #   nfsx bench metadata --runs 5 $T --op read-small --files 200 --duration 10s --json vs-ganesha-reread.json
+# Ganesha with read delegations on (vs-ganesha-delegations-reread.json):
+#   GANESHA_DELEGATIONS=r bench/results/20261125-ceph-ganesha/setup.sh
+#   nfsx bench metadata --runs 5 --target nfs://127.0.0.1/export?version=4.1 \
+#       --target nfs://127.0.0.1:20801/nfsx?version=4.1 --op read-small --files 200 --duration 10s \
+#       --json vs-ganesha-delegations-reread.json
