@@ -42,14 +42,17 @@ pub(crate) struct Delegs {
 }
 
 /// One delegation: the node (its open file carries the delegation, so it
-/// stays open and cached while held) and what the callback is given.
+/// stays open and cached while held), that file, and what the callback is
+/// given.
 struct Held {
     node: Arc<Node>,
+    fh: *mut Fh,
     token: *mut Token,
 }
 
 // SAFETY: the token is only read by the callback and freed after the
-// delegation is given back, under the `held` lock.
+// delegation is given back, under the `held` lock; the file stays open
+// while the node lives.
 unsafe impl Send for Held {}
 
 /// What the recall callback needs: the file, and where to queue it.
@@ -94,7 +97,9 @@ impl CephFs {
         if !d.enabled || d.sink.get().is_none() {
             return Ok(false);
         }
-        if d.held.lock().contains_key(&id) {
+        // Held across the call: nothing below waits on the cluster.
+        let mut held = d.held.lock();
+        if held.contains_key(&id) {
             return Ok(true);
         }
         // Only a file this head already has open: the server asks with
@@ -105,12 +110,6 @@ impl CephFs {
         let Some(node) = self.nodes.get(id) else { return Ok(false) };
         let Some(fh) = node.open_fh() else { return Ok(false) };
         let token = Box::into_raw(Box::new(Token { id, sink: d.sink.clone(), recalled: d.recalled.clone() }));
-        let mut held = d.held.lock();
-        if held.contains_key(&id) {
-            // SAFETY: never handed to libcephfs.
-            drop(unsafe { Box::from_raw(token) });
-            return Ok(true);
-        }
         // SAFETY: an open file of this mount; the token outlives the
         // delegation (freed in `do_undelegate`, or below when refused).
         let rc =
@@ -121,7 +120,7 @@ impl CephFs {
             tracing::debug!(id, error = %error(-rc), "CephFS refused a delegation");
             return Ok(false);
         }
-        held.insert(id, Held { node, token });
+        held.insert(id, Held { node, fh, token });
         d.granted.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }
@@ -129,17 +128,15 @@ impl CephFs {
     pub(crate) fn do_undelegate(&self, id: FileId) {
         let mut held = self.delegs.held.lock();
         let Some(h) = held.remove(&id) else { return };
-        if let Some(fh) = h.node.open_fh() {
-            // SAFETY: the open file the delegation was taken on (a node's
-            // file stays open while it lives). libcephfs takes its client
-            // lock, so a callback running now has returned before the
-            // token is freed.
-            let rc = unsafe {
-                (self.m.api.ceph_ll_delegation)(self.m.cm, fh, ffi::CEPH_DELEGATION_NONE, recall, h.token.cast())
-            };
-            if rc < 0 {
-                tracing::warn!(id, error = %error(-rc), "could not give a CephFS delegation back");
-            }
+        // SAFETY: the open file the delegation was taken on (a node's
+        // file stays open while it lives). libcephfs takes its client
+        // lock, so a callback running now has returned before the token is
+        // freed.
+        let rc = unsafe {
+            (self.m.api.ceph_ll_delegation)(self.m.cm, h.fh, ffi::CEPH_DELEGATION_NONE, recall, h.token.cast())
+        };
+        if rc < 0 {
+            tracing::warn!(id, error = %error(-rc), "could not give a CephFS delegation back");
         }
         // SAFETY: the delegation is gone; nothing refers to the token.
         drop(unsafe { Box::from_raw(h.token) });

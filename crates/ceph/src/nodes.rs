@@ -42,9 +42,10 @@ impl Node {
         Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(fh) })
     }
 
-    /// The open file, if one is open already (no call to the cluster).
+    /// The open file, if one is open already; never waits (not even for
+    /// another thread opening it, which may wait on the cluster).
     pub fn open_fh(&self) -> Option<*mut Fh> {
-        self.fh.lock().as_ref().map(|f| f.0)
+        self.fh.try_lock()?.as_ref().map(|f| f.0)
     }
 
     /// The open file for I/O, opened on first use.
