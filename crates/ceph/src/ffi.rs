@@ -91,6 +91,7 @@ pub const CEPH_RECLAIM_RESET: c_uint = 1;
 
 /// `ceph_ll_delegation` commands.
 pub const CEPH_DELEGATION_NONE: c_uint = 0;
+pub const CEPH_DELEGATION_RD: c_uint = 1;
 pub const CEPH_DELEGATION_WR: c_uint = 2;
 
 /// Called by libcephfs when the metadata server wants a delegation back

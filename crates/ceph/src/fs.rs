@@ -9,6 +9,7 @@ use vfs::{Attrs, FileId, FileType, VfsError, VfsResult};
 
 use crate::attrs::to_attrs;
 use crate::delegs::Delegs;
+use crate::gate::Gate;
 use crate::ffi::{ceph_statx, inodeno_t, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
 use crate::health::Health;
 use crate::listings::Listings;
@@ -38,6 +39,8 @@ pub struct CephFs {
     pub(crate) listings: Listings,
     /// CephFS delegations behind the NFSv4 delegations this head granted.
     pub(crate) delegs: Delegs,
+    /// How this head learns of the first OPEN that denies, without `[cluster]`.
+    pub(crate) gate: Gate,
 }
 
 impl CephFs {
@@ -73,6 +76,7 @@ impl CephFs {
             locked: Locked::default(),
             listings: Listings::new(settings.dir_cache_entries),
             delegs: Delegs::default(),
+            gate: Gate::default(),
             m,
         };
         fs.enable_delegations();

@@ -45,6 +45,7 @@ mod delegs;
 mod dir;
 pub mod ffi;
 mod fs;
+mod gate;
 mod health;
 mod io;
 mod listings;
@@ -111,6 +112,12 @@ pub struct CephSettings {
     /// conflicting open on another; false: each head enforces only its
     /// own opens' deny modes, as NFS-Ganesha and knfsd do over CephFS.
     pub share_reservations: bool,
+    /// A file of the Ceph file system (from its root) through which heads
+    /// without `[cluster]` learn that an OPEN somewhere is about to deny:
+    /// until one does, they hold no share modes in CephFS (see `gate`).
+    /// Every head over the file system must name the same file. Empty:
+    /// such heads hold the modes from the start.
+    pub share_gate_path: String,
     /// Back every NFSv4 delegation this head grants with a CephFS
     /// delegation, so other heads' conflicting access recalls it; false:
     /// no delegations on Ceph exports.
@@ -148,6 +155,7 @@ impl Default for CephSettings {
             dir_cache_entries: 65536,
             sync_metadata: true,
             share_reservations: true,
+            share_gate_path: "/.nfsx-share-gate".into(),
             delegations: true,
             delegation_return_secs: 5,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,

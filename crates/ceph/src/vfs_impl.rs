@@ -170,6 +170,26 @@ impl Vfs for CephFs {
         self.guarded(|| self.do_share_reserve(id, owner, access, deny))
     }
 
+    fn open_shared(&self, id: FileId) -> VfsResult<()> {
+        self.guarded(|| self.node(id)?.fh().map(|_| ()))
+    }
+
+    fn watch_share_denials(&self, sink: ShareDenialSink) -> VfsResult<bool> {
+        self.gate.watch(&self.settings, sink)
+    }
+
+    fn share_denials_marked(&self) -> VfsResult<bool> {
+        self.guarded(|| self.gate.marked())
+    }
+
+    fn unwatch_share_denials(&self) {
+        self.gate.unwatch()
+    }
+
+    fn mark_share_denials(&self) -> VfsResult<()> {
+        self.gate.mark(&self.settings)
+    }
+
     fn change_is_ctime(&self) -> bool {
         false
     }

@@ -41,9 +41,11 @@ fn ceph_server(conf: &str, path: &str) -> TestServer {
     ceph_server_with(conf, path, "")
 }
 
-/// A head with more `[ceph]` settings.
+/// A head with more `[ceph]` settings. The heads of one test directory
+/// share a share-denial gate of their own, beside it, so that one test's
+/// denials do not change how another's heads start.
 fn ceph_server_with(conf: &str, path: &str, more: &str) -> TestServer {
-    let extra = format!("[ceph]\nconf = \"{conf}\"\n{more}\n");
+    let extra = format!("[ceph]\nconf = \"{conf}\"\nshare_gate_path = \"{path}.gate\"\n{more}\n");
     TestServer::start(ServerOpts {
         backend: "ceph",
         extra_config: &extra,
@@ -704,8 +706,9 @@ fn share_reservations_conflict_across_heads() {
     let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
     let a = Client41::connect(one.port, "share-client-on-head-1");
     let b = Client41::connect(two.port, "share-client-on-head-2");
+    // Retried: a head's first denial waits until the other holds its modes.
     let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32| {
-        open_denying(srv, c, owner, "shared", access, deny, false)
+        open_denying(srv, c, owner, "shared", access, deny, true)
     };
     let current = |s: &stateid4| stateid4 { seqid: 0, other: s.other };
     let (st, opened) = open(&one, &a, "oa", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE);
@@ -780,7 +783,7 @@ fn a_lapsed_client_releases_its_share_reservations_for_other_heads() {
     let one = ceph_server_with(&conf, &path, "[core.nfs4]\nlease_secs = 2");
     let two = ceph_server(&conf, &path);
     let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32| {
-        open_denying(srv, c, owner, "lapsed", access, deny, false).0
+        open_denying(srv, c, owner, "lapsed", access, deny, true).0
     };
     let a = Client41::connect(one.port, "lapsing-client-on-head-1");
     assert_eq!(open(&one, &a, "oa", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_BOTH), nfsstat4::NFS4_OK);
@@ -842,6 +845,50 @@ fn cluster_heads_hold_share_modes_once_a_client_denies() {
     );
     let (st, _) = open(&two, &b, "ob-deny-read", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true);
     assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+}
+
+/// Heads without `[cluster]` learn of the first OPEN that denies through
+/// CephFS itself (the share-denial gate): until then they hold no share
+/// modes there; that OPEN waits (NFS4ERR_DELAY) until every head holds its
+/// opens' modes, those granted before included, and is granted then. A
+/// head started afterwards holds them from the start.
+#[test]
+fn lone_heads_hold_share_modes_once_a_client_denies() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("share-gate") else { return };
+    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let a = Client41::connect(one.port, "gate-client-on-head-1");
+    let b = Client41::connect(two.port, "gate-client-on-head-2");
+    let open = |srv: &TestServer, c: &Client41, owner: &str, name: &str, access: u32, deny: u32, retry: bool| {
+        open_denying(srv, c, owner, name, access, deny, retry).0
+    };
+    // Before any denial: a reader of one file and a writer of another,
+    // through head 1, held in its own table only.
+    assert_eq!(open(&one, &a, "oa", "read", OPEN4_SHARE_ACCESS_READ, 0, true), nfsstat4::NFS4_OK);
+    assert_eq!(open(&one, &a, "oa", "written", OPEN4_SHARE_ACCESS_WRITE, 0, true), nfsstat4::NFS4_OK);
+    // The first denial waits for head 1, then is granted.
+    let asked = Instant::now();
+    let st = open(&two, &b, "ob", "read", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, false);
+    assert_eq!(st, nfsstat4::NFS4ERR_DELAY);
+    let st = open(&two, &b, "ob", "read", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true);
+    assert_eq!(st, nfsstat4::NFS4_OK, "the denial was not granted within the client's retries");
+    eprintln!("the first denial was granted {:?} after it was asked for", asked.elapsed());
+    // Head 1's writer from before is in CephFS now: denying writes there
+    // is refused.
+    let st = open(&two, &b, "ob", "written", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+    // And head 1 sees head 2's denial.
+    let st = open(&one, &a, "oa", "read", OPEN4_SHARE_ACCESS_WRITE, 0, true);
+    assert_eq!(st, nfsstat4::NFS4ERR_SHARE_DENIED);
+    // A head started now finds the mark: it holds its modes from the start
+    // and grants a denial at once.
+    let three = ceph_server(&conf, &path);
+    let c = Client41::connect(three.port, "gate-client-on-head-3");
+    assert_eq!(open(&three, &c, "oc", "read", OPEN4_SHARE_ACCESS_WRITE, 0, false), nfsstat4::NFS4ERR_SHARE_DENIED);
+    let st = open(&three, &c, "oc", "other", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_READ, false);
+    assert_eq!(st, nfsstat4::NFS4_OK);
+    assert_eq!(open(&one, &a, "oa", "other", OPEN4_SHARE_ACCESS_READ, 0, true), nfsstat4::NFS4ERR_SHARE_DENIED);
 }
 
 /// NLM locks across two heads, and locks that go all at once: a client

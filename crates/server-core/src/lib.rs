@@ -24,6 +24,7 @@ mod placement;
 mod portmap;
 mod rpc;
 mod settings;
+mod share_gate;
 mod shared_delegs;
 mod shared_locks;
 mod shared_shares;

@@ -68,7 +68,8 @@ pub struct Server {
     pub local_addr: SocketAddr,
     pub portmap_addr: Option<SocketAddr>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    /// Stops following the cluster's shared record.
+    /// Stops following the cluster's shared record (or, alone, watching
+    /// the shared file systems for another server's first denial).
     cluster_stop: Arc<std::sync::atomic::AtomicBool>,
     /// The thread that follows it, holding the core (and so the mounted
     /// file systems) until it sees `cluster_stop`.
@@ -125,7 +126,8 @@ impl Server {
         let cluster_stats = head.as_ref().map(|h| h.stats());
         let cluster_thread = match head {
             Some(h) => Some(h.follow(core.clone(), cluster_stop.clone())?),
-            None => None,
+            // Alone: told of another server's first denial by the store.
+            None => core.watch_share_denials(cluster_stop.clone()),
         };
         let (shutdown, _) = watch::channel(false);
         let spare = workers::Spare {

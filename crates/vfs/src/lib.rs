@@ -31,6 +31,10 @@ pub use scope::RequestScope;
 /// [`Vfs::delegate`]).
 pub type DelegationRecallSink = std::sync::Arc<dyn Fn(FileId) + Send + Sync>;
 
+/// Where a store tells a server that another server is about to grant an
+/// OPEN that denies ([`Vfs::watch_share_denials`]); it must only queue.
+pub type ShareDenialSink = std::sync::Arc<dyn Fn() + Send + Sync>;
+
 pub mod localfs;
 pub mod memfs;
 pub use localfs::{CreateDirFlush, LocalFs, LocalFsSettings};
@@ -293,6 +297,46 @@ pub trait Vfs: Send + Sync + 'static {
     /// only for shared file systems, after its own table found no conflict.
     fn share_reserve(&self, _id: FileId, _owner: u64, _access: u32, _deny: u32) -> VfsResult<bool> {
         Ok(true)
+    }
+
+    /// For a [`Vfs::shared`] file system: opens file `id` in the store for
+    /// an NFS OPEN whose share modes are not held there, so that the store
+    /// knows it open as other servers see it (their delegations on it are
+    /// recalled, and none granted while it stays open).
+    fn open_shared(&self, _id: FileId) -> VfsResult<()> {
+        Ok(())
+    }
+
+    /// For a [`Vfs::shared`] file system, on a server that learns of the
+    /// others' denials from nowhere else: `Ok(true)` when the store says
+    /// no server has granted an OPEN that denies yet, and will tell this
+    /// one (calling `sink` once, from any thread, possibly with the
+    /// store's locks held) before any does. Until then an access cannot
+    /// conflict anywhere, so this server need not hold its opens' modes in
+    /// the store ([`Vfs::share_reserve`]); once told, it holds them (those
+    /// granted already first) and calls [`Vfs::unwatch_share_denials`],
+    /// which lets the other server go on. `Ok(false)`: a denial was
+    /// granted before, or the store cannot say; hold them from the start.
+    fn watch_share_denials(&self, _sink: ShareDenialSink) -> VfsResult<bool> {
+        Ok(false)
+    }
+
+    /// Whether the store says a denial was granted, for a server watching:
+    /// a check beside the sink, which a store may fail to call (a session
+    /// that lapsed while the server was stopped).
+    fn share_denials_marked(&self) -> VfsResult<bool> {
+        Ok(false)
+    }
+
+    /// Stops watching (no watch: nothing).
+    fn unwatch_share_denials(&self) {}
+
+    /// Before this server grants its first OPEN that denies, having
+    /// stopped watching and holding its own opens' modes in the store:
+    /// tells every server watching, and returns once each has stopped
+    /// watching, so all of them hold their opens' modes there. Blocking.
+    fn mark_share_denials(&self) -> VfsResult<()> {
+        Ok(())
     }
 
     /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2

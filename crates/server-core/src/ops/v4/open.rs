@@ -306,6 +306,13 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     let file = file_key(obj);
     let fh = obj.fh();
     let nfh = cx.encode_fh(fh);
+    // Where other servers share the file system and this one holds no
+    // share modes there (yet), the store must still know the file is open
+    // here, as it does through a held mode: another server's delegation on
+    // it is recalled, and none is granted while it is.
+    if obj.fs().shared() && !cx.core.publishes_shares() {
+        obj.fs().open_shared(obj.id).map_err(stat4)?;
+    }
     let mut t = st.tables.lock();
     let deleg_claim = match &args.claim {
         CLAIM_DELEGATE_CUR(d) => Some(cx.resolve_stateid(&d.delegate_stateid)?),
