@@ -24,9 +24,7 @@ impl Core {
     /// before serving, and not for a head of a cluster. The thread returned
     /// ends at `stop`, or once this server may grant denials itself.
     pub fn watch_share_denials(self: &Arc<Self>, stop: Arc<AtomicBool>) -> Option<JoinHandle<()>> {
-        if shared(self).next().is_none() {
-            return None;
-        }
+        shared(self).next()?;
         let (tx, rx) = mpsc::channel::<()>();
         let tx = std::sync::Mutex::new(tx);
         let sink: vfs::ShareDenialSink = Arc::new(move || {
