@@ -9,8 +9,8 @@ use vfs::{Attrs, FileId, FileType, VfsError, VfsResult};
 
 use crate::attrs::to_attrs;
 use crate::delegs::Delegs;
-use crate::gate::Gate;
 use crate::ffi::{ceph_statx, inodeno_t, AT_SYMLINK_NOFOLLOW, CEPH_STATX_ALL_STATS};
+use crate::gate::Gate;
 use crate::health::Health;
 use crate::listings::Listings;
 use crate::locks::Locked;

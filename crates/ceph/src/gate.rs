@@ -74,26 +74,14 @@ impl Gate {
         let cap_return = unsafe { (m.api.ceph_get_cap_return_timeout)(m.cm) };
         // SAFETY: a mounted handle.
         check(unsafe { (m.api.ceph_set_deleg_timeout)(m.cm, cap_return.saturating_sub(1).max(1)) })?;
-        let inode = match lookup(&m, path) {
-            Ok(i) => i,
-            Err(VfsError::NotFound) => {
-                // Made through a client of its own, which ends before this
-                // one opens it: the creator's exclusive capabilities would
-                // make the next head's read-only open recall this head's
-                // delegation for nothing.
-                create(settings, path)?;
-                lookup(&m, path)?
-            }
-            Err(e) => return Err(e),
-        };
+        let inode = lookup_or_create(&m, settings)?;
         let mut w = Watch { m, inode, fh: ptr::null_mut(), token: ptr::null_mut() };
         // SAFETY: a referenced inode of `w.m`; `fh` receives the file.
         check(unsafe { (w.m.api.ceph_ll_open)(w.m.cm, w.inode, libc::O_RDONLY, &mut w.fh, w.m.perms) })?;
         let token = Box::into_raw(Box::new(sink));
         // SAFETY: a file open on this mount; the token outlives the
         // delegation (freed in `Watch::drop`, or here when refused).
-        let rc =
-            unsafe { (w.m.api.ceph_ll_delegation)(w.m.cm, w.fh, ffi::CEPH_DELEGATION_RD, recalled, token.cast()) };
+        let rc = unsafe { (w.m.api.ceph_ll_delegation)(w.m.cm, w.fh, ffi::CEPH_DELEGATION_RD, recalled, token.cast()) };
         if rc < 0 {
             // SAFETY: no delegation was kept, so nothing refers to it.
             drop(unsafe { Box::from_raw(token) });
@@ -104,7 +92,10 @@ impl Gate {
         // Read under the delegation's capabilities: a writer after this
         // recalls it first.
         if size(&w.m, w.inode)? > 0 {
-            tracing::info!(path, "an OPEN that denies was granted before: holding share modes in CephFS from the start");
+            tracing::info!(
+                path,
+                "an OPEN that denies was granted before: holding share modes in CephFS from the start"
+            );
             return Ok(false);
         }
         *slot = Some(w);
@@ -134,14 +125,7 @@ impl Gate {
             return Ok(());
         }
         let m = root_mount(settings)?;
-        let inode = match lookup(&m, path) {
-            Ok(i) => i,
-            Err(VfsError::NotFound) => {
-                create(settings, path)?;
-                lookup(&m, path)?
-            }
-            Err(e) => return Err(e),
-        };
+        let inode = lookup_or_create(&m, settings)?;
         let mut fh = ptr::null_mut();
         // SAFETY: a referenced inode of `m`; `fh` receives the file, closed
         // below; the inode reference is put after it.
@@ -204,7 +188,8 @@ fn lookup(m: &Mount, path: &str) -> VfsResult<*mut Inode> {
         let mut stx = ceph_statx::default();
         // SAFETY: `cur` is a referenced inode, put once the next is found.
         let rc = unsafe {
-            let rc = (m.api.ceph_ll_lookup)(m.cm, cur, c.as_ptr(), &mut next, &mut stx, 0, AT_SYMLINK_NOFOLLOW, m.perms);
+            let rc =
+                (m.api.ceph_ll_lookup)(m.cm, cur, c.as_ptr(), &mut next, &mut stx, 0, AT_SYMLINK_NOFOLLOW, m.perms);
             (m.api.ceph_ll_put)(m.cm, cur);
             rc
         };
@@ -212,6 +197,21 @@ fn lookup(m: &Mount, path: &str) -> VfsResult<*mut Inode> {
         cur = next;
     }
     Ok(cur)
+}
+
+/// The gate file's inode through `m`, made first if there is none. It is
+/// made through a client of its own, which ends before `m` opens it: the
+/// creator's exclusive capabilities would make the next head's read-only
+/// open recall this head's delegation for nothing.
+fn lookup_or_create(m: &Mount, settings: &CephSettings) -> VfsResult<*mut Inode> {
+    let path = settings.share_gate_path.as_str();
+    match lookup(m, path) {
+        Err(VfsError::NotFound) => {
+            create(settings, path)?;
+            lookup(m, path)
+        }
+        r => r,
+    }
 }
 
 /// Makes the empty gate file through a client that ends with the call.
