@@ -5,11 +5,17 @@
 //! (a callback) to give it back. The server then recalls its clients'
 //! delegations and calls `undelegate`.
 //!
-//! - Always a *write* delegation: a head keeps one read-write open file
-//!   per inode (see `nodes`), and libcephfs refuses a read delegation
-//!   while the client has the file open for writing. So any other head's
-//!   access to the file, a GETATTR included, recalls it, as the exclusive
-//!   capabilities it holds are what the metadata server must revoke.
+//! - A read delegation is a CephFS read delegation while the head has the
+//!   file open read-only (it opens files read-only until it writes one,
+//!   see `nodes`): other heads may read the file, take its attributes
+//!   and hold read delegations of their own meanwhile; an open for
+//!   writing, a change of its attributes and the like recall it. On a
+//!   file the head has open for writing, libcephfs refuses a read
+//!   delegation, so a write delegation stands in, which any other head's
+//!   access, a GETATTR included, recalls.
+//! - A head's own first write to a file it holds a read delegation on
+//!   recalls that delegation first (libcephfs would wait for it while
+//!   opening the file for writing): answered DELAY, as below.
 //! - libcephfs unmounts a client that keeps a recalled delegation past
 //!   `client_deleg_timeout`; this head sets that to just below the
 //!   metadata server's cap-return timeout, and the server gives the
@@ -48,6 +54,8 @@ struct Held {
     node: Arc<Node>,
     fh: *mut Fh,
     token: *mut Token,
+    /// A CephFS write delegation (else read).
+    write: bool,
 }
 
 // SAFETY: the token is only read by the callback and freed after the
@@ -92,35 +100,41 @@ impl Delegs {
 }
 
 impl CephFs {
-    pub(crate) fn do_delegate(&self, id: FileId) -> VfsResult<bool> {
+    /// Takes a CephFS delegation on `id` for an NFSv4 delegation
+    /// (`write`: a write delegation).
+    pub(crate) fn do_delegate(&self, id: FileId, write: bool) -> VfsResult<bool> {
         let d = &self.delegs;
         if !d.enabled || d.sink.get().is_none() {
             return Ok(false);
         }
         // Held across the call: nothing below waits on the cluster.
         let mut held = d.held.lock();
-        if held.contains_key(&id) {
-            return Ok(true);
+        if let Some(h) = held.get(&id) {
+            return Ok(h.write || !write);
         }
         // Only a file this head already has open: the server asks with
         // its state tables locked, so nothing here may wait on the
         // cluster (opening a file another head holds a delegation on
-        // waits for its recall). A first OPEN that opened nothing yet
-        // (without share reservations) gets no delegation; the next does.
+        // waits for its recall). An OPEN opens the file before it asks
+        // (`open_shared`), with its access: read-only files get a read
+        // delegation.
         let Some(node) = self.nodes.get(id) else { return Ok(false) };
-        let Some(fh) = node.open_fh() else { return Ok(false) };
+        let Some(open) = node.open_fh() else { return Ok(false) };
+        if write && !open.writable {
+            return Ok(false);
+        }
+        let kind = if open.writable { ffi::CEPH_DELEGATION_WR } else { ffi::CEPH_DELEGATION_RD };
         let token = Box::into_raw(Box::new(Token { id, sink: d.sink.clone(), recalled: d.recalled.clone() }));
         // SAFETY: an open file of this mount; the token outlives the
         // delegation (freed in `do_undelegate`, or below when refused).
-        let rc =
-            unsafe { (self.m.api.ceph_ll_delegation)(self.m.cm, fh, ffi::CEPH_DELEGATION_WR, recall, token.cast()) };
+        let rc = unsafe { (self.m.api.ceph_ll_delegation)(self.m.cm, open.fh, kind, recall, token.cast()) };
         if rc < 0 {
             // SAFETY: libcephfs kept no delegation, so no callback holds it.
             drop(unsafe { Box::from_raw(token) });
             tracing::debug!(id, error = %error(-rc), "CephFS refused a delegation");
             return Ok(false);
         }
-        held.insert(id, Held { node, fh, token });
+        held.insert(id, Held { node, fh: open.fh, token, write: open.writable });
         d.granted.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }
@@ -167,6 +181,17 @@ impl CephFs {
             }
         }
         Err(vfs::VfsError::Delay)
+    }
+
+    /// The open file to write `n` (file `id`) through: first recalls a
+    /// read delegation this head holds on it (DELAY), which opening the
+    /// file for writing would wait for.
+    pub(crate) fn fh_write(&self, n: &Node, id: FileId) -> VfsResult<*mut Fh> {
+        if let Some(open) = n.open_fh().filter(|o| o.writable) {
+            return Ok(open.fh);
+        }
+        self.recall_own(&[id])?;
+        n.fh_write()
     }
 
     /// Enables delegations on the mount: libcephfs's return timeout just

@@ -64,7 +64,7 @@ impl CephFs {
         if offset.checked_add(data.len() as u64).is_none_or(|end| end > MAX_OFFSET) {
             return Err(VfsError::FBig);
         }
-        let fh = n.fh()?;
+        let fh = self.fh_write(&n, id)?;
         let mut done = 0usize;
         while done < data.len() {
             let chunk = (data.len() - done).min(MAX_IO as usize);
@@ -112,7 +112,7 @@ impl CephFs {
         if offset.checked_add(length).is_none_or(|end| end > MAX_OFFSET) {
             return Err(VfsError::FBig);
         }
-        let fh = n.fh()?;
+        let fh = self.fh_write(&n, id)?;
         let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
         // SAFETY: an open file of this mount.
         check(unsafe { (self.m.api.ceph_ll_fallocate)(self.m.cm, fh, mode, offset as i64, length as i64) })?;

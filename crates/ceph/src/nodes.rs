@@ -19,8 +19,8 @@ use crate::mount::{check, Mount};
 pub(crate) struct Node {
     pub m: Arc<Mount>,
     pub inode: *mut Inode,
-    /// Opened read-write on first I/O and kept open with the node.
-    fh: Mutex<Option<OpenFh>>,
+    /// Opened on first use and kept open with the node.
+    fh: Mutex<Files>,
 }
 
 // SAFETY: libcephfs inodes and open files may be used from any thread; the
@@ -28,47 +28,87 @@ pub(crate) struct Node {
 unsafe impl Send for Node {}
 unsafe impl Sync for Node {}
 
-struct OpenFh(*mut Fh);
+/// The node's open files: read-only until something is written, so that
+/// the head may hold a CephFS read delegation on a file it only reads
+/// (libcephfs refuses one while the client has the file open for writing).
+/// Neither is closed before the node goes: another thread may be reading
+/// through the read-only one when the read-write one is opened.
+#[derive(Default)]
+struct Files {
+    read: Option<*mut Fh>,
+    write: Option<*mut Fh>,
+}
+
+/// An open file of a node, and whether it was opened for writing.
+#[derive(Clone, Copy)]
+pub(crate) struct OpenFh {
+    pub fh: *mut Fh,
+    pub writable: bool,
+}
 
 impl Node {
     /// Takes over the reference a libcephfs call returned.
     pub fn adopt(m: &Arc<Mount>, inode: *mut Inode) -> Arc<Node> {
-        Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(None) })
+        Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(Files::default()) })
     }
 
-    /// Takes over an inode reference and the file a create opened with it.
+    /// Takes over an inode reference and the file a create opened with it
+    /// (for reading and writing).
     pub fn adopt_open(m: &Arc<Mount>, inode: *mut Inode, fh: *mut Fh) -> Arc<Node> {
-        let fh = if fh.is_null() { None } else { Some(OpenFh(fh)) };
-        Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(fh) })
+        let write = (!fh.is_null()).then_some(fh);
+        Arc::new(Node { m: m.clone(), inode, fh: Mutex::new(Files { read: None, write }) })
     }
 
-    /// The open file, if one is open already; never waits (not even for
-    /// another thread opening it, which may wait on the cluster).
-    pub fn open_fh(&self) -> Option<*mut Fh> {
-        self.fh.try_lock()?.as_ref().map(|f| f.0)
-    }
-
-    /// The open file for I/O, opened on first use.
-    pub fn fh(&self) -> VfsResult<*mut Fh> {
-        let mut slot = self.fh.lock();
-        if let Some(f) = slot.as_ref() {
-            return Ok(f.0);
+    /// The open file (the writable one, if both are), if one is open
+    /// already; never waits (not even for another thread opening it, which
+    /// may wait on the cluster).
+    pub fn open_fh(&self) -> Option<OpenFh> {
+        let f = self.fh.try_lock()?;
+        match (f.write, f.read) {
+            (Some(fh), _) => Some(OpenFh { fh, writable: true }),
+            (None, Some(fh)) => Some(OpenFh { fh, writable: false }),
+            (None, None) => None,
         }
+    }
+
+    /// An open file to read through (or lock), opened read-only on first use.
+    pub fn fh(&self) -> VfsResult<*mut Fh> {
+        let mut f = self.fh.lock();
+        if let Some(fh) = f.write.or(f.read) {
+            return Ok(fh);
+        }
+        let fh = self.open(libc::O_RDONLY)?;
+        f.read = Some(fh);
+        Ok(fh)
+    }
+
+    /// An open file to write through, opened read-write on first use.
+    pub fn fh_write(&self) -> VfsResult<*mut Fh> {
+        let mut f = self.fh.lock();
+        if let Some(fh) = f.write {
+            return Ok(fh);
+        }
+        let fh = self.open(libc::O_RDWR)?;
+        f.write = Some(fh);
+        Ok(fh)
+    }
+
+    fn open(&self, flags: i32) -> VfsResult<*mut Fh> {
         let mut fh = std::ptr::null_mut();
         // SAFETY: a referenced inode of this mount; `fh` receives the file.
-        check(unsafe { (self.m.api.ceph_ll_open)(self.m.cm, self.inode, libc::O_RDWR, &mut fh, self.m.perms) })?;
-        *slot = Some(OpenFh(fh));
+        check(unsafe { (self.m.api.ceph_ll_open)(self.m.cm, self.inode, flags, &mut fh, self.m.perms) })?;
         Ok(fh)
     }
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
-        // SAFETY: the file and the inode reference are this node's own and
+        // SAFETY: the files and the inode reference are this node's own and
         // not used after this.
         unsafe {
-            if let Some(f) = self.fh.get_mut().take() {
-                (self.m.api.ceph_ll_close)(self.m.cm, f.0);
+            let f = self.fh.get_mut();
+            for fh in [f.read.take(), f.write.take()].into_iter().flatten() {
+                (self.m.api.ceph_ll_close)(self.m.cm, fh);
             }
             (self.m.api.ceph_ll_put)(self.m.cm, self.inode);
         }

@@ -132,8 +132,8 @@ impl Vfs for CephFs {
         true
     }
 
-    fn delegate(&self, id: FileId) -> VfsResult<bool> {
-        self.guarded(|| self.do_delegate(id))
+    fn delegate(&self, id: FileId, write: bool) -> VfsResult<bool> {
+        self.guarded(|| self.do_delegate(id, write))
     }
 
     fn undelegate(&self, id: FileId) {
@@ -170,8 +170,15 @@ impl Vfs for CephFs {
         self.guarded(|| self.do_share_reserve(id, owner, access, deny))
     }
 
-    fn open_shared(&self, id: FileId) -> VfsResult<()> {
-        self.guarded(|| self.node(id)?.fh().map(|_| ()))
+    fn open_shared(&self, id: FileId, write: bool) -> VfsResult<()> {
+        self.guarded(|| {
+            let n = self.node(id)?;
+            match write {
+                true => self.fh_write(&n, id),
+                false => n.fh(),
+            }
+            .map(|_| ())
+        })
     }
 
     fn watch_share_denials(&self, sink: ShareDenialSink) -> VfsResult<bool> {

@@ -420,6 +420,78 @@ fn another_heads_open_recalls_a_delegation() {
     );
 }
 
+/// A read delegation on a Ceph export is a CephFS read delegation while
+/// the head only reads the file: a client of another head opens, reads and
+/// stats it, and gets a read delegation of its own, without recalling the
+/// first; a writer (here another Ceph client) recalls both, and writes
+/// once both are returned.
+#[test]
+fn read_delegations_on_two_heads_at_once() {
+    use proto::nfs4::*;
+    use support::v4::*;
+    let Some((conf, path)) = ceph_dir("rdeleg") else { return };
+    // Made by a Ceph client that ends before the heads open it: a head
+    // that made it would have it open for writing.
+    let settings = CephSettings { conf: Some(conf.clone().into()), ..CephSettings::default() };
+    let writer = CephFs::open(&settings, &path).expect("mount CephFS");
+    let how = vfs::CreateHow::Unchecked(SetAttrs { mode: Some(0o644), ..SetAttrs::default() });
+    let (id, _) = writer.create(writer.root(), b"f", &how, Owner { uid: 0, gid: 0 }).expect("create");
+    writer.write(id, 0, b"read by two heads", vfs::Stability::FileSync).expect("write");
+    drop(writer);
+
+    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let a = Client41::connect_manual(one.port, "rdeleg-client-on-head-1");
+    let b = Client41::connect_manual(two.port, "rdeleg-client-on-head-2");
+    std::thread::sleep(Duration::from_millis(300));
+    let read_delegation = |srv: &TestServer, c: &Client41| {
+        let mut ops = walk(&srv.export);
+        ops.extend([open_op(c, "o", "f", OPEN4_SHARE_ACCESS_READ, false), nfs_argop4::OP_GETFH]);
+        let n = ops.len();
+        let r = c.run(ops);
+        ok_res(&r);
+        let ok = opened(&r, n - 2);
+        let open_delegation4::OPEN_DELEGATE_READ(d) = &ok.delegation else {
+            panic!("no read delegation: {:?}", ok.delegation)
+        };
+        let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!("{r:?}") };
+        (ok.stateid.clone(), d.stateid.clone(), fh.object.clone())
+    };
+    let (_, deleg_a, fh_a) = read_delegation(&one, &a);
+    let (open_b, deleg_b, fh_b) = read_delegation(&two, &b);
+    let r = b.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh_b.clone() }),
+        nfs_argop4::OP_READ(READ4args { stateid: open_b, offset: 0, count: 100 }),
+        nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: vec![1 << FATTR4_SIZE] }),
+    ]);
+    ok_res(&r);
+    let nfs_resop4::OP_READ(READ4res::NFS4_OK(data)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!(&data.data[..], b"read by two heads");
+    let quiet = a.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(1));
+    assert!(quiet.is_err(), "head 2's reader recalled head 1's read delegation");
+
+    // Another Ceph client writes: both heads' delegations are recalled.
+    let start = Instant::now();
+    let conf2 = conf.clone();
+    let path2 = path.clone();
+    let writing = std::thread::spawn(move || {
+        let settings = CephSettings { conf: Some(conf2.into()), ..CephSettings::default() };
+        let fs = CephFs::open(&settings, &path2).expect("mount CephFS");
+        let (id, _) = fs.lookup(fs.root(), b"f").expect("lookup");
+        fs.write(id, 0, b"READ", vfs::Stability::FileSync).map(|_| start.elapsed())
+    });
+    for (c, deleg, fh) in [(&a, deleg_a, fh_a), (&b, deleg_b, fh_b)] {
+        let recall = c.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(10)).expect("no CB_RECALL");
+        assert_eq!(recall.stateid.other, deleg.other);
+        ok_res(&c.run(vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
+            nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: deleg }),
+        ]));
+    }
+    let waited = writing.join().unwrap().expect("the write went through");
+    eprintln!("the writer waited {waited:?} for both heads' read delegations");
+    assert!(waited < Duration::from_secs(5), "the write waited {waited:?}, past the returns");
+}
+
 /// A client that does not return a delegation CephFS recalled loses it
 /// after `delegation_return_secs`, before libcephfs would cut the whole
 /// head off the cluster: the other head's OPEN goes through, the holder's

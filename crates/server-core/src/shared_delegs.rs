@@ -72,7 +72,7 @@ impl Core {
     /// Takes the store's delegation on `file` (of `export`'s file system
     /// `fs`) before a delegation of it is granted; false: grant none.
     /// Called with the state tables locked.
-    pub(crate) fn take_shared_delegation(&self, fs: &Arc<dyn Vfs>, file: FileKey) -> bool {
+    pub(crate) fn take_shared_delegation(&self, fs: &Arc<dyn Vfs>, file: FileKey, write: bool) -> bool {
         if !self.settings.pnfs_data_servers.is_empty() {
             // The holder's own I/O through a data server (another head)
             // would recall the store's delegation: none is granted.
@@ -96,7 +96,7 @@ impl Core {
         if d.files.lock().get(&(export, id)).is_some_and(|h| h.recalled) {
             return false;
         }
-        match fs.delegate(id) {
+        match fs.delegate(id, write) {
             Ok(true) => {
                 d.files.lock().insert((export, id), Held { file, recalled: false, fs: Arc::downgrade(fs) });
                 true

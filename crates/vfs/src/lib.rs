@@ -232,7 +232,8 @@ pub trait Vfs: Send + Sync + 'static {
     }
 
     /// For a [`Vfs::shared`] file system that can hold delegations in the
-    /// store: takes one on file `id`, so that other servers' (and the
+    /// store: takes one on file `id` (`write`: for a write delegation), so
+    /// that other servers' (and the
     /// store's other clients') access that would conflict with a
     /// delegation this server hands out waits until it is given back.
     /// `Ok(false)`: not now (someone else uses the file, or the store does
@@ -242,7 +243,7 @@ pub trait Vfs: Send + Sync + 'static {
     /// recalls its own delegations on the file and calls
     /// [`Vfs::undelegate`], at the latest [`Vfs::delegation_return_deadline`]
     /// after the recall.
-    fn delegate(&self, _id: FileId) -> VfsResult<bool> {
+    fn delegate(&self, _id: FileId, _write: bool) -> VfsResult<bool> {
         Ok(false)
     }
 
@@ -299,11 +300,12 @@ pub trait Vfs: Send + Sync + 'static {
         Ok(true)
     }
 
-    /// For a [`Vfs::shared`] file system: opens file `id` in the store for
-    /// an NFS OPEN whose share modes are not held there, so that the store
+    /// For a [`Vfs::shared`] file system: opens file `id` in the store (for
+    /// writing too with `write`) for an NFS OPEN whose share modes are not
+    /// held there, so that the store
     /// knows it open as other servers see it (their delegations on it are
     /// recalled, and none granted while it stays open).
-    fn open_shared(&self, _id: FileId) -> VfsResult<()> {
+    fn open_shared(&self, _id: FileId, _write: bool) -> VfsResult<()> {
         Ok(())
     }
 

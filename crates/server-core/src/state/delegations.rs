@@ -143,8 +143,9 @@ pub(crate) fn revoke_all_on(t: &mut Tables, file: FileKey) {
 /// (after the open was recorded): READ or WRITE per the policy, or none
 /// when another client has the file open or delegated, the client has no
 /// back channel, already holds one on the file, asked for none, or
-/// `store` (asked last: a file system other servers share takes the
-/// store's delegation there) says no.
+/// `store` (asked last, with whether it is a write delegation: a file
+/// system other servers share takes the store's delegation there) says
+/// no.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grant(
     st: &State4,
@@ -154,7 +155,7 @@ pub(crate) fn grant(
     client: u64,
     fh: &nfs_fh4,
     share_access: u32,
-    store: impl FnOnce() -> bool,
+    store: impl FnOnce(bool) -> bool,
 ) -> open_delegation4 {
     let want = if minor >= 1 { share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { 0 };
     // A 4.1 client that said what it wants is told why it got nothing
@@ -192,7 +193,7 @@ pub(crate) fn grant(
     if !callback::has_backchannel(t, client) {
         return none(open_none_delegation4::WND4_RESOURCE(false));
     }
-    if !store() {
+    if !store(write) {
         return none(open_none_delegation4::WND4_CONTENTION(false));
     }
     let entry = Entry {

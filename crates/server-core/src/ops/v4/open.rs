@@ -306,12 +306,12 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     let file = file_key(obj);
     let fh = obj.fh();
     let nfh = cx.encode_fh(fh);
-    // Where other servers share the file system and this one holds no
-    // share modes there (yet), the store must still know the file is open
-    // here, as it does through a held mode: another server's delegation on
-    // it is recalled, and none is granted while it is.
-    if obj.fs().shared() && !cx.core.publishes_shares() {
-        obj.fs().open_shared(obj.id).map_err(stat4)?;
+    // Where other servers share the file system, the store must know the
+    // file is open here, for writing too if this OPEN writes (whether or
+    // not it holds the share modes): another server's delegation that
+    // conflicts is recalled, and none is granted while it is open.
+    if obj.fs().shared() {
+        obj.fs().open_shared(obj.id, access & OPEN4_SHARE_ACCESS_WRITE != 0).map_err(stat4)?;
     }
     let mut t = st.tables.lock();
     let deleg_claim = match &args.claim {
@@ -385,11 +385,11 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     } else if fs.shared() {
         // Another head may serve a conflicting open this server never
         // hears of: only the store's delegation makes it wait for a recall.
-        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, || {
-            core.take_shared_delegation(&obj.export.fs, file)
+        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, |write| {
+            core.take_shared_delegation(&obj.export.fs, file, write)
         })
     } else {
-        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, || true)
+        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, |_| true)
     };
     drop(t);
     let mut rflags = OPEN4_RESULT_LOCKTYPE_POSIX;
