@@ -41,6 +41,30 @@ fn ceph_server(conf: &str, path: &str) -> TestServer {
     ceph_server_with(conf, path, "")
 }
 
+/// A head with its metrics endpoint, and the endpoint's port.
+fn ceph_server_with_metrics(conf: &str, path: &str) -> (TestServer, u16) {
+    let mport = free_port();
+    let extra =
+        format!("metrics = \"127.0.0.1:{mport}\"\n[ceph]\nconf = \"{conf}\"\nshare_gate_path = \"{path}.gate\"\n");
+    let srv =
+        TestServer::start(ServerOpts { backend: "ceph", extra_config: &extra, export_path: Some(path), ..Default::default() });
+    (srv, mport)
+}
+
+/// The value of the first series on the metrics endpoint at `port` whose
+/// line starts with `prefix` (a name, with `{` when it has labels).
+fn metric(port: u16, prefix: &str) -> u64 {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut m = String::new();
+    std::io::Read::read_to_string(&mut s, &mut m).unwrap();
+    m.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no {prefix} on the metrics endpoint"))
+}
+
 /// A head with more `[ceph]` settings. The heads of one test directory
 /// share a share-denial gate of their own, beside it, so that one test's
 /// denials do not change how another's heads start.
@@ -622,25 +646,8 @@ fn the_holder_writes_under_its_write_delegation_and_truncates_after_a_recall() {
 fn a_vanished_clients_delegation_is_given_back_to_ceph() {
     use support::v4::*;
     let Some((conf, path)) = ceph_dir("deleg-sweep") else { return };
-    let mport = free_port();
-    let extra = format!("metrics = \"127.0.0.1:{mport}\"\n[ceph]\nconf = \"{conf}\"\n");
-    let srv = TestServer::start(ServerOpts {
-        backend: "ceph",
-        extra_config: &extra,
-        export_path: Some(&path),
-        ..Default::default()
-    });
-    let held = || {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", mport)).unwrap();
-        std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-        let mut m = String::new();
-        std::io::Read::read_to_string(&mut s, &mut m).unwrap();
-        m.lines()
-            .find_map(|l| l.strip_prefix("nfsx_backend_ceph_delegations_held{"))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .expect("nfsx_backend_ceph_delegations_held")
-    };
+    let (srv, mport) = ceph_server_with_metrics(&conf, &path);
+    let held = || metric(mport, "nfsx_backend_ceph_delegations_held{");
     let a = Client41::connect_manual(srv.port, "vanishing-client");
     std::thread::sleep(Duration::from_millis(300));
     delegated_open(&srv, &a, "v");
@@ -929,7 +936,8 @@ fn lone_heads_hold_share_modes_once_a_client_denies() {
     use proto::nfs4::*;
     use support::v4::*;
     let Some((conf, path)) = ceph_dir("share-gate") else { return };
-    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let ((one, mport), two) = (ceph_server_with_metrics(&conf, &path), ceph_server(&conf, &path));
+    let in_store = || metric(mport, "nfsx_share_modes_in_store ");
     let a = Client41::connect(one.port, "gate-client-on-head-1");
     let b = Client41::connect(two.port, "gate-client-on-head-2");
     let open = |srv: &TestServer, c: &Client41, owner: &str, name: &str, access: u32, deny: u32, retry: bool| {
@@ -939,6 +947,7 @@ fn lone_heads_hold_share_modes_once_a_client_denies() {
     // through head 1, held in its own table only.
     assert_eq!(open(&one, &a, "oa", "read", OPEN4_SHARE_ACCESS_READ, 0, true), nfsstat4::NFS4_OK);
     assert_eq!(open(&one, &a, "oa", "written", OPEN4_SHARE_ACCESS_WRITE, 0, true), nfsstat4::NFS4_OK);
+    assert_eq!(in_store(), 0);
     // The first denial waits for head 1, then is granted.
     let asked = Instant::now();
     let st = open(&two, &b, "ob", "read", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, false);
@@ -946,6 +955,7 @@ fn lone_heads_hold_share_modes_once_a_client_denies() {
     let st = open(&two, &b, "ob", "read", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true);
     assert_eq!(st, nfsstat4::NFS4_OK, "the denial was not granted within the client's retries");
     eprintln!("the first denial was granted {:?} after it was asked for", asked.elapsed());
+    assert_eq!(in_store(), 1);
     // Head 1's writer from before is in CephFS now: denying writes there
     // is refused.
     let st = open(&two, &b, "ob", "written", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true);

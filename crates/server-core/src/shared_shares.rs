@@ -112,6 +112,17 @@ impl Core {
         }
     }
 
+    /// For the metrics: `None` without a shared export; else whether this
+    /// server holds its opens' share modes in the store, and whether it
+    /// grants OPENs that deny.
+    pub fn share_store_state(&self) -> Option<(bool, bool)> {
+        if !self.exports().iter().any(|e| e.fs.shared()) {
+            return None;
+        }
+        let st = &self.share_store;
+        Some((st.published.load(Ordering::Acquire), st.denials.load(Ordering::Acquire)))
+    }
+
     /// Whether new opens take their modes in the store (read with the
     /// state tables locked, as [`Core::start_share_store`] sets it).
     pub(crate) fn publishes_shares(&self) -> bool {

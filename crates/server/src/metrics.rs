@@ -9,6 +9,7 @@
 //! and every RPC makes one, so the request path keeps its lock-free buckets.
 
 pub mod http;
+mod shares;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -172,6 +173,7 @@ impl Metrics {
         r.register_collector(Box::new(ProcCollector(self.clone())));
         r.register_collector(Box::new(ProcessCollector));
         r.register_collector(Box::new(PnfsCollector(core.clone())));
+        r.register_collector(Box::new(shares::SharesCollector(core.clone())));
         r.register_collector(Box::new(BackendCollector(core)));
         if let Some(c) = cluster {
             r.register_collector(Box::new(crate::cluster::stats::StatsCollector(c)));
