@@ -41,6 +41,8 @@ pub struct CephFs {
     pub(crate) delegs: Delegs,
     /// How this head learns of the first OPEN that denies, without `[cluster]`.
     pub(crate) gate: Gate,
+    /// The name this head's sessions go by (see [`CephFs::open_as`]).
+    pub(crate) instance: Option<String>,
 }
 
 impl CephFs {
@@ -77,6 +79,7 @@ impl CephFs {
             listings: Listings::new(settings.dir_cache_entries),
             delegs: Delegs::default(),
             gate: Gate::default(),
+            instance: instance.map(str::to_string),
             m,
         };
         fs.enable_delegations();

@@ -60,7 +60,11 @@ unsafe extern "C" fn recalled(_fh: *mut Fh, token: *mut c_void) {
 impl Gate {
     /// Starts watching: `Ok(true)` with the delegation held and the file
     /// still empty.
-    pub fn watch(&self, settings: &CephSettings, sink: ShareDenialSink) -> VfsResult<bool> {
+    /// `instance`: the head's session name; the gate's client goes by it
+    /// with a suffix, so that a restarted head ends the session its
+    /// previous process left (which would hold its read delegation, and
+    /// make another head's first denial wait for the MDS to time it out).
+    pub fn watch(&self, settings: &CephSettings, instance: Option<&str>, sink: ShareDenialSink) -> VfsResult<bool> {
         let path = settings.share_gate_path.as_str();
         if path.is_empty() || !settings.share_reservations {
             return Ok(false);
@@ -69,7 +73,7 @@ impl Gate {
         if slot.is_some() {
             return Ok(true);
         }
-        let m = root_mount(settings)?;
+        let m = root_mount(settings, instance)?;
         // SAFETY: a mounted handle.
         let cap_return = unsafe { (m.api.ceph_get_cap_return_timeout)(m.cm) };
         // SAFETY: a mounted handle.
@@ -118,13 +122,13 @@ impl Gate {
 
     /// Breaks every other head's delegation and leaves the mark: opens the
     /// file for writing (which waits until all are given back) and writes.
-    pub fn mark(&self, settings: &CephSettings) -> VfsResult<()> {
+    pub fn mark(&self, settings: &CephSettings, instance: Option<&str>) -> VfsResult<()> {
         self.unwatch();
         let path = settings.share_gate_path.as_str();
         if path.is_empty() || !settings.share_reservations {
             return Ok(());
         }
-        let m = root_mount(settings)?;
+        let m = root_mount(settings, instance)?;
         let inode = lookup_or_create(&m, settings)?;
         let mut fh = ptr::null_mut();
         // SAFETY: a referenced inode of `m`; `fh` receives the file, closed
@@ -173,8 +177,9 @@ impl Drop for Watch {
 
 /// A client of the file system's root, where the gate file lives for every
 /// head whatever it exports.
-fn root_mount(settings: &CephSettings) -> VfsResult<Mount> {
-    Mount::open(settings, "/", None).map_err(|e| VfsError::Io(format!("the share-denial gate: {e}")))
+fn root_mount(settings: &CephSettings, instance: Option<&str>) -> VfsResult<Mount> {
+    let name = instance.map(|i| format!("{i}:share-gate"));
+    Mount::open(settings, "/", name.as_deref()).map_err(|e| VfsError::Io(format!("the share-denial gate: {e}")))
 }
 
 /// The inode at absolute `path` (a reference the caller puts).
@@ -217,7 +222,7 @@ fn lookup_or_create(m: &Mount, settings: &CephSettings) -> VfsResult<*mut Inode>
 /// Makes the empty gate file through a client that ends with the call.
 fn create(settings: &CephSettings, path: &str) -> VfsResult<()> {
     let (dir, name) = path.rsplit_once('/').ok_or(VfsError::Invalid)?;
-    let m = root_mount(settings)?;
+    let m = root_mount(settings, None)?;
     let parent = lookup(&m, dir)?;
     let c = cstr(name.as_bytes())?;
     let (mut inode, mut fh) = (ptr::null_mut(), ptr::null_mut());

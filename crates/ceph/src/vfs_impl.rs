@@ -182,7 +182,7 @@ impl Vfs for CephFs {
     }
 
     fn watch_share_denials(&self, sink: ShareDenialSink) -> VfsResult<bool> {
-        self.gate.watch(&self.settings, sink)
+        self.gate.watch(&self.settings, self.instance.as_deref(), sink)
     }
 
     fn share_denials_marked(&self) -> VfsResult<bool> {
@@ -194,7 +194,7 @@ impl Vfs for CephFs {
     }
 
     fn mark_share_denials(&self) -> VfsResult<()> {
-        self.gate.mark(&self.settings)
+        self.gate.mark(&self.settings, self.instance.as_deref())
     }
 
     fn change_is_ctime(&self) -> bool {
