@@ -948,10 +948,15 @@ fn lone_heads_hold_share_modes_once_a_client_denies() {
     assert_eq!(open(&one, &a, "oa", "read", OPEN4_SHARE_ACCESS_READ, 0, true), nfsstat4::NFS4_OK);
     assert_eq!(open(&one, &a, "oa", "written", OPEN4_SHARE_ACCESS_WRITE, 0, true), nfsstat4::NFS4_OK);
     assert_eq!(in_store(), 0);
-    // The first denial waits for head 1, then is granted.
+    // The first denial waits for head 1, then is granted. The wait is
+    // answered before anything is made: the retry of a GUARDED or
+    // EXCLUSIVE creation must not meet its own file.
     let asked = Instant::now();
-    let st = open(&two, &b, "ob", "read", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, false);
+    let st = open(&two, &b, "ob", "fresh", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, false);
     assert_eq!(st, nfsstat4::NFS4ERR_DELAY);
+    let mut ops = walk(&two.export);
+    ops.push(nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: Bytes::from_static(b"fresh") }));
+    assert_eq!(b.run(ops).status, nfsstat4::NFS4ERR_NOENT);
     let st = open(&two, &b, "ob", "read", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true);
     assert_eq!(st, nfsstat4::NFS4_OK, "the denial was not granted within the client's retries");
     eprintln!("the first denial was granted {:?} after it was asked for", asked.elapsed());

@@ -175,13 +175,7 @@ pub(crate) fn reserve_new(
     access: u32,
     deny: u32,
 ) -> Result<Reserved, nfsstat4> {
-    let st = &core.share_store;
-    if deny != 0 && !st.denials.load(Ordering::Acquire) {
-        if !st.wanted.swap(true, Ordering::AcqRel) {
-            tracing::info!("an OPEN denies: asking every head to hold its share modes in the shared store");
-        }
-        return Err(nfsstat4::NFS4ERR_DELAY);
-    }
+    denial_ready(core, fs, deny)?;
     if !core.publishes_shares() {
         return Ok(Reserved { key, before: (0, 0) });
     }
@@ -190,6 +184,22 @@ pub(crate) fn reserve_new(
         Ok(false) => Err(nfsstat4::NFS4ERR_SHARE_DENIED),
         Err(e) => Err(stat4(e)),
     }
+}
+
+/// For an OPEN that denies `deny` on `fs`: NFS4ERR_DELAY while not every
+/// server sharing it holds its opens' share modes in the store (the first
+/// such OPEN asks them to). Asked before the OPEN creates anything too,
+/// so that the retry of a GUARDED or EXCLUSIVE creation does not meet the
+/// file its first try made.
+pub(crate) fn denial_ready(core: &Core, fs: &dyn Vfs, deny: u32) -> Result<(), nfsstat4> {
+    let st = &core.share_store;
+    if deny == 0 || !fs.shared() || st.denials.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    if !st.wanted.swap(true, Ordering::AcqRel) {
+        tracing::info!("an OPEN denies: asking every head to hold its share modes in the shared store");
+    }
+    Err(nfsstat4::NFS4ERR_DELAY)
 }
 
 /// Puts the store back as it was before [`reserve`], for an OPEN that

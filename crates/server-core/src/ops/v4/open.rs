@@ -280,6 +280,11 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
             }
         }
     }
+    if let Some(Fh::Obj { export_id, .. }) = cx.cfh {
+        if let Some(e) = cx.core.export_by_id(export_id) {
+            shared_shares::denial_ready(cx.core, &*e.fs, deny)?;
+        }
+    }
     let target = match &args.claim {
         CLAIM_NULL(name) => by_name(cx, name, create)?,
         CLAIM_DELEGATE_CUR(d) => by_name(cx, &d.file, None)?,
