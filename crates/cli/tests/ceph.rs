@@ -46,8 +46,12 @@ fn ceph_server_with_metrics(conf: &str, path: &str) -> (TestServer, u16) {
     let mport = free_port();
     let extra =
         format!("metrics = \"127.0.0.1:{mport}\"\n[ceph]\nconf = \"{conf}\"\nshare_gate_path = \"{path}.gate\"\n");
-    let srv =
-        TestServer::start(ServerOpts { backend: "ceph", extra_config: &extra, export_path: Some(path), ..Default::default() });
+    let srv = TestServer::start(ServerOpts {
+        backend: "ceph",
+        extra_config: &extra,
+        export_path: Some(path),
+        ..Default::default()
+    });
     (srv, mport)
 }
 

@@ -233,9 +233,9 @@ pub trait Vfs: Send + Sync + 'static {
 
     /// For a [`Vfs::shared`] file system that can hold delegations in the
     /// store: takes one on file `id` (`write`: for a write delegation), so
-    /// that other servers' (and the
-    /// store's other clients') access that would conflict with a
-    /// delegation this server hands out waits until it is given back.
+    /// that other servers' (and the store's other clients') access that
+    /// would conflict with a delegation this server hands out waits until
+    /// it is given back.
     /// `Ok(false)`: not now (someone else uses the file, or the store does
     /// not offer them); the server then grants none. Taking one already
     /// held is a no-op. When the store wants it back, the sink given to
