@@ -122,6 +122,12 @@ pub struct CephSettings {
     /// delegation, so other heads' conflicting access recalls it; false:
     /// no delegations on Ceph exports.
     pub delegations: bool,
+    /// Open files read-only until written, so that a read delegation is a
+    /// CephFS read delegation (other heads read beside it) rather than a
+    /// write delegation any access through another head recalls. Off by
+    /// default: a multi-client run through two heads of a cluster had
+    /// delegations revoked with it (not yet understood).
+    pub read_delegations: bool,
     /// How long a head waits for its clients to return delegations
     /// CephFS recalled before it revokes them and gives the CephFS
     /// delegation back (another head's request waits meanwhile: keep it
@@ -157,6 +163,7 @@ impl Default for CephSettings {
             share_reservations: true,
             share_gate_path: "/.nfsx-share-gate".into(),
             delegations: true,
+            read_delegations: false,
             delegation_return_secs: 5,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,
             default_file_mode: 0o644,

@@ -14,6 +14,8 @@ pub(crate) struct Mount {
     /// The mount's own credentials (root): nfsx checks access itself, as
     /// it does for every backend, so Ceph's client-side checks are off.
     pub perms: *const UserPerm,
+    /// Files are opened read-only until written (`read_delegations`).
+    pub read_only_first: bool,
 }
 
 // SAFETY: libcephfs's client serialises calls on a mount with its own lock;
@@ -116,7 +118,7 @@ impl Mount {
             return Err(format!("ceph_create: {}", VfsError::from_errno(-rc)));
         }
         // From here `m` owns `cm` and releases it on every error path.
-        let mut m = Mount { api, cm, perms: ptr::null() };
+        let mut m = Mount { api, cm, perms: ptr::null(), read_only_first: settings.read_delegations };
         let conf = settings.conf.as_ref().map(|p| p.to_string_lossy().into_owned());
         let conf_c = conf.as_deref().map(CString::new).transpose().map_err(|_| "conf path holds NUL".to_string())?;
         // SAFETY: a null path asks libcephfs for its default search.

@@ -77,6 +77,11 @@ impl Node {
         if let Some(fh) = f.write.or(f.read) {
             return Ok(fh);
         }
+        if !self.m.read_only_first {
+            let fh = self.open(libc::O_RDWR)?;
+            f.write = Some(fh);
+            return Ok(fh);
+        }
         let fh = self.open(libc::O_RDONLY)?;
         f.read = Some(fh);
         Ok(fh)

@@ -467,7 +467,9 @@ fn read_delegations_on_two_heads_at_once() {
     writer.write(id, 0, b"read by two heads", vfs::Stability::FileSync).expect("write");
     drop(writer);
 
-    let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
+    let read_delegations = "read_delegations = true";
+    let (one, two) =
+        (ceph_server_with(&conf, &path, read_delegations), ceph_server_with(&conf, &path, read_delegations));
     let a = Client41::connect_manual(one.port, "rdeleg-client-on-head-1");
     let b = Client41::connect_manual(two.port, "rdeleg-client-on-head-2");
     std::thread::sleep(Duration::from_millis(300));
