@@ -58,6 +58,8 @@ if [[ ${CEPH:-1} != 0 ]]; then
     export NFSX_CEPH_CONF=${conf#CEPH_CONF=}
     cargo test --release -p vfs-ceph --test conformance 2>&1 | tee -a "$log"
     cargo test --release -p nfsx --test ceph 2>&1 | tee -a "$log"
+    # Kills and restarts the MDS: alone, after every other test of the cluster.
+    cargo test --release -p nfsx --test ceph -- --ignored --test-threads=1 2>&1 | tee -a "$log"
     unset NFSX_CEPH_CONF
     scripts/ceph.sh stop
     trap 'rm -f "$log"' EXIT

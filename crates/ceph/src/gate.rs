@@ -178,8 +178,27 @@ impl Drop for Watch {
 /// A client of the file system's root, where the gate file lives for every
 /// head whatever it exports.
 fn root_mount(settings: &CephSettings, instance: Option<&str>) -> VfsResult<Mount> {
-    let name = instance.map(|i| format!("{i}:share-gate"));
+    let name = instance.map(session_name);
     Mount::open(settings, "/", name.as_deref()).map_err(|e| VfsError::Io(format!("the share-denial gate: {e}")))
+}
+
+/// The name the gate's session of head `instance` goes by.
+fn session_name(instance: &str) -> String {
+    format!("{instance}:share-gate")
+}
+
+/// Ends the gate session an earlier process of head `instance` left, before
+/// the head mounts anything. A metadata server that restarted while that
+/// process was gone keeps its sessions for it to reclaim, and serves no
+/// client until it has (it stays in client replay): the head's export mount
+/// would wait for it, and the gate, mounted after the export, would never
+/// end its own old session.
+pub(crate) fn end_previous_session(settings: &CephSettings, instance: &str) {
+    match Mount::end_session(settings, &session_name(instance)) {
+        Ok(true) => tracing::info!(instance, "ended the share-denial gate session of this head's previous process"),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(instance, error = %e, "could not end an earlier share-denial gate session"),
+    }
 }
 
 /// The inode at absolute `path` (a reference the caller puts).

@@ -23,6 +23,9 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// How long a started server may take to listen.
+const READY_WITHIN: Duration = Duration::from_secs(20);
+
 pub struct TestServer {
     pub child: Child,
     pub port: u16,
@@ -97,12 +100,12 @@ impl TestServer {
         }
         let log = tmp.path().join("server.log");
         let mut s = TestServer { child: spawn(&args, &log), port, export, state, log, args, _tmp: tmp };
-        s.wait_ready();
+        s.wait_ready(READY_WITHIN);
         s
     }
 
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+    fn wait_ready(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
         let addr: SocketAddr = format!("127.0.0.1:{}", self.port).parse().unwrap();
         while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
             if let Ok(Some(st)) = self.child.try_wait() {
@@ -134,10 +137,16 @@ impl TestServer {
     }
 
     pub fn restart(&mut self) {
+        self.restart_within(READY_WITHIN);
+    }
+
+    /// [`TestServer::restart`], for a server whose start waits on more
+    /// than itself (a Ceph head whose MDS is recovering).
+    pub fn restart_within(&mut self, limit: Duration) {
         self.kill9();
         let log = self.log.clone();
         self.child = spawn(&self.args, &log);
-        self.wait_ready();
+        self.wait_ready(limit);
     }
 
     pub fn sigterm(&mut self) -> std::process::ExitStatus {
