@@ -309,9 +309,10 @@ fn cluster_away_answers_jukebox_not_silence() {
 /// Creations a head at its defaults acknowledged are in the MDS's journal:
 /// they survive the head and the MDS killed together right after the
 /// replies. Answered on the MDS's early reply instead (`sync_metadata =
-/// false`, as NFS-Ganesha and knfsd answer over CephFS), the same crash
-/// loses them: the MDS had them in memory only, and the head that would
-/// have replayed them to the restarted MDS is gone too (printed, not
+/// false`, as NFS-Ganesha and knfsd answer over CephFS), they survive the
+/// MDS killed alone (the head's libcephfs replays them to the restarted
+/// MDS), but the crash of both loses them: the MDS had them in memory only,
+/// and the head that would have replayed them is gone too (printed, not
 /// asserted: the MDS flushes its journal every few seconds, so a run may
 /// catch none in memory). The restarted MDS serves again only once the
 /// restarted head has ended its previous sessions (it keeps a head's
@@ -324,11 +325,11 @@ fn acknowledged_creations_survive_head_and_mds_killed_together() {
     let Some((conf, path)) = ceph_dir("crash") else { return };
     const FILES: usize = 100;
     let mut kept = Vec::new();
-    for sync in [true, false] {
+    for (sync, head_too) in [(true, true), (false, false), (false, true)] {
         let mut srv = ceph_server_with(&conf, &path, &format!("sync_metadata = {sync}"));
         let mut c = RpcClient::connect(srv.port).unwrap();
         let root = c.mount(&path);
-        let dir = format!("sync-{sync}");
+        let dir = format!("sync-{sync}-head-{head_too}");
         let mkdir = MKDIR3args { r#where: dirop(&root, &dir), attributes: rpc::sattr_mode_644() };
         let made = match c.nfs(NFS3_MKDIR, &mkdir) {
             MKDIR3res::NFS3_OK(ok) => ok.obj.expect("MKDIR returned no handle"),
@@ -340,31 +341,47 @@ fn acknowledged_creations_survive_head_and_mds_killed_together() {
                 other => panic!("CREATE f{i}: {other:?}"),
             }
         }
-        // Both at once, right after the last reply.
+        // At once, right after the last reply.
         kill_mds(&conf);
-        srv.kill9();
         let started = Instant::now();
-        let mds = std::thread::spawn({
-            let conf = conf.clone();
-            move || mds_restart(&conf)
-        });
-        srv.restart_within(3 * MIN);
-        mds.join().unwrap();
-        eprintln!("sync_metadata = {sync}: head and MDS serving again {:?} after the crash", started.elapsed());
+        if head_too {
+            srv.kill9();
+            let mds = std::thread::spawn({
+                let conf = conf.clone();
+                move || mds_restart(&conf)
+            });
+            srv.restart_within(3 * MIN);
+            mds.join().unwrap();
+        } else {
+            mds_restart(&conf);
+        }
+        let what =
+            format!("sync_metadata = {sync}, MDS{}", if head_too { " and head killed" } else { " killed alone" });
+        eprintln!("{what}: serving again {:?} after the crash", started.elapsed());
         let mut c = RpcClient::connect(srv.port).unwrap();
         let root = c.mount(&path);
-        let lookup = |c: &mut RpcClient, dir: &nfs_fh3, name: &str| match c
-            .nfs(NFS3_LOOKUP, &LOOKUP3args { what: dirop(dir, name) })
-        {
-            LOOKUP3res::NFS3_OK(ok) => Some(ok.object),
-            _ => None,
-        };
         let found = lookup(&mut c, &root, &dir)
             .map_or(0, |d| (0..FILES).filter(|i| lookup(&mut c, &d, &format!("f{i}")).is_some()).count());
-        eprintln!("sync_metadata = {sync}: {found} of {FILES} acknowledged creations after the crash");
+        eprintln!("{what}: {found} of {FILES} acknowledged creations after the crash");
         kept.push(found);
     }
-    assert_eq!(kept[0], FILES, "a durable head lost acknowledged creations");
+    assert_eq!(kept[0], FILES, "a durable head lost acknowledged creations when it and the MDS crashed");
+    assert_eq!(kept[1], FILES, "the MDS lost early-replied creations although the head was there to replay them");
+}
+
+/// LOOKUP of `name` in `dir`, asked again while the head answers JUKEBOX
+/// (the cluster still recovering); `None` once it is not there.
+fn lookup(c: &mut RpcClient, dir: &nfs_fh3, name: &str) -> Option<nfs_fh3> {
+    let deadline = Instant::now() + MIN;
+    loop {
+        match c.nfs(NFS3_LOOKUP, &LOOKUP3args { what: dirop(dir, name) }) {
+            LOOKUP3res::NFS3_OK(ok) => return Some(ok.object),
+            LOOKUP3res::default(st, _) if st == nfsstat3::NFS3ERR_JUKEBOX && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(500))
+            }
+            _ => return None,
+        }
+    }
 }
 
 fn dirop(dir: &nfs_fh3, name: &str) -> diropargs3 {
