@@ -28,6 +28,8 @@
 #   HEADS_CONFIG  [unset]            extra settings appended to every head's nfsx.toml
 #                                    (after its [ceph] and [cluster] tables)
 #   HEADS_CONFIG_I [unset]           extra settings for head I only (after HEADS_CONFIG)
+#   HEADS_CEPH_CONFIG [unset]        extra lines of every head's [ceph] table
+#                                    (e.g. 'read_delegations = true')
 #   HEADS_TAKEOVER_AFTER [5]         seconds of silence after which a head is taken over
 #                                    by the next one ([cluster] takeover_after_secs)
 #   NFSX          [target/release/nfsx]
@@ -107,6 +109,7 @@ start_head() {
   install -m 600 "$DIR/handle.key" "$DIR/head$i/state/handle.key"
   {
     printf 'portmap_port = 111\n[ceph]\nconf = "%s"\n' "$conf"
+    [[ -n ${HEADS_CEPH_CONFIG:-} ]] && printf '%s\n' "$HEADS_CEPH_CONFIG"
     # NFSv4 client records and the grace period shared in RADOS, so a
     # head that takes over this one's address lets its clients reclaim.
     printf '[cluster]\nnode = "%s"\n' "$i"
