@@ -140,6 +140,52 @@ fn delegation_granted_then_recalled_by_a_conflicting_open() {
     assert!(start.elapsed() < Duration::from_secs(2));
 }
 
+/// A recall can overtake the OPEN reply that granted the delegation (RFC
+/// 8881 section 2.10.6.3): a holder that answers it does not know the
+/// delegation yet is recalled again at the conflicting client's next try,
+/// not left holding it until the server revokes it.
+#[test]
+fn a_recall_answered_badhandle_is_sent_again() {
+    let srv = start();
+    std::fs::write(srv.export.join("raced"), b"data").unwrap();
+    let a = Client41::connect_manual(srv.port, "client-a");
+    let b = Client41::connect(srv.port, "client-b");
+    std::thread::sleep(Duration::from_millis(200));
+    let ops = with(export_ops(&srv), vec![open_op(&a, "oa", "raced", OPEN4_SHARE_ACCESS_READ, false)]);
+    let n = ops.len();
+    let r = a.run(ops);
+    ok_res(&r);
+    let open_delegation4::OPEN_DELEGATE_READ(deleg) = &opened(&r, n - 1).delegation else {
+        panic!("no read delegation: {:?}", opened(&r, n - 1).delegation)
+    };
+    let deleg = deleg.stateid.clone();
+    a.conn.refuse_recalls.store(1, std::sync::atomic::Ordering::Relaxed);
+    let ops = with(export_ops(&srv), vec![open_op(&b, "ob", "raced", OPEN4_SHARE_ACCESS_WRITE, false)]);
+    assert_eq!(b.run(ops.clone()).status, nfsstat4::NFS4ERR_DELAY);
+    let recalls = a.conn.recalls.lock().unwrap();
+    let first = recalls.recv_timeout(Duration::from_secs(10)).expect("no CB_RECALL");
+    assert_eq!(first.stateid.other, deleg.other);
+    // B tries again until A is asked again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let second = loop {
+        assert_eq!(b.run(ops.clone()).status, nfsstat4::NFS4ERR_DELAY, "the delegation is still held");
+        if let Ok(r) = recalls.recv_timeout(Duration::from_millis(20)) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the refused recall was not sent again");
+    };
+    assert_eq!(second.stateid.other, deleg.other);
+    ok_res(&a.run(vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: second.fh }),
+        nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: deleg }),
+    ]));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while b.run(ops.clone()).status == nfsstat4::NFS4ERR_DELAY {
+        assert!(Instant::now() < deadline, "open still delayed after the delegation was returned");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// An NFSv3 client reading a file an NFSv4 client holds a read delegation
 /// on goes ahead; its WRITE recalls the delegation and is answered JUKEBOX
 /// until the holder returns it, so the holder never serves stale data.

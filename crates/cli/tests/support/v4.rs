@@ -39,6 +39,10 @@ pub struct Conn {
     /// client does, on this (session, slot) — else recalls are only
     /// reported through `recalls`.
     pub auto_return: Mutex<Option<AutoReturn>>,
+    /// The next this many CB_RECALLs are answered NFS4ERR_BADHANDLE (as a
+    /// client answers a recall that overtook the OPEN reply granting the
+    /// delegation); they are reported all the same.
+    pub refuse_recalls: Arc<AtomicU32>,
 }
 
 #[derive(Debug, Clone)]
@@ -112,7 +116,13 @@ fn read_record(r: &mut TcpStream) -> Option<Vec<u8>> {
 
 /// Answers one callback: CB_NULL with nothing, CB_COMPOUND with OK for
 /// CB_SEQUENCE (echoing it) and CB_RECALL (reporting it).
-fn answer_callback(msg: rpc_msg, d: &mut Decoder, w: &Mutex<TcpStream>, recalls: &mpsc::Sender<Recall>) {
+fn answer_callback(
+    msg: rpc_msg,
+    d: &mut Decoder,
+    w: &Mutex<TcpStream>,
+    recalls: &mpsc::Sender<Recall>,
+    refuse: &AtomicU32,
+) {
     let rpc_msg_body::CALL(call) = msg.body else { return };
     let mut e = Encoder::new();
     let reply = rpc_msg {
@@ -147,8 +157,11 @@ fn answer_callback(msg: rpc_msg, d: &mut Decoder, w: &Mutex<TcpStream>, recalls:
                     res.push(nfs_cb_resop4::OP_CB_LAYOUTRECALL(CB_LAYOUTRECALL4res { clorr_status: nfsstat4::NFS4_OK }))
                 }
                 nfs_cb_argop4::OP_CB_RECALL(r) => {
+                    let refused =
+                        refuse.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+                    let status = if refused { nfsstat4::NFS4ERR_BADHANDLE } else { nfsstat4::NFS4_OK };
                     let _ = recalls.send(Recall { stateid: r.stateid, fh: r.fh, at: std::time::Instant::now() });
-                    res.push(nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status: nfsstat4::NFS4_OK }))
+                    res.push(nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status }))
                 }
                 _ => break,
             }
@@ -176,7 +189,9 @@ impl Conn {
             xid: AtomicU32::new(1),
             recalls: Mutex::new(rx),
             auto_return: Mutex::new(None),
+            refuse_recalls: Arc::default(),
         });
+        let refuse = conn.refuse_recalls.clone();
         let weak = Arc::downgrade(&conn);
         let (rtx, rrx) = mpsc::channel::<Recall>();
         // Recalls are handled off the reader thread: returning one needs
@@ -203,7 +218,7 @@ impl Conn {
                             let _ = tx.send(rec);
                         }
                     }
-                    rpc_msg_body::CALL(_) => answer_callback(msg, &mut d, &writer, &tx),
+                    rpc_msg_body::CALL(_) => answer_callback(msg, &mut d, &writer, &tx, &refuse),
                 }
             }
         });

@@ -10,6 +10,7 @@ use proto::rpc::{reply_body, reply_data};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use super::sessions::{BackChannel, CbSlot, CbState, MAX_QUEUED_RECALLS};
+use super::stateids::Kind;
 use super::{State4, Tables};
 use crate::Core;
 
@@ -25,6 +26,8 @@ pub(crate) struct Pending {
     pub slot: Option<u32>,
     /// A CB_GETATTR's waiter.
     pub getattr: Option<Arc<HolderAttrs>>,
+    /// The delegation a CB_RECALL recalls.
+    pub recall: Option<stateid4>,
 }
 
 /// The size and change a write delegation's holder reported in answer to
@@ -127,7 +130,9 @@ pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     call_header(&mut e, xid, bc.program, CB_NULL, &bc.sec);
     let conn = bc.conn;
     if st.backchannel.send(conn, e.into_segments()) {
-        t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: None, getattr: None });
+        t.sessions
+            .pending
+            .insert((conn, xid), Pending { session: *session, client, slot: None, getattr: None, recall: None });
     } else {
         bc.state = CbState::Down;
     }
@@ -179,7 +184,11 @@ fn send_cb(
     }
     bc.slots[i].seqid = seqid;
     bc.slots[i].busy = Some(xid);
-    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot), getattr });
+    let recall = match &args.argarray[1] {
+        nfs_cb_argop4::OP_CB_RECALL(r) => Some(r.stateid.clone()),
+        _ => None,
+    };
+    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot), getattr, recall });
     true
 }
 
@@ -203,6 +212,9 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
             _ => None,
         });
         w.set(answer);
+    }
+    if let (Some(recalled), Some(r)) = (&p.recall, &compound) {
+        recall_answered(t, recalled, r);
     }
     let sid = p.session;
     let Some(s) = t.sessions.get_mut(&sid) else { return true };
@@ -249,6 +261,27 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
         }
     }
     true
+}
+
+/// A CB_RECALL of `stateid` was answered `res`: a holder that says it does
+/// not hold the delegation (BADHANDLE, BAD_STATEID), or asks to be asked
+/// again (DELAY), may not have seen the OPEN reply granting it yet, which
+/// the recall can overtake (RFC 8881 section 2.10.6.3): the delegation is
+/// recalled again at the next look, within the first recall's deadline.
+fn recall_answered(t: &mut Tables, stateid: &stateid4, res: &CB_COMPOUND4res) {
+    let status = match res.resarray.get(1) {
+        Some(nfs_cb_resop4::OP_CB_RECALL(r)) => r.status,
+        // CB_SEQUENCE itself refused, e.g. DELAY while a referring call is
+        // in progress.
+        None => res.status,
+        Some(_) => return,
+    };
+    if !matches!(status, nfsstat4::NFS4ERR_DELAY | nfsstat4::NFS4ERR_BADHANDLE | nfsstat4::NFS4ERR_BAD_STATEID) {
+        return;
+    }
+    if let Some(Kind::Deleg(d)) = t.stateids.ids.get_mut(&stateid.other).map(|e| &mut e.kind) {
+        d.recall_again = true;
+    }
 }
 
 /// Sends CB_RECALL for delegation `stateid` on `fh` to `client` over one

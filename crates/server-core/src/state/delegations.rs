@@ -5,8 +5,9 @@
 //! delegation to readers, a WRITE delegation to writers (policy
 //! `read-write`). A request of another client that conflicts (an OPEN,
 //! I/O, or a REMOVE/RENAME/SETATTR through [`recall_conflicting`]) sends
-//! CB_RECALL once and gets NFS4ERR_DELAY until the holder returns the
-//! delegation; one not returned within a lease of the recall is revoked
+//! CB_RECALL once (again if the holder answered that it did not hold the
+//! delegation yet: the recall overtook the OPEN reply granting it) and
+//! gets NFS4ERR_DELAY until the holder returns the delegation; one not returned within a lease of the recall is revoked
 //! on the next conflicting request, and its stateid then answers
 //! NFS4ERR_DELEG_REVOKED until FREE_STATEID.
 
@@ -53,22 +54,24 @@ pub(crate) fn recall_conflicting(
             continue;
         }
         match d.recalled {
-            None => {
+            Some(at) if now.saturating_sub(at) >= lease => {
+                tracing::info!(client = e.client, "delegation not returned within the lease; revoked");
+                revoke(t, &other);
+            }
+            Some(_) if !d.recall_again => wait = true,
+            // First recall, or the holder did not know the delegation yet.
+            _ => {
                 let sid = e.stateid(other);
                 let sent = callback::recall(st, t, e.client, &sid, &d.fh);
                 if !sent {
                     tracing::debug!(client = e.client, "delegation recall could not be sent");
                 }
                 if let Some(Kind::Deleg(d)) = t.stateids.ids.get_mut(&other).map(|e| &mut e.kind) {
-                    d.recalled = Some(now);
+                    d.recalled.get_or_insert(now);
+                    d.recall_again = false;
                 }
                 wait = true;
             }
-            Some(at) if now.saturating_sub(at) >= lease => {
-                tracing::info!(client = e.client, "delegation not returned within the lease; revoked");
-                revoke(t, &other);
-            }
-            Some(_) => wait = true,
         }
     }
     if wait {
@@ -200,7 +203,7 @@ pub(crate) fn grant(
         seqid: 1,
         client,
         file,
-        kind: Kind::Deleg(DelegState { write, fh: fh.clone(), recalled: None, revoked: false }),
+        kind: Kind::Deleg(DelegState { write, fh: fh.clone(), recalled: None, recall_again: false, revoked: false }),
     };
     let Ok(other) = t.stateids.insert(st.boot, st.settings.max_stateids_per_client, minor, entry) else {
         return none(open_none_delegation4::WND4_RESOURCE(false));

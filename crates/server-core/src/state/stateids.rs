@@ -173,8 +173,13 @@ pub(crate) struct LockState {
 pub(crate) struct DelegState {
     pub write: bool,
     pub fh: nfs_fh4,
-    /// When CB_RECALL was sent (once).
+    /// When CB_RECALL was first sent.
     pub recalled: Option<Duration>,
+    /// The holder answered the recall that it does not hold this
+    /// delegation (yet) or to ask again: the recall overtook the reply
+    /// granting it (RFC 8881 section 2.10.6.3). Sent again at the next
+    /// look, within the same deadline.
+    pub recall_again: bool,
     /// Revoked: answers DELEG_REVOKED until FREE_STATEID.
     pub revoked: bool,
 }
