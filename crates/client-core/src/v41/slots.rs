@@ -28,6 +28,11 @@ pub enum SlotOutcome {
     /// The request was not executed (any other SEQUENCE error, or the
     /// server was never reached): the sequence id is not used.
     NotExecuted,
+    /// SEQUENCE failed with NFS4ERR_RETRY_UNCACHED_REP or
+    /// NFS4ERR_SEQ_FALSE_RETRY: the server executed a request with this
+    /// sequence id (an earlier send of this one whose reply was lost, or
+    /// another), so the id is used; the request goes again with the next.
+    Used,
     /// No reply came (the connection broke or the call timed out): the
     /// server may or may not have executed it (RFC 8881 section
     /// 2.10.6.2). The next request assumes it was; a SEQ_MISORDERED
@@ -125,6 +130,11 @@ impl SlotTable {
                     s.seqid = 0;
                     s.misordered = 0;
                 }
+            }
+            SlotOutcome::Used => {
+                s.seqid = slot.seqid;
+                s.misordered = 0;
+                s.uncertain = false;
             }
             SlotOutcome::NotExecuted => {}
             SlotOutcome::Unknown => {

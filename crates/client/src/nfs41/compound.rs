@@ -230,9 +230,18 @@ impl Nfs41 {
         let name = main_op(&ops);
         let first_change = ops.iter().position(changes_state).unwrap_or(ops.len());
         let mut backoff = Backoff::new(&self.retry);
+        // A slot whose last send the server is still executing, to send on
+        // again with the same sequence id (RFC 8881 section 2.10.6.2).
+        let mut kept: Option<(SlotGuard, Slot, sessionid4)> = None;
         loop {
-            let (s, sessionid, generation) = self.acquire_slot().await;
-            let slot = SlotGuard { nfs: self, slot: Some(s), generation };
+            let (slot, s, sessionid) = match kept.take() {
+                Some(k) => k,
+                None => {
+                    let (s, sessionid, generation) = self.acquire_slot().await;
+                    (SlotGuard { nfs: self, slot: Some(s), generation }, s, sessionid)
+                }
+            };
+            let generation = slot.generation;
             let mut argarray = Vec::with_capacity(ops.len() + 1);
             argarray.push(nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
                 sa_sessionid: sessionid,
@@ -269,11 +278,22 @@ impl Nfs41 {
                         _ => return Ok(r),
                     }
                 }
+                // The server is still executing this slot's request with
+                // this sequence id: the RPC layer sent this one again after
+                // a timeout. Asking on another slot, or giving this one back
+                // as unused, would put a different request under a sequence
+                // id the server holds (SEQ_FALSE_RETRY once it is done);
+                // the same request goes again on it after the wait, and gets
+                // the reply the server kept, or RETRY_UNCACHED_REP.
+                Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(nfsstat4::NFS4ERR_DELAY))) => {
+                    kept = Some((slot, s, sessionid));
+                    nfsstat4::NFS4ERR_DELAY
+                }
                 Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(status))) => {
-                    let outcome = if status == nfsstat4::NFS4ERR_SEQ_MISORDERED {
-                        SlotOutcome::Misordered
-                    } else {
-                        SlotOutcome::NotExecuted
+                    let outcome = match status {
+                        nfsstat4::NFS4ERR_SEQ_MISORDERED => SlotOutcome::Misordered,
+                        nfsstat4::NFS4ERR_RETRY_UNCACHED_REP | nfsstat4::NFS4ERR_SEQ_FALSE_RETRY => SlotOutcome::Used,
+                        _ => SlotOutcome::NotExecuted,
                     };
                     slot.finish(outcome);
                     status
@@ -292,11 +312,18 @@ impl Nfs41 {
                 self.remap_stateids(&mut ops);
                 continue;
             }
+            // An uncached reply of a request that changed state: sending it
+            // again would do that twice.
+            if retry_status == nfsstat4::NFS4ERR_RETRY_UNCACHED_REP && first_change < ops.len() {
+                return Err(Error::Nfs4 { op: "SEQUENCE", status: retry_status });
+            }
             match retry_status {
                 nfsstat4::NFS4ERR_DELAY
                 | nfsstat4::NFS4ERR_GRACE
                 | nfsstat4::NFS4ERR_SEQ_MISORDERED
-                | nfsstat4::NFS4ERR_BADSLOT => {
+                | nfsstat4::NFS4ERR_BADSLOT
+                | nfsstat4::NFS4ERR_RETRY_UNCACHED_REP
+                | nfsstat4::NFS4ERR_SEQ_FALSE_RETRY => {
                     let Some(wait) = backoff.next_wait() else {
                         return Err(Error::Nfs4 { op: name, status: retry_status });
                     };

@@ -106,3 +106,21 @@ fn a_slot_the_server_forgot_restarts_after_two_misorders() {
     t.release(b, SlotOutcome::Misordered);
     assert_eq!(t.acquire().unwrap().seqid, 1);
 }
+
+#[test]
+fn a_sequence_id_the_server_executed_without_our_reply_is_passed() {
+    let mut t = SlotTable::new(1);
+    let a = t.acquire().unwrap();
+    t.release(a, done(0, 0));
+    // Uncertain after a lost reply, then stepped back by a misorder
+    // (the server was still executing 2): 2 goes out again, for a
+    // different request, and the server says it executed another 2.
+    let b = t.acquire().unwrap();
+    t.release(b, SlotOutcome::Unknown);
+    let c = t.acquire().unwrap();
+    t.release(c, SlotOutcome::Misordered);
+    let d = t.acquire().unwrap();
+    assert_eq!(d.seqid, 2);
+    t.release(d, SlotOutcome::Used);
+    assert_eq!(t.acquire().unwrap().seqid, 3, "the request goes again with the next id");
+}
