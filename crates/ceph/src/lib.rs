@@ -126,7 +126,8 @@ pub struct CephSettings {
     /// CephFS read delegation (other heads read beside it) rather than a
     /// write delegation any access through another head recalls. Off by
     /// default: a multi-client run through two heads of a cluster had
-    /// delegations revoked with it (not yet understood).
+    /// delegations revoked with it; now it completes, but its reads stall
+    /// (docs/SCALE-OUT.md, "Delegations").
     pub read_delegations: bool,
     /// How long a head waits for its clients to return delegations
     /// CephFS recalled before it revokes them and gives the CephFS
