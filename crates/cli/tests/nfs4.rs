@@ -90,17 +90,16 @@ fn locks_conflict_between_two_clients() {
     ok_res(&b.run(vec![put(), lock_op(&b, &sb, "lb", 50, 10)]));
 }
 
-#[test]
-fn delegation_granted_then_recalled_by_a_conflicting_open() {
-    let srv = start();
-    std::fs::write(srv.export.join("shared"), b"data").unwrap();
+/// Client A (answering recalls by hand) opens the new file `name` for
+/// reading and gets a read delegation on it; client B is connected too.
+fn read_delegated(srv: &TestServer, name: &str) -> (Client41, Client41, stateid4) {
+    std::fs::write(srv.export.join(name), b"data").unwrap();
     let a = Client41::connect_manual(srv.port, "client-a");
     let b = Client41::connect(srv.port, "client-b");
     // The server probes the back channel with CB_NULL before it trusts
     // it with delegations; give the probe a moment.
     std::thread::sleep(Duration::from_millis(200));
-
-    let ops = with(export_ops(&srv), vec![open_op(&a, "oa", "shared", OPEN4_SHARE_ACCESS_READ, false)]);
+    let ops = with(export_ops(srv), vec![open_op(&a, "oa", name, OPEN4_SHARE_ACCESS_READ, false)]);
     let n = ops.len();
     let r = a.run(ops);
     ok_res(&r);
@@ -108,6 +107,13 @@ fn delegation_granted_then_recalled_by_a_conflicting_open() {
         panic!("no read delegation: {:?}", opened(&r, n - 1).delegation)
     };
     let deleg = deleg.stateid.clone();
+    (a, b, deleg)
+}
+
+#[test]
+fn delegation_granted_then_recalled_by_a_conflicting_open() {
+    let srv = start();
+    let (a, b, deleg) = read_delegated(&srv, "shared");
 
     // Client A returns the delegation as soon as it is recalled.
     let conn = a.conn.clone();
@@ -147,18 +153,7 @@ fn delegation_granted_then_recalled_by_a_conflicting_open() {
 #[test]
 fn a_recall_answered_badhandle_is_sent_again() {
     let srv = start();
-    std::fs::write(srv.export.join("raced"), b"data").unwrap();
-    let a = Client41::connect_manual(srv.port, "client-a");
-    let b = Client41::connect(srv.port, "client-b");
-    std::thread::sleep(Duration::from_millis(200));
-    let ops = with(export_ops(&srv), vec![open_op(&a, "oa", "raced", OPEN4_SHARE_ACCESS_READ, false)]);
-    let n = ops.len();
-    let r = a.run(ops);
-    ok_res(&r);
-    let open_delegation4::OPEN_DELEGATE_READ(deleg) = &opened(&r, n - 1).delegation else {
-        panic!("no read delegation: {:?}", opened(&r, n - 1).delegation)
-    };
-    let deleg = deleg.stateid.clone();
+    let (a, b, deleg) = read_delegated(&srv, "raced");
     a.conn.refuse_recalls.store(1, std::sync::atomic::Ordering::Relaxed);
     let ops = with(export_ops(&srv), vec![open_op(&b, "ob", "raced", OPEN4_SHARE_ACCESS_WRITE, false)]);
     assert_eq!(b.run(ops.clone()).status, nfsstat4::NFS4ERR_DELAY);
