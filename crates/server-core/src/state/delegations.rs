@@ -7,8 +7,9 @@
 //! I/O, or a REMOVE/RENAME/SETATTR through [`recall_conflicting`]) sends
 //! CB_RECALL once (again if the holder answered that it did not hold the
 //! delegation yet: the recall overtook the OPEN reply granting it) and
-//! gets NFS4ERR_DELAY until the holder returns the delegation; one not returned within a lease of the recall is revoked
-//! on the next conflicting request, and its stateid then answers
+//! gets NFS4ERR_DELAY until the holder returns the delegation; one not
+//! returned within a lease of the recall is revoked on the next
+//! conflicting request, and its stateid then answers
 //! NFS4ERR_DELEG_REVOKED until FREE_STATEID.
 
 use proto::nfs4::*;
