@@ -173,9 +173,16 @@ pub struct BenchArgs {
     /// (over --client-config), so every read the workload makes is one READ at the server,
     /// as fio's direct=1 reads. Without it, a file that fits in the client's data cache (256
     /// MiB by default) is read from the server once and then from the cache, which measures
-    /// the client. Writes still go through the client's write-behind cache.
+    /// the client. Writes still go through the client's write-behind cache (see --direct).
     #[arg(long)]
     pub no_data_cache: bool,
+    /// nfs:// targets: no data cache for writes either, as fio's direct=1 over an NFS mount:
+    /// implies --no-data-cache, and each write the workload makes is sent at once as
+    /// UNSTABLE WRITEs of at most wsize, returning with their replies (fsync and close COMMIT
+    /// them). Without it, writes are gathered by the client's write-behind cache into 1 MiB
+    /// WRITEs, which measures the client's cache more than the server's WRITE path.
+    #[arg(long)]
+    pub direct: bool,
     /// No progress bar and no per-run messages on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -288,7 +295,8 @@ pub fn open_targets(args: &BenchArgs) -> Result<Vec<Arc<dyn Target>>> {
     let opts = crate::nfs::NfsOptions {
         client_config: args.client_config.clone(),
         nconnect: args.nconnect,
-        no_data_cache: args.no_data_cache,
+        no_data_cache: args.no_data_cache || args.direct,
+        direct_writes: args.direct,
     };
     let mut out: Vec<Arc<dyn Target>> = Vec::new();
     for (i, t) in args.targets.iter().enumerate() {
@@ -409,8 +417,11 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
     if let Some(p) = &args.client_config {
         params.insert("client_config".into(), json!(p.display().to_string()));
     }
-    if args.no_data_cache {
+    if args.no_data_cache || args.direct {
         params.insert("no_data_cache".into(), json!(true));
+    }
+    if args.direct {
+        params.insert("direct".into(), json!(true));
     }
     // (coordinates, job) of the workload's own dimensions.
     let mut inner: Vec<(BTreeMap<String, Value>, Job)> = Vec::new();

@@ -25,6 +25,8 @@ pub struct NfsOptions {
     pub nconnect: Option<usize>,
     /// No read cache and no readahead: every read is a READ.
     pub no_data_cache: bool,
+    /// Writes sent at once as UNSTABLE WRITEs, not through write-behind.
+    pub direct_writes: bool,
 }
 
 /// How long setting up a client may take before the target is declared
@@ -51,6 +53,7 @@ pub fn open(url: &str, opts: &NfsOptions) -> Result<Arc<dyn Target>> {
         settings.read_cache.max_bytes = 0;
         settings.readahead.max_window = 0;
     }
+    settings.direct_writes |= opts.direct_writes;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.runtime_threads())
         .thread_name("nfsx-client")

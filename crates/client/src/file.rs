@@ -1,6 +1,7 @@
 //! An open file: writes go to the client's write-behind cache (or straight
-//! to stable storage for O_SYNC), reads are served from an adaptive
-//! readahead pipeline of READs in flight.
+//! to stable storage for O_SYNC, or straight out as UNSTABLE WRITEs with
+//! `direct_writes`), reads are served from an adaptive readahead pipeline
+//! of READs in flight.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use client_core::attrcache::Validator;
 use client_core::readahead::Readahead;
-use proto::nfs3::{fattr3, nfs_fh3, stable_how};
+use proto::nfs3::{fattr3, nfs_fh3, stable_how, writeverf3};
 use tokio::task::JoinHandle;
 
 use crate::error::Result;
@@ -32,6 +33,19 @@ pub struct File {
     ahead: BTreeMap<u64, (u64, Chunk)>,
     wrote: bool,
     open: ServerOpen,
+    /// Direct writes the server acknowledged UNSTABLE and no COMMIT has
+    /// covered yet.
+    unstable: Option<Uncommitted>,
+}
+
+/// The write verifier of the first UNSTABLE reply since the last COMMIT,
+/// and whether a later reply brought another: a server that restarted
+/// between them may have lost the earlier data, which the client (keeping
+/// no copy of direct writes) can only report.
+#[derive(Debug, Clone, Copy)]
+struct Uncommitted {
+    verf: writeverf3,
+    verf_changed: bool,
 }
 
 /// The server-side opens this `File` holds (NFSv4.1; NFSv3 has none):
@@ -73,7 +87,8 @@ impl File {
     fn with_open(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions, open: ServerOpen) -> File {
         inner.data.lock().revalidate(&fh.data, &Validator::from(&attrs));
         let ra = Readahead::new(inner.settings.readahead.clone());
-        File { key: fh.data.clone(), inner, fh, how, attrs, ra, ahead: BTreeMap::new(), wrote: false, open }
+        let ahead = BTreeMap::new();
+        File { key: fh.data.clone(), inner, fh, how, attrs, ra, ahead, wrote: false, open, unstable: None }
     }
 
     /// Makes (or upgrades) the server-side open before I/O that needs it.
@@ -110,24 +125,32 @@ impl File {
     }
 
     /// Writes `data` at `offset`. Returns once it is cached (write-behind),
-    /// or, for O_SYNC, once the server has it on stable storage.
+    /// for O_SYNC once the server has it on stable storage, and with
+    /// `direct_writes` once the server has it (UNSTABLE; fsync or close
+    /// commits it).
     pub async fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.ensure_open(true).await?;
         self.wrote = true;
         self.ahead.clear();
         // The write-behind holds the newer bytes from here on.
         self.inner.data.lock().invalidate(&self.key);
-        if !self.how.sync {
-            return self.inner.write_behind(&self.key, offset, data).await;
-        }
+        let stable = match (self.how.sync, self.inner.settings.direct_writes) {
+            (true, _) => stable_how::FILE_SYNC,
+            (false, true) => stable_how::UNSTABLE,
+            (false, false) => return self.inner.write_behind(&self.key, offset, data).await,
+        };
         let wsize = self.inner.settings.wsize.max(1) as usize;
         let mut done = 0;
         while done < data.len() {
             let n = (data.len() - done).min(wsize);
             let chunk = Bytes::copy_from_slice(&data[done..done + n]);
-            let ok = self.inner.nfs.write(&self.fh, offset + done as u64, chunk, stable_how::FILE_SYNC).await?;
+            let ok = self.inner.nfs.write(&self.fh, offset + done as u64, chunk, stable).await?;
             if ok.count == 0 {
                 return Err(crate::error::Error::Invalid(format!("server wrote nothing at {}", offset + done as u64)));
+            }
+            if ok.committed == stable_how::UNSTABLE {
+                let u = self.unstable.get_or_insert(Uncommitted { verf: ok.verf, verf_changed: false });
+                u.verf_changed |= u.verf != ok.verf;
             }
             done += ok.count as usize;
         }
@@ -310,13 +333,35 @@ impl File {
     /// fsync(2): everything written through this client to this file is on
     /// stable storage when this returns.
     pub async fn flush(&mut self) -> Result<()> {
-        self.inner.flush(&self.key).await
+        self.inner.flush(&self.key).await?;
+        self.commit_direct_writes().await
+    }
+
+    /// COMMITs the direct writes not yet stable. A verifier that changed
+    /// since the first of them means the server restarted in between and
+    /// may have dropped them: reported as fsync's EIO would be, since
+    /// direct writes keep no copy to send again.
+    async fn commit_direct_writes(&mut self) -> Result<()> {
+        let Some(u) = self.unstable.take() else { return Ok(()) };
+        let ok = match self.inner.nfs.commit(&self.fh).await {
+            Ok(ok) => ok,
+            Err(e) => {
+                self.unstable = Some(u);
+                return Err(e);
+            }
+        };
+        if u.verf_changed || ok.verf != u.verf {
+            return Err(crate::error::Error::Invalid(
+                "the server restarted before committing direct writes; they may be lost".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// close(2): flushes (close-to-open consistency), then forgets the file.
     pub async fn close(mut self) -> Result<()> {
         self.ahead.clear();
-        let r = if self.wrote { self.inner.flush(&self.key).await } else { Ok(()) };
+        let r = if self.wrote { self.flush().await } else { Ok(()) };
         {
             let mut wb = self.inner.wb.lock();
             if wb.is_clean(&self.key) {
@@ -348,13 +393,18 @@ impl File {
 impl Drop for File {
     fn drop(&mut self) {
         let (held, writes) = (self.open.held, self.open.writes);
-        if held > 0 {
+        let commit = self.unstable.is_some();
+        if held > 0 || commit {
             // Dropped without close: the opens still go, after whatever
-            // the write-behind holds for the file.
+            // the write-behind holds for the file and a COMMIT of its
+            // direct writes.
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let (inner, fh) = (self.inner.clone(), self.fh.clone());
                 rt.spawn(async move {
                     let _ = inner.flush(&fh.data).await;
+                    if commit {
+                        let _ = inner.nfs.commit(&fh).await;
+                    }
                     for i in 0..held {
                         let _ = inner.nfs.close(&fh, i < writes).await;
                     }

@@ -46,6 +46,12 @@ pub struct ClientSettings {
     /// that buy nothing. (`nfsx mount` runs every FUSE request as a task of
     /// its own and keeps a thread per core.) Default 0.
     pub runtime_threads: usize,
+    /// Writes bypass the write-behind cache, as O_DIRECT writes do: each
+    /// `write` is sent at once as UNSTABLE WRITEs of at most `wsize` and
+    /// returns with their replies; fsync and close COMMIT them. For
+    /// measuring a server's WRITE path rather than the client's cache
+    /// (`nfsx bench --direct`). Default false.
+    pub direct_writes: bool,
     pub rpc: RpcSettings,
     pub writeback: WritebackSettings,
     pub readahead: ReadaheadSettings,
@@ -111,6 +117,7 @@ impl Default for ClientSettings {
             max_record: (4 << 20) + (64 << 10),
             read_buffer: 256 << 10,
             runtime_threads: 0,
+            direct_writes: false,
             rpc: RpcSettings::default(),
             writeback: WritebackSettings::default(),
             readahead: ReadaheadSettings::default(),

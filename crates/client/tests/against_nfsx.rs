@@ -52,6 +52,42 @@ async fn several_connections_and_sync_writes() {
     assert!(!c.stats().ops.contains_key("COMMIT"));
 }
 
+/// `direct_writes`: every write is its own UNSTABLE WRITE, sent before
+/// `write` returns, and close COMMITs them; over both protocol versions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_writes_go_out_at_once_and_are_committed_at_close() {
+    let srv = Srv::start().await;
+    for (url, name) in [(srv.url_v3(), "d3.bin"), (format!("{}?version=4.1", srv.url()), "d41.bin")] {
+        let c = Client::connect(&url, ClientSettings { direct_writes: true, ..Default::default() }).await.unwrap();
+        let data = pattern(64 * 4096, 3);
+        let mut f = c.open(name, create()).await.unwrap();
+        // Backwards, so nothing could be gathered into one WRITE.
+        for i in (0..64).rev() {
+            f.write(i * 4096, &data[i as usize * 4096..(i as usize + 1) * 4096]).await.unwrap();
+        }
+        assert_eq!(std::fs::read(srv.path(name)).unwrap(), data, "at the server before close");
+        assert!(!c.stats().ops.contains_key("COMMIT"), "{url}: nothing committed before close");
+        f.close().await.unwrap();
+        let s = c.stats();
+        assert_eq!(s.ops["WRITE"].count, 64, "{url}: one WRITE per write");
+        assert_eq!(s.ops["COMMIT"].count, 1, "{url}: one COMMIT at close");
+    }
+}
+
+/// A server that restarts between a direct write and its COMMIT may have
+/// lost it; the client keeps no copy to send again, so close says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_writes_across_a_server_restart_are_reported_at_close() {
+    let mut srv = Srv::start().await;
+    let settings = ClientSettings { direct_writes: true, reconnect_timeout_ms: 20_000, ..Default::default() };
+    let c = Client::connect(&srv.url_v3(), settings).await.unwrap();
+    let mut f = c.open("r.bin", create()).await.unwrap();
+    f.write(0, &pattern(8192, 5)).await.unwrap();
+    srv.restart().await;
+    let err = f.close().await.expect_err("a COMMIT with another verifier fails the close");
+    assert!(err.to_string().contains("restarted"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_export_is_a_clear_error() {
     let srv = Srv::start().await;

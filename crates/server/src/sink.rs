@@ -3,12 +3,17 @@
 //! worker thread that finished a blocking one, or the core sending an
 //! NFSv4.1 callback. No hand-off to a writer task in the common case.
 //!
-//! A reply is written at once with a non-blocking `writev` while the
-//! sink's lock is held, so replies never interleave; this is the one lock
-//! held across a system call, and that call never waits. What the socket
-//! cannot take (a slow client, a 1 MiB READ larger than the send buffer)
-//! is queued, and the connection's flusher task sends it when the socket
-//! drains. Later replies queue behind it, keeping each reply whole.
+//! A reply is queued, and the thread that finds nobody writing becomes
+//! the writer: it takes everything queued, sends it with a non-blocking
+//! `writev` outside the lock, and goes on with whatever other threads
+//! queued meanwhile before it lets go. So replies never interleave, a
+//! thread with a reply never waits for another's system call (with 16
+//! WRITEs in flight, threads spinning on a lock held across `writev`
+//! were the largest wait of the worker threads), and replies that finish
+//! together go out in one `writev`. What the socket cannot take (a slow
+//! client, a 1 MiB READ larger than the send buffer) stays queued, and the
+//! connection's flusher task sends it when the socket drains; later
+//! replies queue behind it, keeping each reply whole.
 //!
 //! A READ's data may be a file region rather than bytes: it is sent with
 //! `sendfile` from the page cache, so the server never copies it through
@@ -68,9 +73,22 @@ struct Queued {
     _permit: Option<OwnedSemaphorePermit>,
 }
 
+/// Who sends the queue. Only the owner writes to the socket.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Writer {
+    /// Nobody: the queue is empty (or the connection is broken).
+    #[default]
+    Idle,
+    /// A thread with a reply, until the queue is empty or the socket full.
+    Sender,
+    /// The flusher task, waiting for room in the socket.
+    Flusher,
+}
+
 #[derive(Default)]
 struct State {
     queue: VecDeque<Queued>,
+    writer: Writer,
     queued_bytes: usize,
     /// A write failed: the connection is gone and replies are dropped.
     broken: bool,
@@ -218,7 +236,6 @@ impl ReplySink {
         if st.broken {
             return false;
         }
-        let was_empty = st.queue.is_empty();
         let n = segs.len();
         let mut permit = permit;
         for (i, seg) in segs.into_iter().enumerate() {
@@ -233,25 +250,47 @@ impl ReplySink {
                 return true;
             }
         };
-        if !was_empty {
-            // Behind a reply the flusher is still sending.
+        if st.writer != Writer::Idle {
+            // The thread writing sends this reply too before it lets go, or
+            // it is queued behind one the flusher is still sending.
             return true;
         }
-        match write_some(wr, &mut st.queue) {
-            Ok(written) => {
-                st.queued_bytes -= written;
-                self.metrics.bytes_sent.inc_by(written as u64);
-                if !st.queue.is_empty() {
-                    self.metrics.replies_deferred.inc();
+        st.writer = Writer::Sender;
+        loop {
+            let mut batch = std::mem::take(&mut st.queue);
+            drop(st);
+            let result = write_some(wr, &mut batch);
+            st = self.st.lock();
+            let written = match result {
+                Ok(written) => written,
+                Err(e) => {
+                    tracing::debug!(peer = %self.peer, "write failed: {e}");
+                    Self::break_(&mut st);
+                    return false;
+                }
+            };
+            st.queued_bytes -= written;
+            self.metrics.bytes_sent.inc_by(written as u64);
+            if !batch.is_empty() {
+                // The socket is full: the flusher sends the rest, and what
+                // was queued meanwhile after it, once there is room.
+                batch.append(&mut st.queue);
+                st.queue = batch;
+                st.writer = Writer::Flusher;
+                self.metrics.replies_deferred.inc();
+                self.wake.notify_one();
+                return true;
+            }
+            if st.queue.is_empty() {
+                // Keep the emptied queue's allocation for the next reply.
+                st.queue = batch;
+                st.writer = Writer::Idle;
+                if st.closing {
                     self.wake.notify_one();
                 }
-                true
+                return true;
             }
-            Err(e) => {
-                tracing::debug!(peer = %self.peer, "write failed: {e}");
-                Self::break_(&mut st);
-                false
-            }
+            // Other threads queued replies while this one wrote: send them.
         }
     }
 
@@ -262,6 +301,7 @@ impl ReplySink {
 
     fn break_(st: &mut State) {
         st.broken = true;
+        st.writer = Writer::Idle;
         // Releases the queued replies' permits: their requests are over.
         st.queue.clear();
         st.queued_bytes = 0;
@@ -287,12 +327,31 @@ impl ReplySink {
         loop {
             self.wake.notified().await;
             loop {
-                {
+                let mut batch = {
                     let mut st = self.st.lock();
                     if st.broken {
                         return;
                     }
-                    match write_some(wr, &mut st.queue) {
+                    match st.writer {
+                        // A sender is writing; it hands over if the socket
+                        // fills up (this wake-up was an earlier one's).
+                        Writer::Sender => break,
+                        Writer::Idle if st.queue.is_empty() => {
+                            if st.closing {
+                                drop(st);
+                                self.shutdown();
+                                return;
+                            }
+                            break;
+                        }
+                        Writer::Idle | Writer::Flusher => st.writer = Writer::Flusher,
+                    }
+                    std::mem::take(&mut st.queue)
+                };
+                let result = write_some(wr, &mut batch);
+                {
+                    let mut st = self.st.lock();
+                    match result {
                         Ok(written) => {
                             st.queued_bytes -= written;
                             self.metrics.bytes_sent.inc_by(written as u64);
@@ -303,7 +362,10 @@ impl ReplySink {
                             return;
                         }
                     }
+                    batch.append(&mut st.queue);
+                    st.queue = batch;
                     if st.queue.is_empty() {
+                        st.writer = Writer::Idle;
                         if st.closing {
                             drop(st);
                             self.shutdown();
