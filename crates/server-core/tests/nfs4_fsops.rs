@@ -516,7 +516,7 @@ fn commit_secinfo() {
 
 /// GETDEVICELIST: NOTSUPP on a server without data servers; with them,
 /// an export whose store is not shared hands out no layouts and so lists
-/// no devices (the shared case is in crates/cli/tests/ceph.rs).
+/// no devices (the shared case is in crates/cli/tests/ceph/pnfs.rs).
 #[test]
 fn getdevicelist_lists_the_devices_of_layouts() {
     let list = |max: u32, cookie: u64, verf: [u8; 8]| {
