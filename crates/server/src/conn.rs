@@ -276,9 +276,20 @@ impl Drop for InPlace<'_> {
 /// Hands a record to a worker thread, which writes the reply itself.
 fn to_worker(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, record: Bytes, permit: InFlight) {
     shared.metrics.requests_worker.inc();
+    let key = if shared.settings.serial_unstable_writes { shared.core.serial_key(&record) } else { None };
     let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
+    let workers = shared.workers.clone();
+    let metrics = shared.metrics.clone();
     // The worker writes the reply itself.
-    shared.clone().workers.spawn(move || run(&shared, &peer, &sink, record, permit));
+    let job = move || run(&shared, &peer, &sink, record, permit);
+    match key {
+        Some(key) => {
+            if workers.spawn_serial(key, job) {
+                metrics.requests_chained.inc();
+            }
+        }
+        None => workers.spawn(job),
+    }
 }
 
 /// Runs one record and sends its reply; on whichever thread it is called.

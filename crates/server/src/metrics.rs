@@ -60,6 +60,9 @@ pub struct Metrics {
     pub requests_inline: Counter,
     /// Requests handed to a worker thread.
     pub requests_worker: Counter,
+    /// Of those, UNSTABLE WRITEs queued behind a running one to the same
+    /// file and run next by its worker, with no wake-up of their own.
+    pub requests_chained: Counter,
     /// Requests that may block run on their connection's thread, the
     /// connection having had one request at a time.
     pub requests_in_place: Counter,
@@ -145,6 +148,11 @@ impl Metrics {
             ("nfsx_bad_records", "Records that could not be framed or parsed", &self.bad_records),
             ("nfsx_requests_inline", "Requests run on the thread that read them (no hand-off)", &self.requests_inline),
             ("nfsx_requests_worker", "Requests handed to a worker thread (may block)", &self.requests_worker),
+            (
+                "nfsx_requests_chained",
+                "UNSTABLE WRITEs run next by the worker writing the same file (also counted as worker requests)",
+                &self.requests_chained,
+            ),
             (
                 "nfsx_requests_in_place",
                 "Requests that may block run on their connection's thread (one request at a time on it)",

@@ -73,6 +73,12 @@ pub struct Settings {
     pub worker_stall_ms: u64,
     /// Threads allowed beyond `worker_threads` while the queue is stalled.
     pub worker_spare_threads: usize,
+    /// An UNSTABLE WRITE to a file another worker is writing waits behind
+    /// that one and runs next on its thread, instead of waking a thread of
+    /// its own only to wait for the file's inode lock (see
+    /// `server_core::placement::serial`). Stable writes stay side by side
+    /// for group commit. false: every WRITE wakes a worker.
+    pub serial_unstable_writes: bool,
     /// Bytes read from a socket per read call.
     pub read_buffer_size: usize,
     /// How long SIGTERM waits for in-flight requests before exiting.
@@ -120,6 +126,7 @@ impl Default for Settings {
             worker_idle_secs: 10,
             worker_stall_ms: 500,
             worker_spare_threads: 48,
+            serial_unstable_writes: true,
             read_buffer_size: 256 << 10,
             shutdown_grace_ms: 10_000,
             idle_timeout_secs: 360,

@@ -19,8 +19,13 @@
 //! pool then starts spare threads, up to `worker_spare_threads`, so that
 //! requests behind the stuck ones still run and get their answer, which
 //! for such a backend is "try again later" rather than silence.
+//!
+//! Jobs with a key ([`Workers::spawn_serial`]) never run two at once: the
+//! first goes to a thread as above, and later ones wait behind it on a
+//! chain that the same thread runs in turn, with no wake-up of its own.
 
-use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,6 +52,8 @@ struct State {
 
 struct Inner {
     state: Mutex<State>,
+    /// Jobs waiting behind the running job of their key, by key.
+    chains: Mutex<HashMap<u64, VecDeque<Job>>>,
     max_threads: usize,
     idle_timeout: Duration,
     /// Threads allowed beyond `max_threads` while the queue is stalled.
@@ -75,6 +82,7 @@ impl Workers {
     pub fn new(max_threads: usize, idle_timeout: Duration, spare: Spare) -> Workers {
         let inner = Inner {
             state: Mutex::default(),
+            chains: Mutex::default(),
             max_threads: max_threads.max(1),
             idle_timeout,
             spare_threads: spare.threads,
@@ -118,6 +126,39 @@ impl Workers {
             self.inner.state.lock().threads -= 1;
             tracing::error!("cannot start a worker thread: {e}");
         }
+    }
+
+    /// Runs `job` after every job of the same `key` handed here before it,
+    /// on the thread that runs those, and never beside one of them. Only
+    /// the first of a chain costs a wake-up; true when `job` was queued
+    /// behind another. A job that panics ends alone: the chain goes on.
+    pub fn spawn_serial(&self, key: u64, job: impl FnOnce() + Send + 'static) -> bool {
+        let job: Job = Box::new(job);
+        match self.inner.chains.lock().entry(key) {
+            Entry::Occupied(mut chain) => {
+                chain.get_mut().push_back(job);
+                return true;
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(VecDeque::new());
+            }
+        }
+        let inner = self.inner.clone();
+        self.spawn(move || {
+            let mut job = job;
+            loop {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                let mut chains = inner.chains.lock();
+                match chains.get_mut(&key).and_then(VecDeque::pop_front) {
+                    Some(next) => job = next,
+                    None => {
+                        chains.remove(&key);
+                        return;
+                    }
+                }
+            }
+        });
+        false
     }
 
     /// Threads alive now (for tests and metrics).
@@ -242,6 +283,34 @@ mod tests {
         let tx2 = tx.clone();
         w.spawn(move || tx2.send(()).unwrap());
         rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    }
+
+    #[test]
+    fn jobs_of_one_key_run_one_at_a_time_and_in_order() {
+        let w = Workers::new(8, Duration::from_secs(10), NO_SPARE);
+        let running = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel();
+        let mut queued = 0;
+        for i in 0..100 {
+            let (running, tx) = (running.clone(), tx.clone());
+            queued += usize::from(w.spawn_serial(7, move || {
+                assert_eq!(running.fetch_add(1, Ordering::SeqCst), 0, "two jobs of one key at once");
+                std::thread::sleep(Duration::from_micros(100));
+                running.fetch_sub(1, Ordering::SeqCst);
+                if i == 3 {
+                    panic!("a failing job does not stop its chain");
+                }
+                tx.send((i, std::thread::current().id())).unwrap();
+            }));
+        }
+        let got: Vec<_> = (0..99).map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap()).collect();
+        let order: Vec<usize> = got.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, (0..100).filter(|&i| i != 3).collect::<Vec<_>>());
+        assert!(queued >= 90, "most waited behind the first: {queued}");
+        // Another key meanwhile runs beside them.
+        let (tx2, rx2) = mpsc::channel();
+        w.spawn_serial(8, move || tx2.send(()).unwrap());
+        rx2.recv_timeout(Duration::from_secs(5)).unwrap();
     }
 
     #[test]

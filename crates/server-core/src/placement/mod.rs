@@ -22,6 +22,7 @@ use proto::nfs4::nfs_opnum4;
 use crate::Core;
 
 mod in_place;
+mod serial;
 
 /// Where the transport should run a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
