@@ -58,6 +58,55 @@ fn prometheus_metrics_count_procedures_and_latency() {
     assert!(other.starts_with("HTTP/1.1 404"), "{other}");
 }
 
+/// Sixteen writers of one file, each 4 KiB write its own UNSTABLE WRITE
+/// (nfsx's client with `direct_writes`): the server runs those that find
+/// another WRITE to the file running after it on the same worker (the
+/// metrics say how many), and every byte lands where it was written.
+#[test]
+fn unstable_writes_to_one_file_are_chained_and_all_land() {
+    let mport = free_port();
+    let cfg = format!("metrics = \"127.0.0.1:{mport}\"");
+    let srv = TestServer::start(ServerOpts { extra_config: &cfg, ..Default::default() });
+    let url = format!("nfs://127.0.0.1:{}{}?version=3", srv.port, srv.export.display());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    const WRITERS: usize = 16;
+    const BLOCKS: usize = 64;
+    let block = |w: usize, b: usize| vec![(w * BLOCKS + b) as u8 ^ 0x5a; 4096];
+    rt.block_on(async {
+        let settings = client::ClientSettings { direct_writes: true, ..Default::default() };
+        let c = std::sync::Arc::new(client::Client::connect(&url, settings).await.unwrap());
+        c.open("shared", client::OpenOptions::create()).await.unwrap().close().await.unwrap();
+        let mut tasks = Vec::new();
+        for w in 0..WRITERS {
+            let c = c.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut f = c.open("shared", client::OpenOptions::read_write()).await.unwrap();
+                // Interleaved: writer w owns every WRITERS-th block.
+                for b in 0..BLOCKS {
+                    f.write(((b * WRITERS + w) * 4096) as u64, &block(w, b)).await.unwrap();
+                }
+                f.close().await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let data = std::fs::read(srv.export.join("shared")).unwrap();
+    assert_eq!(data.len(), WRITERS * BLOCKS * 4096);
+    for (i, chunk) in data.chunks(4096).enumerate() {
+        let (b, w) = (i / WRITERS, i % WRITERS);
+        assert!(chunk == block(w, b).as_slice(), "block {i} (writer {w}, its block {b}) is not what was written");
+    }
+    let m = get_metrics(mport);
+    let chained: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("nfsx_requests_chained_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no nfsx_requests_chained_total:\n{m}"));
+    assert!(chained > 0, "no WRITE waited behind another of the same file");
+}
+
 #[test]
 fn sigterm_finishes_and_exits_cleanly() {
     let mut srv = TestServer::start(ServerOpts::default());
