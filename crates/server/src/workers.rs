@@ -23,6 +23,10 @@
 //! Jobs with a key ([`Workers::spawn_serial`]) never run two at once: the
 //! first goes to a thread as above, and later ones wait behind it on a
 //! chain that the same thread runs in turn, with no wake-up of its own.
+//! A job that runs for `worker_stall_ms` or longer (a file on a cluster
+//! that stopped answering) ends its chain: the jobs behind it, and any
+//! that come while it runs, go to the pool as unkeyed jobs, so a stuck
+//! file keeps its requests waiting one deadline, not one each in a line.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
@@ -53,13 +57,19 @@ struct State {
 struct Inner {
     state: Mutex<State>,
     /// Jobs waiting behind the running job of their key, by key.
-    chains: Mutex<HashMap<u64, VecDeque<Job>>>,
+    chains: Mutex<HashMap<u64, Chain>>,
     max_threads: usize,
     idle_timeout: Duration,
     /// Threads allowed beyond `max_threads` while the queue is stalled.
     spare_threads: usize,
     /// How long the oldest queued job waits before a spare thread takes it.
     stall: Duration,
+}
+
+/// The running job of a key, and the jobs waiting behind it.
+struct Chain {
+    running_since: Instant,
+    waiting: VecDeque<Job>,
 }
 
 /// How the pool grows past its limit when every thread is stuck.
@@ -134,23 +144,45 @@ impl Workers {
     /// behind another. A job that panics ends alone: the chain goes on.
     pub fn spawn_serial(&self, key: u64, job: impl FnOnce() + Send + 'static) -> bool {
         let job: Job = Box::new(job);
-        match self.inner.chains.lock().entry(key) {
-            Entry::Occupied(mut chain) => {
-                chain.get_mut().push_back(job);
+        let mut chains = self.inner.chains.lock();
+        match chains.entry(key) {
+            Entry::Occupied(mut chain) if chain.get().running_since.elapsed() < self.inner.stall => {
+                chain.get_mut().waiting.push_back(job);
                 return true;
             }
+            Entry::Occupied(mut chain) => {
+                // The running job is stuck: nothing more waits for it.
+                let waiting = std::mem::take(&mut chain.get_mut().waiting);
+                drop(chains);
+                waiting.into_iter().for_each(|j| self.spawn(j));
+                self.spawn(job);
+                return false;
+            }
             Entry::Vacant(slot) => {
-                slot.insert(VecDeque::new());
+                slot.insert(Chain { running_since: Instant::now(), waiting: VecDeque::new() });
             }
         }
-        let inner = self.inner.clone();
+        drop(chains);
+        let workers = self.clone();
         self.spawn(move || {
             let mut job = job;
             loop {
+                let started = Instant::now();
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                let mut chains = inner.chains.lock();
-                match chains.get_mut(&key).and_then(VecDeque::pop_front) {
-                    Some(next) => job = next,
+                let mut chains = workers.inner.chains.lock();
+                let Some(chain) = chains.get_mut(&key) else { return };
+                if started.elapsed() >= workers.inner.stall {
+                    let waiting = std::mem::take(&mut chain.waiting);
+                    chains.remove(&key);
+                    drop(chains);
+                    waiting.into_iter().for_each(|j| workers.spawn(j));
+                    return;
+                }
+                match chain.waiting.pop_front() {
+                    Some(next) => {
+                        chain.running_since = Instant::now();
+                        job = next;
+                    }
                     None => {
                         chains.remove(&key);
                         return;
@@ -311,6 +343,35 @@ mod tests {
         let (tx2, rx2) = mpsc::channel();
         w.spawn_serial(8, move || tx2.send(()).unwrap());
         rx2.recv_timeout(Duration::from_secs(5)).unwrap();
+    }
+
+    #[test]
+    fn a_stuck_job_lets_the_jobs_of_its_key_go_to_other_threads() {
+        let w = Workers::new(4, Duration::from_secs(10), Spare { threads: 0, stall: Duration::from_millis(50) });
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let hold = release.clone();
+        w.spawn_serial(1, move || {
+            let (m, cv) = &*hold;
+            let mut go = m.lock();
+            while !*go {
+                cv.wait(&mut go);
+            }
+        });
+        let (tx, rx) = mpsc::channel();
+        // Queued behind the stuck one before it counts as stuck ...
+        let tx1 = tx.clone();
+        assert!(w.spawn_serial(1, move || tx1.send(1).unwrap()));
+        std::thread::sleep(Duration::from_millis(80));
+        // ... and released, with this one, once it does.
+        let tx2 = tx.clone();
+        assert!(!w.spawn_serial(1, move || tx2.send(2).unwrap()));
+        let mut got =
+            [rx.recv_timeout(Duration::from_secs(5)).unwrap(), rx.recv_timeout(Duration::from_secs(5)).unwrap()];
+        got.sort();
+        assert_eq!(got, [1, 2], "both ran while the first was still stuck");
+        let (m, cv) = &*release;
+        *m.lock() = true;
+        cv.notify_all();
     }
 
     #[test]
