@@ -277,18 +277,16 @@ impl Drop for InPlace<'_> {
 fn to_worker(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, record: Bytes, permit: InFlight) {
     shared.metrics.requests_worker.inc();
     let key = if shared.settings.serial_unstable_writes { shared.core.serial_key(&record) } else { None };
-    let (shared, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
-    let workers = shared.workers.clone();
-    let metrics = shared.metrics.clone();
+    let (s, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
     // The worker writes the reply itself.
-    let job = move || run(&shared, &peer, &sink, record, permit);
+    let job = move || run(&s, &peer, &sink, record, permit);
     match key {
         Some(key) => {
-            if workers.spawn_serial(key, job) {
-                metrics.requests_chained.inc();
+            if shared.workers.spawn_serial(key, job) {
+                shared.metrics.requests_chained.inc();
             }
         }
-        None => workers.spawn(job),
+        None => shared.workers.spawn(job),
     }
 }
 
