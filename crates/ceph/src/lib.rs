@@ -125,10 +125,16 @@ pub struct CephSettings {
     /// Open files read-only until written, so that a read delegation is a
     /// CephFS read delegation (other heads read beside it) rather than a
     /// write delegation any access through another head recalls. Off by
-    /// default: a multi-client run through two heads of a cluster had
-    /// delegations revoked with it; now it completes, but its reads stall
-    /// (docs/SCALE-OUT.md, "Delegations").
+    /// default: it needs `direct_reads`, which costs reads libcephfs's
+    /// cache (docs/SCALE-OUT.md, "Delegations").
     pub read_delegations: bool,
+    /// Read from the OSDs directly, past libcephfs's object cache and its
+    /// readahead (`client_debug_force_sync_read`). Unset: on exactly when
+    /// `read_delegations` is, which needs it with libcephfs 16.2: a head
+    /// reading a file another head has open for writing otherwise has
+    /// reads wait until that head closes the file (Ceph tracker 65971,
+    /// fixed upstream after 16.2; docs/SCALE-OUT.md, "Delegations").
+    pub direct_reads: Option<bool>,
     /// How long a head waits for its clients to return delegations
     /// CephFS recalled before it revokes them and gives the CephFS
     /// delegation back (another head's request waits meanwhile: keep it
@@ -165,6 +171,7 @@ impl Default for CephSettings {
             share_gate_path: "/.nfsx-share-gate".into(),
             delegations: true,
             read_delegations: false,
+            direct_reads: None,
             delegation_return_secs: 5,
             max_name_len: vfs::DEFAULT_MAX_NAME_LEN,
             default_file_mode: 0o644,

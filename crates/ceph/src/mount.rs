@@ -139,6 +139,19 @@ impl Mount {
         ] {
             m.conf_set(k, v)?;
         }
+        if settings.direct_reads.unwrap_or(settings.read_delegations) {
+            // A head that opens a file read-only while another head has it
+            // open for writing sees the metadata server take its cache
+            // capability (Fc) back and give it again as the file's lock
+            // moves between shared and mixed. A cached read (or libcephfs's
+            // readahead) holds Fc; a read that starts while Fc is being
+            // taken back waits, and 16.2 does not wake it when the last
+            // holder lets go, only at the file's next capability message:
+            // the READs waited until the writer head closed the file,
+            // 15-25 s. Reads that go to the OSDs directly hold no Fc, so a
+            // revocation completes at once.
+            m.conf_set("client_debug_force_sync_read", "true")?;
+        }
         if settings.quiet_client_log {
             m.quiet_client_log()?;
         }

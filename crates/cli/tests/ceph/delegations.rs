@@ -129,6 +129,27 @@ fn read_delegations_on_two_heads_at_once() {
     assert!(waited < Duration::from_secs(5), "the write waited {waited:?}, past the returns");
 }
 
+/// Two heads with `read_delegations`, each client writing a file through
+/// its own head and then reading the other's with several READs in
+/// flight (`nfsx bench multi-client`): the reads run at the store's pace.
+/// They used to wait in libcephfs for the file's cache capability until
+/// the writer head closed the file, 15-25 s for 16 MiB (about 1 MB/s).
+#[test]
+fn reads_beside_another_heads_writer_do_not_stall() {
+    let Some((conf, path)) = ceph_dir("rdeleg-stream") else { return };
+    let read_delegations = "read_delegations = true";
+    let (one, two) =
+        (ceph_server_with(&conf, &path, read_delegations), ceph_server_with(&conf, &path, read_delegations));
+    let tmp = tempfile::tempdir().unwrap();
+    let target = format!("nfs://127.0.0.1:{},127.0.0.1:{}{}?version=4.1", one.port, two.port, path);
+    let args = ["multi-client", "--clients", "2", "--size", "16MiB", "--runs", "1", "--target", &target];
+    let (out, v) = bench(&args, tmp.path(), 5 * MIN);
+    let run = &all_ok(&out, &v)[0];
+    let read_s = run["read_s"].as_f64().unwrap();
+    eprintln!("two heads, read delegations: {} MB/s read, slowest reader {read_s:.2} s", run["read_mbps"]);
+    assert!(read_s < 5.0, "a reader took {read_s:.1} s for 16 MiB");
+}
+
 /// A client that does not return a delegation CephFS recalled loses it
 /// after `delegation_return_secs`, before libcephfs would cut the whole
 /// head off the cluster: the other head's OPEN goes through, the holder's
