@@ -314,4 +314,17 @@ mod tests {
         cut.truncate(cut.len() - 6);
         assert!(!c.may_run_in_place(&cut), "truncated");
     }
+
+    /// Over a file system shared with other servers nothing runs in place:
+    /// a backend call may wait for a delegation this connection returns.
+    #[test]
+    fn nothing_runs_in_place_over_a_shared_file_system() {
+        let mut c = core();
+        let stat_file = compound(1, vec![sequence(), putfh(&c, 5), getattr()]);
+        let v3_null = super::super::tests::call(100003, 3, 0, &[]);
+        assert!(c.may_run_in_place(&stat_file) && c.may_run_in_place(&v3_null));
+        c.shared_locks = true;
+        assert!(!c.may_run_in_place(&stat_file), "NFSv4");
+        assert!(!c.may_run_in_place(&v3_null), "NFSv3");
+    }
 }

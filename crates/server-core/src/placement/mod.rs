@@ -91,7 +91,18 @@ impl Core {
     /// very connection, which no one would read (pynfs's DELEG24 and
     /// DELEG25, whose clients share one connection, timed out that way
     /// when every compound could run here).
+    ///
+    /// Never while an export is shared with other servers (a Ceph head):
+    /// there any backend call may wait for another head to get a
+    /// delegation back from its client, and that client may be waiting for
+    /// this head to recall one from the client on this connection, whose
+    /// DELEGRETURN this connection would carry. Both heads would then wait
+    /// until the delegations were revoked. Such calls cost a round trip to
+    /// the cluster, so the hand-off to a worker is not worth saving.
     pub fn may_run_in_place(&self, record: &[u8]) -> bool {
+        if self.shared_locks {
+            return false;
+        }
         let mut p = Peek { b: record };
         let program = (|| {
             let _xid = p.u32()?;
