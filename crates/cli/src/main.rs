@@ -308,6 +308,7 @@ fn main() -> anyhow::Result<()> {
                 BackendArg::Memory => server::Backend::Memory,
                 BackendArg::Ceph => server::Backend::Ceph,
             };
+            server::malloc::tune(&settings);
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .max_blocking_threads(settings.worker_threads)

@@ -10,6 +10,7 @@ pub mod backchannel;
 pub mod cluster;
 pub mod conn;
 pub mod exports;
+pub mod malloc;
 pub mod metrics;
 pub mod settings;
 pub mod sink;

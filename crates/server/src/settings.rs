@@ -81,6 +81,15 @@ pub struct Settings {
     pub serial_unstable_writes: bool,
     /// Bytes read from a socket per read call.
     pub read_buffer_size: usize,
+    /// glibc's `M_MMAP_THRESHOLD`: allocations this large or larger get
+    /// their own `mmap`. Above the largest record's buffer, so receive
+    /// buffers come from the heap and are reused (see `malloc`). 0:
+    /// glibc's dynamic threshold.
+    pub malloc_mmap_threshold: usize,
+    /// glibc's `M_TRIM_THRESHOLD`: free memory at the top of a heap kept
+    /// before it is given back to the kernel, so the next buffer is not
+    /// faulted in and zeroed again. 0: glibc's dynamic threshold.
+    pub malloc_trim_threshold: usize,
     /// How long SIGTERM waits for in-flight requests before exiting.
     pub shutdown_grace_ms: u64,
     /// A connection idle this long is closed (clients reconnect; NFSv4.1
@@ -128,6 +137,8 @@ impl Default for Settings {
             worker_spare_threads: 48,
             serial_unstable_writes: true,
             read_buffer_size: 256 << 10,
+            malloc_mmap_threshold: 8 << 20,
+            malloc_trim_threshold: 16 << 20,
             shutdown_grace_ms: 10_000,
             idle_timeout_secs: 360,
             max_partial_record_bytes: 256 << 20,
