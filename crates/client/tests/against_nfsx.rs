@@ -74,6 +74,35 @@ async fn direct_writes_go_out_at_once_and_are_committed_at_close() {
     }
 }
 
+/// Large READs go out as the file's bytes from the page cache after the
+/// reply (sendfile) over NFSv3 and NFSv4.1 alike: every READ is one (no
+/// data cache) and the file, its last partial word and the padding after
+/// it included, arrives as it is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_reads_sent_from_the_file_arrive_whole() {
+    let srv = Srv::start().await;
+    let data = pattern((3 << 20) + 5, 11);
+    std::fs::write(srv.path("r.bin"), &data).unwrap();
+    let mut settings = ClientSettings::default();
+    settings.read_cache.max_bytes = 0;
+    settings.readahead.max_window = 0;
+    for url in [srv.url_v3(), format!("{}?version=4.1", srv.url())] {
+        let c = Client::connect(&url, settings.clone()).await.unwrap();
+        let mut f = c.open("r.bin", OpenOptions { read: true, ..Default::default() }).await.unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut back = Vec::new();
+        loop {
+            let n = f.read(back.len() as u64, &mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            back.extend_from_slice(&buf[..n]);
+        }
+        assert!(back == data, "{url}: {} bytes read back differ from the file's {}", back.len(), data.len());
+        assert!(c.stats().ops["READ"].count >= 4, "{url}: the reads went to the server");
+    }
+}
+
 /// A server that restarts between a direct write and its COMMIT may have
 /// lost it; the client keeps no copy to send again, so close says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

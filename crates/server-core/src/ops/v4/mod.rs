@@ -239,6 +239,8 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
     }
     let mut cx = Compound::new(core, call, minor);
     cx.op_count = count as usize;
+    // The file region a READ ending the compound left to the transport.
+    let mut tail = None;
     let last_op = match minor {
         0 => LAST_V40_OP,
         1 => LAST_V41_OP,
@@ -329,15 +331,28 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
             }
         }
         let before = out.enc.len();
-        let (res, status) = table::run_op(&mut cx, op);
-        res.encode(&mut out.enc);
+        let status = match op {
+            // A large READ ending the compound may leave its data for the
+            // transport to send from the page cache.
+            nfs_argop4::OP_READ(args) if i + 1 == count as usize && read::may_send_region(&cx, args.count) => {
+                let (status, region) = read::run_into(&mut cx, args, &mut out.enc);
+                tail = region;
+                status
+            }
+            op => {
+                let (res, status) = table::run_op(&mut cx, op);
+                res.encode(&mut out.enc);
+                status
+            }
+        };
         out.count += 1;
         if let Some(seq) = &cx.seq {
             // A reply the client asked to be cached must fit the cache
             // (REP_TOO_BIG_TO_CACHE), and any reply the session's limit
             // (REP_TOO_BIG): the operation that outgrew it gets the error
             // and the compound stops (RFC 8881 section 2.10.6.4).
-            let too_big = if out.enc.len() > seq.max_response as usize {
+            let sent = out.enc.len() + tail.as_ref().map_or(0, |r| (r.len as usize).next_multiple_of(4));
+            let too_big = if sent > seq.max_response as usize {
                 Some(nfsstat4::NFS4ERR_REP_TOO_BIG)
             } else if seq.cachethis && out.enc.len() > seq.max_cached as usize {
                 Some(nfsstat4::NFS4ERR_REP_TOO_BIG_TO_CACHE)
@@ -345,6 +360,7 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
                 None
             };
             if let Some(err) = too_big {
+                tail = None;
                 let mut trimmed = Encoder::new();
                 let keep = out.enc.into_bytes().slice(..before);
                 trimmed.append_segments(vec![keep]);
@@ -375,7 +391,10 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
     } else {
         finish(out, e);
     }
-    Dispatched::Done { label, ok }
+    match tail {
+        Some(tail) if ok => Dispatched::DoneWithFile { label, tail },
+        _ => Dispatched::Done { label, ok },
+    }
 }
 
 /// Encoding a result union as one element of `resarray`.
