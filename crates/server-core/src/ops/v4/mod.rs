@@ -239,8 +239,10 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
     }
     let mut cx = Compound::new(core, call, minor);
     cx.op_count = count as usize;
-    // The file region a READ ending the compound left to the transport.
+    // The file region a READ ending the compound left to the transport,
+    // and whether every operation before it only found the file.
     let mut tail = None;
+    let mut only_lookups_before = true;
     let last_op = match minor {
         0 => LAST_V40_OP,
         1 => LAST_V41_OP,
@@ -331,10 +333,22 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
             }
         }
         let before = out.enc.len();
+        let looks_up = matches!(
+            op,
+            nfs_argop4::OP_PUTFH(_)
+                | nfs_argop4::OP_PUTROOTFH
+                | nfs_argop4::OP_PUTPUBFH
+                | nfs_argop4::OP_LOOKUP(_)
+                | nfs_argop4::OP_GETFH
+                | nfs_argop4::OP_GETATTR(_)
+                | nfs_argop4::OP_ACCESS(_)
+        );
         let status = match op {
             // A large READ ending the compound may leave its data for the
             // transport to send from the page cache.
-            nfs_argop4::OP_READ(args) if i + 1 == count as usize && read::may_send_region(&cx, args.count) => {
+            nfs_argop4::OP_READ(args)
+                if i + 1 == count as usize && read::may_send_region(&cx, args.count, only_lookups_before) =>
+            {
                 let (status, region) = read::run_into(&mut cx, args, &mut out.enc);
                 tail = region;
                 status
@@ -374,6 +388,7 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
             out.status = status;
             break;
         }
+        only_lookups_before &= looks_up;
     }
     let ok = out.status == nfsstat4::NFS4_OK;
     if cx.seq.is_some() {

@@ -48,11 +48,17 @@ fn read(obj: &Obj, args: &READ4args, count: u32) -> Result<READ4resok, nfsstat4>
 
 /// Whether a READ of `count` may go out as a file region: the transport
 /// sends files (clear text, `read_sendfile_min`), and the reply is not to
-/// be kept for a retransmission (the slot's cache would lack the data).
-pub(super) fn may_send_region(cx: &Compound, count: u32) -> bool {
-    cx.core.sends_file(count)
-        && cx.call.peer.tls == crate::TransportSecurity::Clear
-        && !cx.seq.as_ref().is_some_and(|s| s.cachethis)
+/// be kept for a retransmission, which would lack the data: not asked of
+/// the session's slot (`sa_cachethis`), and, without a session (NFSv4.0,
+/// whose replies the duplicate request cache keeps), after nothing but
+/// operations that find the file (`only_lookups_before`), so nothing in
+/// the compound needs its reply kept.
+pub(super) fn may_send_region(cx: &Compound, count: u32, only_lookups_before: bool) -> bool {
+    let kept = match &cx.seq {
+        Some(seq) => seq.cachethis,
+        None => !only_lookups_before,
+    };
+    cx.core.sends_file(count) && cx.call.peer.tls == crate::TransportSecurity::Clear && !kept
 }
 
 /// READ as the compound's last operation, its result encoded into `e`:
