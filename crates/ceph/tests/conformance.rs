@@ -70,6 +70,7 @@ ceph_case!(
     change_and_times,
     fsstat,
     clone_range,
+    read_data_region_skips_holes,
     xattrs,
     xattr_limits,
 );

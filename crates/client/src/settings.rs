@@ -85,6 +85,10 @@ pub struct V41Settings {
     /// metadata server meanwhile (which hears of the failure, LAYOUTERROR,
     /// and names other data servers in new layouts). Default 30.
     pub pnfs_failed_device_secs: u64,
+    /// At NFSv4.2, reads go as READ_PLUS (RFC 7862), as Linux clients
+    /// mounting NFSv4.2 send them: a sparse file's holes cross the wire as
+    /// (offset, length) pairs. Off, reads are READs. Default false.
+    pub read_plus: bool,
     /// Waits between retries of a request the server asked to delay.
     pub retry: RetrySettings,
 }
@@ -96,6 +100,7 @@ impl Default for V41Settings {
             delegations: true,
             pnfs: true,
             pnfs_failed_device_secs: 30,
+            read_plus: false,
             retry: RetrySettings::default(),
         }
     }

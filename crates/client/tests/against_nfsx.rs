@@ -88,16 +88,7 @@ async fn large_reads_sent_from_the_file_arrive_whole() {
     settings.readahead.max_window = 0;
     for url in [srv.url_v3(), format!("{}?version=4.1", srv.url())] {
         let c = Client::connect(&url, settings.clone()).await.unwrap();
-        let mut f = c.open("r.bin", OpenOptions { read: true, ..Default::default() }).await.unwrap();
-        let mut buf = vec![0u8; 1 << 20];
-        let mut back = Vec::new();
-        loop {
-            let n = f.read(back.len() as u64, &mut buf).await.unwrap();
-            if n == 0 {
-                break;
-            }
-            back.extend_from_slice(&buf[..n]);
-        }
+        let back = read_file_in(&c, "r.bin", 1 << 20).await;
         assert!(back == data, "{url}: {} bytes read back differ from the file's {}", back.len(), data.len());
         assert!(c.stats().ops["READ"].count >= 4, "{url}: the reads went to the server");
     }

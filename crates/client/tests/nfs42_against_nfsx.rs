@@ -124,6 +124,39 @@ async fn sparse_files_and_space() {
     c.shutdown().await;
 }
 
+/// With `[v41] read_plus`, file reads go as READ_PLUS, as a Linux NFSv4.2
+/// mount sends them: a dense file (its ranges sent from the page cache
+/// as one data segment each) and a sparse one (holes as holes) read back
+/// as they are on disk, the last partial word and padding included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_as_read_plus_arrive_whole() {
+    let srv = Srv::start().await;
+    let dense = pattern((3 << 20) + 5, 13);
+    std::fs::write(srv.path("dense"), &dense).unwrap();
+    // Data, a 2 MiB hole, data up to an odd end.
+    let sparse_file = std::fs::File::create(srv.path("sparse")).unwrap();
+    let mut sparse = vec![0u8; (3 << 20) + 7];
+    sparse[..(512 << 10)].copy_from_slice(&pattern(512 << 10, 5));
+    let tail = sparse.len() - (2560 << 10);
+    sparse[2560 << 10..].copy_from_slice(&pattern(tail, 6));
+    use std::os::unix::fs::FileExt;
+    sparse_file.write_all_at(&sparse[..512 << 10], 0).unwrap();
+    sparse_file.write_all_at(&sparse[2560 << 10..], 2560 << 10).unwrap();
+    drop(sparse_file);
+    let mut settings = ClientSettings::default();
+    settings.read_cache.max_bytes = 0;
+    settings.readahead.max_window = 0;
+    settings.v41.read_plus = true;
+    let c = Client::connect(&format!("{}?version=4.2", srv.url()), settings).await.unwrap();
+    for (name, want) in [("dense", &dense), ("sparse", &sparse)] {
+        let back = read_file_in(&c, name, 1 << 20).await;
+        assert!(&back == want, "{name}: {} bytes read back differ from the file's {}", back.len(), want.len());
+    }
+    assert!(ops(&c, "READ_PLUS") >= 8, "reads went as READ_PLUS");
+    assert_eq!(ops(&c, "READ"), 0);
+    c.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extended_attributes() {
     let srv = Srv::start().await;

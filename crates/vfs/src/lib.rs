@@ -94,6 +94,14 @@ pub trait Vfs: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// [`Vfs::read_region`], but only when the region holds no hole:
+    /// what [`Vfs::read_sparse`] would return as a single data segment
+    /// (READ_PLUS then answers with it from the page cache). `None` when
+    /// a hole lies in it, or as for `read_region`.
+    fn read_data_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
+        Ok(None)
+    }
+
     /// Writes `data` at `offset` with at least the requested stability and
     /// reports the stability actually reached.
     fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult>;

@@ -70,6 +70,8 @@ pub struct Nfs41 {
     pub(crate) slots_wanted: u32,
     /// Whether OPENs accept delegations (`[v41] delegations`).
     pub(crate) want_delegations: bool,
+    /// Whether reads at minor version 2 go as READ_PLUS (`[v41] read_plus`).
+    pub(crate) read_plus: bool,
     pub(crate) session: Mutex<SessionState>,
     pub(crate) slots: Mutex<SlotTable>,
     pub(crate) slot_freed: Notify,

@@ -181,7 +181,7 @@ impl Nfs41 {
     /// now, sent again if that stateid went stale meanwhile: a
     /// delegation returned (recalled) or an open upgraded between the
     /// choice and the server's check.
-    async fn with_io_stateid(
+    pub(crate) async fn with_io_stateid(
         &self,
         fh: &Bytes,
         write: bool,
@@ -212,6 +212,10 @@ impl Nfs41 {
     pub async fn read(&self, fh: &Bytes, offset: u64, count: u32) -> Result<READ3resok> {
         if let Some(ok) = self.ds_read(fh, offset, count).await {
             return Ok(ok);
+        }
+        if self.read_plus && self.has_v42() {
+            let (data, _holes, eof) = self.read_plus(fh, offset, count).await?;
+            return Ok(READ3resok { file_attributes: None, count: data.len() as u32, eof, data });
         }
         let read = |stateid| vec![putfh(fh), nfs_argop4::OP_READ(READ4args { stateid, offset, count })];
         let res = self.with_io_stateid(fh, false, read).await?;

@@ -168,6 +168,7 @@ impl Nfs41 {
             retry: settings.v41.retry.clone(),
             slots_wanted,
             want_delegations: settings.v41.delegations,
+            read_plus: settings.v41.read_plus,
             session: Mutex::new(SessionState {
                 clientid: eid.eir_clientid,
                 sessionid: cs.csr_sessionid,

@@ -207,15 +207,26 @@ impl Nfs41 {
     /// number of bytes that were holes, and eof.
     pub async fn read_plus(&self, fh: &Bytes, offset: u64, count: u32) -> Result<(Bytes, u64, bool)> {
         self.need_v42("READ_PLUS")?;
-        let args = READ_PLUS4args { rpa_stateid: self.io_stateid(fh, false), rpa_offset: offset, rpa_count: count };
-        let res = self.compound(vec![putfh(fh), nfs_argop4::OP_READ_PLUS(args)]).await?;
+        let read_plus = |stateid| {
+            let args = READ_PLUS4args { rpa_stateid: stateid, rpa_offset: offset, rpa_count: count };
+            vec![putfh(fh), nfs_argop4::OP_READ_PLUS(args)]
+        };
+        let res = self.with_io_stateid(fh, false, read_plus).await?;
         let ok = result("READ_PLUS", res.get(1), |r| match r {
             nfs_resop4::OP_READ_PLUS(READ_PLUS4res::NFS4_OK(ok)) => Some(ok.clone()),
             _ => None,
         })?;
+        // One data segment from the offset asked for (a range without
+        // holes): its bytes as received, not copied.
+        if let [read_plus_content::NFS4_CONTENT_DATA(d)] = ok.rpr_contents.as_slice() {
+            if d.d_offset == offset && d.d_data.len() as u64 <= u64::from(count) {
+                return Ok((d.d_data.clone(), 0, ok.rpr_eof));
+            }
+        }
         let mut out = Vec::new();
         let mut holes = 0u64;
-        for c in ok.rpr_contents {
+        let n = ok.rpr_contents.len();
+        for (i, c) in ok.rpr_contents.into_iter().enumerate() {
             // Segments follow each other from `offset`; anything else is
             // a server bug we refuse to paper over.
             let (at, len) = match &c {
@@ -226,7 +237,11 @@ impl Nfs41 {
                 }
             };
             if at != offset + out.len() as u64 || out.len() as u64 + len > u64::from(count) {
-                return Err(Error::Decode { proc: "READ_PLUS", why: format!("segment at {at}+{len} out of place") });
+                let kind = if matches!(c, read_plus_content::NFS4_CONTENT_HOLE(_)) { "hole" } else { "data" };
+                let expected = offset + out.len() as u64;
+                let why =
+                    format!("{kind} segment {} of {n} at {at}+{len} out of place (expected at {expected})", i + 1);
+                return Err(Error::Decode { proc: "READ_PLUS", why });
             }
             match c {
                 read_plus_content::NFS4_CONTENT_DATA(d) => out.extend_from_slice(&d.d_data),

@@ -25,9 +25,14 @@ pub async fn write_file(c: &Client, path: &str, data: &[u8]) {
 
 /// Reads a whole file in 64 KiB calls.
 pub async fn read_file(c: &Client, path: &str) -> Vec<u8> {
+    read_file_in(c, path, 65536).await
+}
+
+/// Reads a whole file in calls of `chunk` bytes.
+pub async fn read_file_in(c: &Client, path: &str, chunk: usize) -> Vec<u8> {
     let mut f = c.open(path, OpenOptions { read: true, ..Default::default() }).await.unwrap();
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 65536];
+    let mut buf = vec![0u8; chunk];
     loop {
         let n = f.read(out.len() as u64, &mut buf).await.unwrap();
         if n == 0 {

@@ -361,6 +361,10 @@ impl Vfs for LocalFs {
         Ok(Some((FileRegion { fd: f, offset, len }, eof)))
     }
 
+    fn read_data_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
+        self.read_data_region_impl(id, offset, count)
+    }
+
     fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult> {
         let count = u32::try_from(data.len()).map_err(|_| VfsError::Invalid)?;
         match offset.checked_add(data.len() as u64) {

@@ -20,7 +20,9 @@ use super::copy::{copy_sparse, extent_at, file_size, seek_at, Extent};
 use super::ops::MAX_OFFSET;
 use super::sys::{self, errno};
 use super::LocalFs;
-use crate::{Attrs, CopyResult, FileId, SeekResult, SeekWhat, Segment, Stability, VfsError, VfsResult};
+use crate::{
+    Attrs, CopyResult, FileId, FileRegion, SeekResult, SeekWhat, Segment, Stability, Vfs, VfsError, VfsResult,
+};
 
 /// Largest block written by the reflink probe.
 const PROBE_BLOCK_MAX: usize = 64 << 10;
@@ -147,6 +149,26 @@ impl LocalFs {
         }
         let eof = pos >= file_size(f.fd.as_fd())?;
         Ok((segs, eof))
+    }
+
+    /// A region for READ_PLUS when data runs unbroken from `offset` to
+    /// its end: one `lseek(SEEK_DATA)` and one `lseek(SEEK_HOLE)` on top
+    /// of `read_region`. A hole punched after the check is sent as the
+    /// zeros it reads as, which READ_PLUS allows (a hole may always be
+    /// returned as data).
+    pub(super) fn read_data_region_impl(
+        &self,
+        id: FileId,
+        offset: u64,
+        count: u32,
+    ) -> VfsResult<Option<(FileRegion, bool)>> {
+        let Some((region, eof)) = self.read_region(id, offset, count)? else {
+            return Ok(None);
+        };
+        match extent_at(region.fd.as_fd(), offset)? {
+            Extent::Data(until) if until >= offset + u64::from(region.len) => Ok(Some((region, eof))),
+            _ => Ok(None),
+        }
     }
 
     fn fallocate(&self, id: FileId, offset: u64, length: u64, mode: FallocateFlags) -> VfsResult<Attrs> {

@@ -25,7 +25,7 @@ macro_rules! conformance_tests {
             create_lookup_getattr, names_are_checked, read_write, setattr, type_errors,
             exclusive_create, unchecked_and_guarded_create, rename, rename_dirs, link,
             symlink_readlink, mknod, remove_rmdir, readdir_paging, readdir_small, readdir_plus, change_and_times, fsstat,
-            seek_data_and_hole, read_sparse_segments, allocate_and_deallocate, copy_range, clone_range, xattrs,
+            seek_data_and_hole, read_sparse_segments, read_data_region_skips_holes, allocate_and_deallocate, copy_range, clone_range, xattrs,
             xattr_limits);
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {

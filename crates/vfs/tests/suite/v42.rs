@@ -95,6 +95,35 @@ pub fn read_sparse_segments<V: Vfs>(fs: &V) {
     assert_eq!(fs.read_sparse(d, 0, 10).unwrap_err(), VfsError::IsDir);
 }
 
+/// A data region for READ_PLUS is offered only where no hole lies, and
+/// then holds what `read` returns, with the same `eof`.
+pub fn read_data_region_skips_holes<V: Vfs>(fs: &V) {
+    let d = scratch(fs, "dataregion");
+    let f = sparse_file(fs, d, "sparse");
+    let region_bytes = |r: &FileRegion| {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::from(r.fd.as_fd().try_clone_to_owned().unwrap());
+        let mut buf = vec![0u8; r.len as usize];
+        let n = file.read_at(&mut buf, r.offset).unwrap();
+        buf.truncate(n);
+        buf
+    };
+    use std::os::fd::AsFd;
+    // Data only: the first block, and the last one up to the end.
+    for (offset, count, eof) in [(0, BLOCK as u32, false), (100, 200, false), (MIB, 2 * BLOCK as u32, true)] {
+        if let Some((r, at_end)) = fs.read_data_region(f, offset, count).unwrap() {
+            let read = fs.read(f, offset, count).unwrap();
+            assert_eq!((r.offset, at_end), (offset, eof), "at {offset}");
+            assert_eq!(region_bytes(&r), read.data.to_vec(), "at {offset}");
+        }
+    }
+    // A hole inside: never a region.
+    assert!(fs.read_data_region(f, 0, MIB as u32).unwrap().is_none());
+    assert!(fs.read_data_region(f, MIB - 100, 200).unwrap().is_none());
+    // Past the end: nothing.
+    assert!(fs.read_data_region(f, MIB + BLOCK as u64, 10).unwrap().is_none());
+}
+
 pub fn allocate_and_deallocate<V: Vfs>(fs: &V) {
     let d = scratch(fs, "allocate");
     let f = new_file(fs, d, "f");

@@ -353,6 +353,15 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
                 tail = region;
                 status
             }
+            // So may a READ_PLUS (Linux clients' NFSv4.2 READ) over a range
+            // without holes.
+            nfs_argop4::OP_READ_PLUS(args)
+                if i + 1 == count as usize && read::may_send_region(&cx, args.rpa_count, only_lookups_before) =>
+            {
+                let (status, region) = read_plus::run_into(&mut cx, args, &mut out.enc);
+                tail = region;
+                status
+            }
             op => {
                 let (res, status) = table::run_op(&mut cx, op);
                 res.encode(&mut out.enc);
