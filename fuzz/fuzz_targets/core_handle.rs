@@ -90,7 +90,7 @@ fuzz_target!(|data: &[u8]| {
     let st = state();
     let Some(record) = record(&st.templates, data) else { return };
     // Where the transport would run it: peeks that must never panic either.
-    let _ = st.core.placement(&record);
+    let _ = st.core.placement(&record, data.first().is_some_and(|b| b & 1 == 1));
     let _ = st.core.may_run_in_place(&record);
     let _ = st.core.handle(Bytes::from(record), &peer());
 });

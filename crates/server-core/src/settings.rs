@@ -79,14 +79,26 @@ pub struct CoreSettings {
     /// the connection's own thread instead of a worker: no hand-off, no
     /// context switch. false sends every request to a worker.
     pub inline_requests: bool,
-    /// Try READs smaller than `read_sendfile_min` on the connection's
-    /// thread, reading without waiting (`RWF_NOWAIT`): data in the page
-    /// cache is answered with no hand-off, anything else goes to a worker.
+    /// Try NFSv3 READs smaller than `read_sendfile_min` (and larger ones
+    /// beside other requests of their connection, see
+    /// `read_sendfile_alone_only`) on the connection's thread, reading
+    /// without waiting (`RWF_NOWAIT`): data in the page cache is answered
+    /// with no hand-off, anything else goes to a worker.
     pub inline_cached_reads: bool,
     /// READs of at least this many bytes are sent from the page cache
     /// (sendfile) instead of being read into memory and written from
     /// there, saving one copy of the data; 0 never does.
     pub read_sendfile_min: u32,
+    /// Large READs go by sendfile only while alone on their connection
+    /// (nothing else of it running, received or waiting to be sent);
+    /// beside others an NFSv3 READ of cached data is copied on the
+    /// connection's own thread (no hand-off), and any other READ's data is
+    /// read into memory and written with its reply. Measured over
+    /// loopback, sendfile halves the server's CPU for a lone 1 MiB READ
+    /// (1.5-1.8x the rate) but lost to copying with several READs in
+    /// flight (docs/BENCHMARKS.md, "READs in flight and sendfile").
+    /// false: every READ of at least `read_sendfile_min` by sendfile.
+    pub read_sendfile_alone_only: bool,
     /// The NFS versions offered (as knfsd's `vers3`, `vers4.0`, `vers4.1`
     /// in nfs.conf): a call for another gets PROG_MISMATCH (NFS version)
     /// or NFS4ERR_MINOR_VERS_MISMATCH (NFSv4 minor version), which is how
@@ -129,6 +141,7 @@ impl Default for CoreSettings {
             drc_secs: 120,
             inline_requests: true,
             read_sendfile_min: 64 * 1024,
+            read_sendfile_alone_only: true,
             inline_cached_reads: true,
             versions: NfsVersion::ALL.to_vec(),
             nfs4: Default::default(),

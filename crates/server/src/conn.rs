@@ -152,7 +152,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             let alone = running.load(Ordering::Acquire) == 0 && decoder.buffered() == 0;
             lone = if alone { lone.saturating_add(1) } else { 0 };
             let permit = InFlight::new(permit, &running);
-            match shared.core.placement(&record) {
+            match shared.core.placement(&record, !alone) {
                 Placement::Inline => {
                     shared.metrics.requests_inline.inc();
                     run(&shared, &peer, &sink, record, permit);
@@ -307,9 +307,13 @@ fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit
 fn finish(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, out: Outcome, permit: InFlight, start: Instant) {
     shared.metrics.record(out.label, out.ok, start.elapsed());
     let InFlight { permit, running } = permit;
+    // This request still counts itself.
+    let others_running = running.0.load(Ordering::Acquire) > 1;
     drop(running);
-    if let Some(reply) = out.reply {
-        match crate::sink::framed(reply, out.tail) {
+    if let Some(mut reply) = out.reply {
+        let busy = others_running || !sink.is_idle();
+        let tail = out.tail.and_then(|region| file_or_copy(shared, peer, &mut reply, region, busy));
+        match crate::sink::framed(reply, tail) {
             Some(segs) => {
                 sink.send(segs, Some(permit));
             }
@@ -324,6 +328,34 @@ fn finish(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, out: Outcome, perm
         tracing::warn!(peer = %peer.addr, label = out.label, "request dropped without reply");
     }
     done(shared);
+}
+
+/// A READ's data left in the page cache: sent from there (sendfile) when
+/// its request is alone on the connection, else, with
+/// `read_sendfile_alone_only`, read into memory and appended to `reply`
+/// (with several replies in flight copying was the faster here: see the
+/// setting).
+fn file_or_copy(
+    shared: &Shared,
+    peer: &PeerInfo,
+    reply: &mut Vec<Bytes>,
+    region: vfs::FileRegion,
+    busy: bool,
+) -> Option<vfs::FileRegion> {
+    if busy && shared.core.settings().read_sendfile_alone_only {
+        match crate::sink::region_bytes(&region) {
+            Ok(data) => {
+                reply.extend(data);
+                shared.metrics.replies_from_files_busy.inc();
+                return None;
+            }
+            Err(e) => {
+                tracing::debug!(peer = %peer.addr, "reading a READ's data into memory failed: {e}; sent from the file")
+            }
+        }
+    }
+    shared.metrics.replies_from_files.inc();
+    Some(region)
 }
 
 fn done(shared: &Shared) {

@@ -54,6 +54,12 @@ pub struct Metrics {
     pub partial_record_bytes: Gauge,
     pub bytes_received: Counter,
     pub bytes_sent: Counter,
+    /// Replies whose data went from the page cache (sendfile): READs and
+    /// READ_PLUS that took the file-region path.
+    pub replies_from_files: Counter,
+    /// Replies that could have gone by sendfile, read into memory instead
+    /// as their connection had other requests in flight.
+    pub replies_from_files_busy: Counter,
     pub bad_records: Counter,
     pub in_flight: Gauge,
     /// Requests run on the connection's own thread.
@@ -145,6 +151,16 @@ impl Metrics {
             ),
             ("nfsx_received_bytes", "Bytes read from clients", &self.bytes_received),
             ("nfsx_sent_bytes", "Bytes written to clients", &self.bytes_sent),
+            (
+                "nfsx_replies_from_files",
+                "Replies whose data was sent from the page cache (sendfile) rather than from memory",
+                &self.replies_from_files,
+            ),
+            (
+                "nfsx_replies_from_files_busy",
+                "Replies that could have been sent from the page cache, read into memory as their connection had other requests in flight (read_sendfile_alone_only)",
+                &self.replies_from_files_busy,
+            ),
             ("nfsx_bad_records", "Records that could not be framed or parsed", &self.bad_records),
             ("nfsx_requests_inline", "Requests run on the thread that read them (no hand-off)", &self.requests_inline),
             ("nfsx_requests_worker", "Requests handed to a worker thread (may block)", &self.requests_worker),

@@ -194,6 +194,25 @@ fn send_file(
     Ok(n)
 }
 
+/// A file region's bytes in memory, followed by their XDR padding: what a
+/// reply carries after it when it does not go by sendfile. A file that
+/// became shorter is made up with zeros, as for sendfile.
+pub fn region_bytes(region: &vfs::FileRegion) -> io::Result<[Bytes; 2]> {
+    let len = region.len as usize;
+    let mut buf = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        match rustix::io::pread(region.fd.as_fd(), &mut buf[done..], region.offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let pad = (4 - len % 4) % 4;
+    Ok([Bytes::from(buf), Bytes::from_static(&ZEROS[..pad])])
+}
+
 /// A reply record as the sink sends it: record marking, the encoded
 /// segments, then the file tail and its padding. `None` when the record
 /// would exceed one fragment (a tail is only set for READs, far smaller).
@@ -218,6 +237,13 @@ pub fn framed(reply: Vec<Bytes>, tail: Option<vfs::FileRegion>) -> Option<Vec<Se
 }
 
 impl ReplySink {
+    /// Nothing queued and nobody writing: a reply sent now goes straight
+    /// into the socket.
+    pub fn is_idle(&self) -> bool {
+        let st = self.st.lock();
+        st.queue.is_empty() && st.writer == Writer::Idle
+    }
+
     pub fn new(wr: OwnedWriteHalf, metrics: Arc<Metrics>, peer: std::net::SocketAddr) -> Arc<ReplySink> {
         let out = Out::Plain(wr);
         Arc::new(ReplySink { out, st: Mutex::new(State::default()), wake: Notify::new(), metrics, peer })

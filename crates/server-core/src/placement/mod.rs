@@ -79,9 +79,10 @@ impl<'a> Peek<'a> {
 }
 
 impl Core {
-    /// Where to run `record` (see the module documentation).
-    pub fn placement(&self, record: &[u8]) -> Placement {
-        self.peek_placement(record).unwrap_or(Placement::Worker)
+    /// Where to run `record` (see the module documentation). `busy`: its
+    /// connection has other requests running or already received.
+    pub fn placement(&self, record: &[u8], busy: bool) -> Placement {
+        self.peek_placement(record, busy).unwrap_or(Placement::Worker)
     }
 
     /// Whether a record that may block may run on its connection's own
@@ -126,7 +127,7 @@ impl Core {
         program.unwrap_or(false)
     }
 
-    fn peek_placement(&self, record: &[u8]) -> Option<Placement> {
+    fn peek_placement(&self, record: &[u8], busy: bool) -> Option<Placement> {
         if !self.settings.inline_requests {
             return Some(Placement::Worker);
         }
@@ -156,8 +157,12 @@ impl Core {
                 let fh = p.opaque()?;
                 p.skip(8)?; // offset
                 let count = p.u32()?;
+                // A large READ alone on its connection goes out by sendfile
+                // from a worker (or in place); beside others, copying it
+                // from the page cache right here is cheaper than the
+                // hand-off (see `read_sendfile_min`).
                 let min = self.settings.read_sendfile_min;
-                let small = min == 0 || count < min;
+                let small = min == 0 || count < min || (busy && self.settings.read_sendfile_alone_only);
                 Some(match self.resident_fh(fh) {
                     Placement::Inline if small && self.settings.inline_cached_reads => Placement::TryInline,
                     _ => Placement::Worker,
@@ -274,20 +279,21 @@ pub(super) mod tests {
     fn cheap_calls_run_inline_and_the_rest_on_workers() {
         let c = core();
         let fh = fh_arg(&c, 1);
-        assert_eq!(c.placement(&call(100003, 3, 0, &[])), Placement::Inline, "NULL");
-        assert_eq!(c.placement(&call(100000, 2, 3, &[0; 16])), Placement::Inline, "portmap");
-        assert_eq!(c.placement(&call(100003, 3, 1, &fh)), Placement::Inline, "GETATTR of a resident object");
+        assert_eq!(c.placement(&call(100003, 3, 0, &[]), false), Placement::Inline, "NULL");
+        assert_eq!(c.placement(&call(100000, 2, 3, &[0; 16]), false), Placement::Inline, "portmap");
+        assert_eq!(c.placement(&call(100003, 3, 1, &fh), false), Placement::Inline, "GETATTR of a resident object");
         let mut read = fh.clone();
         read.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0]);
-        assert_eq!(c.placement(&call(100003, 3, 6, &read)), Placement::TryInline, "small READ");
+        assert_eq!(c.placement(&call(100003, 3, 6, &read), false), Placement::TryInline, "small READ");
         let mut big = fh.clone();
         big.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0]);
-        assert_eq!(c.placement(&call(100003, 3, 6, &big)), Placement::Worker, "1 MiB READ");
-        assert_eq!(c.placement(&call(100003, 3, 6, &fh)), Placement::Worker, "READ without its count");
-        assert_eq!(c.placement(&call(100003, 3, 1, &fh_arg(&c, 9))), Placement::Worker, "unknown export");
-        assert_eq!(c.placement(&call(100005, 3, 1, &[])), Placement::Worker, "MNT");
-        assert_eq!(c.placement(&[0, 0, 0, 1]), Placement::Worker, "truncated");
-        assert_eq!(c.placement(&call(100003, 3, 1, &[0, 0, 1, 0])), Placement::Worker, "short handle");
+        assert_eq!(c.placement(&call(100003, 3, 6, &big), false), Placement::Worker, "1 MiB READ, alone");
+        assert_eq!(c.placement(&call(100003, 3, 6, &big), true), Placement::TryInline, "1 MiB READ beside others");
+        assert_eq!(c.placement(&call(100003, 3, 6, &fh), false), Placement::Worker, "READ without its count");
+        assert_eq!(c.placement(&call(100003, 3, 1, &fh_arg(&c, 9)), false), Placement::Worker, "unknown export");
+        assert_eq!(c.placement(&call(100005, 3, 1, &[]), false), Placement::Worker, "MNT");
+        assert_eq!(c.placement(&[0, 0, 0, 1], false), Placement::Worker, "truncated");
+        assert_eq!(c.placement(&call(100003, 3, 1, &[0, 0, 1, 0]), false), Placement::Worker, "short handle");
     }
 
     #[test]
@@ -320,21 +326,25 @@ pub(super) mod tests {
         getattr.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2]);
         let mut read = op(nfs_opnum4::OP_READ);
         read.extend_from_slice(&[0; 32]);
-        assert_eq!(c.placement(&compound(&[seq.clone()])), Placement::Inline);
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), getattr.clone()])), Placement::Inline);
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), read.clone()])), Placement::Worker);
+        assert_eq!(c.placement(&compound(&[seq.clone()]), false), Placement::Inline);
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), getattr.clone()]), false), Placement::Inline);
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), read.clone()]), false), Placement::Worker);
         let mut close = op(nfs_opnum4::OP_CLOSE);
         close.extend_from_slice(&[0; 20]);
         let mut test = op(nfs_opnum4::OP_TEST_STATEID);
         test.extend_from_slice(&[0, 0, 0, 2]);
         test.extend_from_slice(&[0; 32]);
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), close.clone()])), Placement::Inline, "CLOSE");
-        assert_eq!(c.placement(&compound(&[seq.clone(), test.clone()])), Placement::Inline, "TEST_STATEID");
+        assert_eq!(
+            c.placement(&compound(&[seq.clone(), putfh.clone(), close.clone()]), false),
+            Placement::Inline,
+            "CLOSE"
+        );
+        assert_eq!(c.placement(&compound(&[seq.clone(), test.clone()]), false), Placement::Inline, "TEST_STATEID");
         // A TEST_STATEID claiming more stateids than the record holds.
         let mut lying = op(nfs_opnum4::OP_TEST_STATEID);
         lying.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
-        assert_eq!(c.placement(&compound(&[seq.clone(), lying])), Placement::Worker, "truncated TEST_STATEID");
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), close, read])), Placement::Worker);
-        assert_eq!(c.placement(&compound(&vec![seq; 9])), Placement::Worker, "too long");
+        assert_eq!(c.placement(&compound(&[seq.clone(), lying]), false), Placement::Worker, "truncated TEST_STATEID");
+        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), close, read]), false), Placement::Worker);
+        assert_eq!(c.placement(&compound(&vec![seq; 9]), false), Placement::Worker, "too long");
     }
 }
