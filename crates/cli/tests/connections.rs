@@ -80,3 +80,51 @@ fn stalled_partial_records_are_bounded_as_a_whole() {
     let mut c = RpcClient::connect(srv.port).unwrap();
     let _: () = c.nfs(NFS3_NULL, &());
 }
+
+/// Clients that send many large READs and never read the replies: the
+/// replies wait as file regions once a connection's queue is past what
+/// its small READs could hold, so they do not pin a copy each
+/// (`read_sendfile_alone_only` copies large READs only beside a short
+/// queue). Four connections x 128 READs of 1 MiB would be 512 MiB copied.
+#[test]
+fn unread_large_replies_do_not_pin_copies() {
+    use proto::nfs3::*;
+    let srv = TestServer::start(ServerOpts::default());
+    random_file(&srv.export.join("big"), 1 << 20, 7);
+    let mut c = RpcClient::connect(srv.port).unwrap();
+    let root = c.mount(&srv.export.display().to_string());
+    let res: LOOKUP3res =
+        c.nfs(NFS3_LOOKUP, &LOOKUP3args { what: diropargs3 { dir: root, name: bytes::Bytes::from_static(b"big") } });
+    let LOOKUP3res::NFS3_OK(found) = res else { panic!("LOOKUP big: {res:?}") };
+    let pid = srv.child.id();
+    let before = rss_kib(pid);
+    let read = READ3args { file: found.object, offset: 0, count: 1 << 20 };
+    let mut conns = Vec::new();
+    for n in 0..4u32 {
+        let mut s = RpcClient::connect(srv.port).unwrap();
+        s.stream.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+        for i in 0..128u32 {
+            let call = support::rpc::call_bytes(
+                n << 16 | i,
+                NFS_PROGRAM,
+                NFS_V3,
+                NFS3_READ,
+                support::rpc::auth_sys(0, 0),
+                &read,
+            );
+            // The server stops reading at its in-flight limit: fine.
+            if s.send_record(&call).is_err() {
+                break;
+            }
+        }
+        conns.push(s);
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let grown = rss_kib(pid).saturating_sub(before);
+    // Per connection: the 8 MiB of copies its queue may hold, and what
+    // the socket took.
+    assert!(grown < 128 * 1024, "RSS grew by {grown} KiB with 512 replies of 1 MiB unread");
+    // The server still answers.
+    let mut c = RpcClient::connect(srv.port).unwrap();
+    let _: () = c.nfs(NFS3_NULL, &());
+}

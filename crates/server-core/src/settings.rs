@@ -93,7 +93,8 @@ pub struct CoreSettings {
     /// (nothing else of it running, received or waiting to be sent);
     /// beside others an NFSv3 READ of cached data is copied on the
     /// connection's own thread (no hand-off), and any other READ's data is
-    /// read into memory and written with its reply. Measured over
+    /// read into memory and written with its reply (while the connection's
+    /// reply queue is short: see `server::conn`). Measured over
     /// loopback, sendfile halves the server's CPU for a lone 1 MiB READ
     /// (1.5-1.8x the rate) but lost to copying with several READs in
     /// flight (docs/BENCHMARKS.md, "READs in flight and sendfile").

@@ -152,7 +152,10 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             let alone = running.load(Ordering::Acquire) == 0 && decoder.buffered() == 0;
             lone = if alone { lone.saturating_add(1) } else { 0 };
             let permit = InFlight::new(permit, &running);
-            match shared.core.placement(&record, !alone) {
+            // Busy: a large READ may be copied here rather than sent by
+            // sendfile from a worker (`read_sendfile_alone_only`).
+            let busy = !alone && copies_fit(&shared, &sink, 0);
+            match shared.core.placement(&record, busy) {
                 Placement::Inline => {
                     shared.metrics.requests_inline.inc();
                     run(&shared, &peer, &sink, record, permit);
@@ -312,7 +315,7 @@ fn finish(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, out: Outcome, perm
     drop(running);
     if let Some(mut reply) = out.reply {
         let busy = others_running || !sink.is_idle();
-        let tail = out.tail.and_then(|region| file_or_copy(shared, peer, &mut reply, region, busy));
+        let tail = out.tail.and_then(|region| file_or_copy(shared, peer, sink, &mut reply, region, busy));
         match crate::sink::framed(reply, tail) {
             Some(segs) => {
                 sink.send(segs, Some(permit));
@@ -334,15 +337,19 @@ fn finish(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, out: Outcome, perm
 /// its request is alone on the connection, else, with
 /// `read_sendfile_alone_only`, read into memory and appended to `reply`
 /// (with several replies in flight copying was the faster here: see the
-/// setting).
+/// setting). Not while the connection's queue already holds as much as
+/// its requests in flight could with READs below `read_sendfile_min`: a
+/// client that stops reading its replies leaves file regions queued,
+/// which hold no memory, not megabytes of copies.
 fn file_or_copy(
     shared: &Shared,
     peer: &PeerInfo,
+    sink: &ReplySink,
     reply: &mut Vec<Bytes>,
     region: vfs::FileRegion,
     busy: bool,
 ) -> Option<vfs::FileRegion> {
-    if busy && shared.core.settings().read_sendfile_alone_only {
+    if busy && shared.core.settings().read_sendfile_alone_only && copies_fit(shared, sink, region.len as usize) {
         match crate::sink::region_bytes(&region) {
             Ok(data) => {
                 reply.extend(data);
@@ -356,6 +363,15 @@ fn file_or_copy(
     }
     shared.metrics.replies_from_files.inc();
     Some(region)
+}
+
+/// Whether `len` more bytes of copied READ data fit the connection's reply
+/// queue: no more than its requests in flight could hold with READs
+/// below `read_sendfile_min`.
+fn copies_fit(shared: &Shared, sink: &ReplySink, len: usize) -> bool {
+    let room =
+        shared.settings.max_in_flight_per_connection.saturating_mul(shared.core.settings().read_sendfile_min as usize);
+    sink.queued_bytes().saturating_add(len) <= room
 }
 
 fn done(shared: &Shared) {
