@@ -37,22 +37,12 @@ pub(super) fn run_into(
     args: READ_PLUS4args,
     e: &mut Encoder,
 ) -> (nfsstat4, Option<vfs::FileRegion>) {
-    let answer = checked(cx, &args).and_then(|(obj, count)| {
-        if args.rpa_offset < obj.attrs.size && count > 0 {
-            if let Some((region, eof)) = obj.fs().read_data_region(obj.id, args.rpa_offset, count).map_err(stat4)? {
-                if region.len > 0 && region.len <= count {
-                    return Ok(Err((region, eof)));
-                }
-            }
-        }
-        read(&obj, &args, count).map(Ok)
-    });
-    match answer {
-        Ok(Err((region, eof))) => {
+    match answer(cx, &args) {
+        Ok(Answer::Region { eof, region }) => {
             encode_data_head(e, eof, args.rpa_offset, region.len);
             (nfsstat4::NFS4_OK, Some(region))
         }
-        Ok(Ok(res)) => {
+        Ok(Answer::Contents(res)) => {
             nfs_resop4::OP_READ_PLUS(READ_PLUS4res::NFS4_OK(res)).encode(e);
             (nfsstat4::NFS4_OK, None)
         }
@@ -61,6 +51,26 @@ pub(super) fn run_into(
             (s, None)
         }
     }
+}
+
+enum Answer {
+    /// The data is this region of an open file, with no hole in it.
+    Region { eof: bool, region: vfs::FileRegion },
+    /// Segments read into memory: a range with holes, a backend with no
+    /// file to send from, or nothing to read.
+    Contents(read_plus_res4),
+}
+
+fn answer(cx: &mut Compound, args: &READ_PLUS4args) -> Result<Answer, nfsstat4> {
+    let (obj, count) = checked(cx, args)?;
+    if args.rpa_offset < obj.attrs.size && count > 0 {
+        if let Some((region, eof)) = obj.fs().read_data_region(obj.id, args.rpa_offset, count).map_err(stat4)? {
+            if region.len > 0 && region.len <= count {
+                return Ok(Answer::Region { eof, region });
+            }
+        }
+    }
+    read(&obj, args, count).map(Answer::Contents)
 }
 
 /// A READ_PLUS result of one data segment at `offset`, up to and
