@@ -189,7 +189,13 @@ fuzz_target!(|data: &[u8]| {
     let st = state();
     let Some(record) = record(&st.templates, data) else { return };
     // Where the transport would run it: peeks that must never panic either.
-    let _ = st.core.placement(&record, data.first().is_some_and(|b| b & 1 == 1));
+    let placed = st.core.placement(&record, data.first().is_some_and(|b| b & 1 == 1));
     let _ = st.core.may_run_in_place(&record);
-    let _ = st.core.handle(Bytes::from(record), &peer());
+    let record = Bytes::from(record);
+    // A READ placed to be tried on the connection's thread runs as the
+    // transport runs it: there, and on a worker only if it gave up.
+    if placed == server_core::Placement::TryInline && st.core.try_handle_inline(&record, &peer()).is_some() {
+        return;
+    }
+    let _ = st.core.handle(record, &peer());
 });

@@ -99,12 +99,71 @@ fn unstable_writes_to_one_file_are_chained_and_all_land() {
         assert!(chunk == block(w, b).as_slice(), "block {i} (writer {w}, its block {b}) is not what was written");
     }
     let m = get_metrics(mport);
-    let chained: u64 = m
-        .lines()
-        .find_map(|l| l.strip_prefix("nfsx_requests_chained_total "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no nfsx_requests_chained_total:\n{m}"));
+    let chained = counter(&m, "nfsx_requests_chained_total");
     assert!(chained > 0, "no WRITE waited behind another of the same file");
+}
+
+/// The value of a counter without labels.
+fn counter(m: &str, name: &str) -> u64 {
+    m.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name}:\n{m}"))
+}
+
+/// Sixteen readers of one cached file over NFSv4.1, every 4 KiB read its
+/// own SEQUENCE + PUTFH + READ (no client cache): the compounds run on
+/// the connection's thread, not on workers, and every byte comes back as
+/// it is on disk.
+#[test]
+fn nfs41_reads_of_cached_data_run_on_the_connections_thread() {
+    let mport = free_port();
+    let cfg = format!("metrics = \"127.0.0.1:{mport}\"");
+    let srv = TestServer::start(ServerOpts { extra_config: &cfg, ..Default::default() });
+    const READERS: usize = 16;
+    const BLOCKS: usize = 64;
+    let data: Vec<u8> = (0..READERS * BLOCKS * 4096).map(|i| (i * 31 / 7) as u8).collect();
+    std::fs::write(srv.export.join("cached"), &data).unwrap();
+    let url = format!("nfs://127.0.0.1:{}{}?version=4.1", srv.port, srv.export.display());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let before = get_metrics(mport);
+    let back = rt.block_on(async {
+        let mut settings = client::ClientSettings::default();
+        settings.read_cache.max_bytes = 0;
+        settings.readahead.max_window = 0;
+        let c = std::sync::Arc::new(client::Client::connect(&url, settings).await.unwrap());
+        let mut tasks = Vec::new();
+        for r in 0..READERS {
+            let c = c.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut f = c.open("cached", client::OpenOptions::read()).await.unwrap();
+                let mut got = Vec::new();
+                // Interleaved: reader r reads every READERS-th block.
+                for b in 0..BLOCKS {
+                    let mut buf = vec![0u8; 4096];
+                    let n = f.read(((b * READERS + r) * 4096) as u64, &mut buf).await.unwrap();
+                    assert_eq!(n, 4096);
+                    got.push(((b * READERS + r) * 4096, buf));
+                }
+                f.close().await.unwrap();
+                got
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        all
+    });
+    for (off, buf) in back {
+        assert!(buf == data[off..off + 4096], "the 4 KiB at {off} differ from the file's");
+    }
+    let m = get_metrics(mport);
+    let delta = |name: &str| counter(&m, name) - counter(&before, name);
+    let reads = (READERS * BLOCKS) as u64;
+    let (inline, worker) = (delta("nfsx_requests_inline_total"), delta("nfsx_requests_worker_total"));
+    assert!(inline >= reads, "{inline} requests inline for {reads} READs ({worker} on workers)");
+    assert!(worker < reads / 4, "{worker} requests on workers for {reads} READs");
 }
 
 #[test]

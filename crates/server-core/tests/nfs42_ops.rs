@@ -705,3 +705,40 @@ fn getattr_asks_a_write_delegations_holder() {
     let (status, _) = ask(&mut other);
     assert_eq!(status, nfsstat4::NFS4ERR_DELAY);
 }
+
+/// A `SEQUENCE, PUTFH, READ` compound tried on the connection's thread
+/// (`Core::try_handle_inline`): on LocalFs, whose file is open and whose
+/// data is in the page cache, it is answered there with the file's bytes;
+/// on MemFs, which never says its data is cached, it gives up with nothing
+/// done, and the same record then runs as the slot's next request (had
+/// SEQUENCE claimed the slot, it would be refused or answered as a
+/// retransmission without data).
+#[test]
+fn reads_tried_in_place_answer_from_the_cache_or_change_nothing() {
+    on_both(|env| {
+        let mut s = Session::ready_minor(env, "in-place", 2);
+        let data: Vec<u8> = (0..3 * 4096).map(|i| (i % 251) as u8).collect();
+        let (fh, _) = create(env, &mut s, "f", &data);
+        let on_localfs = env.fs.is_empty();
+        for round in 0..3 {
+            let read = A::OP_READ(READ4args { stateid: ANON, offset: 4096, count: 4096 });
+            let args =
+                COMPOUND4args { tag: Bytes::new(), minorversion: 2, argarray: vec![s.sequence(0), putfh(&fh), read] };
+            let record = call_record(env.next_xid(), NFS4, 4, 1, &user(), &xdr::to_bytes(&args));
+            let out = match env.core.try_handle_inline(&record, &env.peer) {
+                Some(out) => {
+                    assert!(on_localfs, "MemFs data is never said to be cached");
+                    out
+                }
+                None => {
+                    assert!(!on_localfs, "round {round}: cached LocalFs data was not read in place");
+                    env.core.handle(record, &env.peer)
+                }
+            };
+            let r: COMPOUND4res = parse_reply(out).result();
+            ok(&r);
+            let R::OP_READ(READ4res::NFS4_OK(rd)) = last(&r) else { panic!("{r:?}") };
+            assert_eq!(&rd.data[..], &data[4096..8192], "round {round}");
+        }
+    });
+}

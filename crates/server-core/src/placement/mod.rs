@@ -161,25 +161,40 @@ impl Core {
                 // from a worker (or in place); beside others, copying it
                 // from the page cache right here is cheaper than the
                 // hand-off (see `read_sendfile_min`).
-                let min = self.settings.read_sendfile_min;
-                let small = min == 0 || count < min || (busy && self.settings.read_sendfile_alone_only);
-                Some(match self.resident_fh(fh) {
-                    Placement::Inline if small && self.settings.inline_cached_reads => Placement::TryInline,
-                    _ => Placement::Worker,
-                })
+                Some(self.cached_read(self.resident_fh(fh), count, busy))
             }
-            (crate::ops::v4::VERSION, V4_COMPOUND) => self.peek_compound(&mut p),
+            (crate::ops::v4::VERSION, V4_COMPOUND) => self.peek_compound(&mut p, busy),
             _ => Some(Placement::Worker),
         }
     }
 
-    /// A compound of operations that read state and attributes only.
-    fn peek_compound(&self, p: &mut Peek) -> Option<Placement> {
+    /// Where a READ of `count` bytes of an object the backend found
+    /// `resident` (or not) runs: a large one alone on its connection goes
+    /// out by sendfile from a worker (or in place); beside others, copying
+    /// it from the page cache right here is cheaper than the hand-off (see
+    /// `read_sendfile_min`), and so is any small one.
+    fn cached_read(&self, resident: Placement, count: u32, busy: bool) -> Placement {
+        let min = self.settings.read_sendfile_min;
+        let small = min == 0 || count < min || (busy && self.settings.read_sendfile_alone_only);
+        match resident {
+            Placement::Inline if small && self.settings.inline_cached_reads => Placement::TryInline,
+            _ => Placement::Worker,
+        }
+    }
+
+    /// A compound of operations that read state and attributes only, or
+    /// `[SEQUENCE,] PUTFH, READ` of a resident file (tried here: the
+    /// compound reads the data from the page cache before anything else,
+    /// see `ops::v4::read::read_ahead`).
+    fn peek_compound(&self, p: &mut Peek, busy: bool) -> Option<Placement> {
         p.opaque()?; // tag
-        let _minor = p.u32()?;
+        let minor = p.u32()?;
         let n = p.u32()?;
         if n > V4_MAX_INLINE_OPS {
             return Some(Placement::Worker);
+        }
+        if let Some(read) = self.peek_compound_read(&mut Peek { b: p.b }, minor, n, busy) {
+            return Some(read);
         }
         // The object the last PUTFH named; `None` after a LOOKUP or a
         // RESTOREFH changed it to one not known here.
@@ -226,6 +241,26 @@ impl Core {
             }
         }
         Some(Placement::Inline)
+    }
+
+    /// The placement of a compound of exactly `[SEQUENCE,] PUTFH, READ`
+    /// (SEQUENCE from minor version 1 on), the shape NFSv4 clients read
+    /// in; `None` for any other compound.
+    fn peek_compound_read(&self, p: &mut Peek, minor: u32, n: u32, busy: bool) -> Option<Placement> {
+        let sequence = minor >= 1;
+        if n != 2 + u32::from(sequence) {
+            return None;
+        }
+        if sequence {
+            (p.u32()? == nfs_opnum4::OP_SEQUENCE as u32).then_some(())?;
+            p.skip(16 + 4 * 4)?;
+        }
+        (p.u32()? == nfs_opnum4::OP_PUTFH as u32).then_some(())?;
+        let fh = p.opaque()?;
+        (p.u32()? == nfs_opnum4::OP_READ as u32).then_some(())?;
+        p.skip(STATEID_LEN + 8)?; // stateid, offset
+        let count = p.u32()?;
+        Some(self.cached_read(self.resident_fh(fh), count, busy))
     }
 
     /// Inline when the handle's object is resident in its backend (the
@@ -328,7 +363,16 @@ pub(super) mod tests {
         read.extend_from_slice(&[0; 32]);
         assert_eq!(c.placement(&compound(&[seq.clone()]), false), Placement::Inline);
         assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), getattr.clone()]), false), Placement::Inline);
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), read.clone()]), false), Placement::Worker);
+        assert_eq!(
+            c.placement(&compound(&[seq.clone(), putfh.clone(), read.clone()]), false),
+            Placement::TryInline,
+            "READ of a resident file"
+        );
+        assert_eq!(
+            c.placement(&compound(&[putfh.clone(), read.clone()]), false),
+            Placement::Worker,
+            "4.1 without SEQUENCE"
+        );
         let mut close = op(nfs_opnum4::OP_CLOSE);
         close.extend_from_slice(&[0; 20]);
         let mut test = op(nfs_opnum4::OP_TEST_STATEID);

@@ -65,6 +65,9 @@ pub(crate) struct Compound<'a> {
     pub op_index: usize,
     /// Operations in the compound.
     pub op_count: usize,
+    /// The data its READ asks for, read from the page cache before the
+    /// compound ran (on the connection's thread, `Call::nowait`).
+    pub read_ahead: Option<super::read::ReadAhead>,
 }
 
 pub(crate) use crate::ops::Obj;
@@ -88,6 +91,7 @@ impl<'a> Compound<'a> {
             seq: None,
             op_index: 0,
             op_count: 0,
+            read_ahead: None,
         }
     }
 

@@ -239,6 +239,15 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
     }
     let mut cx = Compound::new(core, call, minor);
     cx.op_count = count as usize;
+    if call.nowait {
+        // Only a READ is placed here to be tried: its data must be in the
+        // page cache before SEQUENCE claims the slot, or the compound goes
+        // to a worker with nothing done.
+        match read::read_ahead(core, d.clone(), minor, count) {
+            Some(data) => cx.read_ahead = Some(data),
+            None => return Dispatched::WouldBlock,
+        }
+    }
     // The file region a READ ending the compound left to the transport,
     // and whether every operation before it only found the file.
     let mut tail = None;

@@ -8,17 +8,74 @@
 //! cache: the reply then ends with the data's length and the transport
 //! sends the file's bytes after it (sendfile), as for NFSv3, instead of
 //! the server reading them into memory and writing them out again.
+//!
+//! A READ of a file whose data is in the page cache may run on the
+//! connection's thread (`placement`): the data is then read first, before
+//! SEQUENCE, so that a compound that would have to wait changes nothing
+//! before it goes to a worker (`read_ahead`).
 
 use proto::nfs4::*;
-use xdr::{Encode, Encoder};
+use xdr::{Decode, Decoder, Encode, Encoder};
 
 use super::status::stat4;
 use super::{io, Compound, Obj};
 use crate::state::stateids::IoKind;
+use crate::Core;
 
 pub(super) fn run(cx: &mut Compound, args: READ4args) -> Result<READ4resok, nfsstat4> {
     let (obj, count) = checked(cx, &args)?;
+    if let Some(r) = take_read_ahead(cx, &obj, args.offset, count) {
+        return Ok(resok(r, count));
+    }
     read(&obj, &args, count)
+}
+
+/// A READ's data, read before its compound ran.
+pub(crate) struct ReadAhead {
+    export_id: u32,
+    id: vfs::FileId,
+    offset: u64,
+    count: u32,
+    data: vfs::ReadResult,
+}
+
+/// For a compound of `[SEQUENCE,] PUTFH, READ` (SEQUENCE from minor
+/// version 1 on) run on the connection's thread: the READ's data, if the
+/// page cache holds all of it, read before any operation runs, so that a
+/// compound that would have to wait for the disk gives up before SEQUENCE
+/// has claimed its slot. `None` (run it on a worker) for any other
+/// compound, a handle that does not verify, or data not cached.
+///
+/// Nothing is answered from these bytes unless the READ, decoded and run
+/// in its turn, passes every check on the very object and range read
+/// here (`take_read_ahead`); otherwise they are dropped.
+pub(super) fn read_ahead(core: &Core, mut d: Decoder, minor: u32, ops: u32) -> Option<ReadAhead> {
+    let sequence = minor >= 1;
+    if ops != 2 + u32::from(sequence) {
+        return None;
+    }
+    if sequence && !matches!(nfs_argop4::decode(&mut d).ok()?, nfs_argop4::OP_SEQUENCE(_)) {
+        return None;
+    }
+    let nfs_argop4::OP_PUTFH(fh) = nfs_argop4::decode(&mut d).ok()? else {
+        return None;
+    };
+    let nfs_argop4::OP_READ(args) = nfs_argop4::decode(&mut d).ok()? else {
+        return None;
+    };
+    let h = core.fh.decode(&fh.object).ok()?;
+    let export = core.export_by_id(h.export_id)?;
+    let count = args.count.min(core.settings().rtmax);
+    let data = export.fs.read_cached(h.fileid, args.offset, count).ok()??;
+    Some(ReadAhead { export_id: h.export_id, id: h.fileid, offset: args.offset, count, data })
+}
+
+/// The data read ahead for this compound, if it is of `obj` at `offset`
+/// for `count` bytes.
+fn take_read_ahead(cx: &mut Compound, obj: &Obj, offset: u64, count: u32) -> Option<vfs::ReadResult> {
+    let r = cx.read_ahead.take()?;
+    let same = r.export_id == obj.export.id && r.id == obj.id && r.offset == offset && r.count == count;
+    same.then_some(r.data)
 }
 
 /// The checks every READ makes, and the count to read.
@@ -36,6 +93,10 @@ fn read(obj: &Obj, args: &READ4args, count: u32) -> Result<READ4resok, nfsstat4>
         return Ok(READ4resok { eof: true, data: bytes::Bytes::new() });
     }
     let r = obj.fs().read(obj.id, args.offset, count).map_err(stat4)?;
+    Ok(resok(r, count))
+}
+
+fn resok(r: vfs::ReadResult, count: u32) -> READ4resok {
     let mut data = r.data;
     let mut eof = r.eof;
     if data.len() > count as usize {
@@ -43,7 +104,7 @@ fn read(obj: &Obj, args: &READ4args, count: u32) -> Result<READ4resok, nfsstat4>
         data.truncate(count as usize);
         eof = false;
     }
-    Ok(READ4resok { eof, data })
+    READ4resok { eof, data }
 }
 
 /// Whether a READ of `count` may go out as a file region: the transport
@@ -90,6 +151,9 @@ enum Answer {
 
 fn answer(cx: &mut Compound, args: &READ4args) -> Result<Answer, nfsstat4> {
     let (obj, count) = checked(cx, args)?;
+    if let Some(r) = take_read_ahead(cx, &obj, args.offset, count) {
+        return Ok(Answer::Data(resok(r, count)));
+    }
     if args.offset < obj.attrs.size {
         if let Some((region, eof)) = obj.fs().read_region(obj.id, args.offset, count).map_err(stat4)? {
             if region.len <= count {
