@@ -712,33 +712,58 @@ fn getattr_asks_a_write_delegations_holder() {
 /// on MemFs, which never says its data is cached, it gives up with nothing
 /// done, and the same record then runs as the slot's next request (had
 /// SEQUENCE claimed the slot, it would be refused or answered as a
-/// retransmission without data).
+/// retransmission without data). READ_PLUS likewise, except over a block
+/// of zeros, which may be a hole: that one is left to a worker, which
+/// answers the hole.
 #[test]
 fn reads_tried_in_place_answer_from_the_cache_or_change_nothing() {
     on_both(|env| {
         let mut s = Session::ready_minor(env, "in-place", 2);
-        let data: Vec<u8> = (0..3 * 4096).map(|i| (i % 251) as u8).collect();
-        let (fh, _) = create(env, &mut s, "f", &data);
+        let data: Vec<u8> = (0..3 * 4096).map(|i| (i % 251) as u8 | 1).collect();
+        let (fh, sid) = create(env, &mut s, "f", &data);
+        // A hole from 12 KiB to 128 KiB, data after it.
+        let write = WRITE4args {
+            stateid: sid,
+            offset: 128 << 10,
+            stable: stable_how4::FILE_SYNC4,
+            data: Bytes::from(vec![7; 4096]),
+        };
+        ok(&s.run(env, vec![putfh(&fh), A::OP_WRITE(write)]));
         let on_localfs = env.fs.is_empty();
-        for round in 0..3 {
-            let read = A::OP_READ(READ4args { stateid: ANON, offset: 4096, count: 4096 });
+        // Tries `op` in place, then on a worker if it gave up; says which.
+        let mut run = |op: A| {
             let args =
-                COMPOUND4args { tag: Bytes::new(), minorversion: 2, argarray: vec![s.sequence(0), putfh(&fh), read] };
+                COMPOUND4args { tag: Bytes::new(), minorversion: 2, argarray: vec![s.sequence(0), putfh(&fh), op] };
             let record = call_record(env.next_xid(), NFS4, 4, 1, &user(), &xdr::to_bytes(&args));
-            let out = match env.core.try_handle_inline(&record, &env.peer) {
-                Some(out) => {
-                    assert!(on_localfs, "MemFs data is never said to be cached");
-                    out
-                }
-                None => {
-                    assert!(!on_localfs, "round {round}: cached LocalFs data was not read in place");
-                    env.core.handle(record, &env.peer)
-                }
+            let (out, in_place) = match env.core.try_handle_inline(&record, &env.peer) {
+                Some(out) => (out, true),
+                None => (env.core.handle(record, &env.peer), false),
             };
             let r: COMPOUND4res = parse_reply(out).result();
             ok(&r);
-            let R::OP_READ(READ4res::NFS4_OK(rd)) = last(&r) else { panic!("{r:?}") };
+            (last(&r).clone(), in_place)
+        };
+        for round in 0..3 {
+            let (res, in_place) = run(A::OP_READ(READ4args { stateid: ANON, offset: 4096, count: 4096 }));
+            assert_eq!(in_place, on_localfs, "round {round}: READ in place only where the data is cached");
+            let R::OP_READ(READ4res::NFS4_OK(rd)) = res else { panic!("{res:?}") };
             assert_eq!(&rd.data[..], &data[4096..8192], "round {round}");
+            let (res, in_place) =
+                run(A::OP_READ_PLUS(READ_PLUS4args { rpa_stateid: ANON, rpa_offset: 4096, rpa_count: 4096 }));
+            assert_eq!(in_place, on_localfs, "round {round}: READ_PLUS in place only where the data is cached");
+            let R::OP_READ_PLUS(READ_PLUS4res::NFS4_OK(rp)) = res else { panic!("{res:?}") };
+            let [read_plus_content::NFS4_CONTENT_DATA(d)] = &rp.rpr_contents[..] else { panic!("{rp:?}") };
+            assert_eq!((d.d_offset, &d.d_data[..]), (4096, &data[4096..8192]), "round {round}");
+        }
+        if on_localfs {
+            let (res, in_place) =
+                run(A::OP_READ_PLUS(READ_PLUS4args { rpa_stateid: ANON, rpa_offset: 64 << 10, rpa_count: 8192 }));
+            assert!(!in_place, "zeros that may be a hole are left to a worker");
+            let R::OP_READ_PLUS(READ_PLUS4res::NFS4_OK(rp)) = res else { panic!("{res:?}") };
+            assert!(
+                matches!(rp.rpr_contents.first(), Some(read_plus_content::NFS4_CONTENT_HOLE(_))),
+                "the hole is answered as one: {rp:?}"
+            );
         }
     });
 }

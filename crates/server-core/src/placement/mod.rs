@@ -244,8 +244,8 @@ impl Core {
     }
 
     /// The placement of a compound of exactly `[SEQUENCE,] PUTFH, READ`
-    /// (SEQUENCE from minor version 1 on), the shape NFSv4 clients read
-    /// in; `None` for any other compound.
+    /// (SEQUENCE from minor version 1 on, READ_PLUS for READ from 2), the
+    /// shape NFSv4 clients read in; `None` for any other compound.
     fn peek_compound_read(&self, p: &mut Peek, minor: u32, n: u32, busy: bool) -> Option<Placement> {
         let sequence = minor >= 1;
         if n != 2 + u32::from(sequence) {
@@ -257,7 +257,9 @@ impl Core {
         }
         (p.u32()? == nfs_opnum4::OP_PUTFH as u32).then_some(())?;
         let fh = p.opaque()?;
-        (p.u32()? == nfs_opnum4::OP_READ as u32).then_some(())?;
+        // READ_PLUS4args are laid out as READ4args.
+        let op = p.u32()?;
+        (op == nfs_opnum4::OP_READ as u32 || (op == nfs_opnum4::OP_READ_PLUS as u32 && minor >= 2)).then_some(())?;
         p.skip(STATEID_LEN + 8)?; // stateid, offset
         let count = p.u32()?;
         Some(self.cached_read(self.resident_fh(fh), count, busy))
@@ -345,14 +347,15 @@ pub(super) mod tests {
     fn compounds_of_state_and_attribute_reads_run_inline() {
         let c = core();
         let op = |n: nfs_opnum4| (n as u32).to_be_bytes().to_vec();
-        let compound = |ops: &[Vec<u8>]| {
-            let mut a = vec![0, 0, 0, 0, 0, 0, 0, 1];
+        let compound_minor = |minor: u8, ops: &[Vec<u8>]| {
+            let mut a = vec![0, 0, 0, 0, 0, 0, 0, minor];
             a.extend_from_slice(&(ops.len() as u32).to_be_bytes());
             for o in ops {
                 a.extend_from_slice(o);
             }
             call(100003, 4, 1, &a)
         };
+        let compound = |ops: &[Vec<u8>]| compound_minor(1, ops);
         let mut seq = op(nfs_opnum4::OP_SEQUENCE);
         seq.extend_from_slice(&[0; 32]);
         let mut putfh = op(nfs_opnum4::OP_PUTFH);
@@ -373,6 +376,12 @@ pub(super) mod tests {
             Placement::Worker,
             "4.1 without SEQUENCE"
         );
+        assert_eq!(c.placement(&compound_minor(0, &[putfh.clone(), read.clone()]), false), Placement::TryInline, "4.0");
+        let mut read_plus = op(nfs_opnum4::OP_READ_PLUS);
+        read_plus.extend_from_slice(&[0; 28]);
+        let plus = [seq.clone(), putfh.clone(), read_plus];
+        assert_eq!(c.placement(&compound(&plus), false), Placement::Worker, "READ_PLUS in 4.1");
+        assert_eq!(c.placement(&compound_minor(2, &plus), false), Placement::TryInline, "READ_PLUS in 4.2");
         let mut close = op(nfs_opnum4::OP_CLOSE);
         close.extend_from_slice(&[0; 20]);
         let mut test = op(nfs_opnum4::OP_TEST_STATEID);

@@ -40,11 +40,12 @@ pub(crate) struct ReadAhead {
 }
 
 /// For a compound of `[SEQUENCE,] PUTFH, READ` (SEQUENCE from minor
-/// version 1 on) run on the connection's thread: the READ's data, if the
-/// page cache holds all of it, read before any operation runs, so that a
-/// compound that would have to wait for the disk gives up before SEQUENCE
-/// has claimed its slot. `None` (run it on a worker) for any other
-/// compound, a handle that does not verify, or data not cached.
+/// version 1 on; READ_PLUS in READ's place from minor version 2) run on
+/// the connection's thread: the READ's data, if the page cache holds all
+/// of it, read before any operation runs, so that a compound that would
+/// have to wait for the disk gives up before SEQUENCE has claimed its
+/// slot. `None` (run it on a worker) for any other compound, a handle that
+/// does not verify, or data not cached.
 ///
 /// Nothing is answered from these bytes unless the READ, decoded and run
 /// in its turn, passes every check on the very object and range read
@@ -60,19 +61,46 @@ pub(super) fn read_ahead(core: &Core, mut d: Decoder, minor: u32, ops: u32) -> O
     let nfs_argop4::OP_PUTFH(fh) = nfs_argop4::decode(&mut d).ok()? else {
         return None;
     };
-    let nfs_argop4::OP_READ(args) = nfs_argop4::decode(&mut d).ok()? else {
-        return None;
+    let (offset, count, plus) = match nfs_argop4::decode(&mut d).ok()? {
+        nfs_argop4::OP_READ(a) => (a.offset, a.count, false),
+        nfs_argop4::OP_READ_PLUS(a) if minor >= 2 => (a.rpa_offset, a.rpa_count, true),
+        _ => return None,
     };
     let h = core.fh.decode(&fh.object).ok()?;
     let export = core.export_by_id(h.export_id)?;
-    let count = args.count.min(core.settings().rtmax);
-    let data = export.fs.read_cached(h.fileid, args.offset, count).ok()??;
-    Some(ReadAhead { export_id: h.export_id, id: h.fileid, offset: args.offset, count, data })
+    let count = count.min(core.settings().rtmax);
+    let data = export.fs.read_cached(h.fileid, offset, count).ok()??;
+    // READ_PLUS should answer zeros as a hole (RFC 7862 section 15.10.3):
+    // a block of them may be one, which the worker's read finds out.
+    if plus && has_zero_block(&data.data, offset) {
+        return None;
+    }
+    Some(ReadAhead { export_id: h.export_id, id: h.fileid, offset, count, data })
+}
+
+/// The granule of holes: no file system here allocates in smaller units.
+const HOLE_GRANULE: u64 = 4096;
+
+/// Whether `data`, read at `offset`, holds a whole `HOLE_GRANULE`-aligned
+/// block of zeros, or ends in zeros short of a block (a hole may run to
+/// the end of the file).
+fn has_zero_block(data: &[u8], offset: u64) -> bool {
+    let mut at = 0usize;
+    while at < data.len() {
+        let pos = offset + at as u64;
+        let len = (HOLE_GRANULE - pos % HOLE_GRANULE).min((data.len() - at) as u64) as usize;
+        let whole = len as u64 == HOLE_GRANULE || at + len == data.len();
+        if whole && data[at..at + len].iter().all(|b| *b == 0) {
+            return true;
+        }
+        at += len;
+    }
+    false
 }
 
 /// The data read ahead for this compound, if it is of `obj` at `offset`
 /// for `count` bytes.
-fn take_read_ahead(cx: &mut Compound, obj: &Obj, offset: u64, count: u32) -> Option<vfs::ReadResult> {
+pub(super) fn take_read_ahead(cx: &mut Compound, obj: &Obj, offset: u64, count: u32) -> Option<vfs::ReadResult> {
     let r = cx.read_ahead.take()?;
     let same = r.export_id == obj.export.id && r.id == obj.id && r.offset == offset && r.count == count;
     same.then_some(r.data)
@@ -96,7 +124,9 @@ fn read(obj: &Obj, args: &READ4args, count: u32) -> Result<READ4resok, nfsstat4>
     Ok(resok(r, count))
 }
 
-fn resok(r: vfs::ReadResult, count: u32) -> READ4resok {
+/// A READ result of the data read, cut to `count` should a backend return
+/// more.
+pub(super) fn resok(r: vfs::ReadResult, count: u32) -> READ4resok {
     let mut data = r.data;
     let mut eof = r.eof;
     if data.len() > count as usize {
@@ -177,6 +207,22 @@ fn encode_ok_head(e: &mut Encoder, eof: bool, len: u32) {
 mod tests {
     use super::*;
     use bytes::Bytes;
+
+    /// Blocks of zeros are found where a hole could be: whole aligned
+    /// blocks, and zeros running to the end of what was read.
+    #[test]
+    fn zero_blocks_are_found_on_hole_boundaries() {
+        let mut data = vec![1u8; 3 * 4096];
+        assert!(!has_zero_block(&data, 0));
+        data[4096..8192].fill(0);
+        assert!(has_zero_block(&data, 0), "an aligned block");
+        assert!(!has_zero_block(&data, 100), "the zeros straddle two blocks of the file");
+        let mut tail = vec![1u8; 5000];
+        tail[4096..].fill(0);
+        assert!(has_zero_block(&tail, 0), "zeros to the end of the data");
+        assert!(!has_zero_block(&[], 0));
+        assert!(has_zero_block(&[0; 10], 4090), "a short read of zeros");
+    }
 
     /// The head written for a file region, followed by the bytes and the
     /// padding the transport adds, is exactly the ordinary encoding.

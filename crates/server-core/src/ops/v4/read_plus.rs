@@ -6,7 +6,9 @@
 //! Linux clients mounting NFSv4.2 read with READ_PLUS only, so it takes
 //! READ's fast path too: a READ_PLUS ending its compound over a range
 //! with no hole in it answers with one data segment whose bytes the
-//! transport sends from the page cache (sendfile).
+//! transport sends from the page cache (sendfile). Like READ, it may be
+//! answered on the connection's thread from data read ahead of the
+//! compound (`read::read_ahead`), when that data holds no block of zeros.
 
 use proto::nfs4::*;
 use vfs::Segment;
@@ -18,7 +20,23 @@ use crate::state::stateids::IoKind;
 
 pub(super) fn run(cx: &mut Compound, args: READ_PLUS4args) -> Result<read_plus_res4, nfsstat4> {
     let (obj, count) = checked(cx, &args)?;
+    if let Some(r) = super::read::take_read_ahead(cx, &obj, args.rpa_offset, count) {
+        return Ok(one_segment(r, args.rpa_offset, count));
+    }
     read(&obj, &args, count)
+}
+
+/// The result for data read ahead on the connection's thread (no block
+/// of zeros in it, see `read::read_ahead`): one data segment, or none at
+/// the end of the file.
+fn one_segment(r: vfs::ReadResult, offset: u64, count: u32) -> read_plus_res4 {
+    let r = super::read::resok(r, count);
+    let contents = if r.data.is_empty() {
+        Vec::new()
+    } else {
+        vec![read_plus_content::NFS4_CONTENT_DATA(data4 { d_offset: offset, d_data: r.data })]
+    };
+    read_plus_res4 { rpr_eof: r.eof, rpr_contents: contents }
 }
 
 /// The checks every READ_PLUS makes, and the count to read.
@@ -63,6 +81,9 @@ enum Answer {
 
 fn answer(cx: &mut Compound, args: &READ_PLUS4args) -> Result<Answer, nfsstat4> {
     let (obj, count) = checked(cx, args)?;
+    if let Some(r) = super::read::take_read_ahead(cx, &obj, args.rpa_offset, count) {
+        return Ok(Answer::Contents(one_segment(r, args.rpa_offset, count)));
+    }
     if args.rpa_offset < obj.attrs.size && count > 0 {
         if let Some((region, eof)) = obj.fs().read_data_region(obj.id, args.rpa_offset, count).map_err(stat4)? {
             if region.len > 0 && region.len <= count {
