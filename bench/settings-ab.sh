@@ -6,6 +6,7 @@
 #   . bench/settings-ab.sh
 #   settings_ab_start OUTDIR RUNS "$ON_TOML" "$OFF_TOML"   # servers up; killed on exit
 #   settings_ab_run NAME ARGS...     # nfsx bench data ARGS over the three; OUTDIR/NAME.{json,txt}
+#   settings_ab_run_nfsx NAME ARGS...  # the same over the two nfsx servers only
 #   settings_ab_summary              # medians, per-run ratios, client CPU per RPC
 #
 # The first target (port 12070) runs under ON_TOML, the second (12072) under
@@ -35,6 +36,13 @@ settings_ab_start() {
 settings_ab_run() {
   local name=$1; shift
   (cd "$AB_REPO" && "$AB_NFSX" bench data "$@" --runs "$AB_RUNS" --quiet "${AB_TARGETS[@]}" \
+    --json "$AB_OUT/$name.json" > "$AB_OUT/$name.txt" 2>&1)
+}
+
+# The same over the two nfsx targets only (rows the peer cannot run).
+settings_ab_run_nfsx() {
+  local name=$1; shift
+  (cd "$AB_REPO" && "$AB_NFSX" bench data "$@" --runs "$AB_RUNS" --quiet "${AB_TARGETS[@]:0:4}" \
     --json "$AB_OUT/$name.json" > "$AB_OUT/$name.txt" 2>&1)
 }
 

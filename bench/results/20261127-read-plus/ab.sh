@@ -13,12 +13,7 @@ set -u
 VERS=${VERS:-4.2}
 settings_ab_start "${1:?OUTDIR}" "${2:-7}" 'portmap_port = 0' $'portmap_port = 0\n[core]\nread_sendfile_min = 0'
 printf '[v41]\nread_plus = true\n' > "$AB_OUT/client.toml"
-NFSX_ONLY=("${AB_TARGETS[@]:0:4}")
-rp() {
-  local name=$1; shift
-  (cd "$AB_REPO" && "$AB_NFSX" bench data "$@" --client-config "$AB_OUT/client.toml" --runs "$AB_RUNS" --quiet \
-    "${NFSX_ONLY[@]}" --json "$AB_OUT/$name.json" > "$AB_OUT/$name.txt" 2>&1)
-}
+rp() { local name=$1; shift; settings_ab_run_nfsx "$name" "$@" --client-config "$AB_OUT/client.toml"; }
 D=(--no-data-cache --duration ${AB_DURATION:-5s} --size 256MiB)
 rp rp-seq-1m-4t --mode seq-read --io-size 1MiB --threads 4 "${D[@]}"
 rp rp-seq-1m-1t --mode seq-read --io-size 1MiB --threads 1 "${D[@]}"
