@@ -765,5 +765,15 @@ fn reads_tried_in_place_answer_from_the_cache_or_change_nothing() {
                 "the hole is answered as one: {rp:?}"
             );
         }
+        // A forged handle reads nothing in place; the worker refuses it.
+        let mut forged = fh.to_vec();
+        *forged.last_mut().unwrap() ^= 1;
+        let read = A::OP_READ(READ4args { stateid: ANON, offset: 0, count: 4096 });
+        let ops = vec![s.sequence(0), putfh(&Bytes::from(forged)), read];
+        let args = COMPOUND4args { tag: Bytes::new(), minorversion: 2, argarray: ops };
+        let record = call_record(env.next_xid(), NFS4, 4, 1, &user(), &xdr::to_bytes(&args));
+        assert!(env.core.try_handle_inline(&record, &env.peer).is_none(), "a forged handle was read in place");
+        let r: COMPOUND4res = parse_reply(env.core.handle(record, &env.peer)).result();
+        assert_eq!(r.status, nfsstat4::NFS4ERR_BADHANDLE);
     });
 }
