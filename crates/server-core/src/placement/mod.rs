@@ -157,10 +157,6 @@ impl Core {
                 let fh = p.opaque()?;
                 p.skip(8)?; // offset
                 let count = p.u32()?;
-                // A large READ alone on its connection goes out by sendfile
-                // from a worker (or in place); beside others, copying it
-                // from the page cache right here is cheaper than the
-                // hand-off (see `read_sendfile_min`).
                 Some(self.cached_read(self.resident_fh(fh), count, busy))
             }
             (crate::ops::v4::VERSION, V4_COMPOUND) => self.peek_compound(&mut p, busy),
