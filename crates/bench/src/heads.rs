@@ -50,6 +50,10 @@ impl Target for Heads {
         self.heads[index % self.heads.len()].connect()
     }
 
+    fn set_callers(&self, callers: usize) {
+        self.heads.iter().for_each(|h| h.set_callers(callers));
+    }
+
     fn set_delay(&self, rtt: Duration, one_way: bool) -> Result<()> {
         self.heads.iter().try_for_each(|h| h.set_delay(rtt, one_way))
     }

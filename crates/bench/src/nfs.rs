@@ -1,9 +1,17 @@
 //! `nfs://host[:port]/export` targets: the nfsx client, optionally through
 //! the delay proxy. The client is async; workloads are OS threads, so each
 //! call is driven with `block_on` on a runtime the target owns.
+//!
+//! Two runtimes, by how many threads will call a run's clients. Several
+//! callers share a multi-thread runtime, whose thread reads every reply
+//! and wakes the caller it belongs to. A lone caller, with
+//! `drive_from_caller`, drives a current-thread runtime itself: it waits
+//! for its reply in the runtime's own poll of the socket, so a call costs
+//! one wake-up instead of two (the runtime thread's, then the caller's).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use client::{Client, ClientSettings, NfsUrl, ServerAddrs};
@@ -64,7 +72,16 @@ pub fn open(url: &str, opts: &NfsOptions) -> Result<Arc<dyn Target>> {
         .block_on(async { tokio::time::timeout(CONNECT_LIMIT, client::resolve(&parsed, &settings)).await })
         .map_err(|_| BenchError::Timeout(format!("{url}: no answer from the server")))?
         .map_err(|e| BenchError::Target(format!("{url}: {e}")))?;
-    let target = NfsTarget { name: url.to_string(), url: parsed, settings, addrs, proxy: Mutex::new(None), rt };
+    let target = NfsTarget {
+        name: url.to_string(),
+        url: parsed,
+        settings,
+        addrs,
+        proxy: Mutex::new(None),
+        rt: Arc::new(rt),
+        driven: OnceLock::new(),
+        callers: AtomicUsize::new(1),
+    };
     // Mount once now so a wrong export is reported before any run.
     target.connect()?;
     Ok(Arc::new(target))
@@ -77,7 +94,53 @@ struct NfsTarget {
     addrs: ServerAddrs,
     /// The delay proxy new clients connect through, when a delay is set.
     proxy: Mutex<Option<DelayProxy>>,
-    rt: Runtime,
+    /// Clients of runs with several callers, and the delay proxy.
+    rt: Arc<Runtime>,
+    /// Clients of runs with one caller, which drives it (`drive_from_caller`).
+    driven: OnceLock<Arc<Runtime>>,
+    /// Threads that will call the next run's clients (`set_callers`).
+    callers: AtomicUsize,
+}
+
+/// How often a thread of its own drives the lone caller's runtime, for
+/// what must go on while the caller does not call (NFSv4.1 lease renewal,
+/// callbacks, write-behind): those run whenever some thread drives it.
+const IDLE_DRIVE_INTERVAL: Duration = Duration::from_millis(100);
+
+impl NfsTarget {
+    /// The runtime the next run's clients live on.
+    fn runtime(&self) -> Result<Arc<Runtime>> {
+        if !self.settings.drive_from_caller || self.callers.load(Ordering::Relaxed) > 1 {
+            return Ok(self.rt.clone());
+        }
+        if let Some(rt) = self.driven.get() {
+            return Ok(rt.clone());
+        }
+        let rt = Arc::new(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| BenchError::Target(format!("cannot start the client runtime: {e}")))?,
+        );
+        let weak = Arc::downgrade(&rt);
+        std::thread::Builder::new()
+            .name("nfsx-client-idle".into())
+            .spawn(move || drive_while_idle(weak))
+            .map_err(|e| BenchError::Target(format!("cannot start the client runtime: {e}")))?;
+        Ok(self.driven.get_or_init(|| rt).clone())
+    }
+}
+
+/// Lets the runtime run its timers, tasks and I/O every
+/// `IDLE_DRIVE_INTERVAL` while nobody calls, until the target is gone.
+/// Its turn is short: a caller that arrives meanwhile takes over as soon
+/// as it ends, and while a caller drives, this one only waits its turn.
+fn drive_while_idle(rt: Weak<Runtime>) {
+    loop {
+        std::thread::sleep(IDLE_DRIVE_INTERVAL);
+        let Some(rt) = rt.upgrade() else { return };
+        rt.block_on(tokio::task::yield_now());
+    }
 }
 
 impl Target for NfsTarget {
@@ -91,12 +154,16 @@ impl Target for NfsTarget {
             addrs.nfs = p.local_addr();
         }
         let fut = Client::connect_to(&self.url, addrs, self.settings.clone());
-        let client = self
-            .rt
+        let rt = self.runtime()?;
+        let client = rt
             .block_on(async { tokio::time::timeout(CONNECT_LIMIT, fut).await })
             .map_err(|_| BenchError::Timeout(format!("{}: mount did not finish", self.name)))?
             .map_err(|e| BenchError::Target(format!("{}: {e}", self.name)))?;
-        Ok(Arc::new(NfsFs { client, rt: self.rt.handle().clone() }))
+        Ok(Arc::new(NfsFs { client, rt }))
+    }
+
+    fn set_callers(&self, callers: usize) {
+        self.callers.store(callers, Ordering::Relaxed);
     }
 
     fn set_delay(&self, rtt: Duration, one_way: bool) -> Result<()> {
@@ -122,7 +189,9 @@ impl Target for NfsTarget {
 
 struct NfsFs {
     client: Client,
-    rt: Handle,
+    /// `Runtime::block_on`, not a handle's: only the runtime itself lets
+    /// the caller drive a current-thread runtime.
+    rt: Arc<Runtime>,
 }
 
 /// How long a client that is done may take to end its NFSv4.1 session.
@@ -267,7 +336,7 @@ fn unsupported_or(op: &'static str, path: &str, e: client::Error) -> BenchError 
 
 struct NfsFile {
     file: Option<client::File>,
-    rt: Handle,
+    rt: Arc<Runtime>,
     path: String,
 }
 

@@ -150,6 +150,7 @@ fn run_one(
         rec.error = Some(format!("not run: the target failed to connect earlier ({why})"));
         return rec;
     }
+    target.set_callers(point.clients * point.job.threads_per_client());
     let connected = target
         .set_delay(point.delay, plan.one_way)
         .and_then(|()| (0..point.clients).map(|i| target.connect_client(i)).collect::<Result<Vec<Arc<dyn BenchFs>>>>());

@@ -165,6 +165,11 @@ pub trait Target: Send + Sync {
         let _ = index;
         self.connect()
     }
+    /// How many threads will call the clients of the next run, all
+    /// clients together: a client may serve a lone caller differently.
+    fn set_callers(&self, callers: usize) {
+        let _ = callers;
+    }
     /// Adds `rtt` of round-trip delay to every later connection (half each
     /// way, or all of it towards the server when `one_way`), through the
     /// built-in delay proxy. Only network targets can.

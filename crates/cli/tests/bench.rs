@@ -406,3 +406,37 @@ fn no_data_cache_sends_every_read_to_the_server() {
     let (ops, rpcs, _) = reads(&[]);
     assert!(rpcs * 4 < ops, "with the cache most of {ops} reads stay in the client ({rpcs} READs)");
 }
+
+/// A run with one calling thread drives its client itself
+/// (`drive_from_caller`). While that thread makes no call, the client must
+/// still answer the server: a read delegation it holds is given back at
+/// once when another client's OPEN for writing recalls it, not when the
+/// lease runs out.
+#[test]
+fn a_lone_callers_client_answers_a_recall_while_it_makes_no_call() {
+    use bench::target::OpenOptions;
+    let srv = TestServer::start(ServerOpts::default());
+    let url = format!("{}?version=4.1", target(&srv));
+    let lone = bench::nfs::open(&url, &Default::default()).unwrap();
+    lone.set_callers(1);
+    let holder = lone.connect().unwrap();
+    holder.write_whole("held", &[7u8; 4096]).unwrap();
+    let mut f = holder.open("held", OpenOptions::read()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    assert_eq!(f.read_at(0, &mut buf).unwrap(), 4096);
+    f.close().unwrap();
+    let returned = || holder.op_stats().iter().filter(|s| s.op == "DELEGRETURN").map(|s| s.count).sum::<u64>();
+    assert_eq!(returned(), 0);
+
+    // The opener is another target's client, on a runtime of its own;
+    // this thread now waits for it, and nothing calls the holder.
+    let other = bench::nfs::open(&url, &Default::default()).unwrap();
+    other.set_callers(2);
+    let opener = other.connect().unwrap();
+    let start = Instant::now();
+    opener.open("held", OpenOptions::read_write()).unwrap().close().unwrap();
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(3), "the recall was answered in {took:?}");
+    assert_eq!(returned(), 1, "the holder gave its delegation back");
+    assert_eq!(holder.stat("held").unwrap().size, 4096, "the holder still works");
+}

@@ -46,6 +46,14 @@ pub struct ClientSettings {
     /// that buy nothing. (`nfsx mount` runs every FUSE request as a task of
     /// its own and keeps a thread per core.) Default 0.
     pub runtime_threads: usize,
+    /// A run of `nfsx bench` with a single thread calling its client runs
+    /// that client on a current-thread runtime the caller drives itself:
+    /// it sleeps in the poll of the socket its reply comes from, one
+    /// wake-up per call instead of two (the runtime thread's, then the
+    /// caller's). Runs with several callers keep `runtime_threads`. A
+    /// thread of its own drives the runtime every 100 ms while the caller
+    /// does not (lease renewal, callbacks, write-behind). Default true.
+    pub drive_from_caller: bool,
     /// Writes bypass the write-behind cache, as O_DIRECT writes do: each
     /// `write` is sent at once as UNSTABLE WRITEs of at most `wsize` and
     /// returns with their replies; fsync and close COMMIT them. For
@@ -122,6 +130,7 @@ impl Default for ClientSettings {
             max_record: (4 << 20) + (64 << 10),
             read_buffer: 256 << 10,
             runtime_threads: 0,
+            drive_from_caller: true,
             direct_writes: false,
             rpc: RpcSettings::default(),
             writeback: WritebackSettings::default(),

@@ -65,6 +65,16 @@ pub enum Phase {
 }
 
 impl Job {
+    /// Threads calling each client at once in the measured phase.
+    pub fn threads_per_client(&self) -> usize {
+        match self {
+            Job::Data(w) => w.threads,
+            Job::Metadata(w) => w.threads,
+            Job::Macro(w) => w.threads,
+            Job::SeqWrite(_) | Job::MultiClient(_) | Job::Recall(_) | Job::LockedRead(_) | Job::Copy(_) => 1,
+        }
+    }
+
     /// Runs setup, then the measured phase bracketed by `phase` calls.
     pub fn run(&self, ctx: &Ctx, phase: &mut dyn FnMut(Phase)) -> Result<Metrics> {
         match self {
