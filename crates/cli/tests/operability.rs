@@ -166,6 +166,69 @@ fn nfs41_reads_of_cached_data_run_on_the_connections_thread() {
     assert!(worker < reads / 4, "{worker} requests on workers for {reads} READs");
 }
 
+/// A client with one request at a time finds the connection's thread
+/// polling for its next request (`lone_poll_us`), not asleep; one with
+/// many in flight is never polled for, and a poll that nothing answers
+/// ends after its budget. Every byte read comes back as it is on disk.
+#[test]
+fn a_lone_clients_next_request_is_polled_for() {
+    let mport = free_port();
+    // A budget no scheduling delay of a busy test machine can outlast.
+    let cfg = format!("metrics = \"127.0.0.1:{mport}\"\nlone_poll_us = 200000");
+    let srv = TestServer::start(ServerOpts { extra_config: &cfg, ..Default::default() });
+    const BLOCKS: usize = 256;
+    let data: Vec<u8> = (0..BLOCKS * 4096).map(|i| (i * 13 / 5) as u8).collect();
+    std::fs::write(srv.export.join("lone"), &data).unwrap();
+    let url = format!("nfs://127.0.0.1:{}{}?version=3", srv.port, srv.export.display());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut settings = client::ClientSettings::default();
+    settings.read_cache.max_bytes = 0;
+    settings.readahead.max_window = 0;
+    let c = std::sync::Arc::new(rt.block_on(client::Client::connect(&url, settings)).unwrap());
+    let read_all = |readers: usize| {
+        let back = rt.block_on(async {
+            let mut tasks = Vec::new();
+            for r in 0..readers {
+                let c = c.clone();
+                tasks.push(tokio::spawn(async move {
+                    let mut f = c.open("lone", client::OpenOptions::read()).await.unwrap();
+                    let mut got = Vec::new();
+                    for b in (r..BLOCKS).step_by(readers) {
+                        let mut buf = vec![0u8; 4096];
+                        assert_eq!(f.read((b * 4096) as u64, &mut buf).await.unwrap(), 4096);
+                        got.push((b * 4096, buf));
+                    }
+                    f.close().await.unwrap();
+                    got
+                }));
+            }
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await.unwrap());
+            }
+            all
+        });
+        for (off, buf) in back {
+            assert!(buf == data[off..off + 4096], "the 4 KiB at {off} differ from the file's");
+        }
+    };
+    let before = get_metrics(mport);
+    read_all(1);
+    let lone = get_metrics(mport);
+    let ready = counter(&lone, "nfsx_lone_polls_ready_total") - counter(&before, "nfsx_lone_polls_ready_total");
+    assert!(ready >= BLOCKS as u64 / 2, "{ready} of {BLOCKS} READs one at a time were polled for");
+    // Nothing more comes: the last poll gives up after its budget.
+    std::thread::sleep(Duration::from_millis(600));
+    let quiet = counter(&get_metrics(mport), "nfsx_lone_polls_quiet_total");
+    assert!(quiet >= 1, "a poll with nothing to find ended ({quiet})");
+
+    let lone = get_metrics(mport);
+    read_all(16);
+    let busy = get_metrics(mport);
+    let polled = counter(&busy, "nfsx_lone_polls_ready_total") - counter(&lone, "nfsx_lone_polls_ready_total");
+    assert!(polled < BLOCKS as u64 / 4, "{polled} of {BLOCKS} READs, 16 in flight, were polled for");
+}
+
 #[test]
 fn sigterm_finishes_and_exits_cleanly() {
     let mut srv = TestServer::start(ServerOpts::default());

@@ -21,6 +21,7 @@ use proto::framer::RecordDecoder;
 use server_core::{Outcome, PeerInfo, Placement};
 
 use crate::backchannel::ConnEntry;
+use crate::lone_poll::{self, Polled};
 use crate::sink::ReplySink;
 use crate::tls::Start;
 use crate::Shared;
@@ -42,8 +43,12 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             }
         },
     };
+    // The socket a lone client's next request is polled for (plain TCP;
+    // under TLS a record may already wait in the session's own buffer).
+    let mut poll_fd = None;
     let (mut rd, sink): (Box<dyn AsyncRead + Send + Unpin>, _) = match start {
         Start::Plain(stream) => {
+            poll_fd = Some(std::os::fd::AsRawFd::as_raw_fd(&stream));
             let (rd, wr) = stream.into_split();
             (Box::new(rd), ReplySink::new(wr, shared.metrics.clone(), peer.addr))
         }
@@ -72,6 +77,13 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     // outstanding; see `lone_requests_in_place_after`. block_in_place
     // needs a runtime with other threads to hand the rest to.
     let mut lone = 0u32;
+    // The last record ran on this thread itself, not on a worker nor in
+    // place: only then is this thread the one the next record wakes, and
+    // polling for it (`lone_poll_us`) saves a wake-up. After
+    // `block_in_place` the runtime's core has moved to another thread,
+    // which sleeps in the poll of every socket, and polling here would
+    // only take CPU from it and the client.
+    let mut ran_here = false;
     let in_place_after = match tokio::runtime::Handle::current().runtime_flavor() {
         tokio::runtime::RuntimeFlavor::MultiThread => shared.settings.lone_requests_in_place_after,
         _ => 0,
@@ -91,6 +103,11 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
         if skip_read {
             skip_read = false;
         } else {
+            if let Some(fd) = poll_fd.filter(|_| {
+                ran_here && in_place_after > 0 && lone >= in_place_after && running.load(Ordering::Acquire) == 0
+            }) {
+                poll_for_next(&shared, fd);
+            }
             let buf = decoder.buffer_mut();
             buf.reserve(shared.settings.read_buffer_size);
             let cap = if shared.connections.partial_bytes() > shared.settings.max_partial_record_bytes / 2 {
@@ -157,6 +174,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             let busy = !alone && copies_fit(&shared, &sink, 0);
             match shared.core.placement(&record, busy) {
                 Placement::Inline => {
+                    ran_here = true;
                     shared.metrics.requests_inline.inc();
                     run(&shared, &peer, &sink, record, permit);
                 }
@@ -170,10 +188,12 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                         None
                     }) {
                         Some(out) => {
+                            ran_here = true;
                             shared.metrics.requests_inline.inc();
                             finish(&shared, &peer, &sink, out, permit, start);
                         }
                         None => {
+                            ran_here = false;
                             shared.metrics.requests_inline_fallback.inc();
                             to_worker(&shared, &peer, &sink, record, permit);
                         }
@@ -181,10 +201,14 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                 }
                 Placement::Worker => match in_place_slot(&shared, in_place_after, lone, &record) {
                     Some(_slot) => {
+                        ran_here = false;
                         shared.metrics.requests_in_place.inc();
                         tokio::task::block_in_place(|| run(&shared, &peer, &sink, record, permit));
                     }
-                    None => to_worker(&shared, &peer, &sink, record, permit),
+                    None => {
+                        ran_here = false;
+                        to_worker(&shared, &peer, &sink, record, permit);
+                    }
                 },
             }
         }
@@ -253,6 +277,24 @@ fn account(shared: &Shared, entry: &ConnEntry, held: &mut usize, now: usize) {
 
 /// How often a connection stopped by the partial-record budget looks again.
 const ROOM_POLL: Duration = Duration::from_millis(50);
+
+/// Before a lone connection's thread sleeps for the next request, it
+/// polls the socket for it a while (`lone_poll_us`).
+fn poll_for_next(shared: &Shared, fd: std::os::fd::RawFd) {
+    let budget = Duration::from_micros(shared.settings.lone_poll_us);
+    if budget.is_zero() {
+        return;
+    }
+    match lone_poll::poll_for_next(fd, budget, &shared.lone_pollers, shared.settings.max_lone_pollers) {
+        Polled::Ready => {
+            shared.metrics.lone_polls_ready.inc();
+        }
+        Polled::Quiet => {
+            shared.metrics.lone_polls_quiet.inc();
+        }
+        Polled::NoSlot => {}
+    }
+}
 
 /// A place to run a request that may block on its connection's own
 /// thread: the connection has had one request at a time for `after`

@@ -10,6 +10,7 @@ pub mod backchannel;
 pub mod cluster;
 pub mod conn;
 pub mod exports;
+pub mod lone_poll;
 pub mod malloc;
 pub mod metrics;
 pub mod settings;
@@ -60,6 +61,9 @@ pub struct Shared {
     pub tls: Option<tls::Tls>,
     /// Requests running in place now (`max_requests_in_place`).
     pub in_place: std::sync::atomic::AtomicUsize,
+    /// Connection threads polling for a lone client's next request now
+    /// (`max_lone_pollers`).
+    pub lone_pollers: std::sync::atomic::AtomicUsize,
     resolve_hostnames: bool,
 }
 
@@ -148,6 +152,7 @@ impl Server {
             idle: Notify::new(),
             connections,
             in_place: Default::default(),
+            lone_pollers: Default::default(),
             resolve_hostnames,
         });
         let mut tasks = vec![tokio::spawn(accept_loop(listener, shared.clone()))];

@@ -72,6 +72,10 @@ pub struct Metrics {
     /// Requests that may block run on their connection's thread, the
     /// connection having had one request at a time.
     pub requests_in_place: Counter,
+    /// Polls for a lone client's next request that found it (`lone_poll_us`).
+    pub lone_polls_ready: Counter,
+    /// Polls that ran out of time, after which the thread slept.
+    pub lone_polls_quiet: Counter,
     /// Requests tried on the connection's thread that would have had to
     /// wait, and went to a worker (also counted there).
     pub requests_inline_fallback: Counter,
@@ -173,6 +177,16 @@ impl Metrics {
                 "nfsx_requests_in_place",
                 "Requests that may block run on their connection's thread (one request at a time on it)",
                 &self.requests_in_place,
+            ),
+            (
+                "nfsx_lone_polls_ready",
+                "Polls for a lone client's next request that found it without sleeping (lone_poll_us)",
+                &self.lone_polls_ready,
+            ),
+            (
+                "nfsx_lone_polls_quiet",
+                "Polls for a lone client's next request that ran out of time before the thread slept",
+                &self.lone_polls_quiet,
             ),
             (
                 "nfsx_requests_inline_fallback",

@@ -65,6 +65,18 @@ pub struct Settings {
     /// not reach it, so a backend that stops answering holds at most this
     /// many in place; the rest are answered from the worker pool.
     pub max_requests_in_place: usize,
+    /// After a request run on the connection's thread itself (not in
+    /// place: see `serve`) of a connection that has had one request at a
+    /// time for `lone_requests_in_place_after` requests, the thread polls the
+    /// socket for the next request this long, in microseconds, before it
+    /// sleeps: the client's next call then finds it awake, and neither
+    /// side pays for waking the other's CPU (see `lone_poll`). 0 (or
+    /// `lone_requests_in_place_after` 0): never poll.
+    pub lone_poll_us: u64,
+    /// Connection threads polling at once, over all connections; a lone
+    /// connection finding them all busy sleeps at once. Keep it below the
+    /// cores, or polling takes CPU that requests need.
+    pub max_lone_pollers: usize,
     /// A worker thread idle this long exits (started again when needed).
     pub worker_idle_secs: u64,
     /// Requests queued this long behind busy workers mean the workers are
@@ -132,6 +144,8 @@ impl Default for Settings {
             worker_threads: 16,
             lone_requests_in_place_after: 8,
             max_requests_in_place: 8,
+            lone_poll_us: 50,
+            max_lone_pollers: 1,
             worker_idle_secs: 10,
             worker_stall_ms: 500,
             worker_spare_threads: 48,

@@ -15,12 +15,13 @@ struct TempDirs {
 
 impl TempDirs {
     fn new() -> TempDirs {
+        TempDirs::under(&std::env::temp_dir())
+    }
+
+    /// The same under `parent` (a file system of the test's choice).
+    fn under(parent: &Path) -> TempDirs {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let base = std::env::temp_dir().join(format!(
-            "nfsx-vfs-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+        let base = parent.join(format!("nfsx-vfs-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(base.join("export")).unwrap();
         std::fs::create_dir_all(base.join("state")).unwrap();
@@ -646,6 +647,28 @@ fn cached_reads_never_wait() {
         Some(r) => assert_eq!(&r.data[..], &data[50_000..58_192]),
     }
     assert_eq!(&fs.read(id, 50_000, 8192).unwrap().data[..], &data[50_000..58_192]);
+}
+
+/// tmpfs refuses `RWF_NOWAIT`; its files are all in memory, so a cached
+/// read there is answered all the same (and so runs on the connection's
+/// thread).
+#[test]
+fn cached_reads_on_tmpfs_are_answered() {
+    let shm = Path::new("/dev/shm");
+    if !rustix::fs::statfs(shm).is_ok_and(|s| s.f_type as i64 == 0x0102_1994) {
+        eprintln!("skipped: /dev/shm is not a tmpfs here");
+        return;
+    }
+    let dirs = TempDirs::under(shm);
+    let fs = dirs.open();
+    let (id, _) = fs.create(fs.root(), b"f", &guarded(), suite::OWNER).unwrap();
+    let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7) as u8).collect();
+    fs.write(id, 0, &data, Stability::Unstable).unwrap();
+    let r = fs.read_cached(id, 4096, 8192).unwrap().expect("tmpfs data is in memory");
+    assert_eq!(&r.data[..], &data[4096..12288]);
+    let r = fs.read_cached(id, 16_384, 8192).unwrap().expect("tmpfs tail");
+    assert_eq!(&r.data[..], &data[16_384..]);
+    assert!(r.eof);
 }
 
 /// A new inode's fsync makes its directory entry durable on ext4, XFS and

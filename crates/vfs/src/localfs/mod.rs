@@ -229,6 +229,11 @@ pub enum CreateDirFlush {
 /// durable (statfs `f_type`): ext2/3/4, XFS, btrfs.
 const ENTRY_DURABLE_WITH_FILE: [i64; 3] = [0xEF53, 0x5846_5342, 0x9123_683E];
 
+/// File systems that keep every file in memory (statfs `f_type`): tmpfs
+/// and ramfs. They refuse `RWF_NOWAIT`, and need it least: a read there
+/// waits for no disk (only for swap, on a host that swaps).
+const MEMORY_BACKED: [i64; 2] = [0x0102_1994, 0x8584_58f6];
+
 /// The host-directory backend. See the module documentation.
 pub struct LocalFs {
     settings: LocalFsSettings,
@@ -240,6 +245,9 @@ pub struct LocalFs {
     /// A created file's fsync also makes its directory entry durable
     /// (see [`LocalFsSettings::create_dir_flush`]).
     file_sync_covers_entry: bool,
+    /// The export is on tmpfs or ramfs: a READ needs no `RWF_NOWAIT` to
+    /// be answered on the connection's thread.
+    memory_backed: bool,
     ids: RwLock<IdMap>,
     journal: Journal,
     cache: Arc<FileCache>,
@@ -366,8 +374,10 @@ impl LocalFs {
             let idle = Duration::from_secs(settings.idle_fd_secs);
             spawn_sweeper(idle, Arc::downgrade(&handles), Arc::downgrade(&cache), Arc::downgrade(&pending));
         }
+        let fs_type = rustix::fs::fstatfs(root_fd.as_fd()).map(|s| s.f_type as i64).ok();
         let file_sync_covers_entry = settings.create_dir_flush == CreateDirFlush::Auto
-            && rustix::fs::fstatfs(root_fd.as_fd()).is_ok_and(|s| ENTRY_DURABLE_WITH_FILE.contains(&(s.f_type as i64)));
+            && fs_type.is_some_and(|t| ENTRY_DURABLE_WITH_FILE.contains(&t));
+        let memory_backed = fs_type.is_some_and(|t| MEMORY_BACKED.contains(&t));
         Ok(LocalFs {
             cache,
             handles,
@@ -379,6 +389,7 @@ impl LocalFs {
             fsid: header.fsid,
             chown_new: rustix::process::geteuid().is_root(),
             file_sync_covers_entry,
+            memory_backed,
             ids: RwLock::new(map),
             journal,
             pending,

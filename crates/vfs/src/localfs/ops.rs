@@ -334,6 +334,10 @@ impl Vfs for LocalFs {
             match rustix::io::preadv2(&f.fd, &mut [std::io::IoSliceMut::new(&mut buf)], offset, ReadWriteFlags::NOWAIT)
             {
                 Ok(n) => n,
+                // tmpfs refuses RWF_NOWAIT; its data is all in memory.
+                Err(Errno::OPNOTSUPP) if self.memory_backed => {
+                    rustix::io::pread(&f.fd, &mut buf, offset).map_err(errno)?
+                }
                 // Not all cached (AGAIN), or a kernel without RWF_NOWAIT.
                 Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return Ok(None),
                 Err(e) => return Err(errno(e)),
