@@ -111,6 +111,53 @@ fn counter(m: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name}:\n{m}"))
 }
 
+/// A client of `url` without a data cache or readahead: every read is a READ.
+fn uncached_client(rt: &tokio::runtime::Runtime, url: &str) -> std::sync::Arc<client::Client> {
+    let mut settings = client::ClientSettings::default();
+    settings.read_cache.max_bytes = 0;
+    settings.readahead.max_window = 0;
+    std::sync::Arc::new(rt.block_on(client::Client::connect(url, settings)).unwrap())
+}
+
+/// `readers` tasks of `c` read the file `name` in 4 KiB blocks, reader r
+/// every `readers`-th block from block r, each block its own READ; every
+/// block must be `data`'s.
+fn read_interleaved(
+    rt: &tokio::runtime::Runtime,
+    c: &std::sync::Arc<client::Client>,
+    name: &'static str,
+    data: &[u8],
+    readers: usize,
+) {
+    let blocks = data.len() / 4096;
+    let back = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for r in 0..readers {
+            let c = c.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut f = c.open(name, client::OpenOptions::read()).await.unwrap();
+                let mut got = Vec::new();
+                for b in (r..blocks).step_by(readers) {
+                    let mut buf = vec![0u8; 4096];
+                    assert_eq!(f.read((b * 4096) as u64, &mut buf).await.unwrap(), 4096);
+                    got.push((b * 4096, buf));
+                }
+                f.close().await.unwrap();
+                got
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        all
+    });
+    assert_eq!(back.len(), blocks);
+    for (off, buf) in back {
+        assert!(buf == data[off..off + 4096], "the 4 KiB at {off} differ from the file's");
+    }
+}
+
 /// Sixteen readers of one cached file over NFSv4.1, every 4 KiB read its
 /// own SEQUENCE + PUTFH + READ (no client cache): the compounds run on
 /// the connection's thread, not on workers, and every byte comes back as
@@ -127,37 +174,7 @@ fn nfs41_reads_of_cached_data_run_on_the_connections_thread() {
     let url = format!("nfs://127.0.0.1:{}{}?version=4.1", srv.port, srv.export.display());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let before = get_metrics(mport);
-    let back = rt.block_on(async {
-        let mut settings = client::ClientSettings::default();
-        settings.read_cache.max_bytes = 0;
-        settings.readahead.max_window = 0;
-        let c = std::sync::Arc::new(client::Client::connect(&url, settings).await.unwrap());
-        let mut tasks = Vec::new();
-        for r in 0..READERS {
-            let c = c.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut f = c.open("cached", client::OpenOptions::read()).await.unwrap();
-                let mut got = Vec::new();
-                // Interleaved: reader r reads every READERS-th block.
-                for b in 0..BLOCKS {
-                    let mut buf = vec![0u8; 4096];
-                    let n = f.read(((b * READERS + r) * 4096) as u64, &mut buf).await.unwrap();
-                    assert_eq!(n, 4096);
-                    got.push(((b * READERS + r) * 4096, buf));
-                }
-                f.close().await.unwrap();
-                got
-            }));
-        }
-        let mut all = Vec::new();
-        for t in tasks {
-            all.extend(t.await.unwrap());
-        }
-        all
-    });
-    for (off, buf) in back {
-        assert!(buf == data[off..off + 4096], "the 4 KiB at {off} differ from the file's");
-    }
+    read_interleaved(&rt, &uncached_client(&rt, &url), "cached", &data, READERS);
     let m = get_metrics(mport);
     let delta = |name: &str| counter(&m, name) - counter(&before, name);
     let reads = (READERS * BLOCKS) as u64;
@@ -167,9 +184,9 @@ fn nfs41_reads_of_cached_data_run_on_the_connections_thread() {
 }
 
 /// A client with one request at a time finds the connection's thread
-/// polling for its next request (`lone_poll_us`), not asleep; one with
-/// many in flight is never polled for, and a poll that nothing answers
-/// ends after its budget. Every byte read comes back as it is on disk.
+/// polling for its next request (`lone_poll_us`), not asleep; a poll that
+/// nothing answers ends after its budget; one with many in flight is not
+/// polled for. Every byte read comes back as it is on disk.
 #[test]
 fn a_lone_clients_next_request_is_polled_for() {
     let mport = free_port();
@@ -181,51 +198,20 @@ fn a_lone_clients_next_request_is_polled_for() {
     std::fs::write(srv.export.join("lone"), &data).unwrap();
     let url = format!("nfs://127.0.0.1:{}{}?version=3", srv.port, srv.export.display());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let mut settings = client::ClientSettings::default();
-    settings.read_cache.max_bytes = 0;
-    settings.readahead.max_window = 0;
-    let c = std::sync::Arc::new(rt.block_on(client::Client::connect(&url, settings)).unwrap());
-    let read_all = |readers: usize| {
-        let back = rt.block_on(async {
-            let mut tasks = Vec::new();
-            for r in 0..readers {
-                let c = c.clone();
-                tasks.push(tokio::spawn(async move {
-                    let mut f = c.open("lone", client::OpenOptions::read()).await.unwrap();
-                    let mut got = Vec::new();
-                    for b in (r..BLOCKS).step_by(readers) {
-                        let mut buf = vec![0u8; 4096];
-                        assert_eq!(f.read((b * 4096) as u64, &mut buf).await.unwrap(), 4096);
-                        got.push((b * 4096, buf));
-                    }
-                    f.close().await.unwrap();
-                    got
-                }));
-            }
-            let mut all = Vec::new();
-            for t in tasks {
-                all.extend(t.await.unwrap());
-            }
-            all
-        });
-        for (off, buf) in back {
-            assert!(buf == data[off..off + 4096], "the 4 KiB at {off} differ from the file's");
-        }
-    };
+    let c = uncached_client(&rt, &url);
+    let polls = |m: &str| counter(m, "nfsx_lone_polls_ready_total");
     let before = get_metrics(mport);
-    read_all(1);
-    let lone = get_metrics(mport);
-    let ready = counter(&lone, "nfsx_lone_polls_ready_total") - counter(&before, "nfsx_lone_polls_ready_total");
+    read_interleaved(&rt, &c, "lone", &data, 1);
+    let ready = polls(&get_metrics(mport)) - polls(&before);
     assert!(ready >= BLOCKS as u64 / 2, "{ready} of {BLOCKS} READs one at a time were polled for");
     // Nothing more comes: the last poll gives up after its budget.
     std::thread::sleep(Duration::from_millis(600));
-    let quiet = counter(&get_metrics(mport), "nfsx_lone_polls_quiet_total");
+    let lone = get_metrics(mport);
+    let quiet = counter(&lone, "nfsx_lone_polls_quiet_total");
     assert!(quiet >= 1, "a poll with nothing to find ended ({quiet})");
 
-    let lone = get_metrics(mport);
-    read_all(16);
-    let busy = get_metrics(mport);
-    let polled = counter(&busy, "nfsx_lone_polls_ready_total") - counter(&lone, "nfsx_lone_polls_ready_total");
+    read_interleaved(&rt, &c, "lone", &data, 16);
+    let polled = polls(&get_metrics(mport)) - polls(&lone);
     assert!(polled < BLOCKS as u64 / 4, "{polled} of {BLOCKS} READs, 16 in flight, were polled for");
 }
 
