@@ -186,7 +186,8 @@ fn nfs41_reads_of_cached_data_run_on_the_connections_thread() {
 /// A client with one request at a time finds the connection's thread
 /// polling for its next request (`lone_poll_us`), not asleep; a poll that
 /// nothing answers ends after its budget; one with many in flight is not
-/// polled for. Every byte read comes back as it is on disk.
+/// polled for; NFSv3 requests that may block keep the thread and are
+/// polled after too. Every byte read comes back as it is on disk.
 #[test]
 fn a_lone_clients_next_request_is_polled_for() {
     let mport = free_port();
@@ -211,8 +212,25 @@ fn a_lone_clients_next_request_is_polled_for() {
     assert!(quiet >= 1, "a poll with nothing to find ended ({quiet})");
 
     read_interleaved(&rt, &c, "lone", &data, 16);
-    let polled = polls(&get_metrics(mport)) - polls(&lone);
+    let busy = get_metrics(mport);
+    let polled = polls(&busy) - polls(&lone);
     assert!(polled < BLOCKS as u64 / 4, "{polled} of {BLOCKS} READs, 16 in flight, were polled for");
+
+    // NFSv3 requests that may block, one at a time, run in place without
+    // a hand-off (`max_requests_in_place_direct`), and are polled after.
+    const DIRS: usize = 64;
+    rt.block_on(async {
+        for i in 0..DIRS {
+            c.mkdir(&format!("d{i}")).await.unwrap();
+        }
+    });
+    let m = get_metrics(mport);
+    let direct =
+        counter(&m, "nfsx_requests_in_place_direct_total") - counter(&busy, "nfsx_requests_in_place_direct_total");
+    assert!(direct >= DIRS as u64 / 2, "{direct} of {DIRS} MKDIRs ran in place without a hand-off");
+    let polled = polls(&m) - polls(&busy);
+    assert!(polled >= DIRS as u64 / 2, "{polled} of {DIRS} MKDIRs were followed by a poll that found the next");
+    assert!((0..DIRS).all(|i| srv.export.join(format!("d{i}")).is_dir()));
 }
 
 #[test]

@@ -78,11 +78,11 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     // needs a runtime with other threads to hand the rest to.
     let mut lone = 0u32;
     // The last record ran on this thread itself, not on a worker nor in
-    // place: only then is this thread the one the next record wakes, and
-    // polling for it (`lone_poll_us`) saves a wake-up. After
-    // `block_in_place` the runtime's core has moved to another thread,
-    // which sleeps in the poll of every socket, and polling here would
-    // only take CPU from it and the client.
+    // place by `block_in_place`: only then is this thread the one the next
+    // record wakes, and polling for it (`lone_poll_us`) saves a wake-up.
+    // After `block_in_place` the runtime's core has moved to another
+    // thread, which sleeps in the poll of every socket, and polling here
+    // would only take CPU from it and the client.
     let mut ran_here = false;
     let in_place_after = match tokio::runtime::Handle::current().runtime_flavor() {
         tokio::runtime::RuntimeFlavor::MultiThread => shared.settings.lone_requests_in_place_after,
@@ -201,9 +201,18 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                 }
                 Placement::Worker => match in_place_slot(&shared, in_place_after, lone, &record) {
                     Some(_slot) => {
-                        ran_here = false;
                         shared.metrics.requests_in_place.inc();
-                        tokio::task::block_in_place(|| run(&shared, &peer, &sink, record, permit));
+                        match direct_slot(&shared, &record) {
+                            Some(_direct) => {
+                                ran_here = true;
+                                shared.metrics.requests_in_place_direct.inc();
+                                run(&shared, &peer, &sink, record, permit);
+                            }
+                            None => {
+                                ran_here = false;
+                                tokio::task::block_in_place(|| run(&shared, &peer, &sink, record, permit));
+                            }
+                        }
                     }
                     None => {
                         ran_here = false;
@@ -307,6 +316,18 @@ fn in_place_slot<'a>(shared: &'a Shared, after: u32, lone: u32, record: &[u8]) -
     let max = shared.settings.max_requests_in_place;
     shared.in_place.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
     Some(InPlace(&shared.in_place))
+}
+
+/// A place to run a request in place without `block_in_place`: it waits
+/// for the file system only, and fewer than `max_requests_in_place_direct`
+/// run so now.
+fn direct_slot<'a>(shared: &'a Shared, record: &[u8]) -> Option<InPlace<'a>> {
+    let max = shared.settings.max_requests_in_place_direct;
+    if max == 0 || !shared.core.waits_for_the_file_system_only(record) {
+        return None;
+    }
+    shared.in_place_direct.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
+    Some(InPlace(&shared.in_place_direct))
 }
 
 /// One request running in place; leaves its slot when dropped.

@@ -64,6 +64,9 @@ pub struct Shared {
     /// Connection threads polling for a lone client's next request now
     /// (`max_lone_pollers`).
     pub lone_pollers: std::sync::atomic::AtomicUsize,
+    /// Requests running in place without a hand-off now
+    /// (`max_requests_in_place_direct`).
+    pub in_place_direct: std::sync::atomic::AtomicUsize,
     resolve_hostnames: bool,
 }
 
@@ -153,6 +156,7 @@ impl Server {
             connections,
             in_place: Default::default(),
             lone_pollers: Default::default(),
+            in_place_direct: Default::default(),
             resolve_hostnames,
         });
         let mut tasks = vec![tokio::spawn(accept_loop(listener, shared.clone()))];

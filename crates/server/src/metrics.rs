@@ -72,6 +72,8 @@ pub struct Metrics {
     /// Requests that may block run on their connection's thread, the
     /// connection having had one request at a time.
     pub requests_in_place: Counter,
+    /// Of those, the ones run without `block_in_place`.
+    pub requests_in_place_direct: Counter,
     /// Polls for a lone client's next request that found it (`lone_poll_us`).
     pub lone_polls_ready: Counter,
     /// Polls that ran out of time, after which the thread slept.
@@ -177,6 +179,11 @@ impl Metrics {
                 "nfsx_requests_in_place",
                 "Requests that may block run on their connection's thread (one request at a time on it)",
                 &self.requests_in_place,
+            ),
+            (
+                "nfsx_requests_in_place_direct",
+                "Requests run in place without handing the thread's other connections away (max_requests_in_place_direct)",
+                &self.requests_in_place_direct,
             ),
             (
                 "nfsx_lone_polls_ready",

@@ -65,6 +65,15 @@ pub struct Settings {
     /// not reach it, so a backend that stops answering holds at most this
     /// many in place; the rest are answered from the worker pool.
     pub max_requests_in_place: usize,
+    /// Of the requests running in place, how many at once run without
+    /// `block_in_place` (NFSv3 only: it waits for nothing but the file
+    /// system). Such a request keeps the runtime's core on its thread,
+    /// which is then the one the client's next request wakes, and polls
+    /// for it (`lone_poll_us`); meanwhile the tasks queued on that thread
+    /// wait for the request (the runtime's other threads take the rest).
+    /// 0: every request in place hands the thread's other connections
+    /// away first.
+    pub max_requests_in_place_direct: usize,
     /// After a request run on the connection's thread itself (not in
     /// place: see `serve`) of a connection that has had one request at a
     /// time for `lone_requests_in_place_after` requests, the thread polls the
@@ -144,6 +153,7 @@ impl Default for Settings {
             worker_threads: 16,
             lone_requests_in_place_after: 8,
             max_requests_in_place: 8,
+            max_requests_in_place_direct: 1,
             lone_poll_us: 50,
             max_lone_pollers: 1,
             worker_idle_secs: 10,

@@ -315,6 +315,18 @@ mod tests {
         assert!(!c.may_run_in_place(&cut), "truncated");
     }
 
+    /// Only NFSv3 waits for nothing but the file system: an NFSv4
+    /// compound, NLM or a cut record does not run without a hand-off.
+    #[test]
+    fn only_nfsv3_waits_for_the_file_system_only() {
+        let c = core();
+        let call = super::super::tests::call;
+        assert!(c.waits_for_the_file_system_only(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
+        assert!(!c.waits_for_the_file_system_only(&compound(0, vec![putfh(&c, 5), getattr()])), "NFSv4.0");
+        assert!(!c.waits_for_the_file_system_only(&call(100021, 4, 2, &[])), "NLM LOCK");
+        assert!(!c.waits_for_the_file_system_only(&call(100003, 3, 8, &[])[..10]), "cut");
+    }
+
     /// Over a file system shared with other servers nothing runs in place:
     /// a backend call may wait for a delegation this connection returns.
     #[test]

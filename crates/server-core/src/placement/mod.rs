@@ -127,6 +127,23 @@ impl Core {
         program.unwrap_or(false)
     }
 
+    /// Whether a record that may run in place waits for nothing but the
+    /// file system (NFSv3), so that it may run on the runtime's own thread
+    /// without handing that thread's other connections to another one
+    /// first: no task of the runtime has to run for it to finish. An
+    /// NFSv4.0 compound may wait for a callback's reply, which another
+    /// connection's task reads.
+    pub fn waits_for_the_file_system_only(&self, record: &[u8]) -> bool {
+        let mut p = Peek { b: record };
+        (|| {
+            let _xid = p.u32()?;
+            let call = p.u32()? == 0;
+            let (_rpcvers, prog, vers) = (p.u32()?, p.u32()?, p.u32()?);
+            Some(call && prog == crate::ops::v3::PROGRAM && vers == crate::ops::v3::VERSION)
+        })()
+        .unwrap_or(false)
+    }
+
     fn peek_placement(&self, record: &[u8], busy: bool) -> Option<Placement> {
         if !self.settings.inline_requests {
             return Some(Placement::Worker);
