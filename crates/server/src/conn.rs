@@ -23,6 +23,7 @@ use server_core::{Outcome, PeerInfo, Placement};
 use crate::backchannel::ConnEntry;
 use crate::lone_poll::{self, Polled};
 use crate::sink::ReplySink;
+use crate::slots::Slot;
 use crate::tls::Start;
 use crate::Shared;
 
@@ -309,34 +310,21 @@ fn poll_for_next(shared: &Shared, fd: std::os::fd::RawFd) {
 /// thread: the connection has had one request at a time for `after`
 /// requests (`lone` so far), the request may run so, and fewer than
 /// `max_requests_in_place` do now.
-fn in_place_slot<'a>(shared: &'a Shared, after: u32, lone: u32, record: &[u8]) -> Option<InPlace<'a>> {
+fn in_place_slot<'a>(shared: &'a Shared, after: u32, lone: u32, record: &[u8]) -> Option<Slot<'a>> {
     if after == 0 || lone < after || !shared.core.may_run_in_place(record) {
         return None;
     }
-    let max = shared.settings.max_requests_in_place;
-    shared.in_place.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
-    Some(InPlace(&shared.in_place))
+    Slot::take(&shared.in_place, shared.settings.max_requests_in_place)
 }
 
 /// A place to run a request in place without `block_in_place`: it waits
 /// for the file system only, and fewer than `max_requests_in_place_direct`
 /// run so now.
-fn direct_slot<'a>(shared: &'a Shared, record: &[u8]) -> Option<InPlace<'a>> {
-    let max = shared.settings.max_requests_in_place_direct;
-    if max == 0 || !shared.core.waits_for_the_file_system_only(record) {
+fn direct_slot<'a>(shared: &'a Shared, record: &[u8]) -> Option<Slot<'a>> {
+    if !shared.core.waits_for_the_file_system_only(record) {
         return None;
     }
-    shared.in_place_direct.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
-    Some(InPlace(&shared.in_place_direct))
-}
-
-/// One request running in place; leaves its slot when dropped.
-struct InPlace<'a>(&'a AtomicUsize);
-
-impl Drop for InPlace<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
+    Slot::take(&shared.in_place_direct, shared.settings.max_requests_in_place_direct)
 }
 
 /// Hands a record to a worker thread, which writes the reply itself.

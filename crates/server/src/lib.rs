@@ -15,6 +15,7 @@ pub mod malloc;
 pub mod metrics;
 pub mod settings;
 pub mod sink;
+pub mod slots;
 pub mod stable;
 pub mod state;
 pub mod tls;

@@ -14,8 +14,10 @@
 //! other connections, never pay for it.
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
+
+use crate::slots::Slot;
 
 /// What one poll found.
 #[derive(Debug, PartialEq, Eq)]
@@ -31,21 +33,19 @@ pub enum Polled {
 /// Polls `fd` for readable bytes for at most `budget`, holding one of
 /// `max` slots counted in `pollers` meanwhile.
 pub fn poll_for_next(fd: RawFd, budget: Duration, pollers: &AtomicUsize, max: usize) -> Polled {
-    if pollers.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).is_err() {
+    let Some(_slot) = Slot::take(pollers, max) else {
         return Polled::NoSlot;
-    }
+    };
     let start = Instant::now();
-    let found = loop {
+    loop {
         if readable(fd) {
-            break Polled::Ready;
+            return Polled::Ready;
         }
         if start.elapsed() >= budget {
-            break Polled::Quiet;
+            return Polled::Quiet;
         }
         std::hint::spin_loop();
-    };
-    pollers.fetch_sub(1, Ordering::AcqRel);
-    found
+    }
 }
 
 /// Whether a read of `fd` would not block: a byte is there, the peer
@@ -64,6 +64,7 @@ mod tests {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn finds_bytes_that_are_there_and_gives_up_when_none_come() {
