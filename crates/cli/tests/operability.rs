@@ -186,8 +186,8 @@ fn nfs41_reads_of_cached_data_run_on_the_connections_thread() {
 /// A client with one request at a time finds the connection's thread
 /// polling for its next request (`lone_poll_us`), not asleep; a poll that
 /// nothing answers ends after its budget; one with many in flight is not
-/// polled for; NFSv3 requests that may block keep the thread and are
-/// polled after too. Every byte read comes back as it is on disk.
+/// polled for; NFSv3 requests that may block, and NFSv4.1 compounds that
+/// cannot wait for a callback, keep the thread and are polled after too. Every byte read comes back as it is on disk.
 #[test]
 fn a_lone_clients_next_request_is_polled_for() {
     let mport = free_port();
@@ -231,6 +231,20 @@ fn a_lone_clients_next_request_is_polled_for() {
     let polled = polls(&m) - polls(&busy);
     assert!(polled >= DIRS as u64 / 2, "{polled} of {DIRS} MKDIRs were followed by a poll that found the next");
     assert!((0..DIRS).all(|i| srv.export.join(format!("d{i}")).is_dir()));
+
+    // So do NFSv4.1 compounds that cannot wait for a callback's reply.
+    let url41 = format!("nfs://127.0.0.1:{}{}?version=4.1", srv.port, srv.export.display());
+    let c41 = uncached_client(&rt, &url41);
+    rt.block_on(async {
+        for i in 0..DIRS {
+            c41.mkdir(&format!("e{i}")).await.unwrap();
+        }
+    });
+    let m41 = get_metrics(mport);
+    let direct =
+        counter(&m41, "nfsx_requests_in_place_direct_total") - counter(&m, "nfsx_requests_in_place_direct_total");
+    assert!(direct >= DIRS as u64 / 2, "{direct} of {DIRS} NFSv4.1 CREATEs ran in place without a hand-off");
+    assert!((0..DIRS).all(|i| srv.export.join(format!("e{i}")).is_dir()));
 }
 
 #[test]

@@ -66,8 +66,9 @@ pub struct Settings {
     /// many in place; the rest are answered from the worker pool.
     pub max_requests_in_place: usize,
     /// Of the requests running in place, how many at once run without
-    /// `block_in_place` (NFSv3 only: it waits for nothing but the file
-    /// system). Such a request keeps the runtime's core on its thread,
+    /// `block_in_place`: NFSv3, and NFSv4 compounds that cannot wait for
+    /// a callback's reply (they wait for nothing but the file system).
+    /// Such a request keeps the runtime's core on its thread,
     /// which is then the one the client's next request wakes, and polls
     /// for it (`lone_poll_us`); meanwhile the tasks queued on that thread
     /// wait for the request (the runtime's other threads take the rest).

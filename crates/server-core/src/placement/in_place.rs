@@ -41,6 +41,15 @@ enum Current {
     Unknown,
 }
 
+/// How the walk treats an NFSv4.0 compound.
+#[derive(Clone, Copy)]
+enum Minor0 {
+    /// It may wait for a callback: its reply comes over another connection.
+    MayWait,
+    /// Walked like any other: the caller needs to know it waits for none.
+    Walk,
+}
+
 /// `createtype4` values with arguments.
 const NF4BLK: u32 = 3;
 const NF4CHR: u32 = 4;
@@ -143,12 +152,20 @@ impl Core {
     /// Whether the compound at `p` (after the RPC header) can be seen to
     /// wait for no callback reply (see the module documentation).
     pub(super) fn compound_never_waits(&self, p: &mut Peek) -> bool {
-        self.walk_compound(p).unwrap_or(false)
+        self.walk_compound(p, Minor0::MayWait).unwrap_or(false)
     }
 
-    fn walk_compound(&self, p: &mut Peek) -> Option<bool> {
+    /// Whether the compound at `p` can be seen to wait for no callback
+    /// reply whatever its minor version: an NFSv4.0 client's reply comes
+    /// over a connection of its own, read by a task of the runtime, so a
+    /// compound that may wait for it must not hold the runtime's thread.
+    pub(super) fn compound_waits_for_no_callback(&self, p: &mut Peek) -> bool {
+        self.walk_compound(p, Minor0::Walk).unwrap_or(false)
+    }
+
+    fn walk_compound(&self, p: &mut Peek, minor0: Minor0) -> Option<bool> {
         p.opaque()?; // tag
-        if p.u32()? == 0 {
+        if p.u32()? == 0 && matches!(minor0, Minor0::MayWait) {
             return Some(true);
         }
         let n = p.u32()?;
@@ -315,16 +332,26 @@ mod tests {
         assert!(!c.may_run_in_place(&cut), "truncated");
     }
 
-    /// Only NFSv3 waits for nothing but the file system: an NFSv4
-    /// compound, NLM or a cut record does not run without a hand-off.
+    /// NFSv3, and NFSv4 compounds of either minor version that cannot
+    /// wait for a callback's reply, wait for nothing but the file system;
+    /// a compound that may wait for a CB_GETATTR, NLM or a cut record
+    /// does not run without a hand-off.
     #[test]
-    fn only_nfsv3_waits_for_the_file_system_only() {
+    fn what_waits_for_the_file_system_only() {
         let c = core();
         let call = super::super::tests::call;
         assert!(c.waits_for_the_file_system_only(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
-        assert!(!c.waits_for_the_file_system_only(&compound(0, vec![putfh(&c, 5), getattr()])), "NFSv4.0");
+        let stat40 = compound(0, vec![putfh(&c, 5), getattr()]);
+        let stat41 = compound(1, vec![sequence(), putfh(&c, 5), getattr()]);
+        assert!(c.waits_for_the_file_system_only(&stat40), "NFSv4.0 GETATTR, no delegation");
+        assert!(c.waits_for_the_file_system_only(&stat41), "NFSv4.1 GETATTR, no delegation");
+        c.v4.write_delegated.add((1, 5, 0));
+        assert!(!c.waits_for_the_file_system_only(&stat40), "NFSv4.0 GETATTR of a write-delegated file");
+        assert!(c.may_run_in_place(&stat40), "which still runs in place, handing the thread's tasks on");
+        assert!(!c.waits_for_the_file_system_only(&stat41), "NFSv4.1 GETATTR of a write-delegated file");
         assert!(!c.waits_for_the_file_system_only(&call(100021, 4, 2, &[])), "NLM LOCK");
         assert!(!c.waits_for_the_file_system_only(&call(100003, 3, 8, &[])[..10]), "cut");
+        assert!(!c.waits_for_the_file_system_only(&stat41[..stat41.len() - 6]), "cut compound");
     }
 
     /// Over a file system shared with other servers nothing runs in place:

@@ -128,18 +128,34 @@ impl Core {
     }
 
     /// Whether a record that may run in place waits for nothing but the
-    /// file system (NFSv3), so that it may run on the runtime's own thread
-    /// without handing that thread's other connections to another one
-    /// first: no task of the runtime has to run for it to finish. An
-    /// NFSv4.0 compound may wait for a callback's reply, which another
-    /// connection's task reads.
+    /// file system, so that it may run on the runtime's own thread without
+    /// handing that thread's other connections to another one first: no
+    /// task of the runtime has to run for it to finish. NFSv3 never waits
+    /// for anything else; an NFSv4 compound (of any minor version) does
+    /// when it may wait for a callback's reply, which a connection's task
+    /// reads (see [`in_place`]): only the compounds whose walk shows no
+    /// such wait qualify. Asked only of records [`Core::may_run_in_place`]
+    /// let run in place.
     pub fn waits_for_the_file_system_only(&self, record: &[u8]) -> bool {
         let mut p = Peek { b: record };
         (|| {
             let _xid = p.u32()?;
             let call = p.u32()? == 0;
-            let (_rpcvers, prog, vers) = (p.u32()?, p.u32()?, p.u32()?);
-            Some(call && prog == crate::ops::v3::PROGRAM && vers == crate::ops::v3::VERSION)
+            let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
+            if !call || prog != crate::ops::v3::PROGRAM {
+                return Some(false);
+            }
+            match (vers, proc_) {
+                (crate::ops::v3::VERSION, _) => Some(true),
+                (crate::ops::v4::VERSION, V4_COMPOUND) => {
+                    let _cred_flavor = p.u32()?;
+                    p.opaque()?;
+                    let _verf_flavor = p.u32()?;
+                    p.opaque()?;
+                    Some(self.compound_waits_for_no_callback(&mut p))
+                }
+                _ => Some(false),
+            }
         })()
         .unwrap_or(false)
     }
