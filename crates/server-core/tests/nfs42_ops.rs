@@ -777,3 +777,36 @@ fn reads_tried_in_place_answer_from_the_cache_or_change_nothing() {
         assert_eq!(r.status, nfsstat4::NFS4ERR_BADHANDLE);
     });
 }
+
+/// A client that keeps every delegation it gets stops getting new ones at
+/// `max_delegations_per_client`, and its OPENs still succeed; a returned
+/// delegation makes room again.
+#[test]
+fn a_client_at_its_delegation_limit_still_opens() {
+    let nfs4 = server_core::state::Nfs4Settings { max_delegations_per_client: 2, ..Default::default() };
+    let (mut env, _clock, cb) = env_with_nfs4(nfs4, Arc::new(server_core::MemStore::default()));
+    let mut s = session_with_callbacks(&mut env, &cb);
+    let (fh1, d1) = create_delegated(&env, &mut s, "f1");
+    create_delegated(&env, &mut s, "f2");
+    let open = |s: &mut Session, file: &str| {
+        let args = OPEN4args {
+            seqid: 0,
+            share_access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+            share_deny: 0,
+            owner: open_owner4 { clientid: 0, owner: name("holder") },
+            openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
+            claim: open_claim4::CLAIM_NULL(name(file)),
+        };
+        let r = s.run(&env, vec![A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data }), A::OP_OPEN(args)]);
+        ok(&r);
+        let R::OP_OPEN(OPEN4res::NFS4_OK(o)) = last(&r) else { panic!("{r:?}") };
+        o.delegation.clone()
+    };
+    assert_eq!(
+        open(&mut s, "f3"),
+        open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::WND4_RESOURCE(false)),
+        "the third delegation is over the limit; the file is opened all the same"
+    );
+    ok(&s.run(&env, vec![putfh(&fh1), A::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: d1 })]));
+    assert!(matches!(open(&mut s, "f4"), open_delegation4::OPEN_DELEGATE_WRITE(_)), "a returned one made room");
+}

@@ -69,6 +69,12 @@ pub struct Nfs4Settings {
     pub max_locks_per_client: usize,
     /// Stateids (opens, locks, delegations) one client may hold.
     pub max_stateids_per_client: usize,
+    /// Delegations one client may hold; past it OPEN grants none
+    /// (WND4_RESOURCE) but still opens. Delegations are the server's to
+    /// give, and a client that never returns them (nothing conflicts)
+    /// would otherwise fill `max_stateids_per_client` with them until its
+    /// OPENs themselves fail.
+    pub max_delegations_per_client: usize,
     /// Stateids of purged clients (lease expired and another client
     /// conflicted, or the client rebooted) remembered so that their use
     /// answers NFS4ERR_EXPIRED instead of BAD_STATEID; oldest forgotten
@@ -110,6 +116,7 @@ impl Default for Nfs4Settings {
             max_owners_per_client: 65536,
             max_locks_per_client: 65536,
             max_stateids_per_client: 1 << 20,
+            max_delegations_per_client: 65536,
             max_expired_stateids: 65536,
             delegations: DelegationPolicy::ReadWrite,
             owner_format: OwnerFormat::Numeric,

@@ -225,6 +225,8 @@ pub(crate) struct Stateids {
     pub(crate) files: HashMap<FileKey, Vec<Other>>,
     /// Every stateid of each client.
     pub(crate) by_client: HashMap<u64, HashSet<Other>>,
+    /// How many of each client's stateids are delegations.
+    delegs_by_client: HashMap<u64, usize>,
     /// NFSv4.0 closed open stateids → their owner (replays of CLOSE).
     pub(crate) closed: HashMap<Other, OwnerKey>,
     /// Stateids of purged clients (lease expiry, a new incarnation), so
@@ -304,6 +306,7 @@ impl Stateids {
             }
             Kind::Deleg(d) => {
                 self.files.entry(entry.file).or_default().push(other);
+                *self.delegs_by_client.entry(entry.client).or_default() += 1;
                 self.write_delegated.note_held(true);
                 if d.write {
                     self.write_delegated.add(entry.file);
@@ -320,6 +323,12 @@ impl Stateids {
     pub fn remove(&mut self, other: &Other) -> Option<Entry> {
         let e = self.ids.remove(other)?;
         if let Kind::Deleg(d) = &e.kind {
+            if let Some(n) = self.delegs_by_client.get_mut(&e.client) {
+                *n -= 1;
+                if *n == 0 {
+                    self.delegs_by_client.remove(&e.client);
+                }
+            }
             self.write_delegated.note_held(false);
             if d.write {
                 self.write_delegated.remove(e.file);
@@ -364,6 +373,11 @@ impl Stateids {
             Kind::Deleg(_) => unfile(&mut self.files),
         }
         Some(e)
+    }
+
+    /// The delegations `client` holds (revoked ones included, until freed).
+    pub fn delegations_of(&self, client: u64) -> usize {
+        self.delegs_by_client.get(&client).copied().unwrap_or(0)
     }
 
     fn owners(&mut self, sort: OwnerSort) -> &mut HashMap<OwnerKey, Owner> {
