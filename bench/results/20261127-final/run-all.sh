@@ -4,7 +4,8 @@
 # NFS-Ganesha 4.3 (FSAL_VFS), same client, alternating runs.
 #   SMALLOPS=/path/to/smallops run-all.sh OUTDIR [RUNS]
 #   (cc -O2 -o smallops ../shared/peers/smallops.c -lnfs)
-#   STEPS (default "libnfs smallops data create41 liststat") picks steps.
+#   STEPS (default "libnfs smallops data create41 liststat") picks steps;
+#   LISTSTAT_VERS (default "3 4.1") the versions of the last one.
 # 1. libnfs: 1 GiB nfs-cp write + COMMIT, nfs-cat read, the wire's limit,
 #    2,000 durable creations (bench/vs-ganesha.sh; exports on ext4).
 # 2. smallops, one request in flight, `async` exports on tmpfs, NFSv3 and
@@ -75,7 +76,7 @@ if step liststat; then
   G /dev/shm/nfsx-final-g
   "$NFSX" serve $W/ex --listen 127.0.0.1:12080 --state-dir $W/st --config $W/c.toml --log warn & np=$!
   sleep 1
-  for v in 3 4.1; do
+  for v in ${LISTSTAT_VERS:-3 4.1}; do
     "$NFSX" bench metadata --op list,stat --files 50000 --runs 3 --quiet \
       --target "nfs://127.0.0.1:12080$W/ex?version=$v" --target "nfs://127.0.0.1/export?version=$v" \
       --json "$OUT/liststat-v$v.json" > "$OUT/liststat-v$v.txt" 2>&1
