@@ -92,5 +92,6 @@ fuzz_target!(|data: &[u8]| {
     // Where the transport would run it: peeks that must never panic either.
     let _ = st.core.placement(&record, data.first().is_some_and(|b| b & 1 == 1));
     let _ = st.core.may_run_in_place(&record);
+    let _ = st.core.waits_for_the_file_system_only(&record);
     let _ = st.core.handle(Bytes::from(record), &peer());
 });

@@ -191,6 +191,7 @@ fuzz_target!(|data: &[u8]| {
     // Where the transport would run it: peeks that must never panic either.
     let placed = st.core.placement(&record, data.first().is_some_and(|b| b & 1 == 1));
     let _ = st.core.may_run_in_place(&record);
+    let _ = st.core.waits_for_the_file_system_only(&record);
     let record = Bytes::from(record);
     // A READ placed to be tried on the connection's thread runs as the
     // transport runs it: there, and on a worker only if it gave up.

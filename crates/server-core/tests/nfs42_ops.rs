@@ -57,17 +57,23 @@ fn on_both(case: impl Fn(&Env)) {
     case(&env_on("/export *(rw,insecure)\n", vec![localfs(&dir)]));
 }
 
+/// OPEN of `file` by `owner` with `share_access`, created if missing
+/// (UNCHECKED4, no attributes).
+fn open_create(owner: &str, file: &str, share_access: u32) -> OPEN4args {
+    OPEN4args {
+        seqid: 0,
+        share_access,
+        share_deny: 0,
+        owner: open_owner4 { clientid: 0, owner: name(owner) },
+        openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
+        claim: open_claim4::CLAIM_NULL(name(file)),
+    }
+}
+
 /// Creates `file` in /export through OPEN at minor version 2 (read and
 /// write access), writes `data`, and returns its handle and open stateid.
 fn create(env: &Env, s: &mut Session, file: &str, data: &[u8]) -> (nfs_fh4, stateid4) {
-    let open = OPEN4args {
-        seqid: 0,
-        share_access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-        share_deny: 0,
-        owner: open_owner4 { clientid: 0, owner: name("owner") },
-        openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
-        claim: open_claim4::CLAIM_NULL(name(file)),
-    };
+    let open = open_create("owner", file, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
     let mut ops = vec![A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data }), A::OP_OPEN(open), A::OP_GETFH];
     if !data.is_empty() {
         ops.push(A::OP_WRITE(WRITE4args {
@@ -575,14 +581,7 @@ fn asynchronous_copy_can_be_cancelled() {
 /// Opens `file` for writing with a wish for a write delegation; returns
 /// the handle and the delegation's stateid.
 fn create_delegated(env: &Env, s: &mut Session, file: &str) -> (nfs_fh4, stateid4) {
-    let open = OPEN4args {
-        seqid: 0,
-        share_access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
-        share_deny: 0,
-        owner: open_owner4 { clientid: 0, owner: name("holder") },
-        openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
-        claim: open_claim4::CLAIM_NULL(name(file)),
-    };
+    let open = open_create("holder", file, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG);
     let ops = vec![A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data }), A::OP_OPEN(open), A::OP_GETFH];
     let r = s.run(env, ops);
     ok(&r);
@@ -789,14 +788,7 @@ fn a_client_at_its_delegation_limit_still_opens() {
     let (fh1, d1) = create_delegated(&env, &mut s, "f1");
     create_delegated(&env, &mut s, "f2");
     let open = |s: &mut Session, file: &str| {
-        let args = OPEN4args {
-            seqid: 0,
-            share_access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
-            share_deny: 0,
-            owner: open_owner4 { clientid: 0, owner: name("holder") },
-            openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
-            claim: open_claim4::CLAIM_NULL(name(file)),
-        };
+        let args = open_create("holder", file, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG);
         let r = s.run(&env, vec![A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data }), A::OP_OPEN(args)]);
         ok(&r);
         let R::OP_OPEN(OPEN4res::NFS4_OK(o)) = last(&r) else { panic!("{r:?}") };

@@ -78,6 +78,26 @@ impl<'a> Peek<'a> {
     }
 }
 
+/// An NFS call's version and procedure, and a reader past its
+/// credential and verifier; `None` for another program, a reply or a cut
+/// record.
+fn nfs_call(record: &[u8]) -> Option<(u32, u32, Peek<'_>)> {
+    let mut p = Peek { b: record };
+    let _xid = p.u32()?;
+    if p.u32()? != 0 {
+        return None;
+    }
+    let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
+    if prog != crate::ops::v3::PROGRAM {
+        return None;
+    }
+    let _cred_flavor = p.u32()?;
+    p.opaque()?;
+    let _verf_flavor = p.u32()?;
+    p.opaque()?;
+    Some((vers, proc_, p))
+}
+
 impl Core {
     /// Where to run `record` (see the module documentation). `busy`: its
     /// connection has other requests running or already received.
@@ -104,27 +124,11 @@ impl Core {
         if self.shared_locks {
             return false;
         }
-        let mut p = Peek { b: record };
-        let program = (|| {
-            let _xid = p.u32()?;
-            let call = p.u32()? == 0;
-            let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
-            if !call || prog != crate::ops::v3::PROGRAM {
-                return Some(false);
-            }
-            match (vers, proc_) {
-                (crate::ops::v3::VERSION, _) => Some(true),
-                (crate::ops::v4::VERSION, V4_COMPOUND) => {
-                    let _cred_flavor = p.u32()?;
-                    p.opaque()?;
-                    let _verf_flavor = p.u32()?;
-                    p.opaque()?;
-                    Some(self.compound_never_waits(&mut p))
-                }
-                _ => Some(false),
-            }
-        })();
-        program.unwrap_or(false)
+        match nfs_call(record) {
+            Some((crate::ops::v3::VERSION, _, _)) => true,
+            Some((crate::ops::v4::VERSION, V4_COMPOUND, mut p)) => self.compound_never_waits(&mut p),
+            _ => false,
+        }
     }
 
     /// Whether a record that may run in place waits for nothing but the
@@ -137,27 +141,11 @@ impl Core {
     /// such wait qualify. Asked only of records [`Core::may_run_in_place`]
     /// let run in place.
     pub fn waits_for_the_file_system_only(&self, record: &[u8]) -> bool {
-        let mut p = Peek { b: record };
-        (|| {
-            let _xid = p.u32()?;
-            let call = p.u32()? == 0;
-            let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
-            if !call || prog != crate::ops::v3::PROGRAM {
-                return Some(false);
-            }
-            match (vers, proc_) {
-                (crate::ops::v3::VERSION, _) => Some(true),
-                (crate::ops::v4::VERSION, V4_COMPOUND) => {
-                    let _cred_flavor = p.u32()?;
-                    p.opaque()?;
-                    let _verf_flavor = p.u32()?;
-                    p.opaque()?;
-                    Some(self.compound_waits_for_no_callback(&mut p))
-                }
-                _ => Some(false),
-            }
-        })()
-        .unwrap_or(false)
+        match nfs_call(record) {
+            Some((crate::ops::v3::VERSION, _, _)) => true,
+            Some((crate::ops::v4::VERSION, V4_COMPOUND, mut p)) => self.compound_waits_for_no_callback(&mut p),
+            _ => false,
+        }
     }
 
     fn peek_placement(&self, record: &[u8], busy: bool) -> Option<Placement> {

@@ -25,19 +25,7 @@ impl Core {
     /// NFSv4 compound of SEQUENCE, PUTFH and WRITE only); `None` for
     /// anything else. A peek only: the handle is checked by the dispatch.
     pub fn serial_key(&self, record: &[u8]) -> Option<u64> {
-        let mut p = Peek { b: record };
-        let _xid = p.u32()?;
-        if p.u32()? != 0 {
-            return None;
-        }
-        let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
-        if prog != crate::ops::v3::PROGRAM {
-            return None;
-        }
-        let _cred_flavor = p.u32()?;
-        p.opaque()?;
-        let _verf_flavor = p.u32()?;
-        p.opaque()?;
+        let (vers, proc_, mut p) = super::nfs_call(record)?;
         let fh = match (vers, proc_) {
             (crate::ops::v3::VERSION, V3_WRITE) => {
                 let fh = p.opaque()?;
