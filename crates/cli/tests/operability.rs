@@ -217,34 +217,30 @@ fn a_lone_clients_next_request_is_polled_for() {
     assert!(polled < BLOCKS as u64 / 4, "{polled} of {BLOCKS} READs, 16 in flight, were polled for");
 
     // NFSv3 requests that may block, one at a time, run in place without
-    // a hand-off (`max_requests_in_place_direct`), and are polled after.
+    // a hand-off (`max_requests_in_place_direct`), and are polled after;
+    // so do NFSv4.1 compounds that cannot wait for a callback's reply.
     const DIRS: usize = 64;
-    rt.block_on(async {
-        for i in 0..DIRS {
-            c.mkdir(&format!("d{i}")).await.unwrap();
-        }
-    });
-    let m = get_metrics(mport);
-    let direct =
-        counter(&m, "nfsx_requests_in_place_direct_total") - counter(&busy, "nfsx_requests_in_place_direct_total");
+    let direct_total = |m: &str| counter(m, "nfsx_requests_in_place_direct_total");
+    // Makes DIRS directories `{prefix}{i}` one at a time; the metrics after.
+    let mkdirs = |c: &std::sync::Arc<client::Client>, prefix: &str| {
+        rt.block_on(async {
+            for i in 0..DIRS {
+                c.mkdir(&format!("{prefix}{i}")).await.unwrap();
+            }
+        });
+        assert!((0..DIRS).all(|i| srv.export.join(format!("{prefix}{i}")).is_dir()));
+        get_metrics(mport)
+    };
+    let m = mkdirs(&c, "d");
+    let direct = direct_total(&m) - direct_total(&busy);
     assert!(direct >= DIRS as u64 / 2, "{direct} of {DIRS} MKDIRs ran in place without a hand-off");
     let polled = polls(&m) - polls(&busy);
     assert!(polled >= DIRS as u64 / 2, "{polled} of {DIRS} MKDIRs were followed by a poll that found the next");
-    assert!((0..DIRS).all(|i| srv.export.join(format!("d{i}")).is_dir()));
 
-    // So do NFSv4.1 compounds that cannot wait for a callback's reply.
     let url41 = format!("nfs://127.0.0.1:{}{}?version=4.1", srv.port, srv.export.display());
-    let c41 = uncached_client(&rt, &url41);
-    rt.block_on(async {
-        for i in 0..DIRS {
-            c41.mkdir(&format!("e{i}")).await.unwrap();
-        }
-    });
-    let m41 = get_metrics(mport);
-    let direct =
-        counter(&m41, "nfsx_requests_in_place_direct_total") - counter(&m, "nfsx_requests_in_place_direct_total");
+    let m41 = mkdirs(&uncached_client(&rt, &url41), "e");
+    let direct = direct_total(&m41) - direct_total(&m);
     assert!(direct >= DIRS as u64 / 2, "{direct} of {DIRS} NFSv4.1 CREATEs ran in place without a hand-off");
-    assert!((0..DIRS).all(|i| srv.export.join(format!("e{i}")).is_dir()));
 }
 
 #[test]
