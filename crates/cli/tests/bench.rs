@@ -440,3 +440,49 @@ fn a_lone_callers_client_answers_a_recall_while_it_makes_no_call() {
     assert_eq!(returned(), 1, "the holder gave its delegation back");
     assert_eq!(holder.stat("held").unwrap().size, 4096, "the holder still works");
 }
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) }, 0);
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A lone caller polls for its reply (`reply_poll_us`) for a bounded time
+/// only: through 5 ms of delay each READ still gets its reply, and the
+/// caller's thread spends about the budget per call, not the whole wait.
+#[test]
+fn a_lone_caller_polls_for_its_reply_no_longer_than_its_budget() {
+    use bench::target::OpenOptions;
+    let srv = TestServer::start(ServerOpts::default());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("client.toml");
+    std::fs::write(&config, "reply_poll_us = 500\n").unwrap();
+    let opts = bench::nfs::NfsOptions { client_config: Some(config), no_data_cache: true, ..Default::default() };
+    for vers in ["3", "4.1"] {
+        let t = bench::nfs::open(&format!("{}?version={vers}", target(&srv)), &opts).unwrap();
+        t.set_callers(1);
+        let fs = t.connect().unwrap();
+        fs.write_whole("polled", &[3u8; 8192]).unwrap();
+        let mut f = fs.open("polled", OpenOptions::read()).unwrap();
+        let mut buf = vec![0u8; 4096];
+        // Without delay, each reply comes within the budget.
+        for i in 0..200 {
+            assert_eq!(f.read_at(i % 2 * 4096, &mut buf).unwrap(), 4096);
+            assert!(buf.iter().all(|&b| b == 3));
+        }
+        drop(f);
+        t.set_delay(Duration::from_millis(5), false).unwrap();
+        let fs = t.connect().unwrap();
+        let mut f = fs.open("polled", OpenOptions::read()).unwrap();
+        let (wall, cpu) = (Instant::now(), thread_cpu());
+        const READS: u32 = 20;
+        for i in 0..READS {
+            assert_eq!(f.read_at(u64::from(i % 2) * 4096, &mut buf).unwrap(), 4096);
+        }
+        let (wall, cpu) = (wall.elapsed(), thread_cpu() - cpu);
+        assert!(wall >= Duration::from_millis(5) * READS, "NFSv{vers}: {READS} delayed READs in {wall:?}");
+        assert!(cpu < Duration::from_micros(2500) * READS, "NFSv{vers}: the caller spent {cpu:?} of CPU over {wall:?}");
+    }
+}

@@ -75,6 +75,7 @@ pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
         max_record: s.max_record,
         read_buffer: s.read_buffer,
         tls: None,
+        reply_poll: Duration::from_micros(s.reply_poll_us),
     }
 }
 
