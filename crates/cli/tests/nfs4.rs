@@ -320,3 +320,48 @@ fn opens_are_reclaimed_after_a_restart_and_others_wait_for_grace() {
     b.reclaim_complete();
     ok_res(&b.run(with(export_ops(&srv), vec![open_op(&b, "ob", "other", OPEN4_SHARE_ACCESS_BOTH, true)])));
 }
+
+/// The benchmarks' connection, whose callers read the replies themselves
+/// (`Conn::connect_caller_driven`): 16 threads on their own slots each get
+/// their own replies, and a recall that comes while the holder makes no
+/// call is answered and its delegation returned.
+#[test]
+fn a_caller_driven_connection_matches_replies_and_answers_recalls_while_idle() {
+    let srv = start();
+    let a = std::sync::Arc::new(Client41::connect_caller_driven(srv.port, "caller-driven", 17));
+    assert!(a.slots() >= 16, "{} slots", a.slots());
+    let callers: Vec<_> = (0..16)
+        .map(|slot| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    let r = a.conn.compound(1, vec![a.sequence_on(slot), nfs_argop4::OP_PUTROOTFH]);
+                    ok_res(&r);
+                    let nfs_resop4::OP_SEQUENCE(SEQUENCE4res::NFS4_OK(s)) = &r.resarray[0] else { panic!("{r:?}") };
+                    assert_eq!(s.sr_slotid as usize, slot, "a reply for another caller");
+                }
+            })
+        })
+        .collect();
+    for c in callers {
+        c.join().unwrap();
+    }
+
+    let ops = with(export_ops(&srv), vec![open_op(&a, "oa", "held", OPEN4_SHARE_ACCESS_BOTH, true)]);
+    let n = ops.len();
+    let r = a.run(ops);
+    ok_res(&r);
+    assert!(
+        matches!(opened(&r, n - 1).delegation, open_delegation4::OPEN_DELEGATE_WRITE(_)),
+        "no write delegation: {:?}",
+        opened(&r, n - 1).delegation
+    );
+    let b = Client41::connect(srv.port, "opener");
+    let ops = with(export_ops(&srv), vec![open_op(&b, "ob", "held", OPEN4_SHARE_ACCESS_READ, false)]);
+    let start = Instant::now();
+    while b.run(ops.clone()).status == nfsstat4::NFS4ERR_DELAY {
+        assert!(start.elapsed() < Duration::from_secs(2), "the idle holder never returned its delegation");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    ok_res(&b.run(ops));
+}

@@ -14,6 +14,9 @@
 //! NFS4_BENCH_NFSX_CONFIG=$'[localfs]\nsync_metadata = false'  # extra TOML for the nfsx server
 //! NFS4_BENCH_THREADS=1,32                # thread counts of the create rate (default 1 to 512)
 //! NFS4_BENCH_RUNS=5                      # runs per figure (default 5)
+//! NFS4_BENCH_READER=thread               # create rate: every point's replies read by a reader
+//!                                        # thread, or =callers: by the callers themselves
+//!                                        # (default: callers up to CALLERS_READ_MAX_THREADS)
 //! ```
 
 mod support;
@@ -174,8 +177,32 @@ fn write_json(name: &str, value: String) {
 /// One target's session and the directory creations go into.
 struct CreateTarget {
     name: String,
+    /// Replies read by a reader thread.
     client: Arc<Client41>,
+    /// Replies read by the callers (`Client41::connect_caller_driven`).
+    lone: Arc<Client41>,
     base: nfs_fh4,
+}
+
+/// Up to this many threads the create rate's replies are read by the
+/// callers themselves, past it by a reader thread. Callers reading saves
+/// a lone caller the reader thread's wake-up and then its own: at 1 and 2
+/// threads both servers ran faster so (nfsx 2.0-2.5x, NFS-Ganesha
+/// 1.0-1.7x); at 4 neither way was clearly ahead, and at 16 nfsx ran at
+/// 0.6x, each reply taken over by the next reader being a wake-up on the
+/// read path (docs/BENCHMARKS.md, "reply-poll").
+const CALLERS_READ_MAX_THREADS: usize = 2;
+
+impl CreateTarget {
+    /// The client whose driver suits `threads` callers (`NFS4_BENCH_READER`).
+    fn client_for(&self, threads: usize) -> (&Arc<Client41>, &'static str) {
+        match std::env::var("NFS4_BENCH_READER").as_deref() {
+            Ok("thread") => (&self.client, "thread"),
+            Ok("callers") => (&self.lone, "callers"),
+            _ if threads <= CALLERS_READ_MAX_THREADS => (&self.lone, "callers"),
+            _ => (&self.client, "thread"),
+        }
+    }
 }
 
 #[test]
@@ -186,11 +213,13 @@ fn create_rate_by_threads() {
     let targets: Vec<CreateTarget> = targets(&srv)
         .into_iter()
         .map(|t| {
-            let c = Arc::new(Client41::connect_with_slots(t.port, &format!("bench-{}", std::process::id()), slots));
+            let owner = format!("bench-{}", std::process::id());
+            let c = Arc::new(Client41::connect_with_slots(t.port, &owner, slots));
+            let lone = Arc::new(Client41::connect_caller_driven(t.port, &format!("{owner}-lone"), slots));
             let root = fh_of(&c, &t.export);
             let base = mkdir(&c, &root, &format!("create-bench-{}", std::process::id()));
             eprintln!("{}: {} slots granted", t.name, c.slots());
-            CreateTarget { name: t.name, client: c, base }
+            CreateTarget { name: t.name, client: c, lone, base }
         })
         .collect();
     // One discarded run per target first: the first creations into a new
@@ -198,6 +227,10 @@ fn create_rate_by_threads() {
     for t in &targets {
         let dir = mkdir(&t.client, &t.base, "warm-up");
         create_rate(&t.client, &dir, 8, 0);
+        // Its own directory: the names are the same, and the files made
+        // above are delegated to the other client.
+        let dir = mkdir(&t.client, &t.base, "warm-up-lone");
+        create_rate(&t.lone, &dir, 1, 0);
     }
     let mut json = Vec::new();
     println!("{:<6} {:>8} {:>22}", "target", "threads", "creates/s (95% CI)");
@@ -208,16 +241,17 @@ fn create_rate_by_threads() {
         // state, other load) falls on both alike.
         for run in 0..runs() {
             for (i, t) in targets.iter().enumerate() {
-                samples[i].push(create_rate(&t.client, &dirs[i], threads, run));
+                samples[i].push(create_rate(t.client_for(threads).0, &dirs[i], threads, run));
             }
         }
         for (t, samples) in targets.iter().zip(samples) {
             let (m, ci) = mean_ci(&samples);
-            println!("{:<6} {:>8} {:>12.0} ± {:<8.0}", t.name, threads, m, ci);
+            let (c, reader) = t.client_for(threads);
+            println!("{:<6} {:>8} {:>12.0} ± {:<8.0} {reader}", t.name, threads, m, ci);
             json.push(format!(
-                "{{\"target\":\"{}\",\"threads\":{threads},\"slots\":{},\"creates_per_s\":{samples:?}}}",
+                "{{\"target\":\"{}\",\"threads\":{threads},\"slots\":{},\"reader\":\"{reader}\",\"creates_per_s\":{samples:?}}}",
                 t.name,
-                t.client.slots()
+                c.slots()
             ));
         }
     }

@@ -1,7 +1,13 @@
 //! A small NFSv4.1 client for the integration tests: one TCP connection
-//! with a reader thread that matches replies to calls by xid and answers
-//! the server's callbacks on the same connection (CB_NULL, and
-//! CB_COMPOUND with CB_SEQUENCE + CB_RECALL, reporting each recall).
+//! whose replies are matched to calls by xid, and whose server callbacks
+//! are answered on the same connection (CB_NULL, and CB_COMPOUND with
+//! CB_SEQUENCE + CB_RECALL, reporting each recall).
+//!
+//! Replies are read by a reader thread of the connection's own, or, for
+//! the benchmarks (`Conn::connect_caller_driven`), by the callers
+//! themselves: one caller at a time reads for all and hands the others
+//! theirs, so a lone caller pays no wake-up of a reader thread and then
+//! its own.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -20,7 +26,19 @@ use xdr::{Decode, Decoder, Encode, Encoder};
 pub const NFS4: u32 = 100003;
 pub const CB_PROGRAM: u32 = 0x4000_0001;
 
-type Pending = Arc<Mutex<HashMap<u32, mpsc::Sender<Bytes>>>>;
+/// A reply for its caller, or `None`: "read for everyone now" (passed on by
+/// a caller that stops reading while others still wait).
+type Pending = Arc<Mutex<HashMap<u32, mpsc::Sender<Option<Bytes>>>>>;
+
+/// How long a caller that reads for everyone polls the socket before it
+/// sleeps in `read`, as nfsx's client does for a lone caller
+/// (`reply_poll_us`, same default): a reply within it costs no wake-up.
+const REPLY_POLL: Duration = Duration::from_micros(500);
+/// How often a caller-driven connection with no call in flight looks for
+/// callbacks (nobody else reads it then).
+const IDLE_CALLBACK_POLL: Duration = Duration::from_millis(10);
+/// How long a call waits for its reply before the test fails.
+const REPLY_LIMIT: Duration = Duration::from_secs(30);
 
 /// A delegation recall the server sent.
 #[derive(Debug, Clone)]
@@ -33,6 +51,10 @@ pub struct Recall {
 pub struct Conn {
     writer: Arc<Mutex<TcpStream>>,
     pending: Pending,
+    /// Set when callers read the replies (`connect_caller_driven`).
+    reader: Option<Mutex<TcpStream>>,
+    /// Where a record read is taken apart.
+    inbox: Inbox,
     xid: AtomicU32,
     pub recalls: Mutex<mpsc::Receiver<Recall>>,
     /// When set, recalled delegations are returned at once, as a real
@@ -171,31 +193,91 @@ fn answer_callback(
     write_record(w, &e.into_bytes());
 }
 
+/// Takes incoming records apart: replies are for callers, calls are the
+/// server's callbacks, answered here.
+#[derive(Clone)]
+struct Inbox {
+    writer: Arc<Mutex<TcpStream>>,
+    recalls: mpsc::Sender<Recall>,
+    refuse: Arc<AtomicU32>,
+}
+
+impl Inbox {
+    /// A reply's xid and record; a callback is answered and gives `None`.
+    fn take(&self, rec: Vec<u8>) -> Option<(u32, Bytes)> {
+        let rec = Bytes::from(rec);
+        let mut d = Decoder::new(rec.clone());
+        let msg = rpc_msg::decode(&mut d).ok()?;
+        match msg.body {
+            rpc_msg_body::REPLY(_) => Some((msg.xid, rec)),
+            rpc_msg_body::CALL(_) => {
+                answer_callback(msg, &mut d, &self.writer, &self.recalls, &self.refuse);
+                None
+            }
+        }
+    }
+}
+
+/// Whether `s` has bytes to read (or its end) now.
+fn readable_now(s: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut pfd = libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no timeout.
+    unsafe { libc::poll(&mut pfd, 1, 0) != 0 }
+}
+
+/// Polls `s` for up to `budget` for bytes to read; past it the caller
+/// sleeps in its `read` as usual.
+fn poll_readable(s: &TcpStream, budget: Duration) {
+    let until = std::time::Instant::now() + budget;
+    while !readable_now(s) && std::time::Instant::now() < until {}
+}
+
 impl Conn {
     pub fn connect(port: u16) -> Arc<Conn> {
         Self::connect_addr(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
     }
 
+    /// A connection whose replies a reader thread of its own reads.
     pub fn connect_addr(addr: std::net::SocketAddr) -> Arc<Conn> {
+        Self::open(addr, false)
+    }
+
+    /// A connection whose callers read the replies themselves: the one
+    /// holding the read side reads for all, polling for `REPLY_POLL`
+    /// before it sleeps, and passes the read side on when it has its
+    /// reply. A thread looks for callbacks every `IDLE_CALLBACK_POLL` while
+    /// no call is in flight. For benchmarks: a lone caller pays one
+    /// system call per reply and no wake-up of another thread.
+    pub fn connect_caller_driven(addr: std::net::SocketAddr) -> Arc<Conn> {
+        Self::open(addr, true)
+    }
+
+    fn open(addr: std::net::SocketAddr, callers_read: bool) -> Arc<Conn> {
         let s = TcpStream::connect(addr).expect("connect");
         s.set_nodelay(true).unwrap();
         let mut reader = s.try_clone().unwrap();
         let writer = Arc::new(Mutex::new(s));
         let pending: Pending = Arc::default();
         let (tx, rx) = mpsc::channel();
+        let (rtx, rrx) = mpsc::channel::<Recall>();
+        let inbox = Inbox { writer: writer.clone(), recalls: rtx, refuse: Arc::default() };
         let conn = Arc::new(Conn {
-            writer: writer.clone(),
+            writer,
             pending: pending.clone(),
+            reader: callers_read.then(|| {
+                reader.set_read_timeout(Some(REPLY_LIMIT)).unwrap();
+                Mutex::new(reader.try_clone().unwrap())
+            }),
+            inbox: inbox.clone(),
             xid: AtomicU32::new(1),
             recalls: Mutex::new(rx),
             auto_return: Mutex::new(None),
-            refuse_recalls: Arc::default(),
+            refuse_recalls: inbox.refuse.clone(),
         });
-        let refuse = conn.refuse_recalls.clone();
         let weak = Arc::downgrade(&conn);
-        let (rtx, rrx) = mpsc::channel::<Recall>();
-        // Recalls are handled off the reader thread: returning one needs
-        // a reply the reader must be free to deliver.
+        // Recalls are handled off the thread that read them: returning one
+        // needs a reply that thread must be free to deliver.
         std::thread::spawn(move || {
             for recall in rrx {
                 let Some(conn) = weak.upgrade() else { return };
@@ -206,23 +288,94 @@ impl Conn {
                 }
             }
         });
-        let tx = rtx;
+        if callers_read {
+            let weak = Arc::downgrade(&conn);
+            std::thread::spawn(move || loop {
+                std::thread::sleep(IDLE_CALLBACK_POLL);
+                let Some(conn) = weak.upgrade() else { return };
+                conn.read_while_idle();
+            });
+            return conn;
+        }
         std::thread::spawn(move || {
             while let Some(rec) = read_record(&mut reader) {
-                let rec = Bytes::from(rec);
-                let mut d = Decoder::new(rec.clone());
-                let Ok(msg) = rpc_msg::decode(&mut d) else { continue };
-                match msg.body {
-                    rpc_msg_body::REPLY(_) => {
-                        if let Some(tx) = pending.lock().unwrap().remove(&msg.xid) {
-                            let _ = tx.send(rec);
-                        }
+                if let Some((xid, rec)) = inbox.take(rec) {
+                    if let Some(tx) = pending.lock().unwrap().remove(&xid) {
+                        let _ = tx.send(Some(rec));
                     }
-                    rpc_msg_body::CALL(_) => answer_callback(msg, &mut d, &writer, &tx, &refuse),
                 }
             }
         });
         conn
+    }
+
+    /// With no call in flight nobody reads a caller-driven connection:
+    /// answer the callbacks that came meanwhile.
+    fn read_while_idle(&self) {
+        let Some(reader) = &self.reader else { return };
+        if !self.pending.lock().unwrap().is_empty() {
+            return;
+        }
+        let Ok(mut r) = reader.try_lock() else { return };
+        while readable_now(&r) {
+            let Some(rec) = read_record(&mut r) else { break };
+            if let Some((xid, rec)) = self.inbox.take(rec) {
+                self.deliver(xid, rec);
+            }
+        }
+        drop(r);
+        self.pass_reading_on();
+    }
+
+    /// Hands a reply read for another caller to it.
+    fn deliver(&self, xid: u32, rec: Bytes) {
+        if let Some(tx) = self.pending.lock().unwrap().remove(&xid) {
+            let _ = tx.send(Some(rec));
+        }
+    }
+
+    /// After the read side is released: a caller still waiting is told to
+    /// read for everyone (it may be waiting for a reply nobody reads now).
+    fn pass_reading_on(&self) {
+        if let Some(tx) = self.pending.lock().unwrap().values().next() {
+            let _ = tx.send(None);
+        }
+    }
+
+    /// Waits for call `xid`'s reply on a caller-driven connection: reads
+    /// for everyone while it holds the read side, else waits for its
+    /// reply or its turn to read.
+    fn await_reply(&self, reader: &Mutex<TcpStream>, xid: u32, rx: &mpsc::Receiver<Option<Bytes>>) -> Bytes {
+        let deadline = std::time::Instant::now() + REPLY_LIMIT;
+        loop {
+            if let Ok(mut r) = reader.try_lock() {
+                let mine = loop {
+                    // Delivered by the reader before this one? (Behind any
+                    // number of "read for everyone" notes.)
+                    if let Some(rec) = rx.try_iter().flatten().next() {
+                        break rec;
+                    }
+                    poll_readable(&r, REPLY_POLL);
+                    let rec = read_record(&mut r).expect("no reply within 30 s");
+                    match self.inbox.take(rec) {
+                        Some((x, rec)) if x == xid => {
+                            self.pending.lock().unwrap().remove(&xid);
+                            break rec;
+                        }
+                        Some((x, rec)) => self.deliver(x, rec),
+                        None => {}
+                    }
+                };
+                drop(r);
+                self.pass_reading_on();
+                return mine;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left).expect("no reply within 30 s") {
+                Some(rec) => return rec,
+                None => continue,
+            }
+        }
     }
 
     pub fn next_xid(&self) -> u32 {
@@ -250,7 +403,14 @@ impl Conn {
         let (tx, rx) = mpsc::channel();
         self.pending.lock().unwrap().insert(xid, tx);
         write_record(&self.writer, &rec);
-        rx.recv_timeout(Duration::from_secs(30)).expect("no reply within 30 s")
+        match &self.reader {
+            Some(reader) => self.await_reply(reader, xid, &rx),
+            None => loop {
+                if let Some(rec) = rx.recv_timeout(REPLY_LIMIT).expect("no reply within 30 s") {
+                    break rec;
+                }
+            },
+        }
     }
 
     /// The reply body after the accepted-reply header.
@@ -346,8 +506,20 @@ impl Client41 {
         ok_res(&r);
     }
 
+    /// `connect_with_slots` on a connection whose callers read the
+    /// replies themselves (`Conn::connect_caller_driven`): the benchmarks'.
+    pub fn connect_caller_driven(port: u16, owner: &str, slots: u32) -> Client41 {
+        let conn = Conn::connect_caller_driven(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        let c = Self::incarnation_on(conn, owner, slots, [7; 8]);
+        c.reclaim_complete();
+        c
+    }
+
     fn incarnation(addr: std::net::SocketAddr, owner: &str, slots: u32, verifier: [u8; 8]) -> Client41 {
-        let conn = Conn::connect_addr(addr);
+        Self::incarnation_on(Conn::connect_addr(addr), owner, slots, verifier)
+    }
+
+    fn incarnation_on(conn: Arc<Conn>, owner: &str, slots: u32, verifier: [u8; 8]) -> Client41 {
         let r = conn.compound(
             1,
             vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
