@@ -124,6 +124,8 @@ impl Responder {
 pub struct Connection {
     calls: mpsc::UnboundedSender<Call>,
     shared: Arc<Shared>,
+    /// How long a caller polls for its reply (zero off a current-thread
+    /// runtime).
     reply_poll: Duration,
 }
 
@@ -302,7 +304,13 @@ impl Connection {
             epoch: Instant::now(),
         });
         let (replies_tx, replies) = mpsc::unbounded_channel();
-        let reply_poll = params.reply_poll;
+        // Callers poll only on a current-thread runtime, whose one thread
+        // is the caller's own (a lone caller driving it): there the polling
+        // costs no other caller its turn. Decided once, here, where the
+        // connection's task is bound to its runtime.
+        let current_thread =
+            tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread;
+        let reply_poll = if current_thread { params.reply_poll } else { Duration::ZERO };
         let task = Task { params, shared: shared.clone(), calls: rx, incoming, replies_tx, replies };
         tokio::spawn(task.run(stream));
         Ok(Connection { calls: tx, shared, reply_poll })
@@ -327,18 +335,8 @@ impl Connection {
         if let Some(call) = self.write_directly(call) {
             self.calls.send(call).map_err(|_| RpcError::Disconnected("connection closed".into()))?;
         }
-        let reply = if self.polls_for_replies() { poll_for(rx, self.reply_poll).await } else { rx.await };
+        let reply = if self.reply_poll.is_zero() { rx.await } else { poll_for(rx, self.reply_poll).await };
         reply.unwrap_or_else(|_| Err(RpcError::Disconnected("connection closed".into())))
-    }
-
-    /// Whether a caller polls for its reply rather than letting the
-    /// runtime sleep at once: only where the caller is the runtime's one
-    /// thread (a lone caller driving it), so the polling costs no other
-    /// caller its turn.
-    fn polls_for_replies(&self) -> bool {
-        !self.reply_poll.is_zero()
-            && tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
     }
 
     /// Registers `call` and writes it on this thread when it is the only
