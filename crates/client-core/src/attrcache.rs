@@ -12,7 +12,7 @@
 //! against the server's mtime, which is on that scale. A clock stepping
 //! backwards only makes entries expire early.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
 use proto::nfs3::{fattr3, ftype3, nfstime3, wcc_attr};
@@ -123,6 +123,10 @@ impl From<&wcc_attr> for Validator {
     }
 }
 
+/// Stale places the caches' eviction queues may hold beyond twice their
+/// live entries before they are swept: small caches sweep rarely too.
+const ORDER_SLACK: usize = 64;
+
 struct Entry {
     attr: fattr3,
     fetched: WallNanos,
@@ -136,12 +140,19 @@ impl Entry {
     }
 }
 
+/// The caches' maps: a walk of a tree hashes a handle per component, so the
+/// hash is on every cached stat's path; foldhash is seeded per process.
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Cached attributes of files, by key `K` (file handle or a small id).
 pub struct AttrCache<K> {
     s: AttrCacheSettings,
-    entries: HashMap<K, Entry>,
-    /// store sequence -> key, for eviction of the least recently stored.
-    order: BTreeMap<u64, K>,
+    entries: FastMap<K, Entry>,
+    /// Keys in the order they were stored, each with the sequence number it
+    /// was stored under: the front is the least recently stored, unless its
+    /// entry was stored again since (the numbers differ) or dropped, which
+    /// eviction skips. Kept lazily so a store costs a push, not a search.
+    order: VecDeque<(u64, K)>,
     seq: u64,
 }
 
@@ -153,7 +164,7 @@ impl<K> std::fmt::Debug for AttrCache<K> {
 
 impl<K: Hash + Eq + Clone> AttrCache<K> {
     pub fn new(settings: AttrCacheSettings) -> Self {
-        AttrCache { s: settings, entries: HashMap::new(), order: BTreeMap::new(), seq: 0 }
+        AttrCache { s: settings, entries: FastMap::default(), order: VecDeque::new(), seq: 0 }
     }
 
     pub fn settings(&self) -> &AttrCacheSettings {
@@ -181,9 +192,8 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     /// attributes cached before — even expired ones — so the caller drops its
     /// cached data of the file. Nothing cached before counts as unchanged.
     pub fn put(&mut self, k: &K, attr: fattr3, now: WallNanos) -> bool {
-        let changed = self.entries.get(k).is_some_and(|e| Validator::from(&e.attr) != Validator::from(&attr));
-        self.store(k, attr, now);
-        changed
+        let new = Validator::from(&attr);
+        self.store(k, attr, now).is_some_and(|old| Validator::from(&old) != new)
     }
 
     /// Stores the attributes from the weak cache consistency data of a reply
@@ -213,9 +223,8 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     /// Forgets the attributes of `k` (after an operation that changes them
     /// without returning them, or when the file is removed).
     pub fn invalidate(&mut self, k: &K) {
-        if let Some(e) = self.entries.remove(k) {
-            self.order.remove(&e.seq);
-        }
+        // Its place in `order` goes stale and is skipped there.
+        self.entries.remove(k);
     }
 
     pub fn len(&self) -> usize {
@@ -226,17 +235,30 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
         self.entries.is_empty()
     }
 
-    fn store(&mut self, k: &K, attr: fattr3, now: WallNanos) {
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Stores `attr` as the newest entry; returns the attributes it replaced.
+    fn store(&mut self, k: &K, attr: fattr3, now: WallNanos) -> Option<fattr3> {
         let timeout = self.s.timeout(&attr, now);
         self.seq += 1;
         let seq = self.seq;
-        if let Some(old) = self.entries.insert(k.clone(), Entry { attr, fetched: now, timeout, seq }) {
-            self.order.remove(&old.seq);
-        }
-        self.order.insert(seq, k.clone());
+        let old = self.entries.insert(k.clone(), Entry { attr, fetched: now, timeout, seq }).map(|e| e.attr);
+        self.order.push_back((seq, k.clone()));
         while self.entries.len() > self.s.max_attrs.max(1) {
-            let Some((_, victim)) = self.order.pop_first() else { break };
-            self.entries.remove(&victim);
+            let Some((seq, victim)) = self.order.pop_front() else { break };
+            if self.entries.get(&victim).is_some_and(|e| e.seq == seq) {
+                self.entries.remove(&victim);
+            }
         }
+        // Stale places outnumbering the live ones: drop them, which costs
+        // one pass per as many stores as there are entries.
+        if self.order.len() > 2 * self.entries.len() + ORDER_SLACK {
+            let entries = &self.entries;
+            self.order.retain(|(seq, k)| entries.get(k).is_some_and(|e| e.seq == *seq));
+        }
+        old
     }
 }

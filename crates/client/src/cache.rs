@@ -110,6 +110,18 @@ impl Caches {
         Some((nfs_fh3 { data: fh }, a))
     }
 
+    /// A cached LOOKUP result whose object's attributes are fresh too, with
+    /// those attributes: one step of a path walk answered without a call.
+    /// The attributes stored with the name were true when it was cached;
+    /// the object may have changed since (a write through this client), so
+    /// the attribute cache says what is true now.
+    pub fn lookup_fresh(&self, dir: &Bytes, name: &str) -> Option<(nfs_fh3, fattr3)> {
+        let now = wall_now();
+        let (fh, _) = self.names.lock().lookup(dir, name.as_bytes(), now)?;
+        let a = self.attrs.lock().get(&fh, now).cloned()?;
+        Some((nfs_fh3 { data: fh }, a))
+    }
+
     /// Remembers `dir/name` → `fh` (and its attributes). Names are only
     /// cached under known directory attributes, which decide their validity.
     pub fn put_entry(&self, dir: &Bytes, name: &str, fh: &nfs_fh3, a: &fattr3, dir_attrs: Option<&fattr3>) {
@@ -142,6 +154,35 @@ impl Caches {
         if let Some(d) = dir_attrs {
             let name = Bytes::copy_from_slice(name.as_bytes());
             self.names.lock().insert(dir, name, fh.data.clone(), a.clone(), &d, now);
+        }
+    }
+
+    /// [`Caches::put_entry_since`] for every entry of one READDIRPLUS reply
+    /// (name, handle, attributes), under `dir_attrs` from the same reply:
+    /// one clock reading and one turn of each lock for the whole reply.
+    pub fn put_entries_since<'a>(
+        &self,
+        dir: &Bytes,
+        entries: impl Iterator<Item = (&'a [u8], &'a nfs_fh3, &'a fattr3)> + Clone,
+        dir_attrs: Option<&fattr3>,
+        since: u64,
+    ) {
+        let now = wall_now();
+        let dir_attrs = {
+            let mut attrs = self.attrs.lock();
+            for (_, fh, a) in entries.clone() {
+                if !self.invalidated_since(&fh.data, since) {
+                    attrs.put(&fh.data, a.clone(), now);
+                }
+            }
+            match dir_attrs {
+                Some(d) => Some(d.clone()),
+                None => attrs.get(dir, now).cloned(),
+            }
+        };
+        if let Some(d) = dir_attrs {
+            let names = entries.map(|(name, fh, a)| (Bytes::copy_from_slice(name), fh.data.clone(), a.clone()));
+            self.names.lock().insert_all(dir, &d, now, names);
         }
     }
 

@@ -222,14 +222,9 @@ impl Client {
 
     /// One LOOKUP, answered from the name cache when it can be.
     pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
-        if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
-            // The name is still good; the attributes stored with it were
-            // true when it was cached, and the object may have changed
-            // since (a write through this client): the attribute cache
-            // says what is true now, else the LOOKUP below asks.
-            if let Some(a) = self.inner.caches.attrs(&fh.data) {
-                return Ok((fh, a));
-            }
+        // Else the LOOKUP below asks.
+        if let Some(hit) = self.inner.caches.lookup_fresh(&dir.data, name) {
+            return Ok(hit);
         }
         let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.lookup(dir, name).await?;
@@ -473,16 +468,19 @@ impl Client {
             let since = self.inner.caches.epoch();
             let ok = self.inner.nfs.readdirplus(&dir, cookie, verf, self.inner.settings.readdir_size).await?;
             verf = ok.cookieverf;
-            for e in &ok.reply.entries {
-                cookie = e.cookie;
+            let named = |e: &&proto::nfs3::entryplus3| &e.name[..] != b"." && &e.name[..] != b"..";
+            let found =
+                ok.reply.entries.iter().filter(named).filter_map(|e| match (&e.name_handle, &e.name_attributes) {
+                    (Some(fh), Some(a)) => Some((&e.name[..], fh, a)),
+                    _ => None,
+                });
+            self.inner.caches.put_entries_since(&dir.data, found, ok.dir_attributes.as_ref(), since);
+            for e in ok.reply.entries.iter().filter(named) {
                 let name = String::from_utf8_lossy(&e.name).into_owned();
-                if name == "." || name == ".." {
-                    continue;
-                }
-                if let (Some(fh), Some(a)) = (&e.name_handle, &e.name_attributes) {
-                    self.inner.caches.put_entry_since(&dir.data, &name, fh, a, ok.dir_attributes.as_ref(), since);
-                }
                 out.push(DirEntry { name, fileid: e.fileid, attrs: e.name_attributes.clone() });
+            }
+            if let Some(e) = ok.reply.entries.last() {
+                cookie = e.cookie;
             }
             if ok.reply.eof {
                 return Ok(out);

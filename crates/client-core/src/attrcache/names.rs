@@ -6,25 +6,28 @@
 //! names at once. Negative results are not cached: a name created by another
 //! client shows up at the next lookup.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::VecDeque;
 use std::hash::Hash;
 
 use bytes::Bytes;
 use proto::nfs3::fattr3;
 
-use super::{AttrCacheSettings, Validator, WallNanos};
+use super::{AttrCacheSettings, FastMap, Validator, WallNanos, ORDER_SLACK};
 
 struct Name<K> {
     child: K,
     attr: fattr3,
+    /// The sequence number of this name's place in the eviction queue.
     seq: u64,
+    /// Looked up since it was queued: eviction gives it a second chance.
+    used: bool,
 }
 
 struct Dir<K> {
     validator: Validator,
     checked: WallNanos,
     timeout: u64,
-    names: HashMap<Bytes, Name<K>>,
+    names: FastMap<Bytes, Name<K>>,
 }
 
 impl<K> Dir<K> {
@@ -33,33 +36,44 @@ impl<K> Dir<K> {
     }
 }
 
-/// Cached LOOKUP results, bounded by `max_names` with LRU eviction.
+/// Cached LOOKUP results, bounded by `max_names`, the least recently used
+/// going first (second-chance: a hit marks its name, which costs a path
+/// walk one flag per component instead of reordering a queue).
 pub struct DirCache<K> {
     s: AttrCacheSettings,
-    dirs: HashMap<K, Dir<K>>,
-    /// use sequence -> (directory, name)
-    lru: BTreeMap<u64, (K, Bytes)>,
+    dirs: FastMap<K, Dir<K>>,
+    /// (sequence, directory, name) in the order names were queued; a place
+    /// whose name was dropped or queued again since (its sequence differs)
+    /// is stale and skipped.
+    queue: VecDeque<(u64, K, Bytes)>,
+    /// Names cached.
+    names: usize,
     seq: u64,
 }
 
 impl<K> std::fmt::Debug for DirCache<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DirCache").field("dirs", &self.dirs.len()).field("names", &self.lru.len()).finish()
+        f.debug_struct("DirCache").field("dirs", &self.dirs.len()).field("names", &self.names).finish()
     }
 }
 
 impl<K: Hash + Eq + Clone> DirCache<K> {
     pub fn new(settings: AttrCacheSettings) -> Self {
-        DirCache { s: settings, dirs: HashMap::new(), lru: BTreeMap::new(), seq: 0 }
+        DirCache { s: settings, dirs: FastMap::default(), queue: VecDeque::new(), names: 0, seq: 0 }
     }
 
     /// Names cached.
     pub fn len(&self) -> usize {
-        self.lru.len()
+        self.names
     }
 
     pub fn is_empty(&self) -> bool {
-        self.lru.is_empty()
+        self.names == 0
+    }
+
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
     }
 
     /// The directory's attributes as just fetched (GETATTR, or the post-op
@@ -83,27 +97,38 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     /// with `child_attr`; `dir_attr` are the directory's attributes from the
     /// same reply.
     pub fn insert(&mut self, dir: &K, name: Bytes, child: K, child_attr: fattr3, dir_attr: &fattr3, now: WallNanos) {
+        self.insert_all(dir, dir_attr, now, std::iter::once((name, child, child_attr)));
+    }
+
+    /// [`DirCache::insert`] of every (name, child, attributes) of one reply
+    /// (a READDIRPLUS): the directory is found once for all of them.
+    pub fn insert_all(
+        &mut self,
+        dir: &K,
+        dir_attr: &fattr3,
+        now: WallNanos,
+        names: impl IntoIterator<Item = (Bytes, K, fattr3)>,
+    ) {
         let timeout = self.s.timeout(dir_attr, now);
         if timeout == 0 || self.s.max_names == 0 {
             return;
         }
         self.dir_attrs(dir, dir_attr, now);
-        self.seq += 1;
-        let seq = self.seq;
         let d = self.dirs.entry(dir.clone()).or_insert_with(|| Dir {
             validator: Validator::from(dir_attr),
             checked: now,
             timeout,
-            names: HashMap::new(),
+            names: FastMap::default(),
         });
-        if let Some(old) = d.names.insert(name.clone(), Name { child, attr: child_attr, seq }) {
-            self.lru.remove(&old.seq);
+        for (name, child, attr) in names {
+            self.seq += 1;
+            let seq = self.seq;
+            if d.names.insert(name.clone(), Name { child, attr, seq, used: false }).is_none() {
+                self.names += 1;
+            }
+            self.queue.push_back((seq, dir.clone(), name));
         }
-        self.lru.insert(seq, (dir.clone(), name));
-        while self.lru.len() > self.s.max_names {
-            let Some((_, (d, n))) = self.lru.pop_first() else { break };
-            self.remove_entry(&d, &n);
-        }
+        self.evict();
     }
 
     /// The child named `name` in `dir` and its attributes as of the lookup,
@@ -111,34 +136,51 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     pub fn lookup(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<(K, fattr3)> {
         let d = self.dirs.get_mut(dir).filter(|d| d.fresh(now))?;
         let e = d.names.get_mut(name)?;
-        let entry = self.lru.remove(&e.seq).expect("indexed");
-        self.seq += 1;
-        e.seq = self.seq;
-        self.lru.insert(self.seq, entry);
+        e.used = true;
         Some((e.child.clone(), e.attr.clone()))
     }
 
     /// Drops one name (this client removed or renamed it).
     pub fn remove(&mut self, dir: &K, name: &[u8]) {
-        if let Some(seq) = self.dirs.get(dir).and_then(|d| d.names.get(name)).map(|e| e.seq) {
-            self.lru.remove(&seq);
-            self.remove_entry(dir, name);
-        }
+        self.remove_entry(dir, name);
     }
 
     /// Drops every name of `dir`: this client created, removed or renamed
     /// something in it, so its mtime moved and the names' validator with it.
     pub fn invalidate_dir(&mut self, dir: &K) {
         if let Some(d) = self.dirs.remove(dir) {
-            for e in d.names.into_values() {
-                self.lru.remove(&e.seq);
+            self.names -= d.names.len();
+        }
+    }
+
+    /// Down to `max_names`: from the front of the queue, a name used since
+    /// it was queued goes to the back instead (once), a stale place is
+    /// dropped. Then stale places are swept once they outnumber the names.
+    fn evict(&mut self) {
+        while self.names > self.s.max_names {
+            let Some((seq, dir, name)) = self.queue.pop_front() else { break };
+            let Some(e) = self.dirs.get_mut(&dir).and_then(|d| d.names.get_mut(&name)).filter(|e| e.seq == seq) else {
+                continue;
+            };
+            if e.used {
+                self.seq += 1;
+                (e.used, e.seq) = (false, self.seq);
+                self.queue.push_back((self.seq, dir, name));
+            } else {
+                self.remove_entry(&dir, &name);
             }
+        }
+        if self.queue.len() > 2 * self.names + ORDER_SLACK {
+            let dirs = &self.dirs;
+            self.queue.retain(|(seq, d, n)| dirs.get(d).and_then(|d| d.names.get(n)).is_some_and(|e| e.seq == *seq));
         }
     }
 
     fn remove_entry(&mut self, dir: &K, name: &[u8]) {
         if let Some(d) = self.dirs.get_mut(dir) {
-            d.names.remove(name);
+            if d.names.remove(name).is_some() {
+                self.names -= 1;
+            }
             if d.names.is_empty() {
                 self.dirs.remove(dir);
             }

@@ -162,3 +162,44 @@ fn names_bounded_with_lru_eviction() {
     d.insert(&0, name("a"), 1, file(5, 200), &dir, NOW);
     assert!(d.is_empty(), "noac: no name caching");
 }
+
+/// The eviction queues are lazy (a re-stored or dropped entry leaves a
+/// stale place behind): a cache that keeps re-storing, removing and
+/// invalidating the same few entries must still hold a bounded queue,
+/// and the entries it keeps must be the right ones.
+#[test]
+fn eviction_queues_stay_bounded_under_churn() {
+    let mut c = AttrCache::new(AttrCacheSettings { max_attrs: 8, ..AttrCacheSettings::default() });
+    for i in 0..100_000u64 {
+        c.put(&(i % 4), file(i, 200), NOW);
+        if i % 7 == 0 {
+            c.invalidate(&(i % 4));
+        }
+    }
+    assert!(c.len() <= 4 && c.queued() <= 2 * c.len() + ORDER_SLACK + 1, "queue {} for {}", c.queued(), c.len());
+    for k in 10..20u64 {
+        c.put(&k, file(k, 200), NOW);
+    }
+    assert_eq!(c.len(), 8);
+    assert!((12..20u64).all(|k| c.get(&k, NOW).is_some()), "the 8 most recently stored stay");
+
+    let mut d = DirCache::new(AttrCacheSettings { max_names: 8, ..AttrCacheSettings::default() });
+    let dir = attr(ftype3::NF3DIR, 4096, 1000);
+    for i in 0..100_000u64 {
+        d.insert(&(i % 3), name(&format!("n{}", i % 5)), i, file(5, 200), &dir, NOW);
+        if i % 11 == 0 {
+            d.remove(&(i % 3), format!("n{}", i % 5).as_bytes());
+        }
+        if i % 13 == 0 {
+            d.invalidate_dir(&(i % 3));
+        }
+    }
+    assert!(d.len() <= 8 && d.queued() <= 2 * d.len() + ORDER_SLACK + 1, "queue {} for {}", d.queued(), d.len());
+    // A READDIRPLUS batch past the bound keeps the newest and the used.
+    d.insert_all(&7, &dir, NOW, (0..4u64).map(|i| (name(&format!("old{i}")), i, file(5, 200))));
+    assert!(d.lookup(&7, b"old0", NOW).is_some());
+    d.insert_all(&7, &dir, NOW, (0..7u64).map(|i| (name(&format!("new{i}")), i, file(5, 200))));
+    assert_eq!(d.len(), 8);
+    assert!(d.lookup(&7, b"old0", NOW).is_some(), "used since queued: a second chance");
+    assert!((0..7).all(|i| d.lookup(&7, format!("new{i}").as_bytes(), NOW).is_some()));
+}

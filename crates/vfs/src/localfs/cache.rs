@@ -14,7 +14,7 @@
 //! the lock (and first fdatasyncs files with unstable writes, so that their
 //! write-back errors are not lost — see [`super::LocalFs`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 use super::flush::{FlushGroup, Sequential};
 use super::ids::same_object;
+use super::FastMap;
 use crate::FileId;
 
 #[derive(Debug)]
@@ -81,7 +82,7 @@ impl OpenFile {
 
 struct Inner {
     /// id -> (file, tick of its last use).
-    map: HashMap<FileId, (Arc<OpenFile>, u64)>,
+    map: FastMap<FileId, (Arc<OpenFile>, u64)>,
     by_tick: BTreeMap<u64, FileId>,
     tick: u64,
 }
@@ -96,7 +97,7 @@ impl FileCache {
     pub(crate) fn new(capacity: usize) -> FileCache {
         FileCache {
             capacity,
-            inner: Mutex::new(Inner { map: HashMap::new(), by_tick: BTreeMap::new(), tick: 0 }),
+            inner: Mutex::new(Inner { map: FastMap::default(), by_tick: BTreeMap::new(), tick: 0 }),
             epoch: Instant::now(),
         }
     }

@@ -13,7 +13,6 @@
 //! knfsd's file cache closes files it has not used for a couple of
 //! seconds), and removals through the server drop theirs at once.
 
-use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,6 +21,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::ids::same_object;
+use super::FastMap;
 use crate::FileId;
 
 /// Shards of the cache; a power of two so the shard is a mask of the id.
@@ -35,7 +35,7 @@ pub(crate) struct Handle {
 }
 
 /// One shard: its own lock, so lookups of different ids rarely contend.
-type Shard = Mutex<HashMap<FileId, Arc<Handle>>>;
+type Shard = Mutex<FastMap<FileId, Arc<Handle>>>;
 
 pub(crate) struct HandleCache {
     shards: Box<[Shard]>,
@@ -48,7 +48,7 @@ pub(crate) struct HandleCache {
 impl HandleCache {
     /// A cache of at most about `capacity` fds (0 disables it).
     pub(crate) fn new(capacity: usize) -> HandleCache {
-        let shards = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
+        let shards = (0..SHARDS).map(|_| Mutex::new(FastMap::default())).collect();
         HandleCache {
             shards,
             per_shard: capacity.div_ceil(SHARDS),
@@ -58,7 +58,7 @@ impl HandleCache {
         }
     }
 
-    fn shard(&self, id: FileId) -> &Mutex<HashMap<FileId, Arc<Handle>>> {
+    fn shard(&self, id: FileId) -> &Shard {
         // Inode numbers are dense in their low bits; mix so that a run of
         // consecutive ids still spreads over the shards.
         let h = id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;

@@ -6,10 +6,9 @@
 //! one path walks use. Entries are corrected lazily: a walk that finds
 //! another object (or nothing) at a remembered place drops that place.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 
+use super::FastMap;
 use crate::FileId;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,12 +52,12 @@ pub(crate) fn same_object(current: u64, generation: u64) -> bool {
 pub(crate) struct IdMap {
     root: FileId,
     max_locs: usize,
-    entries: HashMap<FileId, Entry>,
+    entries: FastMap<FileId, Entry>,
 }
 
 impl IdMap {
     pub(crate) fn new(root: FileId, max_locs: usize) -> IdMap {
-        IdMap { root, max_locs: max_locs.max(1), entries: HashMap::new() }
+        IdMap { root, max_locs: max_locs.max(1), entries: FastMap::default() }
     }
 
     pub(crate) fn len(&self) -> usize {

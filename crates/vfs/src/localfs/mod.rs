@@ -88,6 +88,10 @@ mod xattr;
 
 pub(crate) use recent::forget as forget_recent;
 
+/// The maps keyed by inode number on every request's path (the id map, the
+/// handle cache): foldhash, seeded per process, in place of SipHash.
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, OwnedFd};

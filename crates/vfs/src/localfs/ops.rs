@@ -649,30 +649,30 @@ impl Vfs for LocalFs {
                 (e, stx)
             })
             .collect();
-        let new: Vec<Change> = {
-            let m = self.ids.read();
-            entries
-                .iter()
-                .filter_map(|(e, stx)| {
-                    let stx = stx.as_ref().ok()?;
-                    let (id, generation) = (stx.stx_ino as FileId, sys::birth_generation(stx));
-                    let name = Bytes::copy_from_slice(&e.name);
-                    (!m.knows(id, generation, dir, &e.name)).then_some(Change::Add {
-                        id,
-                        generation,
-                        parent: dir,
-                        name,
-                    })
-                })
-                .collect()
-        };
-        let entries = entries
+        let entries: Vec<DirEntryPlus> = entries
             .into_iter()
             .map(|(e, stx)| DirEntryPlus {
                 obj: stx.map(|stx| (stx.stx_ino as FileId, self.attrs_of(&stx))),
                 entry: DirEntry { fileid: e.ino, name: Bytes::from(e.name), cookie: e.next_cookie },
             })
             .collect();
+        // Names the map does not know yet (a tree listed again knows them
+        // all, and then nothing here allocates).
+        let new: Vec<Change> = {
+            let m = self.ids.read();
+            entries
+                .iter()
+                .filter_map(|e| {
+                    let (id, a) = e.obj.as_ref().ok()?;
+                    (!m.knows(*id, a.generation, dir, &e.entry.name)).then(|| Change::Add {
+                        id: *id,
+                        generation: a.generation,
+                        parent: dir,
+                        name: e.entry.name.clone(),
+                    })
+                })
+                .collect()
+        };
         self.record(&new, false);
         Ok(ReadDirPlus { entries, eof })
     }
