@@ -74,6 +74,7 @@ pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
         reconnect_max_pause: Duration::from_millis(s.reconnect_max_pause_ms.max(1)),
         max_record: s.max_record,
         read_buffer: s.read_buffer,
+        copy_replies_below: s.copy_replies_below,
         tls: None,
         reply_poll: Duration::from_micros(s.reply_poll_us),
     }

@@ -38,6 +38,13 @@ pub struct ClientSettings {
     pub max_record: usize,
     /// Bytes reserved in the receive buffer before each read. Default 256 KiB.
     pub read_buffer: usize,
+    /// Replies shorter than this many bytes are copied out of the receive
+    /// buffer; longer ones (READ data) are handed over as slices of it. A
+    /// slice keeps the whole buffer alive while anything of its reply is
+    /// (a handle in the name cache), so the next read would allocate a new
+    /// `read_buffer` and fault its pages in: more than a short copy costs.
+    /// Default 16 KiB.
+    pub copy_replies_below: usize,
     /// Threads of the async runtime `nfsx bench` runs the client on, whose
     /// callers are threads of their own, each waiting for its call. 0: one
     /// per connection to the NFS service (`nconnect`), at most one per
@@ -142,6 +149,7 @@ impl Default for ClientSettings {
             machine_name: None,
             max_record: (4 << 20) + (64 << 10),
             read_buffer: 256 << 10,
+            copy_replies_below: 16 << 10,
             runtime_threads: 0,
             drive_from_caller: true,
             reply_poll_us: 500,

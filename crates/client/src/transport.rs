@@ -49,6 +49,8 @@ pub struct ConnParams {
     pub max_record: usize,
     /// Bytes reserved in the receive buffer before each read.
     pub read_buffer: usize,
+    /// Replies shorter than this are copied out of the receive buffer.
+    pub copy_replies_below: usize,
     /// RPC-with-TLS on every connection made with these parameters.
     pub tls: Option<Arc<crate::tls::ClientTls>>,
     /// On a current-thread runtime, how long a caller keeps polling the
@@ -572,7 +574,7 @@ impl Task {
         sink: &Sink,
         writer: &mut Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     ) -> Stop {
-        let mut framer = RecordDecoder::new(self.params.max_record);
+        let mut framer = RecordDecoder::new(self.params.max_record).copy_records_below(self.params.copy_replies_below);
         // With nothing outstanding, wake up after one call timeout anyway:
         // a call registered meanwhile by a caller's own thread has a later
         // deadline than that, so its timer is never missed.

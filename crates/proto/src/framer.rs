@@ -23,7 +23,8 @@ pub enum FrameError {
 ///
 /// Data is appended with [`push`](Self::push), or read straight into
 /// [`buffer_mut`](Self::buffer_mut) to avoid even that copy. A record made
-/// of one fragment is returned as a slice of the receive buffer (no copy);
+/// of one fragment is returned as a slice of the receive buffer (no copy),
+/// unless it is shorter than [`copy_records_below`](Self::copy_records_below);
 /// a record of several fragments is copied once, when complete.
 #[derive(Debug)]
 pub struct RecordDecoder {
@@ -36,11 +37,31 @@ pub struct RecordDecoder {
     parts: Vec<Bytes>,
     /// Sum of `parts` lengths.
     assembled: usize,
+    /// Single-fragment records shorter than this are copied out.
+    copy_below: usize,
 }
 
 impl RecordDecoder {
     pub fn new(max_record: usize) -> Self {
-        RecordDecoder { max_record, buf: BytesMut::new(), current: None, parts: Vec::new(), assembled: 0 }
+        RecordDecoder {
+            max_record,
+            buf: BytesMut::new(),
+            current: None,
+            parts: Vec::new(),
+            assembled: 0,
+            copy_below: 0,
+        }
+    }
+
+    /// Records of one fragment shorter than `n` bytes are returned as
+    /// copies, not as slices of the receive buffer. A slice keeps the whole
+    /// buffer alive for as long as anything of the record is kept (a reply
+    /// decoded without copying, a handle from it in a cache), so the next
+    /// read must allocate a new buffer and fault its pages in; a short
+    /// record costs less to copy than that, and the buffer is reused.
+    pub fn copy_records_below(mut self, n: usize) -> Self {
+        self.copy_below = n;
+        self
     }
 
     pub fn max_record(&self) -> usize {
@@ -94,8 +115,13 @@ impl RecordDecoder {
                 self.buf.reserve(len - self.buf.len());
                 return Ok(None);
             }
-            let frag = self.buf.split_to(len).freeze();
             self.current = None;
+            if last && self.parts.is_empty() && len < self.copy_below {
+                let rec = Bytes::copy_from_slice(&self.buf[..len]);
+                self.buf.advance(len);
+                return Ok(Some(rec));
+            }
+            let frag = self.buf.split_to(len).freeze();
             if !last {
                 // Empty fragments cost 4 bytes of input each and are not
                 // kept, so they can neither loop nor grow memory.
