@@ -115,3 +115,25 @@ fn payload_segments_are_shared_not_copied() {
     let out = frame_segments(vec![Bytes::from_static(b"hdr!"), big.clone()]);
     assert_eq!(out[2].as_ptr(), big.as_ptr());
 }
+
+/// Below `copy_records_below` a record is a copy, so the receive buffer
+/// stays unshared and is reused by the next read; at or above it, a slice.
+#[test]
+fn short_records_are_copied_and_the_buffer_reused() {
+    let mut d = RecordDecoder::new(1024).copy_records_below(10);
+    let long = [7u8; 10];
+    d.buffer_mut().reserve(4096);
+    d.push(&frame(&[(b"short", true), (&long, true)]));
+    let base = d.buffer_mut().as_ptr() as usize;
+    let short = d.next_record().unwrap().unwrap();
+    assert_eq!(&short[..], b"short");
+    assert_ne!(short.as_ptr() as usize, base + 4, "copied, not a slice");
+    let r = d.next_record().unwrap().unwrap();
+    assert_eq!(&r[..], &long[..]);
+    assert_eq!(r.as_ptr() as usize, base + 4 + 5 + 4, "a slice just past its header");
+    drop(r);
+    // Nothing of the buffer is held any more: room is found in it.
+    d.buffer_mut().reserve(64);
+    let at = d.buffer_mut().as_ptr() as usize;
+    assert!((base..base + 4096).contains(&at), "the same buffer again");
+}
