@@ -4,7 +4,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom, Statx};
+use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::{Errno, ReadWriteFlags};
 
 use super::cache::OpenFile;
@@ -633,27 +633,26 @@ impl Vfs for LocalFs {
         // `fd` is `d` opened for reading: the same directory, mount and all.
         let (d, fd, found, eof) = self.scan(dir, cookie, max_entries)?;
         let here = d.stx;
-        // A single component from getdents, never `.` or `..`, not followed
-        // if a symlink: it cannot lead outside `dir`, except into a file
-        // system mounted on it, which LOOKUP refuses too.
-        let entries: Vec<(sys::Scanned, VfsResult<Statx>)> = found
+        // Straight to the reply's entries: an intermediate list of whole
+        // statx results (256 bytes each) was a malloc large enough to make
+        // glibc consolidate its free lists on every READDIRPLUS.
+        // Each name is a single component from getdents, never `.` or `..`,
+        // not followed if a symlink: it cannot lead outside `dir`, except
+        // into a file system mounted on it, which LOOKUP refuses too.
+        let entries: Vec<DirEntryPlus> = found
             .into_iter()
             .map(|e| {
-                let stx = sys::statx_entry(fd.as_fd(), &e.name).and_then(|stx| {
+                let obj = sys::statx_entry(fd.as_fd(), &e.name).and_then(|stx| {
                     if sys::same_mount(&here, &stx) {
-                        Ok(stx)
+                        Ok((stx.stx_ino as FileId, self.attrs_of(&stx)))
                     } else {
                         Err(VfsError::XDev)
                     }
                 });
-                (e, stx)
-            })
-            .collect();
-        let entries: Vec<DirEntryPlus> = entries
-            .into_iter()
-            .map(|(e, stx)| DirEntryPlus {
-                obj: stx.map(|stx| (stx.stx_ino as FileId, self.attrs_of(&stx))),
-                entry: DirEntry { fileid: e.ino, name: Bytes::from(e.name), cookie: e.next_cookie },
+                DirEntryPlus {
+                    obj,
+                    entry: DirEntry { fileid: e.ino, name: Bytes::from(e.name), cookie: e.next_cookie },
+                }
             })
             .collect();
         // Names the map does not know yet (a tree listed again knows them

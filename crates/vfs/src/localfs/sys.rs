@@ -306,9 +306,34 @@ pub(crate) struct Scanned {
 /// Reads directory entries (without `.` and `..`) from `fd`'s current
 /// position, handing each to `f` until it returns false; returns true if
 /// the directory was read to its end.
-pub(crate) fn scan_dir(fd: BorrowedFd<'_>, buf_size: usize, mut f: impl FnMut(Scanned) -> bool) -> VfsResult<bool> {
-    let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); buf_size.max(1024)];
-    let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
+pub(crate) fn scan_dir(fd: BorrowedFd<'_>, buf_size: usize, f: impl FnMut(Scanned) -> bool) -> VfsResult<bool> {
+    type Buf = Vec<std::mem::MaybeUninit<u8>>;
+    thread_local! {
+        /// The getdents buffer of this thread's last scan: a READDIR of a
+        /// few entries otherwise spends more in malloc and free of
+        /// `readdir_buffer` bytes than in the call itself.
+        static SCAN_BUF: std::cell::RefCell<Buf> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let size = buf_size.max(1024);
+    SCAN_BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            // Never kept larger than the setting asks.
+            if buf.len() != size {
+                *buf = vec![std::mem::MaybeUninit::uninit(); size];
+            }
+            scan_with(fd, &mut buf, f)
+        }
+        // A scan within a scan (`f` scanning another directory).
+        Err(_) => scan_with(fd, &mut vec![std::mem::MaybeUninit::uninit(); size], f),
+    })
+}
+
+fn scan_with(
+    fd: BorrowedFd<'_>,
+    buf: &mut [std::mem::MaybeUninit<u8>],
+    mut f: impl FnMut(Scanned) -> bool,
+) -> VfsResult<bool> {
+    let mut dir = rustix::fs::RawDir::new(fd, buf);
     while let Some(entry) = dir.next() {
         let entry = entry.map_err(errno)?;
         let name = entry.file_name().to_bytes();

@@ -113,8 +113,14 @@ fn open_arguments() -> open_arguments4 {
 const EXCLCREAT: [u32; 4] = [FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
 
 /// The `supported_attrs` bitmap for `minor`; `pnfs`: this server hands
-/// out layouts (`fs_layout_types`, minor version 1 on).
-pub(crate) fn supported_mask(minor: u32, pnfs: bool) -> bitmap4 {
+/// out layouts (`fs_layout_types`, minor version 1 on). Built once per
+/// combination: every GETATTR and every READDIR entry consults it.
+pub(crate) fn supported_mask(minor: u32, pnfs: bool) -> &'static bitmap4 {
+    static MASKS: [[std::sync::OnceLock<bitmap4>; 2]; 3] = [const { [const { std::sync::OnceLock::new() }; 2] }; 3];
+    MASKS[minor.min(2) as usize][usize::from(pnfs)].get_or_init(|| build_supported_mask(minor.min(2), pnfs))
+}
+
+fn build_supported_mask(minor: u32, pnfs: bool) -> bitmap4 {
     let mut m = Vec::new();
     for n in SUPPORTED {
         add(&mut m, *n);
@@ -284,7 +290,7 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
     let mut mask = Vec::new();
     let mut e = Encoder::with_capacity(128);
     for n in bits(request) {
-        if !has(&supported, n) || super::WRITE_ONLY.contains(&n) {
+        if !has(supported, n) || super::WRITE_ONLY.contains(&n) {
             continue;
         }
         add(&mut mask, n);

@@ -40,7 +40,7 @@ pub(crate) fn same_as_current(cx: &Compound, fattr: &fattr4) -> Result<bool, nfs
         return Err(nfsstat4::NFS4ERR_INVAL);
     }
     let supported = supported_mask(cx.minor, super::pnfs::data_servers(cx).is_some());
-    if bits(mask).any(|n| !has(&supported, n)) {
+    if bits(mask).any(|n| !has(supported, n)) {
         return Err(nfsstat4::NFS4ERR_ATTRNOTSUPP);
     }
     let subject = Subject::current(cx)?;
