@@ -140,21 +140,7 @@ impl Caches {
         dir_attrs: Option<&fattr3>,
         since: u64,
     ) {
-        let now = wall_now();
-        {
-            let mut attrs = self.attrs.lock();
-            if !self.invalidated_since(&fh.data, since) {
-                attrs.put(&fh.data, a.clone(), now);
-            }
-        }
-        let dir_attrs = match dir_attrs {
-            Some(d) => Some(d.clone()),
-            None => self.attrs.lock().get(dir, now).cloned(),
-        };
-        if let Some(d) = dir_attrs {
-            let name = Bytes::copy_from_slice(name.as_bytes());
-            self.names.lock().insert(dir, name, fh.data.clone(), a.clone(), &d, now);
-        }
+        self.put_entries_since(dir, std::iter::once((name.as_bytes(), fh, a)), dir_attrs, since);
     }
 
     /// [`Caches::put_entry_since`] for every entry of one READDIRPLUS reply

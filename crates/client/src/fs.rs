@@ -222,7 +222,8 @@ impl Client {
 
     /// One LOOKUP, answered from the name cache when it can be.
     pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
-        // Else the LOOKUP below asks.
+        // Name and attributes both cached and fresh: no call. Else the
+        // LOOKUP below asks.
         if let Some(hit) = self.inner.caches.lookup_fresh(&dir.data, name) {
             return Ok(hit);
         }
