@@ -117,7 +117,7 @@ impl Caches {
     /// the attribute cache says what is true now.
     pub fn lookup_fresh(&self, dir: &Bytes, name: &str) -> Option<(nfs_fh3, fattr3)> {
         let now = wall_now();
-        let (fh, _) = self.names.lock().lookup(dir, name.as_bytes(), now)?;
+        let fh = self.names.lock().child(dir, name.as_bytes(), now)?;
         let a = self.attrs.lock().get(&fh, now).cloned()?;
         Some((nfs_fh3 { data: fh }, a))
     }

@@ -134,10 +134,20 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     /// The child named `name` in `dir` and its attributes as of the lookup,
     /// if the directory is still trusted at `now`.
     pub fn lookup(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<(K, fattr3)> {
+        self.hit(dir, name, now).map(|e| (e.child.clone(), e.attr.clone()))
+    }
+
+    /// [`DirCache::lookup`] of the child alone, for a path walk that takes
+    /// the attributes from the attribute cache.
+    pub fn child(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<K> {
+        self.hit(dir, name, now).map(|e| e.child.clone())
+    }
+
+    fn hit(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<&Name<K>> {
         let d = self.dirs.get_mut(dir).filter(|d| d.fresh(now))?;
         let e = d.names.get_mut(name)?;
         e.used = true;
-        Some((e.child.clone(), e.attr.clone()))
+        Some(e)
     }
 
     /// Drops one name (this client removed or renamed it).
