@@ -7,14 +7,14 @@
 #[path = "../../vfs/tests/suite/mod.rs"]
 mod suite;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, Once};
 
 use vfs::*;
 use vfs_ceph::{CephFs, CephSettings};
 
 /// The shared export, or `None` (and a line saying the test was skipped)
 /// without a cluster.
-fn cluster() -> Option<&'static CephFs> {
+fn cluster() -> Option<Arc<CephFs>> {
     let fs = shared();
     if fs.is_none() {
         eprintln!("skipped: NFSX_CEPH_CONF is not set (no Ceph cluster)");
@@ -23,19 +23,35 @@ fn cluster() -> Option<&'static CephFs> {
 }
 
 /// One export for the whole run, in a directory of its own.
-fn shared() -> Option<&'static CephFs> {
-    static FS: OnceLock<Option<CephFs>> = OnceLock::new();
-    FS.get_or_init(|| {
-        let conf = std::env::var_os("NFSX_CEPH_CONF")?;
+static SHARED: Mutex<Option<Arc<CephFs>>> = Mutex::new(None);
+
+fn shared() -> Option<Arc<CephFs>> {
+    static MOUNTED: Once = Once::new();
+    MOUNTED.call_once(|| {
+        let Some(conf) = std::env::var_os("NFSX_CEPH_CONF") else { return };
         let settings = CephSettings { conf: Some(conf.into()), ..CephSettings::default() };
         let top = CephFs::open(&settings, "/").expect("mount CephFS /");
         let name = format!("nfsx-vfs-{}", std::process::id());
         let owner = Owner { uid: 0, gid: 0 };
         let set = SetAttrs { mode: Some(0o777), ..SetAttrs::default() };
         top.mkdir(top.root(), name.as_bytes(), &set, owner).expect("mkdir test root");
-        Some(CephFs::open(&settings, &format!("/{name}")).expect("mount the test root"))
-    })
-    .as_ref()
+        let fs = CephFs::open(&settings, &format!("/{name}")).expect("mount the test root");
+        *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(fs));
+        // SAFETY: registers a plain function with no arguments.
+        unsafe { libc::atexit(unmount_shared) };
+    });
+    SHARED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Unmounts the shared export before the process's exit handlers run.
+/// A mount still live at exit leaves libcephfs's threads running while
+/// its static objects are destroyed underneath them, which crashes the
+/// test binary (SIGSEGV) after every test passed. Handlers run in reverse
+/// order of registration, so this one runs before libcephfs's, which were
+/// registered when the library was loaded.
+extern "C" fn unmount_shared() {
+    let fs = SHARED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    drop(fs);
 }
 
 macro_rules! ceph_case {
@@ -44,7 +60,7 @@ macro_rules! ceph_case {
             #[test]
             fn $case() {
                 if let Some(fs) = cluster() {
-                    suite::$case(fs);
+                    suite::$case(&*fs);
                 }
             }
         )*
@@ -87,6 +103,7 @@ ceph_case!(
 #[test]
 fn ids_survive_another_mount() {
     let Some(fs) = cluster() else { return };
+    let fs = &*fs;
     let d = suite::scratch(fs, "ids");
     let f = suite::new_file(fs, d, "f");
     fs.write(f, 0, b"durable", Stability::FileSync).unwrap();
@@ -104,6 +121,7 @@ fn ids_survive_another_mount() {
 #[test]
 fn deallocate_punches_in_place() {
     let Some(fs) = cluster() else { return };
+    let fs = &*fs;
     let d = suite::scratch(fs, "punch");
     let f = suite::new_file(fs, d, "f");
     fs.write(f, 0, &[7u8; 10_000], Stability::Unstable).unwrap();
