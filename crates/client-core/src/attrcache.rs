@@ -154,6 +154,9 @@ pub struct AttrCache<K> {
     /// eviction skips. Kept lazily so a store costs a push, not a search.
     order: VecDeque<(u64, K)>,
     seq: u64,
+    /// Entries dropped because this client knows they stopped being true
+    /// (not evictions): see [`AttrCache::drops`].
+    drops: u64,
 }
 
 impl<K> std::fmt::Debug for AttrCache<K> {
@@ -164,7 +167,7 @@ impl<K> std::fmt::Debug for AttrCache<K> {
 
 impl<K: Hash + Eq + Clone> AttrCache<K> {
     pub fn new(settings: AttrCacheSettings) -> Self {
-        AttrCache { s: settings, entries: FastMap::default(), order: VecDeque::new(), seq: 0 }
+        AttrCache { s: settings, entries: FastMap::default(), order: VecDeque::new(), seq: 0, drops: 0 }
     }
 
     pub fn settings(&self) -> &AttrCacheSettings {
@@ -185,6 +188,19 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     /// When the cached attributes of `k` stop being fresh, if they are now.
     pub fn expires_at(&self, k: &K, now: WallNanos) -> Option<WallNanos> {
         self.entries.get(k).filter(|e| e.fresh(now)).map(|e| e.fetched + e.timeout)
+    }
+
+    /// [`AttrCache::get`] with the time the attributes stop being fresh.
+    pub fn get_until(&self, k: &K, now: WallNanos) -> Option<(&fattr3, WallNanos)> {
+        self.entries.get(k).filter(|e| e.fresh(now)).map(|e| (&e.attr, e.fetched + e.timeout))
+    }
+
+    /// How many entries were invalidated so far. An answer worked out from
+    /// fresh entries holds until the first of them expires, unless this
+    /// count moved meanwhile: storing newer attributes or evicting old ones
+    /// leaves it alone, since neither makes a fresh entry untrue.
+    pub fn drops(&self) -> u64 {
+        self.drops
     }
 
     /// Stores attributes fetched at `now` (GETATTR, or the post-op
@@ -223,8 +239,11 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     /// Forgets the attributes of `k` (after an operation that changes them
     /// without returning them, or when the file is removed).
     pub fn invalidate(&mut self, k: &K) {
-        // Its place in `order` goes stale and is skipped there.
+        // Its place in `order` goes stale and is skipped there. Counted
+        // whether or not it was cached: a walk kept from before its
+        // eviction may have used it.
         self.entries.remove(k);
+        self.drops += 1;
     }
 
     pub fn len(&self) -> usize {

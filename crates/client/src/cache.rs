@@ -11,6 +11,9 @@ use proto::nfs3::{fattr3, ftype3, nfs_fh3};
 
 use crate::settings::ClientSettings;
 
+mod walks;
+use walks::{Drops, Walks};
+
 pub(crate) struct Caches {
     attrs: Mutex<AttrCache<Bytes>>,
     names: Mutex<DirCache<Bytes>>,
@@ -19,6 +22,16 @@ pub(crate) struct Caches {
     /// For each bucket of files (by handle hash), the epoch of the last
     /// invalidation of one of them.
     invalidated: [AtomicU64; INVALIDATION_BUCKETS],
+    /// Path prefixes whose walk was answered from the caches lately.
+    walks: Mutex<Walks>,
+}
+
+/// A path walk under way: when it began and the caches' drops then
+/// ([`Caches::walk_began`]), and when its first cached step expires.
+pub(crate) struct WalkMark {
+    began: u64,
+    drops: Drops,
+    pub until: u64,
 }
 
 /// Buckets of [`Caches::invalidated`]: a reply is refused for another
@@ -43,6 +56,7 @@ impl Caches {
             names: Mutex::new(DirCache::new(s.attr_cache.clone())),
             epoch: AtomicU64::new(0),
             invalidated: std::array::from_fn(|_| AtomicU64::new(0)),
+            walks: Mutex::new(Walks::default()),
         }
     }
 
@@ -120,6 +134,40 @@ impl Caches {
         let fh = self.names.lock().child(dir, name.as_bytes(), now)?;
         let a = self.attrs.lock().get(&fh, now).cloned()?;
         Some((nfs_fh3 { data: fh }, a))
+    }
+
+    /// [`Caches::lookup_fresh`] for a step of a walk begun at `mark`,
+    /// which learns when this step's entries stop being fresh.
+    pub fn lookup_step(&self, dir: &Bytes, name: &str, mark: &mut WalkMark) -> Option<(nfs_fh3, fattr3)> {
+        let now = wall_now();
+        let (fh, named_until) = self.names.lock().child_until(dir, name.as_bytes(), now)?;
+        let (a, attrs_until) = self.attrs.lock().get_until(&fh, now).map(|(a, u)| (a.clone(), u))?;
+        mark.until = mark.until.min(named_until).min(attrs_until);
+        Some((nfs_fh3 { data: fh }, a))
+    }
+
+    fn drops(&self) -> Drops {
+        Drops { names: self.names.lock().drops(), attrs: self.attrs.lock().drops() }
+    }
+
+    /// Taken before a path walk, so that [`Caches::walked_to`] keeps its
+    /// answer only while nothing it used may have stopped being true.
+    pub fn walk_began(&self) -> WalkMark {
+        WalkMark { began: wall_now(), drops: self.drops(), until: u64::MAX }
+    }
+
+    /// A walk of `path`, every step of it answered by [`Caches::lookup_step`]
+    /// since `mark`, led to the directory `fh`.
+    pub fn walked_to(&self, path: &str, fh: &Bytes, mark: &WalkMark) {
+        self.walks.lock().put(path, fh, mark.began, mark.until, mark.drops);
+    }
+
+    /// The directory a walk of `path` led to, while that walk still holds:
+    /// the answer a walk from the root through the caches would give now.
+    pub fn walked(&self, path: &str) -> Option<nfs_fh3> {
+        let drops = self.drops();
+        let fh = self.walks.lock().get(path, wall_now(), drops)?;
+        Some(nfs_fh3 { data: fh })
     }
 
     /// Remembers `dir/name` → `fh` (and its attributes). Names are only

@@ -204,10 +204,34 @@ impl Client {
     /// The handle and attributes of `path` (relative to the export root,
     /// `/`-separated), through the name and attribute caches.
     pub async fn lookup(&self, path: &str) -> Result<(nfs_fh3, fattr3)> {
+        let caches = &self.inner.caches;
+        // The directory part of `path`, when the caches walked it lately
+        // and that walk still holds (see cache/walks.rs).
+        let (dir, last) = split_last(path);
+        let in_dir = match last {
+            Some(_) => components(dir).count(),
+            None => 0,
+        };
+        if let (Some(last), true) = (last, in_dir > 0) {
+            if let Some(fh) = caches.walked(dir) {
+                return self.lookup_in(&fh, last).await;
+            }
+        }
+        let mut mark = caches.walk_began();
+        let mut cached = true;
         let mut fh = self.inner.root.clone();
         let mut attrs = None;
-        for name in components(path) {
-            let (child, a) = self.lookup_in(&fh, name).await?;
+        for (i, name) in components(path).enumerate() {
+            if i == in_dir && i > 0 && cached {
+                caches.walked_to(dir, &fh.data, &mark);
+            }
+            let (child, a) = match caches.lookup_step(&fh.data, name, &mut mark) {
+                Some(hit) => hit,
+                None => {
+                    cached = false;
+                    self.lookup_call(&fh, name).await?
+                }
+            };
             fh = child;
             attrs = Some(a);
         }
@@ -222,11 +246,15 @@ impl Client {
 
     /// One LOOKUP, answered from the name cache when it can be.
     pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
-        // Name and attributes both cached and fresh: no call. Else the
-        // LOOKUP below asks.
+        // Name and attributes both cached and fresh: no call.
         if let Some(hit) = self.inner.caches.lookup_fresh(&dir.data, name) {
             return Ok(hit);
         }
+        self.lookup_call(dir, name).await
+    }
+
+    /// One LOOKUP call, its answer stored in the caches.
+    async fn lookup_call(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
         let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.lookup(dir, name).await?;
         let attrs = match ok.obj_attributes {
@@ -512,4 +540,15 @@ impl Client {
 
 fn components(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|c| !c.is_empty() && *c != ".")
+}
+
+/// `path` as the directory part and its last component, when that is a
+/// name a walk steps to (not empty, not `.`): `a/b/c` is (`a/b`, `c`).
+fn split_last(path: &str) -> (&str, Option<&str>) {
+    let path = path.trim_end_matches('/');
+    let (dir, last) = match path.rfind('/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => ("", path),
+    };
+    (dir, Some(last).filter(|l| !l.is_empty() && *l != "."))
 }

@@ -180,6 +180,39 @@ async fn ls_l_after_readdir_is_served_from_the_caches() {
     assert_eq!(calls(&after), calls(&before), "stat of every entry after READDIRPLUS costs no call");
 }
 
+/// Stats of the files of one deep directory walk its path once; a rename
+/// or removal of a directory on that path by this client ends the kept
+/// walk at once, so the old path stops working and the new one works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_walk_ends_when_this_client_changes_its_path() {
+    let srv = Srv::start().await;
+    std::fs::create_dir_all(srv.path("a/b/c/d")).unwrap();
+    for i in 0..20 {
+        std::fs::write(srv.path(&format!("a/b/c/d/{i}")), b"abc").unwrap();
+    }
+    let c = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
+    let calls = |c: &Client| c.stats().ops.values().map(|c| c.count).sum::<u64>();
+    for dir in ["a", "a/b", "a/b/c", "a/b/c/d"] {
+        c.readdir(dir).await.unwrap();
+    }
+    let before = calls(&c);
+    for _ in 0..3 {
+        for i in 0..20 {
+            assert_eq!(c.stat(&format!("a/b/c/d/{i}")).await.unwrap().size, 3);
+        }
+    }
+    assert_eq!(calls(&c), before, "every stat answered from the caches");
+    c.rename("a/b/c", "a/b/moved").await.unwrap();
+    assert!(c.stat("a/b/c/d/0").await.is_err(), "the old path still led somewhere");
+    assert_eq!(c.stat("a/b/moved/d/7").await.unwrap().size, 3);
+    c.remove("a/b/moved/d/7").await.unwrap();
+    assert!(c.stat("a/b/moved/d/7").await.is_err(), "a removed file was still found");
+    assert_eq!(c.stat("a/b/moved/d/8").await.unwrap().size, 3);
+    c.rename("a/b/moved/d", "a/d2").await.unwrap();
+    assert!(c.stat("a/b/moved/d/8").await.is_err());
+    assert_eq!(c.stat("a/d2/8").await.unwrap().size, 3);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rereads_of_an_unchanged_file_are_served_from_the_data_cache() {
     let srv = Srv::start().await;

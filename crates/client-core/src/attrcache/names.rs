@@ -6,6 +6,7 @@
 //! names at once. Negative results are not cached: a name created by another
 //! client shows up at the next lookup.
 
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
@@ -49,6 +50,8 @@ pub struct DirCache<K> {
     /// Names cached.
     names: usize,
     seq: u64,
+    /// Names dropped or pointed elsewhere: see [`DirCache::drops`].
+    drops: u64,
 }
 
 impl<K> std::fmt::Debug for DirCache<K> {
@@ -59,7 +62,7 @@ impl<K> std::fmt::Debug for DirCache<K> {
 
 impl<K: Hash + Eq + Clone> DirCache<K> {
     pub fn new(settings: AttrCacheSettings) -> Self {
-        DirCache { s: settings, dirs: FastMap::default(), queue: VecDeque::new(), names: 0, seq: 0 }
+        DirCache { s: settings, dirs: FastMap::default(), queue: VecDeque::new(), names: 0, seq: 0, drops: 0 }
     }
 
     /// Names cached.
@@ -74,6 +77,15 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     #[cfg(test)]
     pub(crate) fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    /// How many times a name was dropped because it may have stopped
+    /// being true (its directory changed, this client removed it), or was
+    /// stored again naming another child. A path walk answered from fresh
+    /// names holds until the first of them expires, unless this count
+    /// moved meanwhile; evictions and refreshes leave it alone.
+    pub fn drops(&self) -> u64 {
+        self.drops
     }
 
     /// The directory's attributes as just fetched (GETATTR, or the post-op
@@ -123,8 +135,18 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
         for (name, child, attr) in names {
             self.seq += 1;
             let seq = self.seq;
-            if d.names.insert(name.clone(), Name { child, attr, seq, used: false }).is_none() {
-                self.names += 1;
+            let fresh = Name { child, attr, seq, used: false };
+            match d.names.entry(name.clone()) {
+                Entry::Vacant(v) => {
+                    v.insert(fresh);
+                    self.names += 1;
+                }
+                Entry::Occupied(mut o) => {
+                    if o.get().child != fresh.child {
+                        self.drops += 1;
+                    }
+                    o.insert(fresh);
+                }
             }
             self.queue.push_back((seq, dir.clone(), name));
         }
@@ -134,30 +156,40 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     /// The child named `name` in `dir` and its attributes as of the lookup,
     /// if the directory is still trusted at `now`.
     pub fn lookup(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<(K, fattr3)> {
-        self.hit(dir, name, now).map(|e| (e.child.clone(), e.attr.clone()))
+        self.hit(dir, name, now).map(|(e, _)| (e.child.clone(), e.attr.clone()))
     }
 
     /// [`DirCache::lookup`] of the child alone, for a path walk that takes
     /// the attributes from the attribute cache.
     pub fn child(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<K> {
-        self.hit(dir, name, now).map(|e| e.child.clone())
+        self.hit(dir, name, now).map(|(e, _)| e.child.clone())
     }
 
-    fn hit(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<&Name<K>> {
+    /// [`DirCache::child`] with the time the name stops being trusted.
+    pub fn child_until(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<(K, WallNanos)> {
+        self.hit(dir, name, now).map(|(e, until)| (e.child.clone(), until))
+    }
+
+    fn hit(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<(&Name<K>, WallNanos)> {
         let d = self.dirs.get_mut(dir).filter(|d| d.fresh(now))?;
+        let until = d.checked + d.timeout;
         let e = d.names.get_mut(name)?;
         e.used = true;
-        Some(e)
+        Some((e, until))
     }
 
     /// Drops one name (this client removed or renamed it).
     pub fn remove(&mut self, dir: &K, name: &[u8]) {
         self.remove_entry(dir, name);
+        self.drops += 1;
     }
 
     /// Drops every name of `dir`: this client created, removed or renamed
     /// something in it, so its mtime moved and the names' validator with it.
     pub fn invalidate_dir(&mut self, dir: &K) {
+        // Counted whether or not anything was cached: a walk kept from
+        // before its names were evicted went through this directory too.
+        self.drops += 1;
         if let Some(d) = self.dirs.remove(dir) {
             self.names -= d.names.len();
         }
