@@ -21,7 +21,7 @@ mod names;
 #[cfg(test)]
 mod tests;
 
-pub use names::DirCache;
+pub use names::{DirCache, NameBytes};
 
 /// Wall-clock nanoseconds since the UNIX epoch.
 pub type WallNanos = u64;

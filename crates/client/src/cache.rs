@@ -215,7 +215,7 @@ impl Caches {
             }
         };
         if let Some(d) = dir_attrs {
-            let names = entries.map(|(name, fh, a)| (Bytes::copy_from_slice(name), fh.data.clone(), a.clone()));
+            let names = entries.map(|(name, fh, a)| (name, fh.data.clone(), a.clone()));
             self.names.lock().insert_all(dir, &d, now, names);
         }
     }

@@ -6,7 +6,6 @@
 //! names at once. Negative results are not cached: a name created by another
 //! client shows up at the next lookup.
 
-use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
@@ -14,6 +13,24 @@ use bytes::Bytes;
 use proto::nfs3::fattr3;
 
 use super::{AttrCacheSettings, FastMap, Validator, WallNanos, ORDER_SLACK};
+
+/// A name to store, copied only when it is new to its directory (a
+/// directory listed again names what it named before).
+pub trait NameBytes: AsRef<[u8]> {
+    fn into_bytes(self) -> Bytes;
+}
+
+impl NameBytes for Bytes {
+    fn into_bytes(self) -> Bytes {
+        self
+    }
+}
+
+impl NameBytes for &[u8] {
+    fn into_bytes(self) -> Bytes {
+        Bytes::copy_from_slice(self)
+    }
+}
 
 struct Name<K> {
     child: K,
@@ -119,7 +136,7 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
         dir: &K,
         dir_attr: &fattr3,
         now: WallNanos,
-        names: impl IntoIterator<Item = (Bytes, K, fattr3)>,
+        names: impl IntoIterator<Item = (impl NameBytes, K, fattr3)>,
     ) {
         let timeout = self.s.timeout(dir_attr, now);
         if timeout == 0 || self.s.max_names == 0 {
@@ -133,20 +150,20 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
             names: FastMap::default(),
         });
         for (name, child, attr) in names {
+            if let Some(e) = d.names.get_mut(name.as_ref()) {
+                if e.child == child {
+                    // Listed again: newer attributes under the same name.
+                    // Its place in the queue stands; the listing is a use.
+                    (e.attr, e.used) = (attr, true);
+                    continue;
+                }
+                self.drops += 1;
+            }
             self.seq += 1;
             let seq = self.seq;
-            let fresh = Name { child, attr, seq, used: false };
-            match d.names.entry(name.clone()) {
-                Entry::Vacant(v) => {
-                    v.insert(fresh);
-                    self.names += 1;
-                }
-                Entry::Occupied(mut o) => {
-                    if o.get().child != fresh.child {
-                        self.drops += 1;
-                    }
-                    o.insert(fresh);
-                }
+            let name = name.into_bytes();
+            if d.names.insert(name.clone(), Name { child, attr, seq, used: false }).is_none() {
+                self.names += 1;
             }
             self.queue.push_back((seq, dir.clone(), name));
         }

@@ -203,3 +203,41 @@ fn eviction_queues_stay_bounded_under_churn() {
     assert!(d.lookup(&7, b"old0", NOW).is_some(), "used since queued: a second chance");
     assert!((0..7).all(|i| d.lookup(&7, format!("new{i}").as_bytes(), NOW).is_some()));
 }
+
+/// A directory listed again updates its names in place (no new queue
+/// places, the listing counts as a use); a name now naming another object
+/// counts as a drop, and so do invalidations and removals, but evictions
+/// and refreshes do not.
+#[test]
+fn a_listing_again_updates_in_place_and_drops_are_counted() {
+    let mut d = DirCache::new(AttrCacheSettings { max_names: 100, ..AttrCacheSettings::default() });
+    let dir = attr(ftype3::NF3DIR, 4096, 1000);
+    let listing =
+        |size| -> Vec<(String, u64, fattr3)> { (0..50).map(|i| (format!("f{i}"), i, file(size, 200))).collect() };
+    d.insert_all(&1, &dir, NOW, listing(5).iter().map(|(n, k, a)| (n.as_bytes(), *k, a.clone())));
+    let (queued, drops) = (d.queued(), d.drops());
+    for _ in 0..10 {
+        d.insert_all(&1, &dir, NOW, listing(6).iter().map(|(n, k, a)| (n.as_bytes(), *k, a.clone())));
+    }
+    assert_eq!(d.queued(), queued, "a listing again queued its names again");
+    assert_eq!(d.drops(), drops);
+    assert_eq!(d.lookup(&1, b"f3", NOW).map(|(k, a)| (k, a.size)), Some((3, 6)), "newer attributes");
+    d.insert(&1, name("f3"), 99, file(5, 200), &dir, NOW);
+    assert_eq!(d.drops(), drops + 1, "a name now naming another object");
+    assert_eq!(d.child(&1, b"f3", NOW), Some(99));
+    d.remove(&1, b"f4");
+    d.invalidate_dir(&2);
+    assert_eq!(d.drops(), drops + 3);
+    // Evictions are not drops.
+    d.insert_all(&3, &dir, NOW, (0..200u64).map(|i| (name(&format!("g{i}")), i, file(5, 200))));
+    assert!(d.len() <= 100);
+    assert_eq!(d.drops(), drops + 3);
+    let mut c = AttrCache::new(AttrCacheSettings { max_attrs: 10, ..AttrCacheSettings::default() });
+    for f in 0..100u64 {
+        c.put(&f, file(f, 3600), NOW);
+    }
+    assert_eq!(c.drops(), 0, "evictions and refreshes");
+    c.invalidate(&5);
+    c.invalidate(&500);
+    assert_eq!(c.drops(), 2, "every invalidation, cached or not");
+}
