@@ -150,6 +150,10 @@ impl Encoder {
 
     /// The message as one buffer (copies when it has several segments).
     pub fn into_bytes(self) -> Bytes {
+        // One buffer and nothing appended: no list of segments to build.
+        if self.segments.is_empty() {
+            return self.buf.freeze();
+        }
         let total = self.len;
         let mut segs = self.into_segments();
         match segs.len() {

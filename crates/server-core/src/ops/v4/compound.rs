@@ -178,11 +178,17 @@ impl<'a> Compound<'a> {
     }
 
     pub fn encode_fh(&self, fh: Fh) -> nfs_fh4 {
+        Bytes::copy_from_slice(&self.fh_wire(fh))
+    }
+
+    /// [`Compound::encode_fh`] without the allocation, for a handle
+    /// written into a message in place (each READDIR entry's).
+    pub fn fh_wire(&self, fh: Fh) -> [u8; crate::fh::FH_LEN] {
         let h = match fh {
             Fh::Pseudo(n) => HandleData { export_id: PSEUDO_EXPORT_ID, fileid: n.into(), generation: 0 },
             Fh::Obj { export_id, id, generation } => HandleData { export_id, fileid: id, generation },
         };
-        Bytes::copy_from_slice(&self.core.fh.encode(&h))
+        self.core.fh.encode(&h)
     }
 
     /// BADHANDLE for malformed or forged handles, STALE for pseudo nodes

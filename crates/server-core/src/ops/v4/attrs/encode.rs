@@ -108,6 +108,12 @@ fn open_arguments() -> open_arguments4 {
     }
 }
 
+/// Bytes reserved for one object's attribute values: what clients ask of
+/// each READDIR entry (type, change, size, fsid, fileid, mode, links,
+/// owners, times, file handle...) takes about 180, and a buffer that has
+/// to grow costs a second allocation and a copy.
+const ATTRS_CAPACITY: usize = 256;
+
 /// Attributes settable by an EXCLUSIVE4_1 create: not the times, which
 /// may hold the verifier until the follow-up SETATTR.
 const EXCLCREAT: [u32; 4] = [FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
@@ -288,7 +294,7 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
         _ => FsStat::default(),
     };
     let mut mask = Vec::new();
-    let mut e = Encoder::with_capacity(128);
+    let mut e = Encoder::with_capacity(ATTRS_CAPACITY);
     for n in bits(request) {
         if !has(supported, n) || super::WRITE_ONLY.contains(&n) {
             continue;
@@ -316,7 +322,7 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
             FATTR4_CASE_INSENSITIVE => e.bool(false),
             FATTR4_CASE_PRESERVING => e.bool(true),
             FATTR4_CHOWN_RESTRICTED => e.bool(true),
-            FATTR4_FILEHANDLE => e.opaque_bytes(&cx.encode_fh(s.fh())),
+            FATTR4_FILEHANDLE => e.opaque_var(&cx.fh_wire(s.fh())),
             FATTR4_FILEID => e.u64(v.fileid),
             FATTR4_FILES_AVAIL => e.u64(stat.avail_files),
             FATTR4_FILES_FREE => e.u64(stat.free_files),
@@ -330,8 +336,8 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
             FATTR4_MODE => e.u32(v.mode),
             FATTR4_NO_TRUNC => e.bool(true),
             FATTR4_NUMLINKS => e.u32(v.nlink),
-            FATTR4_OWNER => e.opaque_var(idmap::to_name(v4, v.uid, false).as_bytes()),
-            FATTR4_OWNER_GROUP => e.opaque_var(idmap::to_name(v4, v.gid, true).as_bytes()),
+            FATTR4_OWNER => idmap::encode_name(&mut e, v4, v.uid, false),
+            FATTR4_OWNER_GROUP => idmap::encode_name(&mut e, v4, v.gid, true),
             FATTR4_RAWDEV => specdata4 { specdata1: v.rdev.0, specdata2: v.rdev.1 }.encode(&mut e),
             FATTR4_SPACE_AVAIL => e.u64(stat.avail_bytes),
             FATTR4_SPACE_FREE => e.u64(stat.free_bytes),

@@ -55,14 +55,29 @@ fn groups() -> &'static Table {
 }
 
 /// The wire form of uid (or gid with `group`).
+#[cfg(test)]
 pub(crate) fn to_name(s: &Nfs4Settings, id: u32, group: bool) -> String {
+    let mut e = xdr::Encoder::new();
+    encode_name(&mut e, s, id, group);
+    let name = xdr::Decoder::new(e.into_bytes()).opaque_var(u32::MAX).unwrap_or_default();
+    String::from_utf8_lossy(&name).into_owned()
+}
+
+/// The wire form of uid (or gid with `group`) as an XDR string in `e`:
+/// a numeric id without an allocation, as a READDIR writes two per entry.
+pub(crate) fn encode_name(e: &mut xdr::Encoder, s: &Nfs4Settings, id: u32, group: bool) {
     if s.owner_format == OwnerFormat::Name {
         let t = if group { groups() } else { users() };
         if let Some(name) = t.names.get(&id) {
-            return format!("{name}@{}", s.domain);
+            return e.opaque_var(format!("{name}@{}", s.domain).as_bytes());
         }
     }
-    id.to_string()
+    let mut digits = [0u8; 10];
+    let mut rest = &mut digits[..];
+    // u32::MAX has ten digits: the write always fits.
+    let _ = std::io::Write::write_fmt(&mut rest, format_args!("{id}"));
+    let n = 10 - rest.len();
+    e.opaque_var(&digits[..n]);
 }
 
 /// A client's owner string: a decimal id, or `name@domain` in our domain
@@ -110,5 +125,9 @@ mod tests {
         assert_eq!(from_name(&s, b"", false), Err(nfsstat4::NFS4ERR_INVAL));
         let n = Nfs4Settings { owner_format: OwnerFormat::Numeric, ..Nfs4Settings::default() };
         assert_eq!(to_name(&n, 0, false), "0");
+        assert_eq!(to_name(&n, 1000, true), "1000");
+        assert_eq!(to_name(&n, u32::MAX, false), "4294967295");
+        let named = Nfs4Settings { owner_format: OwnerFormat::Name, ..Nfs4Settings::default() };
+        assert_eq!(to_name(&named, 0, false), "root@localdomain");
     }
 }
