@@ -162,11 +162,11 @@ impl Caches {
         self.walks.lock().put(path, fh, mark.began, mark.until, mark.drops);
     }
 
-    /// The directory a walk of `path` led to, while that walk still holds:
-    /// the answer a walk from the root through the caches would give now.
-    pub fn walked(&self, path: &str) -> Option<nfs_fh3> {
-        let drops = self.drops();
-        let fh = self.walks.lock().get(path, wall_now(), drops)?;
+    /// The directory a walk of `path` led to, while that walk still holds
+    /// at `mark` (just taken): the answer a walk from the root through the
+    /// caches would give now. On a miss the same mark starts the walk.
+    pub fn walked(&self, path: &str, mark: &WalkMark) -> Option<nfs_fh3> {
+        let fh = self.walks.lock().get(path, mark.began, mark.drops)?;
         Some(nfs_fh3 { data: fh })
     }
 

@@ -212,12 +212,12 @@ impl Client {
             Some(_) => components(dir).count(),
             None => 0,
         };
+        let mut mark = caches.walk_began();
         if let (Some(last), true) = (last, in_dir > 0) {
-            if let Some(fh) = caches.walked(dir) {
+            if let Some(fh) = caches.walked(dir, &mark) {
                 return self.lookup_in(&fh, last).await;
             }
         }
-        let mut mark = caches.walk_began();
         let mut cached = true;
         let mut fh = self.inner.root.clone();
         let mut attrs = None;
