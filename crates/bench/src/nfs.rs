@@ -45,15 +45,8 @@ const CONNECT_LIMIT: Duration = Duration::from_secs(20);
 /// wrong host or export fails before any run starts.
 pub fn open(url: &str, opts: &NfsOptions) -> Result<Arc<dyn Target>> {
     let parsed = NfsUrl::parse(url).map_err(|e| BenchError::Target(e.to_string()))?;
-    let mut settings = match &opts.client_config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| BenchError::Invalid(format!("--client-config {}: {e}", p.display())))?;
-            ClientSettings::from_toml(&text)
-                .map_err(|e| BenchError::Invalid(format!("--client-config {}: {e}", p.display())))?
-        }
-        None => ClientSettings::default(),
-    };
+    let mut settings = ClientSettings::from_file(opts.client_config.as_deref())
+        .map_err(|e| BenchError::Invalid(format!("--client-config {e}")))?;
     if let Some(n) = opts.nconnect {
         settings.nconnect = n;
     }

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod cluster;
+mod malloc;
 
 #[derive(Parser)]
 #[command(name = "nfsx", version, about = "User-space NFS server, client and benchmark", long_about = None)]
@@ -218,15 +219,18 @@ fn main() -> anyhow::Result<()> {
     };
     init_logging(&filter, cli.log_format);
     match cli.command {
-        Command::Bench(args) => std::process::exit(bench::cli::main(*args)),
+        Command::Bench(args) => {
+            // The client's allocator settings are the process's; a file
+            // that does not parse is reported by the run itself.
+            if let Ok(s) = client::ClientSettings::from_file(args.client_config.as_deref()) {
+                malloc::tune(s.malloc_mmap_threshold, s.malloc_trim_threshold);
+            }
+            std::process::exit(bench::cli::main(*args))
+        }
         Command::Mount { url, dir, client_config, allow_other, attr_ttl, hard, opendir } => {
-            let mut settings = match &client_config {
-                Some(p) => {
-                    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-                    client::ClientSettings::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
-                }
-                None => client::ClientSettings::default(),
-            };
+            let mut settings =
+                client::ClientSettings::from_file(client_config.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+            malloc::tune(settings.malloc_mmap_threshold, settings.malloc_trim_threshold);
             if hard {
                 settings.rpc.retrans = u32::MAX;
                 settings.reconnect_timeout_ms = HARD_RECONNECT_MS;
@@ -308,7 +312,7 @@ fn main() -> anyhow::Result<()> {
                 BackendArg::Memory => server::Backend::Memory,
                 BackendArg::Ceph => server::Backend::Ceph,
             };
-            server::malloc::tune(&settings);
+            malloc::tune(settings.malloc_mmap_threshold, settings.malloc_trim_threshold);
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .max_blocking_threads(settings.worker_threads)

@@ -36,7 +36,9 @@ pub struct ClientSettings {
     pub machine_name: Option<String>,
     /// Largest reply record accepted, in bytes. Default 4 MiB + 64 KiB.
     pub max_record: usize,
-    /// Bytes reserved in the receive buffer before each read. Default 256 KiB.
+    /// Room made in the receive buffer for a read that starts between
+    /// replies; a read inside a reply takes exactly its rest, and one after
+    /// a large reply makes room for another as large. Default 256 KiB.
     pub read_buffer: usize,
     /// Replies shorter than this many bytes are copied out of the receive
     /// buffer; longer ones (READ data) are handed over as slices of it. A
@@ -45,6 +47,18 @@ pub struct ClientSettings {
     /// `read_buffer` and fault its pages in: more than a short copy costs.
     /// Default 16 KiB.
     pub copy_replies_below: usize,
+    /// glibc's `M_MMAP_THRESHOLD`, set by `nfsx bench` and `nfsx mount` at
+    /// start (a library user's process is left as it is): allocations this
+    /// large get their own `mmap`. Above a 1 MiB READ reply's buffer, so
+    /// those come from the heap and are reused; with glibc's own choice
+    /// four 1 MiB READs in flight faulted in 86 pages per READ
+    /// (docs/BENCHMARKS.md, "never-zeroed"). 0: glibc's dynamic threshold.
+    /// Default 8 MiB.
+    pub malloc_mmap_threshold: usize,
+    /// glibc's `M_TRIM_THRESHOLD`, set with the one above: free memory at
+    /// the top of a heap kept rather than given back to the kernel at
+    /// once. 0: glibc's dynamic threshold. Default 16 MiB.
+    pub malloc_trim_threshold: usize,
     /// Threads of the async runtime `nfsx bench` runs the client on, whose
     /// callers are threads of their own, each waiting for its call. 0: one
     /// per connection to the NFS service (`nconnect`), at most one per
@@ -150,6 +164,8 @@ impl Default for ClientSettings {
             max_record: (4 << 20) + (64 << 10),
             read_buffer: 256 << 10,
             copy_replies_below: 16 << 10,
+            malloc_mmap_threshold: 8 << 20,
+            malloc_trim_threshold: 16 << 20,
             runtime_threads: 0,
             drive_from_caller: true,
             reply_poll_us: 500,
@@ -179,6 +195,16 @@ impl ClientSettings {
 
     pub fn from_toml(text: &str) -> Result<ClientSettings, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The settings a TOML file gives, or the defaults without one; an
+    /// error names the file.
+    pub fn from_file(path: Option<&std::path::Path>) -> Result<ClientSettings, String> {
+        let Some(p) = path else {
+            return Ok(ClientSettings::default());
+        };
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        ClientSettings::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
     }
 }
 

@@ -47,7 +47,7 @@ pub struct ConnParams {
     pub reconnect_max_pause: Duration,
     /// Largest reply record accepted.
     pub max_record: usize,
-    /// Bytes reserved in the receive buffer before each read.
+    /// Room made in the receive buffer for a read between replies.
     pub read_buffer: usize,
     /// Replies shorter than this are copied out of the receive buffer.
     pub copy_replies_below: usize,
@@ -574,7 +574,9 @@ impl Task {
         sink: &Sink,
         writer: &mut Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     ) -> Stop {
-        let mut framer = RecordDecoder::new(self.params.max_record).copy_records_below(self.params.copy_replies_below);
+        let mut framer = RecordDecoder::new(self.params.max_record)
+            .copy_records_below(self.params.copy_replies_below)
+            .expect_like_the_last(true);
         // With nothing outstanding, wake up after one call timeout anyway:
         // a call registered meanwhile by a caller's own thread has a later
         // deadline than that, so its timer is never missed.
@@ -599,8 +601,8 @@ impl Task {
                     None => std::future::pending().await,
                 }
             };
+            framer.reserve_for_read(self.params.read_buffer);
             let buf = framer.buffer_mut();
-            buf.reserve(self.params.read_buffer);
             tokio::select! {
                 call = self.calls.recv() => match call {
                     Some(c) => {

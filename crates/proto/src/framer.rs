@@ -39,6 +39,11 @@ pub struct RecordDecoder {
     assembled: usize,
     /// Single-fragment records shorter than this are copied out.
     copy_below: usize,
+    /// Reserve for the next record what the last one took, when it was
+    /// handed over as a slice (see [`expect_like_the_last`](Self::expect_like_the_last)).
+    expect_like_last: bool,
+    /// Length of the last fragment handed over as a slice, with its header.
+    last_sliced: usize,
 }
 
 impl RecordDecoder {
@@ -50,7 +55,44 @@ impl RecordDecoder {
             parts: Vec::new(),
             assembled: 0,
             copy_below: 0,
+            expect_like_last: false,
+            last_sliced: 0,
         }
+    }
+
+    /// Between records, [`reserve_for_read`](Self::reserve_for_read) makes
+    /// room for a whole record as long as the last one handed over as a
+    /// slice, so a stream of equal large records (1 MiB READ replies) is
+    /// read straight into buffers of the right size and never moved. For
+    /// a client, whose few connections carry such streams; a server with
+    /// thousands of connections would hold that much per idle one.
+    pub fn expect_like_the_last(mut self, on: bool) -> Self {
+        self.expect_like_last = on;
+        self
+    }
+
+    /// Makes room in [`buffer_mut`](Self::buffer_mut) for the next read.
+    ///
+    /// Inside a fragment nothing is added to the room that
+    /// [`next_record`](Self::next_record) made for its rest, so a read
+    /// ends at the fragment's end. Room for more would let the read run on into the
+    /// next record, and making room for that record's fragment would then
+    /// move its first part; worse, growing a buffer that still lacks part
+    /// of a large fragment moves everything received of it so far (up to
+    /// a whole 1 MiB reply, copied again for each such read). Between
+    /// records, at least `min_spare` bytes.
+    pub fn reserve_for_read(&mut self, min_spare: usize) {
+        if let Some((len, _)) = self.current {
+            if self.buf.len() < len {
+                return;
+            }
+        }
+        let want = if self.expect_like_last && self.current.is_none() {
+            min_spare.max(self.last_sliced.saturating_sub(self.buf.len()))
+        } else {
+            min_spare
+        };
+        self.buf.reserve(want);
     }
 
     /// Records of one fragment shorter than `n` bytes are returned as
@@ -122,6 +164,9 @@ impl RecordDecoder {
                 return Ok(Some(rec));
             }
             let frag = self.buf.split_to(len).freeze();
+            if last && self.parts.is_empty() {
+                self.last_sliced = (len + 4).min(self.max_record + 4);
+            }
             if !last {
                 // Empty fragments cost 4 bytes of input each and are not
                 // kept, so they can neither loop nor grow memory.

@@ -109,8 +109,8 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             }) {
                 poll_for_next(&shared, fd);
             }
+            decoder.reserve_for_read(shared.settings.read_buffer_size);
             let buf = decoder.buffer_mut();
-            buf.reserve(shared.settings.read_buffer_size);
             let cap = if shared.connections.partial_bytes() > shared.settings.max_partial_record_bytes / 2 {
                 shared.settings.read_buffer_size
             } else {

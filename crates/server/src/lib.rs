@@ -11,7 +11,6 @@ pub mod cluster;
 pub mod conn;
 pub mod exports;
 pub mod lone_poll;
-pub mod malloc;
 pub mod metrics;
 pub mod settings;
 pub mod sink;

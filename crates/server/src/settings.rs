@@ -101,7 +101,8 @@ pub struct Settings {
     /// `server_core::placement::serial`). Stable writes stay side by side
     /// for group commit. false: every WRITE wakes a worker.
     pub serial_unstable_writes: bool,
-    /// Bytes read from a socket per read call.
+    /// Bytes read from a socket per read call between records (a read
+    /// inside a record takes at most the rest of its fragment).
     pub read_buffer_size: usize,
     /// glibc's `M_MMAP_THRESHOLD`: allocations this large or larger get
     /// their own `mmap`. Above the largest record's buffer, so receive

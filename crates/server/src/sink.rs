@@ -199,16 +199,8 @@ fn send_file(
 /// became shorter is made up with zeros, as for sendfile.
 pub fn region_bytes(region: &vfs::FileRegion) -> io::Result<[Bytes; 2]> {
     let len = region.len as usize;
-    let mut buf = vec![0u8; len];
-    let mut done = 0;
-    while done < len {
-        match rustix::io::pread(region.fd.as_fd(), &mut buf[done..], region.offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let mut buf = vfs::uninit::pread_up_to(region.fd.as_fd(), region.offset, len)?;
+    buf.resize(len, 0);
     let pad = (4 - len % 4) % 4;
     Ok([Bytes::from(buf), Bytes::from_static(&ZEROS[..pad])])
 }

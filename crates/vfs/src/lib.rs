@@ -27,6 +27,8 @@ pub use v42::*;
 mod scope;
 pub use scope::RequestScope;
 
+pub mod uninit;
+
 /// Receives the ids of files whose store delegation is wanted back (see
 /// [`Vfs::delegate`]).
 pub type DelegationRecallSink = std::sync::Arc<dyn Fn(FileId) + Send + Sync>;

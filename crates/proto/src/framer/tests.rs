@@ -137,3 +137,49 @@ fn short_records_are_copied_and_the_buffer_reused() {
     let at = d.buffer_mut().as_ptr() as usize;
     assert!((base..base + 4096).contains(&at), "the same buffer again");
 }
+
+/// Inside a fragment a read is given exactly the room its rest needs, so
+/// it cannot run on into the next record, and nothing received of the
+/// fragment is moved while the rest comes in.
+#[test]
+fn a_read_inside_a_fragment_ends_at_its_end_and_nothing_moves() {
+    let mut d = RecordDecoder::new(1 << 20).expect_like_the_last(true);
+    let body = vec![5u8; 100_000];
+    let stream = [frame(&[(&body, true)]), frame(&[(&body, true)])].concat();
+    let mut at = 0;
+    let mut got = Vec::new();
+    let mut feed = |d: &mut RecordDecoder, at: &mut usize| {
+        d.reserve_for_read(4096);
+        let room = d.buffer_mut().capacity() - d.buffer_mut().len();
+        let n = room.min(stream.len() - *at).min(30_000);
+        d.buffer_mut().extend_from_slice(&stream[*at..*at + n]);
+        *at += n;
+    };
+    // The first read brings the header: room for the whole fragment now.
+    feed(&mut d, &mut at);
+    assert_eq!(d.next_record().unwrap(), None);
+    let base = d.buffer_mut().as_ptr() as usize;
+    while got.is_empty() {
+        feed(&mut d, &mut at);
+        assert_eq!(d.buffer_mut().as_ptr() as usize, base, "the fragment received so far stayed where it was");
+        while let Some(r) = d.next_record().unwrap() {
+            got.push(r);
+        }
+    }
+    assert_eq!(at, 4 + body.len(), "the read stopped at the fragment's end");
+    // Between records, room for one as large as the last: the second is
+    // read straight into a buffer of its size.
+    feed(&mut d, &mut at);
+    let second = d.buffer_mut().as_ptr() as usize;
+    assert!(d.buffer_mut().capacity() >= 4 + body.len());
+    while got.len() < 2 {
+        while let Some(r) = d.next_record().unwrap() {
+            got.push(r);
+        }
+        if got.len() < 2 {
+            feed(&mut d, &mut at);
+        }
+    }
+    assert_eq!(got[1].as_ptr() as usize, second + 4, "never moved");
+    assert!(got.iter().all(|r| r[..] == body[..]));
+}

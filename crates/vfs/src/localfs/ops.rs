@@ -329,26 +329,22 @@ impl Vfs for LocalFs {
             return Ok(Some(ReadResult { data: Bytes::new(), eof: true }));
         }
         let count = count.min(self.settings.max_read) as usize;
-        let mut buf = vec![0u8; count];
-        let n =
-            match rustix::io::preadv2(&f.fd, &mut [std::io::IoSliceMut::new(&mut buf)], offset, ReadWriteFlags::NOWAIT)
-            {
-                Ok(n) => n,
-                // tmpfs refuses RWF_NOWAIT; its data is all in memory.
-                Err(Errno::OPNOTSUPP) if self.memory_backed => {
-                    rustix::io::pread(&f.fd, &mut buf, offset).map_err(errno)?
-                }
-                // Not all cached (AGAIN), or a kernel without RWF_NOWAIT.
-                Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return Ok(None),
-                Err(e) => return Err(errno(e)),
-            };
+        let buf = match crate::uninit::preadv2_once(f.fd.as_fd(), offset, count, ReadWriteFlags::NOWAIT) {
+            Ok(buf) => buf,
+            // tmpfs refuses RWF_NOWAIT; its data is all in memory.
+            Err(Errno::OPNOTSUPP) if self.memory_backed => {
+                crate::uninit::pread_up_to(f.fd.as_fd(), offset, count).map_err(errno)?
+            }
+            // Not all cached (AGAIN), or a kernel without RWF_NOWAIT.
+            Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return Ok(None),
+            Err(e) => return Err(errno(e)),
+        };
         let size = self.size_after_read(id, &f)?;
-        let eof = offset + n as u64 >= size;
-        if n < count && !eof {
+        let eof = offset + buf.len() as u64 >= size;
+        if buf.len() < count && !eof {
             // Stopped at a page that is not cached: the rest needs a wait.
             return Ok(None);
         }
-        buf.truncate(n);
         Ok(Some(ReadResult { data: Bytes::from(buf), eof }))
     }
 
