@@ -52,6 +52,14 @@ pub fn to_bytes<T: Encode + ?Sized>(value: &T) -> Bytes {
     e.into_bytes()
 }
 
+/// Encode a value as segments for a vectored write: large opaques (a
+/// WRITE's data) stay the buffers they were given, not copied.
+pub fn to_segments<T: Encode + ?Sized>(value: &T) -> Vec<Bytes> {
+    let mut e = Encoder::new();
+    value.encode(&mut e);
+    e.into_segments()
+}
+
 /// Decode a value that must span the whole of `buf`.
 pub fn from_bytes<T: Decode>(buf: Bytes) -> Result<T> {
     let mut d = Decoder::new(buf);

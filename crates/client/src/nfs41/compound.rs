@@ -254,7 +254,7 @@ impl Nfs41 {
             let args = COMPOUND4args { tag: Bytes::new(), minorversion: self.minor, argarray };
             let bytes = self
                 .conn
-                .call_as(Some(name), NFS4_PROGRAM, NFS_V4, 1, vec![xdr::to_bytes(&args)])
+                .call_as(Some(name), NFS4_PROGRAM, NFS_V4, 1, xdr::to_segments(&args))
                 .await
                 .map_err(|err| Error::Rpc { proc: name, err });
             let bytes = match bytes {

@@ -45,7 +45,7 @@ pub(crate) async fn plain_compound(conn: &Connection, minor: u32, ops: Vec<nfs_a
     let name = super::compound::main_op(&ops);
     let args = COMPOUND4args { tag: Bytes::new(), minorversion: minor, argarray: ops };
     let bytes = conn
-        .call_as(Some(name), NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, vec![xdr::to_bytes(&args)])
+        .call_as(Some(name), NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, xdr::to_segments(&args))
         .await
         .map_err(|err| Error::Rpc { proc: "COMPOUND", err })?;
     COMPOUND4res::decode(&mut Decoder::new(bytes)).map_err(|e| Error::Decode { proc: "COMPOUND", why: e.to_string() })
