@@ -75,12 +75,12 @@ impl RecordDecoder {
     ///
     /// Inside a fragment nothing is added to the room that
     /// [`next_record`](Self::next_record) made for its rest, so a read
-    /// ends at the fragment's end. Room for more would let the read run on into the
-    /// next record, and making room for that record's fragment would then
-    /// move its first part; worse, growing a buffer that still lacks part
-    /// of a large fragment moves everything received of it so far (up to
-    /// a whole 1 MiB reply, copied again for each such read). Between
-    /// records, at least `min_spare` bytes.
+    /// ends at the fragment's end. Room for more would let the read run
+    /// on into the next record, and making room for that record's
+    /// fragment would then move its first part; worse, growing a buffer
+    /// that still lacks part of a large fragment moves everything
+    /// received of it so far (up to a whole 1 MiB record, copied again
+    /// for each such read). Between records, at least `min_spare` bytes.
     pub fn reserve_for_read(&mut self, min_spare: usize) {
         if let Some((len, _)) = self.current {
             if self.buf.len() < len {

@@ -770,3 +770,21 @@ fn copy_keeps_holes_and_flushes_stable_copies() {
     assert!(a.used < 8 << 20, "copied sparse: {} bytes used", a.used);
     assert_eq!(&fs.read(dst, 64 << 20, 10).unwrap().data[..], &[2u8; 10]);
 }
+
+/// A WRITE longer than `write_piece` lands whole and in place, whether the
+/// export's file system takes it in pieces (ext4) or at once, stable or not.
+#[test]
+fn writes_longer_than_a_piece_land_whole() {
+    let dirs = TempDirs::new();
+    let fs = dirs.open_with(LocalFsSettings { write_piece: 4096, ..Default::default() });
+    let root = fs.root();
+    let id = fs.create(root, b"pieces", &guarded(), suite::OWNER).unwrap().0;
+    let data: Vec<u8> = (0..70_001u32).map(|i| (i % 251) as u8).collect();
+    for (offset, stable) in [(3u64, Stability::Unstable), (100_000, Stability::FileSync)] {
+        let w = fs.write(id, offset, &data, stable).unwrap();
+        assert_eq!(w.count as usize, data.len());
+        let r = fs.read(id, offset, data.len() as u32).unwrap();
+        assert_eq!(&r.data[..], &data[..], "at {offset}");
+    }
+    assert_eq!(fs.getattr(id).unwrap().size, 100_000 + data.len() as u64);
+}

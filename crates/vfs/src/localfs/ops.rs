@@ -384,7 +384,10 @@ impl Vfs for LocalFs {
             // must not skip the flush that keeps its errors.
             f.mark_dirty();
         }
-        sys::pwrite_all(f.fd.as_fd(), offset, data, ReadWriteFlags::empty())?;
+        for (i, piece) in data.chunks(self.write_piece).enumerate() {
+            // i * write_piece < data.len(), a u32 count.
+            sys::pwrite_all(f.fd.as_fd(), offset + (i * self.write_piece) as u64, piece, ReadWriteFlags::empty())?;
+        }
         match stable {
             Stability::Unstable => {
                 let s = &self.settings;
