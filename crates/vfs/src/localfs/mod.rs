@@ -140,12 +140,13 @@ pub struct LocalFsSettings {
     /// in pieces of this size, one `pwrite` each; 0 writes it whole. The
     /// page cache sizes the folios of a buffered write after the write
     /// (Linux 6.x), and ext4 walks every block of a folio on each later
-    /// write into it, so a file written in 1 MiB WRITEs made each later
-    /// 4 KiB write into it cost 4.1 µs of kernel time here, against 1.3 µs
-    /// in 64 KiB pieces; writing in pieces cost 5% more kernel time on
-    /// sequential writes, and 1 MiB reads the same (docs/BENCHMARKS.md,
-    /// "write-pieces"). Other file systems get each WRITE whole. Default
-    /// 64 KiB.
+    /// write into it: a 4 KiB write into a file written in 1 MiB pieces
+    /// cost 3.9-4.0 µs of kernel time here, in 256 KiB pieces 1.9, in
+    /// 64 KiB pieces 1.4, but 64 KiB pieces made sequential writes cost
+    /// 9-20% more and 256 KiB none (XFS: 0.9 µs either way). Over NFS,
+    /// 256 KiB gave 16 random writers 1.3x the rate of whole WRITEs and
+    /// 64 KiB no more (docs/BENCHMARKS.md, "write-pieces"). Other file
+    /// systems get each WRITE whole. Default 256 KiB.
     pub write_piece: usize,
     /// Cached fds (handles and open files) unused this long are closed, so
     /// a file removed behind the server's back has its space freed; 0
@@ -214,7 +215,7 @@ impl Default for LocalFsSettings {
             writeback_chunk: 8 << 20,
             sequential_window: 4 << 20,
             write_gather_max_us: 0,
-            write_piece: 64 << 10,
+            write_piece: 256 << 10,
             idle_fd_secs: 2,
             sync_metadata: true,
             sync_id_journal: false,
@@ -247,7 +248,8 @@ const ENTRY_DURABLE_WITH_FILE: [i64; 3] = [0xEF53, 0x5846_5342, 0x9123_683E];
 
 /// File systems whose buffered write walks every block of the folio it
 /// writes into (statfs `f_type`): ext2/3/4, whose folios are lists of
-/// buffer heads. XFS and btrfs keep a large folio's block state in bitmaps.
+/// buffer heads. XFS keeps a large folio's block state in bitmaps and was
+/// measured no slower with whole WRITEs; others were not measured.
 const BLOCKS_WALKED_PER_FOLIO: [i64; 1] = [0xEF53];
 
 /// File systems that keep every file in memory (statfs `f_type`): tmpfs
