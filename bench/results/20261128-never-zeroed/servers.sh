@@ -3,6 +3,8 @@
 # build's) for all three, alternating runs within each invocation: the
 # data rows whose READs and WRITEs are 1 MiB, and the 16-thread 4 KiB rows.
 #   OLD=/path/to/older/nfsx [NEW=target/release/nfsx] [VERS=3] servers.sh OUTDIR [RUNS]
+#   ROWS="stable-8k-16t" runs stable 8 KiB writes from 16 threads to one file
+#   instead (--sync; ../20261128-write-pieces/stable/)
 # ../20261127-direct-writes/summary.py OUTDIR prints medians and ratios
 # (targets: this build, the build before, Ganesha).
 set -u
@@ -26,8 +28,14 @@ run() {
   "$NEW" bench data "$@" --duration ${DURATION:-5s} --runs "$RUNS" --quiet "${T[@]}" \
     --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
 }
-run seq-read-1m-1t --mode seq-read --io-size 1MiB --threads 1 --no-data-cache --size 256MiB
-run seq-read-1m-4t --mode seq-read --io-size 1MiB --threads 4 --no-data-cache --size 256MiB
-run seq-write-1m-4t --mode seq-write --io-size 1MiB --threads 4 --direct --size 256MiB
-run rand-write-4k-16t --mode rand-write --io-size 4KiB --threads 16 --direct --size 64MiB
-run rand-read-4k-16t --mode rand-read --io-size 4KiB --threads 16 --no-data-cache --size 64MiB
+row() {
+  case " ${ROWS:-seq-read-1m-1t seq-read-1m-4t seq-write-1m-4t rand-write-4k-16t rand-read-4k-16t} " in
+    *" $1 "*) run "$@" ;;
+  esac
+}
+row seq-read-1m-1t --mode seq-read --io-size 1MiB --threads 1 --no-data-cache --size 256MiB
+row seq-read-1m-4t --mode seq-read --io-size 1MiB --threads 4 --no-data-cache --size 256MiB
+row seq-write-1m-4t --mode seq-write --io-size 1MiB --threads 4 --direct --size 256MiB
+row rand-write-4k-16t --mode rand-write --io-size 4KiB --threads 16 --direct --size 64MiB
+row rand-read-4k-16t --mode rand-read --io-size 4KiB --threads 16 --no-data-cache --size 64MiB
+row stable-8k-16t --mode seq-write --io-size 8KiB --threads 16 --sync --size 64MiB
