@@ -51,7 +51,7 @@ pub struct ClientSettings {
     /// start (a library user's process is left as it is): allocations this
     /// large get their own `mmap`. Above a 1 MiB READ reply's buffer, so
     /// those come from the heap and are reused; with glibc's own choice
-    /// four 1 MiB READs in flight faulted in 86 pages per READ
+    /// four 1 MiB READs in flight took about 45 page faults per READ
     /// (docs/BENCHMARKS.md, "never-zeroed"). 0: glibc's dynamic threshold.
     /// Default 8 MiB.
     pub malloc_mmap_threshold: usize,
