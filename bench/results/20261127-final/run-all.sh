@@ -5,7 +5,8 @@
 #   SMALLOPS=/path/to/smallops run-all.sh OUTDIR [RUNS]
 #   (cc -O2 -o smallops ../shared/peers/smallops.c -lnfs)
 #   STEPS (default "libnfs smallops data create41 liststat") picks steps;
-#   LISTSTAT_VERS (default "3 4.1") the versions of the last one.
+#   LISTSTAT_VERS (default "3 4.1") the versions of the last one,
+#   LISTSTAT_RUNS (default 3) its runs.
 # 1. libnfs: 1 GiB nfs-cp write + COMMIT, nfs-cat read, the wire's limit,
 #    2,000 durable creations (bench/vs-ganesha.sh; exports on ext4).
 # 2. smallops, one request in flight, `async` exports on tmpfs, NFSv3 and
@@ -77,7 +78,7 @@ if step liststat; then
   "$NFSX" serve $W/ex --listen 127.0.0.1:12080 --state-dir $W/st --config $W/c.toml --log warn & np=$!
   sleep 1
   for v in ${LISTSTAT_VERS:-3 4.1}; do
-    "$NFSX" bench metadata --op list,stat --files 50000 --runs 3 --quiet \
+    "$NFSX" bench metadata --op list,stat --files 50000 --runs "${LISTSTAT_RUNS:-3}" --quiet \
       --target "nfs://127.0.0.1:12080$W/ex?version=$v" --target "nfs://127.0.0.1/export?version=$v" \
       --json "$OUT/liststat-v$v.json" > "$OUT/liststat-v$v.txt" 2>&1
   done
