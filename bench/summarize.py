@@ -49,7 +49,8 @@ def fmt(x, digits=1):
 ORDER = ["write", "read", "read-devnull", "write-nocommit", "commit", "write-withcommit", "create"]
 SYSTEMS = (("nfsx", "nfsx"), ("ganesha", "Ganesha"), ("local", "local file system (dd)"),
            ("wire", "wire limit: 128 B request, 1 MiB reply from memory (`bench/wire.c`)"),
-           ("wire-sendfile", "wire limit, reply by sendfile from the file"))
+           ("wire-sendfile", "wire limit, reply by sendfile from the file"),
+           ("wire-copy", "wire limit from memory, the client copying each reply once more (as nfs-cat)"))
 LABEL = {
     "write": "{size} sequential write, `nfs-cp` (incl. COMMIT)",
     "read": "{size} sequential read, `nfs-cp` to /dev/shm (server cache warm)",

@@ -17,7 +17,8 @@
 # write = dd bs=1M conv=fsync, read-devnull = dd bs=1M of=/dev/null from the page cache),
 # and the wire's limit for the read pattern (bench/wire.c: 128-byte requests each
 # answered by 1 MiB over one loopback connection, from memory ("wire") and by
-# sendfile from the file ("wire-sendfile")).
+# sendfile from the file ("wire-sendfile"); "wire-copy" is "wire" with the
+# client copying each reply once more, as nfs-cat's libnfs does).
 # The file written over NFS is compared with the source (locally) and read back once
 # through NFS and compared (untimed): a mismatch makes the sample ok=0.
 #
@@ -353,8 +354,12 @@ measure_local() {  # run: the same copy without NFS, as a ceiling
     # The wire's limit for this pattern: 128-byte requests answered by 1 MiB
     # over one loopback connection, from memory and by sendfile from the file.
     local n=$((want / 1048576)) w
-    for w in wire wire-sendfile; do
-      if [[ $w == wire ]]; then run_client read-devnull "$BIN/wire" "$n"; else run_client read-devnull "$BIN/wire" "$n" 1048576 "$LOCAL_DIR/f"; fi
+    for w in wire wire-sendfile wire-copy; do
+      case $w in
+        wire) run_client read-devnull "$BIN/wire" "$n" ;;
+        wire-sendfile) run_client read-devnull "$BIN/wire" "$n" 1048576 "$LOCAL_DIR/f" ;;
+        wire-copy) run_client read-devnull "$BIN/wire" -c "$n" ;;
+      esac
       local s; s=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$OUT")
       if ((RC == 0)) && [[ -n $s ]]; then
         sample "$I" "$w" read-devnull 1 "$s" "$want" "$n" "$(rate "$want" "$s" 1e6)" MB/s "bench/wire.c"

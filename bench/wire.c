@@ -2,11 +2,14 @@
  * stream: a small request answered by a large reply, over one TCP
  * connection, nothing else. A child process plays the server.
  *
- *   wire N [REPLY_BYTES] [FILE]
+ *   wire [-c] N [REPLY_BYTES] [FILE]
  *
  * Sends N requests of 128 bytes; each is answered with REPLY_BYTES
  * (default 1 MiB): from a buffer in memory, or, with FILE, by sendfile from
- * that file (page cache), the way nfsx sends READ data. Prints
+ * that file (page cache), the way nfsx sends READ data. With -c the client
+ * copies each reply once more, into a second buffer, before it sends the
+ * next request, as a client that receives into a buffer of its own and
+ * hands the data to its caller does (libnfs's nfs-cat). Prints
  *   wire requests=N reply_bytes=B seconds=S mb_per_s=R
  * Build: cc -O2 -o wire wire.c
  */
@@ -96,8 +99,13 @@ static void serve(int lfd, long n, size_t reply, const char *file) {
 }
 
 int main(int argc, char **argv) {
+	int copy = argc > 1 && !strcmp(argv[1], "-c");
+	if (copy) {
+		argv++;
+		argc--;
+	}
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s N [REPLY_BYTES] [FILE]\n", argv[0]);
+		fprintf(stderr, "usage: %s [-c] N [REPLY_BYTES] [FILE]\n", argv[0]);
 		return 2;
 	}
 	long n = atol(argv[1]);
@@ -117,11 +125,18 @@ int main(int argc, char **argv) {
 	char req[REQUEST];
 	memset(req, 'r', sizeof req);
 	char *buf = malloc(reply);
+	char *out = malloc(reply);
 	memset(buf, 0, reply);
+	memset(out, 0, reply);
 	double t0 = now();
 	for (long i = 0; i < n; i++) {
 		write_full(s, req, REQUEST);
 		read_full(s, buf, reply);
+		if (copy) {
+			memcpy(out, buf, reply);
+			/* The copy is the point: keep the compiler from dropping it. */
+			__asm__ volatile("" : : "r"(out) : "memory");
+		}
 	}
 	double t = now() - t0;
 	close(s);

@@ -28,7 +28,7 @@ if os.path.exists(csv):
         v = {s: [float(r["rate"]) for r in rows if r["test"] == test and r["system"] == s and r["ok"] == "1"]
              for s in ("nfsx", "ganesha")}
         ratio_line(f"libnfs {test}", unit, v["nfsx"], v["ganesha"])
-    for s in ("wire", "wire-sendfile"):
+    for s in ("wire", "wire-sendfile", "wire-copy"):
         v = [float(r["rate"]) for r in rows if r["system"] == s and r["ok"] == "1"]
         if v:
             print(f"| {s} (ceiling) | {st.median(v):,.1f} | | MB/s | |")
