@@ -2,14 +2,17 @@
  * stream: a small request answered by a large reply, over one TCP
  * connection, nothing else. A child process plays the server.
  *
- *   wire [-c] N [REPLY_BYTES] [FILE]
+ *   wire [-c] [-d DEPTH] N [REPLY_BYTES] [FILE]
  *
  * Sends N requests of 128 bytes; each is answered with REPLY_BYTES
  * (default 1 MiB): from a buffer in memory, or, with FILE, by sendfile from
  * that file (page cache), the way nfsx sends READ data. With -c the client
  * copies each reply once more, into a second buffer, before it sends the
  * next request, as a client that receives into a buffer of its own and
- * hands the data to its caller does (libnfs's nfs-cat). Prints
+ * hands the data to its caller does (libnfs's nfs-cat). With -d the
+ * client keeps DEPTH requests outstanding (default 1): the stream of a
+ * client with several READs in flight on one connection, answered in
+ * order by one server thread. Prints
  *   wire requests=N reply_bytes=B seconds=S mb_per_s=R
  * Build: cc -O2 -o wire wire.c
  */
@@ -99,13 +102,24 @@ static void serve(int lfd, long n, size_t reply, const char *file) {
 }
 
 int main(int argc, char **argv) {
-	int copy = argc > 1 && !strcmp(argv[1], "-c");
-	if (copy) {
-		argv++;
-		argc--;
+	int copy = 0;
+	long depth = 1;
+	const char *prog = argv[0];
+	for (;;) {
+		if (argc > 1 && !strcmp(argv[1], "-c")) {
+			copy = 1;
+			argv++;
+			argc--;
+		} else if (argc > 2 && !strcmp(argv[1], "-d")) {
+			depth = atol(argv[2]);
+			argv += 2;
+			argc -= 2;
+		} else {
+			break;
+		}
 	}
-	if (argc < 2) {
-		fprintf(stderr, "usage: %s [-c] N [REPLY_BYTES] [FILE]\n", argv[0]);
+	if (argc < 2 || depth < 1) {
+		fprintf(stderr, "usage: %s [-c] [-d DEPTH] N [REPLY_BYTES] [FILE]\n", prog);
 		return 2;
 	}
 	long n = atol(argv[1]);
@@ -129,9 +143,11 @@ int main(int argc, char **argv) {
 	memset(buf, 0, reply);
 	memset(out, 0, reply);
 	double t0 = now();
+	/* The first DEPTH requests at once, then one more per reply. */
+	for (long i = 0; i < depth && i < n; i++) write_full(s, req, REQUEST);
 	for (long i = 0; i < n; i++) {
-		write_full(s, req, REQUEST);
 		read_full(s, buf, reply);
+		if (i + depth < n) write_full(s, req, REQUEST);
 		if (copy) {
 			memcpy(out, buf, reply);
 			/* The copy is the point: keep the compiler from dropping it. */
@@ -141,6 +157,7 @@ int main(int argc, char **argv) {
 	double t = now() - t0;
 	close(s);
 	waitpid(child, NULL, 0);
-	printf("wire requests=%ld reply_bytes=%zu seconds=%.6f mb_per_s=%.1f\n", n, reply, t, n * (double)reply / t / 1e6);
+	printf("wire requests=%ld reply_bytes=%zu depth=%ld seconds=%.6f mb_per_s=%.1f\n", n, reply, depth, t,
+	       n * (double)reply / t / 1e6);
 	return 0;
 }

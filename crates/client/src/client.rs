@@ -75,6 +75,8 @@ pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
         max_record: s.max_record,
         read_buffer: s.read_buffer,
         copy_replies_below: s.copy_replies_below,
+        reply_lowat_min: s.reply_lowat_min,
+        reply_lowat_max: s.reply_lowat_max,
         tls: None,
         reply_poll: Duration::from_micros(s.reply_poll_us),
     }

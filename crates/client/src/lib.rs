@@ -25,6 +25,7 @@ pub mod nfs;
 pub mod nfs3;
 pub mod nfs41;
 pub mod nlm;
+mod rcvlowat;
 pub mod settings;
 pub mod tls;
 pub mod transport;

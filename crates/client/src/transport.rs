@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::rcvlowat::LowWater;
 
 /// What a connection needs to know besides the RPC settings.
 #[derive(Debug, Clone)]
@@ -51,6 +54,10 @@ pub struct ConnParams {
     pub read_buffer: usize,
     /// Replies shorter than this are copied out of the receive buffer.
     pub copy_replies_below: usize,
+    /// `SO_RCVLOWAT` for large replies while other calls wait
+    /// (`reply_lowat_min`, `reply_lowat_max`; see `rcvlowat`).
+    pub reply_lowat_min: usize,
+    pub reply_lowat_max: usize,
     /// RPC-with-TLS on every connection made with these parameters.
     pub tls: Option<Arc<crate::tls::ClientTls>>,
     /// On a current-thread runtime, how long a caller keeps polling the
@@ -581,6 +588,11 @@ impl Task {
         // a call registered meanwhile by a caller's own thread has a later
         // deadline than that, so its timer is never missed.
         let idle = Duration::from_millis(self.params.rpc.timeout_ms.max(1));
+        let fd = match sink {
+            Sink::Direct(w) => Some(AsRef::<TcpStream>::as_ref(&**w).as_raw_fd()),
+            Sink::Writer(_) => None,
+        };
+        let mut lowat = LowWater::new(fd, self.params.reply_lowat_min, self.params.reply_lowat_max);
         loop {
             if let Err(stop) = self.transmit(sink) {
                 return stop;
@@ -633,7 +645,9 @@ impl Task {
                         }
                         let done = rpc.finish(done);
                         let incoming = self.take_incoming(&mut rpc);
+                        let others = rpc.core.outstanding() > 1;
                         drop(rpc);
+                        lowat.after_read(framer.fragment_missing(), others);
                         answer(done);
                         self.hand_over(incoming);
                     }

@@ -94,6 +94,46 @@ async fn large_reads_sent_from_the_file_arrive_whole() {
     }
 }
 
+/// Four large READs in flight on one connection: the reader waits for
+/// each reply's rest (`reply_lowat_max`) while the others are outstanding,
+/// and every reply still arrives whole, the short last one included, over
+/// NFSv3 and NFSv4.1, with the mark and without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_reads_in_flight_together_arrive_whole() {
+    let srv = Srv::start().await;
+    let data = std::sync::Arc::new(pattern((12 << 20) + 5, 13));
+    std::fs::write(srv.path("m.bin"), &*data).unwrap();
+    for lowat in [1 << 20, 0] {
+        let mut settings = ClientSettings { reply_lowat_max: lowat, ..Default::default() };
+        settings.read_cache.max_bytes = 0;
+        settings.readahead.max_window = 0;
+        for url in [srv.url_v3(), format!("{}?version=4.1", srv.url())] {
+            let c = Client::connect(&url, settings.clone()).await.unwrap();
+            let mut tasks = Vec::new();
+            for t in 0..4u64 {
+                let (c, data) = (c.clone(), data.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut f = c.open("m.bin", OpenOptions { read: true, ..Default::default() }).await.unwrap();
+                    let mut buf = vec![0u8; 1 << 20];
+                    // Chunks t, t+4, t+8, ...: the four tasks cover the file.
+                    let mut at = t << 20;
+                    while (at as usize) < data.len() {
+                        let n = f.read(at, &mut buf).await.unwrap();
+                        let end = (at as usize + (1 << 20)).min(data.len());
+                        assert!(buf[..n] == data[at as usize..end], "chunk at {at} differs");
+                        at += 4 << 20;
+                    }
+                    f.close().await.unwrap();
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+            assert!(c.stats().ops["READ"].count >= 13, "{url}: every chunk went to the server");
+        }
+    }
+}
+
 /// A server that restarts between a direct write and its COMMIT may have
 /// lost it; the client keeps no copy to send again, so close says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

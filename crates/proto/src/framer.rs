@@ -121,6 +121,15 @@ impl RecordDecoder {
         &mut self.buf
     }
 
+    /// Bytes of the fragment being received that have not arrived yet
+    /// (0 between fragments, or before a fragment's header is complete).
+    pub fn fragment_missing(&self) -> usize {
+        match self.current {
+            Some((len, _)) => len.saturating_sub(self.buf.len()),
+            None => 0,
+        }
+    }
+
     /// Bytes received but not yet returned as part of a record.
     pub fn buffered(&self) -> usize {
         self.buf.len() + self.assembled

@@ -183,3 +183,22 @@ fn a_read_inside_a_fragment_ends_at_its_end_and_nothing_moves() {
     assert_eq!(got[1].as_ptr() as usize, second + 4, "never moved");
     assert!(got.iter().all(|r| r[..] == body[..]));
 }
+
+#[test]
+fn fragment_missing_counts_what_has_not_arrived() {
+    let wire = frame(&[(&[7u8; 1000], false), (&[8u8; 500], true)]);
+    let mut d = RecordDecoder::new(1 << 20);
+    assert_eq!(d.fragment_missing(), 0);
+    d.push(&wire[..2]);
+    assert_eq!(d.next_record(), Ok(None));
+    assert_eq!(d.fragment_missing(), 0, "header not complete yet");
+    d.push(&wire[2..104]);
+    assert_eq!(d.next_record(), Ok(None));
+    assert_eq!(d.fragment_missing(), 900);
+    d.push(&wire[104..1004 + 4 + 100]);
+    assert_eq!(d.next_record(), Ok(None));
+    assert_eq!(d.fragment_missing(), 400, "second fragment");
+    d.push(&wire[1108..]);
+    assert_eq!(d.next_record().unwrap().map(|r| r.len()), Some(1500));
+    assert_eq!(d.fragment_missing(), 0);
+}
