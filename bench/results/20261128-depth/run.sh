@@ -10,18 +10,13 @@ OUT=${1:?OUTDIR}; ROUNDS=${2:-5}
 HERE=$(cd "$(dirname "$0")" && pwd); REPO=$(cd "$HERE/../../.." && pwd)
 NFSX=${NFSX:-$REPO/target/release/nfsx}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-W=/var/tmp/nfsx-depth; rm -rf $W; mkdir -p $W/ex $W/st
+W=/var/tmp/nfsx-depth; rm -rf $W; mkdir -p $W
 cc -O2 -o $W/wire "$REPO/bench/wire.c"
 head -c 268435456 /dev/urandom > $W/probe.dat; cat $W/probe.dat > /dev/null
-printf 'portmap_port = 0\n' > $W/server.toml
 printf 'reply_poll_us = 0\n' > $W/nopoll.toml
 cd "$REPO"; git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null
-PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh start > /dev/null 2>&1
-"$NFSX" serve $W/ex --listen 127.0.0.1:12100 --state-dir $W/st --config $W/server.toml --log warn & NP=$!
-sleep 2
-GP=$(pgrep -f ganesha.nfsd | head -1)
-declare -A URL=([nfsx]="nfs://127.0.0.1:12100$W/ex?version=3" [ganesha]="nfs://127.0.0.1/export?version=3")
-declare -A PID=([nfsx]=$NP [ganesha]=$GP)
+. "$REPO/bench/two-servers.sh"
+start_two_servers $W 12100
 echo -e "round\tcase\tmbps\treads\tserver_us_per_read\tclient_us_per_read\tserver_cs_per_read\tclient_cs_per_read" > "$OUT/reads.tsv"
 echo -e "round\tprobe\tdepth\tmbps" > "$OUT/wire.tsv"
 # One `nfsx bench data` run of 5 s under perf stat, and perf stat of the server beside it.
@@ -32,21 +27,9 @@ one() {  # round server threads label [client args]
     --mode seq-read --io-size 1MiB --size 256MiB --duration 5s --no-data-cache --runs 1 --quiet --json "$OUT/$s-$label-$r.json" > /dev/null 2>&1
   wait $sp
   cp $W/srv.txt "$OUT/$s-$label-$r.server-perf.txt"; cp $W/cli.txt "$OUT/$s-$label-$r.client-perf.txt"
-  python3 - "$r" "$s-$label" "$OUT/$s-$label-$r.json" $W/srv.txt $W/cli.txt >> "$OUT/reads.tsv" <<'PY'
-import json, sys
-r, case, js, srv, cli = sys.argv[1:]
-run = json.load(open(js))["runs"][0]
-def stat(f):
-    v = {}
-    for l in open(f):
-        p = l.strip().split(",")
-        if len(p) > 2 and p[0][:1].isdigit():
-            v[p[2]] = float(p[0])
-    return v
-s, c, n = stat(srv), stat(cli), run["ops"]
-print(f"{r}\t{case}\t{run['mbps']:.0f}\t{n}\t{s['task-clock']*1e3/n:.0f}\t{c['task-clock']*1e3/n:.0f}\t"
-      f"{s['context-switches']/n:.2f}\t{c['context-switches']/n:.2f}")
-PY
+  printf '%s\t%s\t' "$r" "$s-$label" >> "$OUT/reads.tsv"
+  # MB/s, READs, server and client µs and context switches per READ
+  python3 "$REPO/bench/per-call.py" "$OUT/$s-$label-$r.json" $W/srv.txt $W/cli.txt | cut -f1,2,4- >> "$OUT/reads.tsv"
 }
 for r in $(seq 1 "$ROUNDS"); do
   echo "$(date -u +%T) round $r" >&2
@@ -60,7 +43,6 @@ for r in $(seq 1 "$ROUNDS"); do
     one "$r" $s 4 4t
   done
 done
-kill $NP; wait $NP 2>/dev/null
-PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh stop > /dev/null 2>&1
+stop_two_servers
 rm -rf $W
 python3 "$HERE/summary.py" "$OUT" | tee "$OUT/summary.txt"

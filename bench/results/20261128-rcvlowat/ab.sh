@@ -12,17 +12,12 @@ OUT=${1:?OUTDIR}; ROUNDS=${2:-5}
 HERE=$(cd "$(dirname "$0")" && pwd); REPO=$(cd "$HERE/../../.." && pwd)
 NFSX=${NFSX:-$REPO/target/release/nfsx}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-W=/var/tmp/nfsx-lowat; rm -rf $W; mkdir -p $W/ex $W/st
-printf 'portmap_port = 0\n' > $W/server.toml
+W=/var/tmp/nfsx-lowat; rm -rf $W; mkdir -p $W
 printf 'reply_lowat_max = 1048576\n' > $W/lowat.toml
 printf 'reply_lowat_max = 0\n' > $W/none.toml
 cd "$REPO"; git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null
-PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh start > /dev/null 2>&1
-"$NFSX" serve $W/ex --listen 127.0.0.1:12110 --state-dir $W/st --config $W/server.toml --log warn & NP=$!
-sleep 2
-GP=$(pgrep -f ganesha.nfsd | head -1)
-declare -A URL=([nfsx]="nfs://127.0.0.1:12110$W/ex?version=3" [ganesha]="nfs://127.0.0.1/export?version=3")
-declare -A PID=([nfsx]=$NP [ganesha]=$GP)
+. "$REPO/bench/two-servers.sh"
+start_two_servers $W 12110
 declare -A ROW=(
   [read-1m-4t]="--mode seq-read --io-size 1MiB --threads 4 --size 256MiB"
   [read-1m-1t]="--mode seq-read --io-size 1MiB --threads 1 --size 256MiB"
@@ -35,21 +30,9 @@ one() {  # round row server client
   perf stat -x, -e task-clock,context-switches -o $W/cli.txt "$NFSX" bench data --target "${URL[$s]}" ${ROW[$row]} \
     --client-config $W/$c.toml --duration 5s --no-data-cache --runs 1 --quiet --json "$OUT/$name.json" > /dev/null 2>&1
   wait $sp
-  python3 - "$r" "$row" "$s" "$c" "$OUT/$name.json" $W/srv.txt $W/cli.txt >> "$OUT/runs.tsv" <<'PY'
-import json, sys
-r, row, s, c, js, srv, cli = sys.argv[1:]
-run = json.load(open(js))["runs"][0]
-def stat(f):
-    v = {}
-    for l in open(f):
-        p = l.strip().split(",")
-        if len(p) > 2 and p[0][:1].isdigit():
-            v[p[2]] = float(p[0])
-    return v
-sv, cv, n = stat(srv), stat(cli), run["ops"]
-print(f"{r}\t{row}\t{s}\t{c}\t{run['mbps']:.0f}\t{run['ops_per_sec']:.0f}\t{sv['task-clock']*1e3/n:.1f}\t"
-      f"{cv['task-clock']*1e3/n:.1f}\t{sv['context-switches']/n:.2f}\t{cv['context-switches']/n:.2f}")
-PY
+  printf '%s\t%s\t%s\t%s\t' "$r" "$row" "$s" "$c" >> "$OUT/runs.tsv"
+  # MB/s, calls/s, server and client µs and context switches per call
+  python3 "$REPO/bench/per-call.py" "$OUT/$name.json" $W/srv.txt $W/cli.txt | cut -f1,3- >> "$OUT/runs.tsv"
 }
 for r in $(seq 1 "$ROUNDS"); do
   echo "$(date -u +%T) round $r" >&2
@@ -59,7 +42,6 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
 done
-kill $NP; wait $NP 2>/dev/null
-PEER_DIR=/tmp/nfsx-ganesha scripts/ganesha.sh stop > /dev/null 2>&1
+stop_two_servers
 rm -rf $W
 python3 "$HERE/summary.py" "$OUT" | tee "$OUT/summary.txt"
