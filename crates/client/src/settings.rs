@@ -53,10 +53,11 @@ pub struct ClientSettings {
     /// at most `reply_lowat_max` bytes, has arrived: one wake-up per large
     /// reply instead of one per piece the loopback delivers (four 1 MiB
     /// READs in flight: 2.6 instead of 4.0-4.4 context switches per READ
-    /// on the client, 1.12-1.23x the rate from nfsx and 1.06-1.14x from
+    /// on the client, 1.11-1.23x the rate from nfsx and 1.03-1.14x from
     /// NFS-Ganesha; docs/BENCHMARKS.md, "rcvlowat"). With one call outstanding the
     /// reader takes a reply in as it arrives, which overlaps its copy with
-    /// the sending. Plain TCP only. `reply_lowat_max = 0` turns it off.
+    /// the sending. The mark is at most a quarter of the socket's receive
+    /// buffer (`rcvlowat`). Plain TCP only. `reply_lowat_max = 0` turns it off.
     /// Defaults 64 KiB and 1 MiB.
     pub reply_lowat_min: usize,
     pub reply_lowat_max: usize,
