@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod cluster;
 mod malloc;
+mod umount;
 
 #[derive(Parser)]
 #[command(name = "nfsx", version, about = "User-space NFS server, client and benchmark", long_about = None)]
@@ -170,7 +171,9 @@ enum Command {
         #[arg(long)]
         opendir: bool,
     },
-    /// Unmount a directory mounted with `nfsx mount` (fusermount3 -u).
+    /// Unmount a directory mounted with `nfsx mount`: as root by the
+    /// umount2 system call, otherwise with fusermount3 -u; a busy mount is
+    /// detached (lazy unmount) and goes once its last user leaves.
     Umount {
         /// The mounted directory.
         dir: PathBuf,
@@ -247,26 +250,7 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(mount_nfs(&url, &dir, settings, mount, allow_other))
         }
         Command::Cluster { config, ceph_conf, command } => cluster::run(config, ceph_conf, command),
-        Command::Umount { dir } => {
-            let fusermount = |lazy: bool| {
-                let mut c = std::process::Command::new("fusermount3");
-                c.arg("-u");
-                if lazy {
-                    c.arg("-z");
-                }
-                c.arg(&dir).status().context("running fusermount3 (Debian package fuse3)")
-            };
-            if fusermount(false)?.success() {
-                return Ok(());
-            }
-            // Busy (a program still in the directory, or a call waiting on
-            // a hard mount's vanished server): detach it now; the kernel
-            // lets it go once the last user leaves.
-            let status = fusermount(true)?;
-            anyhow::ensure!(status.success(), "fusermount3 -u -z {} failed ({status})", dir.display());
-            eprintln!("nfsx umount: {} was busy; detached it (lazy unmount)", dir.display());
-            Ok(())
-        }
+        Command::Umount { dir } => umount::run(&dir),
         Command::Serve {
             mut dir,
             listen,
@@ -342,7 +326,7 @@ async fn mount_nfs(
     let client = client::Client::connect(url, settings).await.with_context(|| format!("connecting to {url}"))?;
     let rt = tokio::runtime::Handle::current();
     let client = std::sync::Arc::new(client);
-    let session = fuse::mount(client.clone(), rt, dir, url, mount, allow_other)
+    let (session, namespace) = fuse::mount(client.clone(), rt, dir, url, mount, allow_other)
         .with_context(|| format!("mounting on {} (needs /dev/fuse and fusermount3)", dir.display()))?;
     tracing::info!(url, dir = %dir.display(), "mounted");
     // Until someone unmounts the directory, or a signal asks us to.
@@ -351,32 +335,42 @@ async fn mount_nfs(
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
     };
-    tokio::select! {
+    let ended: anyhow::Result<()> = tokio::select! {
         _ = unmounted => {
             tracing::info!(dir = %dir.display(), "unmounted");
-            session.join().context("the mount's request loop failed")?;
+            session.join().context("the mount's request loop failed")
         }
-        r = wait_for_signal() => {
-            r?;
-            tracing::info!(dir = %dir.display(), "unmounting");
-            // A call waiting on a vanished server (a hard mount) can keep
-            // the session from ending; past a grace period the process
-            // exits anyway, and the kernel fails what is still waiting
-            // (ENOTCONN) when the device closes.
-            let done = tokio::task::spawn_blocking(move || session.umount_and_join());
-            match tokio::time::timeout(UNMOUNT_GRACE, done).await {
-                Ok(Ok(r)) => r.context("unmounting")?,
-                Ok(Err(e)) => anyhow::bail!("unmounting: {e}"),
-                Err(_) => tracing::warn!(dir = %dir.display(), "calls still waiting on the server; leaving them to fail"),
+        r = wait_for_signal() => match r {
+            Err(e) => Err(e),
+            Ok(()) => {
+                tracing::info!(dir = %dir.display(), "unmounting");
+                // A call waiting on a vanished server (a hard mount) can keep
+                // the session from ending; past a grace period the process
+                // exits anyway, and the kernel fails what is still waiting
+                // (ENOTCONN) when the device closes.
+                let done = tokio::task::spawn_blocking(move || session.umount_and_join());
+                match tokio::time::timeout(UNMOUNT_GRACE, done).await {
+                    Ok(Ok(r)) => r.context("unmounting"),
+                    Ok(Err(e)) => Err(anyhow::anyhow!("unmounting: {e}")),
+                    Err(_) => {
+                        tracing::warn!(dir = %dir.display(), "calls still waiting on the server; leaving them to fail");
+                        Ok(())
+                    }
+                }
             }
         }
+    };
+    // Files still open when the mount ended leave no hidden names behind,
+    // however it ended.
+    if tokio::time::timeout(UNMOUNT_GRACE, namespace.remove_all_hidden()).await.is_err() {
+        tracing::warn!("the server did not answer the removal of hidden names");
     }
     // NFSv4.1: delegations back and the session ended now, so the server
     // frees this client's state at once, not at lease expiry.
     if tokio::time::timeout(UNMOUNT_GRACE, client.shutdown()).await.is_err() {
         tracing::warn!("the server did not answer the end of the session");
     }
-    Ok(())
+    ended
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

@@ -53,6 +53,13 @@ impl Client {
         }
     }
 
+    /// The object changed in a way this client knows of but has no new
+    /// attributes for (one of its names was removed or renamed over):
+    /// the next stat asks the server.
+    pub fn forget_attrs(&self, fh: &nfs_fh3) {
+        self.inner.caches.invalidate_attrs(&fh.data);
+    }
+
     /// An open file for a handle already looked up (no call is made).
     pub fn open_handle(&self, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
         File::new(self.inner.clone(), fh, attrs, how)

@@ -7,13 +7,24 @@
 //! entry to learn that the listing ended; the page that had the server's
 //! EOF already said so, so that ask is answered here without a call: one
 //! READDIRPLUS per small directory instead of two.
+//!
+//! NFSv4 READDIR returns no `.` and `..` (RFC 8881 section 18.23.4), and
+//! keeps the cookies 1 and 2 for them; programs expect both, so the mount
+//! puts them at those cookies itself, as the Linux client does, and asks
+//! the server from cookie 0 once they are listed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bytes::Bytes;
 use client::{Client, DirPage};
 use parking_lot::Mutex;
-use proto::nfs3::{cookieverf3, nfs_fh3};
+use proto::nfs3::{cookieverf3, entryplus3, fattr3, ftype3, nfs_fh3};
+
+/// The cookies of `.` and `..` in an NFSv4 listing; the server's own
+/// cookies start above them.
+const DOT_COOKIE: u64 = 1;
+const DOTDOT_COOKIE: u64 = 2;
 
 /// Keys of listings without an open handle are node ids with this bit
 /// set, so they never meet the handles `open` gives out.
@@ -59,15 +70,27 @@ impl Listings {
         }
     }
 
-    /// The page after `offset` (a cookie; 0 starts over).
-    pub async fn page(&self, c: &Client, key: u64, dir: &nfs_fh3, offset: u64) -> client::Result<DirPage> {
+    /// The page after `offset` (a cookie; 0 starts over) of `dir`, with
+    /// the node ids and handles of the directory and its parent.
+    pub async fn page(&self, c: &Client, key: u64, dir: &Dots, offset: u64) -> client::Result<DirPage> {
         let known = self.map.lock().get(&key).copied().unwrap_or_default();
         if offset != 0 && known.end == Some(offset) {
             return Ok(DirPage { entries: Vec::new(), cookieverf: known.verf, eof: true });
         }
-        let verf = if offset == 0 { [0u8; 8] } else { known.verf };
-        let page = c.readdir_page(dir, offset, verf).await?;
+        let dots = c.nfs3().is_none() && offset <= DOTDOT_COOKIE;
+        let server_offset = if dots { 0 } else { offset };
+        let verf = if server_offset == 0 { [0u8; 8] } else { known.verf };
+        let mut page = c.readdir_page(&dir.fh.1, server_offset, verf).await?;
         self.map.lock().insert(key, Listing { verf: page.cookieverf, end: None });
+        if dots {
+            let mut entries = Vec::with_capacity(page.entries.len() + 2);
+            if offset < DOT_COOKIE {
+                entries.push(dot_entry(".", DOT_COOKIE, &dir.fh));
+            }
+            entries.push(dot_entry("..", DOTDOT_COOKIE, &dir.parent));
+            entries.append(&mut page.entries);
+            page.entries = entries;
+        }
         Ok(page)
     }
 
@@ -77,6 +100,26 @@ impl Listings {
         if let Some(l) = self.map.lock().get_mut(&key) {
             l.end = Some(last);
         }
+    }
+}
+
+/// A directory being listed and its parent, each as (node id, handle):
+/// what its `.` and `..` name. The parent is the directory itself at the
+/// mount's root.
+pub struct Dots {
+    pub fh: (u64, nfs_fh3),
+    pub parent: (u64, nfs_fh3),
+}
+
+/// A `.` or `..` entry naming the directory `node`: listed by its node id
+/// (never 0, which readdir(3) skips as a deleted entry), as a directory.
+fn dot_entry(name: &'static str, cookie: u64, (ino, fh): &(u64, nfs_fh3)) -> entryplus3 {
+    entryplus3 {
+        fileid: *ino,
+        name: Bytes::from_static(name.as_bytes()),
+        cookie,
+        name_attributes: Some(fattr3 { r#type: ftype3::NF3DIR, fileid: *ino, ..Default::default() }),
+        name_handle: Some(fh.clone()),
     }
 }
 

@@ -18,10 +18,13 @@ use fuser::{
 use proto::nfs3::{devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3, specdata3};
 
 use crate::attr::{errno, file_attr, kind, sattr};
-use crate::dirs::Listings;
+use crate::dirs::{Dots, Listings};
 use crate::files::OpenFiles;
 use crate::inodes::Inodes;
 use crate::locks::LockRequest;
+use crate::names::Names;
+use crate::remove::Namespace;
+use crate::unlinked::Unlinked;
 
 /// Node ids are not reused, so the kernel never needs a generation.
 const GENERATION: Generation = Generation(0);
@@ -58,6 +61,9 @@ pub struct NfsFs {
     pub(crate) files: Arc<OpenFiles>,
     /// Directory listings in progress.
     dirs: Arc<Listings>,
+    /// The names the kernel holds, and open files whose name went.
+    names: Arc<Names>,
+    unlinked: Arc<Unlinked>,
     settings: MountSettings,
     /// Tells the kernel to drop what it cached; set once the session runs.
     notifier: Arc<OnceLock<fuser::Notifier>>,
@@ -82,6 +88,8 @@ impl NfsFs {
             inodes,
             files: Arc::new(OpenFiles::default()),
             dirs: Arc::default(),
+            names: Arc::default(),
+            unlinked: Arc::default(),
             settings,
             notifier: Arc::default(),
         }
@@ -90,6 +98,18 @@ impl NfsFs {
     /// Where the session's notifier goes once the mount runs.
     pub fn notifier_slot(&self) -> Arc<OnceLock<fuser::Notifier>> {
         self.notifier.clone()
+    }
+
+    /// What removals and renames touch; also what removes the hidden
+    /// names of files still open when the mount ends.
+    pub fn namespace(&self) -> Namespace {
+        Namespace {
+            client: self.client.clone(),
+            inodes: self.inodes.clone(),
+            files: self.files.clone(),
+            names: self.names.clone(),
+            unlinked: self.unlinked.clone(),
+        }
     }
 
     pub(crate) fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
@@ -114,27 +134,42 @@ impl NfsFs {
         self.inodes.handle(ino.0).ok_or(Errno::ESTALE)
     }
 
-    /// Replies with a new entry for `fh`, counting the kernel's lookup.
-    fn entry(inodes: &Inodes, ttl: Duration, reply: ReplyEntry, fh: &nfs_fh3, a: &fattr3) {
-        let ino = inodes.remember(fh);
-        reply.entry(&ttl, &file_attr(ino, a), GENERATION);
+    /// The directory `ino` (handle `fh`) and the one it is named in, for
+    /// the `.` and `..` of its listings; itself as its parent at the
+    /// mount's root (or when the kernel holds no name of it).
+    fn dots(&self, ino: INodeNo, fh: nfs_fh3) -> Dots {
+        let parent = self.names.parent_of(ino.0).and_then(|p| Some((p, self.inodes.handle(p)?)));
+        let parent = parent.unwrap_or_else(|| (ino.0, fh.clone()));
+        Dots { fh: (ino.0, fh), parent }
     }
 
-    /// Runs `make` (which creates an object in `parent`) and replies with
-    /// the new entry.
-    fn make_entry<F>(&self, parent: INodeNo, reply: ReplyEntry, make: impl FnOnce(Arc<Client>, nfs_fh3) -> F)
-    where
+    /// Runs `make` (which looks up or creates `name` in `parent`) and
+    /// replies with the entry, counting the kernel's lookup of the node
+    /// and remembering the name it now holds.
+    fn make_entry<F>(
+        &self,
+        parent: INodeNo,
+        name: &str,
+        reply: ReplyEntry,
+        make: impl FnOnce(Arc<Client>, nfs_fh3) -> F,
+    ) where
         F: Future<Output = client::Result<(nfs_fh3, fattr3)>> + Send + 'static,
     {
         let dir = match self.handle(parent) {
             Ok(d) => d,
             Err(e) => return reply.error(e),
         };
-        let (inodes, ttl) = (self.inodes.clone(), self.settings.attr_ttl);
+        let (inodes, names, unlinked, ttl) =
+            (self.inodes.clone(), self.names.clone(), self.unlinked.clone(), self.settings.attr_ttl);
+        let name = name.to_string();
         let fut = make(self.client.clone(), dir);
         self.spawn(async move {
             match fut.await {
-                Ok((fh, a)) => Self::entry(&inodes, ttl, reply, &fh, &a),
+                Ok((fh, a)) => {
+                    let ino = inodes.remember(&fh);
+                    names.named(parent.0, &name, ino);
+                    reply.entry(&ttl, &shown_attr(&unlinked, ino, &a), GENERATION);
+                }
                 Err(e) => reply.error(errno(&e)),
             }
         });
@@ -208,7 +243,7 @@ impl Filesystem for NfsFs {
             Ok(n) => n,
             Err(e) => return reply.error(e),
         };
-        self.make_entry(parent, reply, |c, dir| async move { c.lookup_in(&dir, &name).await });
+        self.make_entry(parent, &name.clone(), reply, |c, dir| async move { c.lookup_in(&dir, &name).await });
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -216,6 +251,7 @@ impl Filesystem for NfsFs {
         if self.inodes.handle(ino.0).is_none() {
             self.files.forget(ino.0);
             self.dirs.forget_node(ino.0);
+            self.names.forget_node(ino.0);
         }
     }
 
@@ -225,6 +261,7 @@ impl Filesystem for NfsFs {
             Err(e) => return reply.error(e),
         };
         let (c, files, ttl) = (self.client.clone(), self.files.clone(), self.settings.attr_ttl);
+        let unlinked = self.unlinked.clone();
         self.spawn(async move {
             // As the Linux NFS client: writes still cached here would make
             // the server's size and mtime wrong, so they go first.
@@ -237,7 +274,7 @@ impl Filesystem for NfsFs {
                 c.getattr(&fh).await
             };
             match r {
-                Ok(a) => reply.attr(&ttl, &file_attr(ino.0, &a)),
+                Ok(a) => reply.attr(&ttl, &shown_attr(&unlinked, ino.0, &a)),
                 Err(e) => reply.error(errno(&e)),
             }
         });
@@ -267,6 +304,7 @@ impl Filesystem for NfsFs {
         };
         let set = sattr(mode, uid, gid, size, atime, mtime);
         let (c, files, ttl) = (self.client.clone(), self.files.clone(), self.settings.attr_ttl);
+        let unlinked = self.unlinked.clone();
         self.spawn(async move {
             if size.is_some() {
                 if let Some(f) = files.get(ino.0) {
@@ -280,7 +318,7 @@ impl Filesystem for NfsFs {
                 }
             }
             match c.setattr_handle(&fh, set).await {
-                Ok(a) => reply.attr(&ttl, &file_attr(ino.0, &a)),
+                Ok(a) => reply.attr(&ttl, &shown_attr(&unlinked, ino.0, &a)),
                 Err(e) => reply.error(errno(&e)),
             }
         });
@@ -315,7 +353,7 @@ impl Filesystem for NfsFs {
             libc::S_IFBLK => Some(mknoddata3::NF3BLK(devicedata3 { dev_attributes: attrs.clone(), spec })),
             _ => return reply.error(Errno::EINVAL),
         };
-        self.make_entry(parent, reply, |c, dir| async move {
+        self.make_entry(parent, &name.clone(), reply, |c, dir| async move {
             match what {
                 None => c.mknod_file_in(&dir, &name, attrs).await,
                 Some(what) => c.mknod_in(&dir, &name, what).await,
@@ -329,7 +367,7 @@ impl Filesystem for NfsFs {
             Err(e) => return reply.error(e),
         };
         let attrs = owned(req, mode, umask);
-        self.make_entry(parent, reply, |c, dir| async move { c.mkdir_in(&dir, &name, attrs).await });
+        self.make_entry(parent, &name.clone(), reply, |c, dir| async move { c.mkdir_in(&dir, &name, attrs).await });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -337,7 +375,17 @@ impl Filesystem for NfsFs {
             Ok(n) => n,
             Err(e) => return reply.error(e),
         };
-        self.dir_op(parent, reply, |c, dir| async move { c.remove_in(&dir, &name).await });
+        let dir = match self.handle(parent) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let ns = self.namespace();
+        self.spawn(async move {
+            match ns.unlink(parent.0, dir, name).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -345,7 +393,12 @@ impl Filesystem for NfsFs {
             Ok(n) => n,
             Err(e) => return reply.error(e),
         };
-        self.dir_op(parent, reply, |c, dir| async move { c.rmdir_in(&dir, &name).await });
+        let names = self.names.clone();
+        self.dir_op(parent, reply, move |c, dir| async move {
+            c.rmdir_in(&dir, &name).await?;
+            names.unnamed(parent.0, &name);
+            Ok(())
+        });
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
@@ -355,7 +408,9 @@ impl Filesystem for NfsFs {
         };
         let target = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec();
         let attrs = sattr3 { uid: Some(req.uid()), gid: Some(req.gid()), ..Default::default() };
-        self.make_entry(parent, reply, |c, dir| async move { c.symlink_in(&dir, &name, &target, attrs).await });
+        self.make_entry(parent, &name.clone(), reply, |c, dir| async move {
+            c.symlink_in(&dir, &name, &target, attrs).await
+        });
     }
 
     fn rename(
@@ -381,18 +436,24 @@ impl Filesystem for NfsFs {
             Ok(d) => d,
             Err(e) => return reply.error(e),
         };
-        self.dir_op(parent, reply, move |c, from| async move {
+        let from = match self.handle(parent) {
+            Ok(d) => d,
+            Err(e) => return reply.error(e),
+        };
+        let ns = self.namespace();
+        self.spawn(async move {
             if noreplace {
                 // Checked, not atomic: NFSv3 has no exclusive rename.
-                match c.lookup_in(&to, &newname).await {
-                    Ok(_) => {
-                        return Err(client::Error::Nfs { proc: "RENAME", status: proto::nfs3::nfsstat3::NFS3ERR_EXIST })
-                    }
+                match ns.client.lookup_in(&to, &newname).await {
+                    Ok(_) => return reply.error(Errno::EEXIST),
                     Err(e) if e.status() == Some(proto::nfs3::nfsstat3::NFS3ERR_NOENT) => {}
-                    Err(e) => return Err(e),
+                    Err(e) => return reply.error(errno(&e)),
                 }
             }
-            c.rename_in(&from, &name, &to, &newname).await
+            match ns.rename((parent.0, from, name), (newparent.0, to, newname)).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
         });
     }
 
@@ -405,7 +466,7 @@ impl Filesystem for NfsFs {
             Ok(fh) => fh,
             Err(e) => return reply.error(e),
         };
-        self.make_entry(newparent, reply, |c, dir| async move {
+        self.make_entry(newparent, &name.clone(), reply, |c, dir| async move {
             let a = c.link_in(&fh, &dir, &name).await?;
             Ok((fh, a))
         });
@@ -455,7 +516,10 @@ impl Filesystem for NfsFs {
         self.spawn(async move {
             let mut buf = vec![0u8; size as usize];
             match file.lock().await.read(offset, &mut buf).await {
-                Ok(n) => reply.data(&buf[..n]),
+                Ok(n) => match buf.get(..n) {
+                    Some(data) => reply.data(data),
+                    None => reply.error(Errno::EIO),
+                },
                 Err(e) => reply.error(errno(&e)),
             }
         });
@@ -523,16 +587,20 @@ impl Filesystem for NfsFs {
         // The flock locks of the open file description go with it (the
         // kernel names their owner only then), before the file is closed.
         let flock = lock_owner.zip(self.handle(ino).ok());
-        let (c, file) = (self.client.clone(), self.files.release(ino.0));
+        let (c, file, ns) = (self.client.clone(), self.files.release(ino.0), self.namespace());
         self.spawn(async move {
             if let Some((owner, fh)) = flock {
                 let _ = crate::locks::release_owner(&c, &fh, owner.0).await;
             }
             match file.map(crate::files::close_last) {
-                Some(closing) => match closing.await {
-                    Ok(()) => reply.ok(),
-                    Err(e) => reply.error(errno(&e)),
-                },
+                Some(closing) => {
+                    let r = closing.await;
+                    ns.closed(ino.0).await;
+                    match r {
+                        Ok(()) => reply.ok(),
+                        Err(e) => reply.error(errno(&e)),
+                    }
+                }
                 None => reply.ok(),
             }
         });
@@ -589,6 +657,7 @@ impl Filesystem for NfsFs {
         };
         let (c, inodes, dirs) = (self.client.clone(), self.inodes.clone(), self.dirs.clone());
         let key = Listings::key(ino.0, fh.0);
+        let dir = self.dots(ino, dir);
         self.spawn(async move {
             let page = match dirs.page(&c, key, &dir, offset).await {
                 Ok(p) => p,
@@ -620,6 +689,8 @@ impl Filesystem for NfsFs {
         let (c, inodes, dirs, ttl) =
             (self.client.clone(), self.inodes.clone(), self.dirs.clone(), self.settings.attr_ttl);
         let key = Listings::key(ino.0, fh.0);
+        let names = self.names.clone();
+        let dir = self.dots(ino, dir);
         self.spawn(async move {
             let page = match dirs.page(&c, key, &dir, offset).await {
                 Ok(p) => p,
@@ -638,6 +709,8 @@ impl Filesystem for NfsFs {
                         let full = reply.add(INodeNo(id), e.cookie, name, &ttl, &file_attr(id, a), GENERATION);
                         if full {
                             inodes.forget(id, 1);
+                        } else if let Some(name) = name.to_str() {
+                            names.named(ino.0, name, id);
                         }
                         full
                     }
@@ -810,10 +883,12 @@ impl Filesystem for NfsFs {
         let exclusive = flags & libc::O_EXCL != 0;
         let (c, inodes, files, ttl) =
             (self.client.clone(), self.inodes.clone(), self.files.clone(), self.settings.attr_ttl);
+        let names = self.names.clone();
         self.spawn(async move {
             match c.create_in(&dir, &name, attrs, exclusive).await {
                 Ok((fh, a)) => {
                     let ino = inodes.remember(&fh);
+                    names.named(parent.0, &name, ino);
                     files.unchanged_since_last_open(ino, &a);
                     files.open(ino, || c.open_handle(fh, a.clone(), OpenOptions::read_write()));
                     reply.created(&ttl, &file_attr(ino, &a), GENERATION, FileHandle(ino), FopenFlags::empty());
@@ -822,4 +897,12 @@ impl Filesystem for NfsFs {
             }
         });
     }
+}
+
+/// The kernel's view of `a` as node `ino`, less the hidden name of an
+/// open file whose own name was removed.
+fn shown_attr(unlinked: &Unlinked, ino: u64, a: &fattr3) -> fuser::FileAttr {
+    let mut attr = file_attr(ino, a);
+    attr.nlink = unlinked.shown_nlink(ino, attr.nlink);
+    attr
 }

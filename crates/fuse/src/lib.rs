@@ -12,22 +12,32 @@
 //! SEEK_DATA/SEEK_HOLE, fallocate and `user.` xattrs go to the server
 //! ([`v42`]).
 
+// Data from the network is never indexed into; slices of local buffers
+// use checked access too, so a wrong length is an error, not a panic.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 mod attr;
 mod dirs;
 mod files;
 pub mod fs;
 mod inodes;
 mod locks;
+mod names;
+mod remove;
+mod unlinked;
 mod v42;
 
 use std::path::Path;
 use std::sync::Arc;
 
 pub use fs::{MountSettings, NfsFs};
+pub use remove::Namespace;
 
 /// Mounts `client`'s export on `dir` and serves it from a background
 /// thread until the returned session is dropped or unmounted
-/// (`fusermount3 -u DIR`). `source` names the mount in /proc/mounts.
+/// (`fusermount3 -u DIR`). `source` names the mount in /proc/mounts. The
+/// [`Namespace`] returned removes, when the mount has ended, the hidden
+/// names of files that were still open ([`Namespace::remove_all_hidden`]).
 pub fn mount(
     client: Arc<client::Client>,
     rt: tokio::runtime::Handle,
@@ -35,7 +45,7 @@ pub fn mount(
     source: &str,
     settings: MountSettings,
     allow_other: bool,
-) -> std::io::Result<fuser::BackgroundSession> {
+) -> std::io::Result<(fuser::BackgroundSession, Namespace)> {
     use fuser::MountOption as O;
     let mut config = fuser::Config::default();
     config.mount_options = vec![
@@ -51,7 +61,8 @@ pub fn mount(
     config.acl = if allow_other { fuser::SessionACL::All } else { fuser::SessionACL::Owner };
     let fs = NfsFs::new(client, rt, settings);
     let notifier = fs.notifier_slot();
+    let namespace = fs.namespace();
     let session = fuser::spawn_mount(fs, dir, &config)?;
     let _ = notifier.set(session.notifier());
-    Ok(session)
+    Ok((session, namespace))
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod bench;
+pub mod mount;
 pub mod rpc;
 
 use std::io::Write;
