@@ -26,10 +26,13 @@ fn time(t: &nfstime3) -> SystemTime {
     UNIX_EPOCH + Duration::new(u64::from(t.seconds), t.nseconds.min(999_999_999))
 }
 
-fn nfs_time(t: SystemTime) -> nfstime3 {
-    // Times before 1970 cannot be said in NFSv3's unsigned seconds.
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    nfstime3 { seconds: u32::try_from(d.as_secs()).unwrap_or(u32::MAX), nseconds: d.subsec_nanos() }
+/// A time the program set, as NFSv3 says it: unsigned 32-bit seconds
+/// since 1970, so a time before 1970 is EINVAL and one past 2106
+/// EOVERFLOW, rather than silently another time.
+fn nfs_time(t: SystemTime) -> Result<nfstime3, Errno> {
+    let d = t.duration_since(UNIX_EPOCH).map_err(|_| Errno::EINVAL)?;
+    let seconds = u32::try_from(d.as_secs()).map_err(|_| Errno::EOVERFLOW)?;
+    Ok(nfstime3 { seconds, nseconds: d.subsec_nanos() })
 }
 
 /// The kernel's view of `a` as node `ino`.
@@ -61,18 +64,18 @@ pub fn sattr(
     size: Option<u64>,
     atime: Option<TimeOrNow>,
     mtime: Option<TimeOrNow>,
-) -> sattr3 {
+) -> Result<sattr3, Errno> {
     let at = match atime {
         None => set_atime::default(time_how::DONT_CHANGE),
         Some(TimeOrNow::Now) => set_atime::default(time_how::SET_TO_SERVER_TIME),
-        Some(TimeOrNow::SpecificTime(t)) => set_atime::SET_TO_CLIENT_TIME(nfs_time(t)),
+        Some(TimeOrNow::SpecificTime(t)) => set_atime::SET_TO_CLIENT_TIME(nfs_time(t)?),
     };
     let mt = match mtime {
         None => set_mtime::default(time_how::DONT_CHANGE),
         Some(TimeOrNow::Now) => set_mtime::default(time_how::SET_TO_SERVER_TIME),
-        Some(TimeOrNow::SpecificTime(t)) => set_mtime::SET_TO_CLIENT_TIME(nfs_time(t)),
+        Some(TimeOrNow::SpecificTime(t)) => set_mtime::SET_TO_CLIENT_TIME(nfs_time(t)?),
     };
-    sattr3 { mode: mode.map(|m| m & 0o7777), uid, gid, size, atime: at, mtime: mt }
+    Ok(sattr3 { mode: mode.map(|m| m & 0o7777), uid, gid, size, atime: at, mtime: mt })
 }
 
 /// The errno a failed call gives the program that made it.
@@ -166,8 +169,16 @@ mod tests {
         assert_eq!(v4(nfsstat4::NFS4ERR_EXIST), Errno::EEXIST);
         assert_eq!(v4(nfsstat4::NFS4ERR_NOTSUPP), Errno::EOPNOTSUPP);
         assert_eq!(v4(nfsstat4::NFS4ERR_NXIO), Errno::ENXIO);
-        let s = sattr(Some(0o104755), None, None, Some(3), Some(TimeOrNow::Now), None);
+        let s = sattr(Some(0o104755), None, None, Some(3), Some(TimeOrNow::Now), None).unwrap();
         assert_eq!((s.mode, s.size), (Some(0o4755), Some(3)));
         assert_eq!(s.atime, set_atime::default(time_how::SET_TO_SERVER_TIME));
+        // NFSv3's seconds are unsigned 32-bit: refused, never clamped.
+        let at = |secs: i64| {
+            let t = if secs < 0 { UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) } else { UNIX_EPOCH + Duration::from_secs(secs as u64) };
+            sattr(None, None, None, None, Some(TimeOrNow::SpecificTime(t)), None).map(|s| s.atime)
+        };
+        assert_eq!(at(1 << 32).unwrap_err(), Errno::EOVERFLOW);
+        assert_eq!(at(-1).unwrap_err(), Errno::EINVAL);
+        assert_eq!(at(u32::MAX as i64).unwrap(), set_atime::SET_TO_CLIENT_TIME(nfstime3 { seconds: u32::MAX, nseconds: 0 }));
     }
 }

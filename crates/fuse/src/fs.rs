@@ -4,7 +4,6 @@
 
 use std::ffi::OsStr;
 use std::future::Future;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -17,8 +16,8 @@ use fuser::{
 };
 use proto::nfs3::{devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3, specdata3};
 
-use crate::attr::{errno, file_attr, kind, sattr};
-use crate::dirs::{Dots, Listings};
+use crate::attr::{errno, file_attr, sattr};
+use crate::dirs::Listings;
 use crate::files::OpenFiles;
 use crate::inodes::Inodes;
 use crate::locks::LockRequest;
@@ -27,7 +26,7 @@ use crate::remove::Namespace;
 use crate::unlinked::Unlinked;
 
 /// Node ids are not reused, so the kernel never needs a generation.
-const GENERATION: Generation = Generation(0);
+pub(crate) const GENERATION: Generation = Generation(0);
 
 /// Settings of one mount.
 #[derive(Debug, Clone)]
@@ -56,17 +55,17 @@ impl Default for MountSettings {
 
 pub struct NfsFs {
     pub(crate) client: Arc<Client>,
-    rt: tokio::runtime::Handle,
-    inodes: Arc<Inodes>,
+    pub(crate) rt: tokio::runtime::Handle,
+    pub(crate) inodes: Arc<Inodes>,
     pub(crate) files: Arc<OpenFiles>,
     /// Directory listings in progress.
-    dirs: Arc<Listings>,
+    pub(crate) dirs: Arc<Listings>,
     /// The names the kernel holds, and open files whose name went.
-    names: Arc<Names>,
-    unlinked: Arc<Unlinked>,
-    settings: MountSettings,
+    pub(crate) names: Arc<Names>,
+    pub(crate) unlinked: Arc<Unlinked>,
+    pub(crate) settings: MountSettings,
     /// Tells the kernel to drop what it cached; set once the session runs.
-    notifier: Arc<OnceLock<fuser::Notifier>>,
+    pub(crate) notifier: Arc<OnceLock<fuser::Notifier>>,
 }
 
 fn utf8(name: &OsStr) -> Result<String, Errno> {
@@ -132,15 +131,6 @@ impl NfsFs {
 
     pub(crate) fn handle(&self, ino: INodeNo) -> Result<nfs_fh3, Errno> {
         self.inodes.handle(ino.0).ok_or(Errno::ESTALE)
-    }
-
-    /// The directory `ino` (handle `fh`) and the one it is named in, for
-    /// the `.` and `..` of its listings; itself as its parent at the
-    /// mount's root (or when the kernel holds no name of it).
-    fn dots(&self, ino: INodeNo, fh: nfs_fh3) -> Dots {
-        let parent = self.names.parent_of(ino.0).and_then(|p| Some((p, self.inodes.handle(p)?)));
-        let parent = parent.unwrap_or_else(|| (ino.0, fh.clone()));
-        Dots { fh: (ino.0, fh), parent }
     }
 
     /// Runs `make` (which looks up or creates `name` in `parent`) and
@@ -302,7 +292,10 @@ impl Filesystem for NfsFs {
             Ok(fh) => fh,
             Err(e) => return reply.error(e),
         };
-        let set = sattr(mode, uid, gid, size, atime, mtime);
+        let set = match sattr(mode, uid, gid, size, atime, mtime) {
+            Ok(set) => set,
+            Err(e) => return reply.error(e),
+        };
         let (c, files, ttl) = (self.client.clone(), self.files.clone(), self.settings.attr_ttl);
         let unlinked = self.unlinked.clone();
         self.spawn(async move {
@@ -621,119 +614,16 @@ impl Filesystem for NfsFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        // ENOSYS (once) and the kernel opens directories itself from then
-        // on, keeping their listings (see `MountSettings::no_opendir`).
-        if self.settings.no_opendir {
-            return reply.error(Errno::ENOSYS);
-        }
-        let fh = match self.handle(ino) {
-            Ok(fh) => fh,
-            Err(e) => return reply.error(e),
-        };
-        let id = self.dirs.open();
-        let (c, files) = (self.client.clone(), self.files.clone());
-        self.spawn(async move {
-            // The kernel keeps the listing it read (FOPEN_CACHE_DIR) and
-            // reuses it at the next open while the directory's attributes
-            // (through the attribute cache, as an NFS client treats
-            // directories) say it is unchanged; a change made through the
-            // mount drops it in the kernel itself.
-            let a = match c.getattr(&fh).await {
-                Ok(a) => a,
-                Err(e) => return reply.error(errno(&e)),
-            };
-            let mut flags = FopenFlags::FOPEN_CACHE_DIR;
-            if files.unchanged_since_last_open(ino.0, &a) {
-                flags |= FopenFlags::FOPEN_KEEP_CACHE;
-            }
-            reply.opened(FileHandle(id), flags);
-        });
+        self.list_open(ino, reply);
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let dir = match self.handle(ino) {
-            Ok(d) => d,
-            Err(e) => return reply.error(e),
-        };
-        let (c, inodes, dirs) = (self.client.clone(), self.inodes.clone(), self.dirs.clone());
-        let key = Listings::key(ino.0, fh.0);
-        let dir = self.dots(ino, dir);
-        self.spawn(async move {
-            let page = match dirs.page(&c, key, &dir, offset).await {
-                Ok(p) => p,
-                Err(e) => return reply.error(errno(&e)),
-            };
-            let mut all = true;
-            for e in &page.entries {
-                // An entry the kernel never looked up has no node id yet:
-                // its file id stands in (readdir ids are only reported).
-                let id = e.name_handle.as_ref().and_then(|h| inodes.known(h)).unwrap_or(e.fileid);
-                let t = e.name_attributes.as_ref().map_or(fuser::FileType::RegularFile, |a| kind(a.r#type));
-                if reply.add(INodeNo(id), e.cookie, t, OsStr::from_bytes(&e.name)) {
-                    all = false;
-                    break;
-                }
-            }
-            if all && page.eof {
-                dirs.ended(key, page.entries.last().map_or(offset, |e| e.cookie));
-            }
-            reply.ok();
-        });
+    // Listings are in listing.rs.
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
+        self.list(ino, fh, offset, reply);
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let dir = match self.handle(ino) {
-            Ok(d) => d,
-            Err(e) => return reply.error(e),
-        };
-        let (c, inodes, dirs, ttl) =
-            (self.client.clone(), self.inodes.clone(), self.dirs.clone(), self.settings.attr_ttl);
-        let key = Listings::key(ino.0, fh.0);
-        let names = self.names.clone();
-        let dir = self.dots(ino, dir);
-        self.spawn(async move {
-            let page = match dirs.page(&c, key, &dir, offset).await {
-                Ok(p) => p,
-                Err(e) => return reply.error(errno(&e)),
-            };
-            let mut all = true;
-            for e in &page.entries {
-                let name = OsStr::from_bytes(&e.name);
-                let dot = e.name[..] == b"."[..] || e.name[..] == b".."[..];
-                let full = match (&e.name_handle, &e.name_attributes) {
-                    (Some(h), Some(a)) if !dot => {
-                        // The kernel counts a lookup for every entry but
-                        // `.` and `..` it accepts; one it has no room for
-                        // is given back.
-                        let id = inodes.remember(h);
-                        let full = reply.add(INodeNo(id), e.cookie, name, &ttl, &file_attr(id, a), GENERATION);
-                        if full {
-                            inodes.forget(id, 1);
-                        } else if let Some(name) = name.to_str() {
-                            names.named(ino.0, name, id);
-                        }
-                        full
-                    }
-                    (_, a) => {
-                        // No handle (or `.`/`..`): listed with what is known,
-                        // and a zero id so the kernel looks it up itself.
-                        let attr = a
-                            .as_ref()
-                            .map(|a| file_attr(e.fileid, a))
-                            .unwrap_or_else(|| file_attr(e.fileid, &fattr3::default()));
-                        reply.add(INodeNo(0), e.cookie, name, &Duration::ZERO, &attr, GENERATION)
-                    }
-                };
-                if full {
-                    all = false;
-                    break;
-                }
-            }
-            if all && page.eof {
-                dirs.ended(key, page.entries.last().map_or(offset, |e| e.cookie));
-            }
-            reply.ok();
-        });
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
+        self.list_plus(ino, fh, offset, reply);
     }
 
     // The NFSv4.2 calls are in v42.rs (ENOSYS without NFSv4.2).

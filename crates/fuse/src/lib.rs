@@ -21,6 +21,7 @@ mod dirs;
 mod files;
 pub mod fs;
 mod inodes;
+mod listing;
 mod locks;
 mod names;
 mod remove;
