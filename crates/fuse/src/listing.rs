@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus, ReplyOpen};
-use proto::nfs3::{fattr3, nfs_fh3};
+use proto::nfs3::{fattr3, ftype3, nfs_fh3};
 
 use crate::attr::{errno, file_attr, kind};
 use crate::dirs::{Dots, Listings};
@@ -104,7 +104,12 @@ impl NfsFs {
                 let name = OsStr::from_bytes(&e.name);
                 let dot = e.name[..] == b"."[..] || e.name[..] == b".."[..];
                 let full = match (&e.name_handle, &e.name_attributes) {
-                    (Some(h), Some(a)) if !dot => {
+                    // `.` and `..`: the kernel takes no node from them.
+                    (_, a) if dot => {
+                        let a = a.clone().unwrap_or(fattr3 { r#type: ftype3::NF3DIR, ..Default::default() });
+                        reply.add(INodeNo(0), e.cookie, name, &Duration::ZERO, &file_attr(e.fileid, &a), GENERATION)
+                    }
+                    (Some(h), Some(a)) => {
                         // The kernel counts a lookup for every entry but
                         // `.` and `..` it accepts; one it has no room for
                         // is given back.
@@ -117,14 +122,24 @@ impl NfsFs {
                         }
                         full
                     }
-                    (_, a) => {
-                        // No handle (or `.`/`..`): listed with what is known,
-                        // and a zero id so the kernel looks it up itself.
-                        let attr = a
-                            .as_ref()
-                            .map(|a| file_attr(e.fileid, a))
-                            .unwrap_or_else(|| file_attr(e.fileid, &fattr3::default()));
-                        reply.add(INodeNo(0), e.cookie, name, &Duration::ZERO, &attr, GENERATION)
+                    _ => {
+                        // The server gave no handle or attributes for the
+                        // entry (an attribute error): an entry's id is the
+                        // node the kernel would take, so it is looked up
+                        // rather than listed under a node id nothing knows.
+                        let found = match name.to_str() {
+                            Some(n) => c.lookup_in(&dir.fh.1, n).await.ok(),
+                            None => None,
+                        };
+                        let Some((h, a)) = found else { continue };
+                        let id = inodes.remember(&h);
+                        let full = reply.add(INodeNo(id), e.cookie, name, &ttl, &file_attr(id, &a), GENERATION);
+                        if full {
+                            inodes.forget(id, 1);
+                        } else if let Some(name) = name.to_str() {
+                            names.named(ino.0, name, id);
+                        }
+                        full
                     }
                 };
                 if full {
@@ -138,5 +153,4 @@ impl NfsFs {
             reply.ok();
         });
     }
-
 }
