@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole nfsx test suite: unit tests, whole-request tests, the
 # integration tests that drive the server with real NFS clients (Debian
-# libnfs-utils), the README's commands as written, and a short run of every
-# fuzz target.
+# libnfs-utils), the README's commands as written, a clippy check that the
+# client crates index nothing, and a short run of every fuzz target.
 #
 # Installs what it needs on a Debian machine (as root): libnfs-utils for the
 # real-client tests, NFS-Ganesha and rpcbind for the interop stage (the nfsx
@@ -35,6 +35,15 @@ if ((${#need_apt[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
+
+# The client crates index no reply data, nor any slice: an out-of-range
+# index would be a panic on what a server sent. Their lib.rs denies
+# clippy::indexing_slicing outside tests; this stage holds them to it.
+echo "== clippy: no indexing or slicing in the client crates"
+if ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add clippy
+fi
+cargo clippy --release --no-deps -p client -p client-core -p fuse --lib -- -D clippy::indexing_slicing
 
 echo "== cargo test (release: the integration tests move a 1 GiB file)"
 log=$(mktemp)

@@ -209,7 +209,7 @@ impl<K: Hash + Eq + Clone> ReadCache<K> {
         let first = f.blocks.range(..offset).next_back().map_or(offset, |(&s, _)| s);
         let hit: Vec<u64> = f.blocks.range(first..end).map(|(&s, _)| s).collect();
         for s in hit {
-            let b = &f.blocks[&s];
+            let Some(b) = f.blocks.get(&s) else { continue };
             let e = s + b.data.len() as u64;
             if e <= offset {
                 continue;
@@ -279,11 +279,12 @@ impl<K: Hash + Eq + Clone> ReadCache<K> {
             self.lru.insert(self.tick, (file.clone(), s));
         }
         if let [(s, a, b)] = parts[..] {
-            return Some(f.blocks[&s].data.slice(a..b));
+            let data = &f.blocks.get(&s)?.data;
+            return (a <= b && b <= data.len()).then(|| data.slice(a..b));
         }
         let mut out = BytesMut::with_capacity(len as usize);
         for (s, a, b) in parts {
-            out.extend_from_slice(&f.blocks[&s].data[a..b]);
+            out.extend_from_slice(f.blocks.get(&s)?.data.get(a..b)?);
         }
         Some(out.freeze())
     }

@@ -161,7 +161,7 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
 
     fn pick(&self) -> Option<Choice> {
         for &idx in &self.flushing {
-            let f = &self.files[&idx];
+            let Some(f) = self.files.get(&idx) else { continue };
             let full = self.g.ready_full.range((idx, 0)..=(idx, u64::MAX)).next();
             let partial = self.g.ready_partial.range((idx, 0)..=(idx, u64::MAX)).next();
             if let Some(&(_, start)) = full.into_iter().chain(partial).min() {
@@ -195,7 +195,12 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
 
     /// The file with the most uncommitted acknowledged data and no COMMIT in flight.
     fn commit_candidate(&self) -> Option<u64> {
-        self.g.by_uncovered.iter().rev().map(|&(_, idx)| idx).find(|idx| self.files[idx].commit.is_none())
+        self.g
+            .by_uncovered
+            .iter()
+            .rev()
+            .map(|&(_, idx)| idx)
+            .find(|idx| self.files.get(idx).is_some_and(|f| f.commit.is_none()))
     }
 
     fn new_id(&mut self) -> ReqId {
@@ -258,7 +263,7 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
                         f.add_unstable(w.offset, w.data.slice(..n as usize), &mut self.g);
                     }
                     if n < len {
-                        f.redirty(w.offset + n, &w.data[n as usize..], &mut self.g);
+                        f.redirty(w.offset + n, w.data.get(n as usize..).unwrap_or_default(), &mut self.g);
                     }
                 }
             }
@@ -349,11 +354,11 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
 
     /// Nothing of `file` is cached or on the wire (a requested flush is complete).
     pub fn is_clean(&self, file: &K) -> bool {
-        self.keys.get(file).map(|idx| self.files[idx].is_clean()).unwrap_or(true)
+        self.keys.get(file).and_then(|idx| self.files.get(idx)).is_none_or(|f| f.is_clean())
     }
 
     pub fn file_state(&self, file: &K) -> FileStatus {
-        let Some(f) = self.keys.get(file).map(|idx| &self.files[idx]) else { return FileStatus::default() };
+        let Some(f) = self.keys.get(file).and_then(|idx| self.files.get(idx)) else { return FileStatus::default() };
         FileStatus {
             dirty: f.dirty_bytes,
             in_flight: f.in_flight_bytes,
@@ -370,14 +375,18 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
     /// at least as new as the server's) over `buf`, which the caller filled
     /// from the server or a data cache. Returns how many bytes were copied.
     pub fn overlay(&self, file: &K, offset: u64, buf: &mut [u8]) -> usize {
-        let Some(f) = self.keys.get(file).map(|idx| &self.files[idx]) else { return 0 };
+        let Some(f) = self.keys.get(file).and_then(|idx| self.files.get(idx)) else { return 0 };
         let end = offset + buf.len() as u64;
         let mut copied = 0;
         let mut copy = |s: u64, data: &[u8]| {
             let (a, b) = (s.max(offset), (s + data.len() as u64).min(end));
-            if a < b {
-                buf[(a - offset) as usize..(b - offset) as usize]
-                    .copy_from_slice(&data[(a - s) as usize..(b - s) as usize]);
+            if a >= b {
+                return;
+            }
+            let to = buf.get_mut((a - offset) as usize..(b - offset) as usize);
+            let from = data.get((a - s) as usize..(b - s) as usize);
+            if let (Some(to), Some(from)) = (to, from) {
+                to.copy_from_slice(from);
                 copied += (b - a) as usize;
             }
         };
@@ -386,7 +395,9 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
             copy(s, v);
         }
         for (&s, (_, id)) in f.in_flight.range(from(f.in_flight.range(..offset).next_back().map(|(&s, _)| s))..end) {
-            copy(s, &self.writes[id].data);
+            if let Some(w) = self.writes.get(id) {
+                copy(s, &w.data);
+            }
         }
         for (&s, u) in f.unstable.range(from(f.unstable.range(..offset).next_back().map(|(&s, _)| s))..end) {
             copy(s, &u.data);
@@ -397,7 +408,7 @@ impl<K: Hash + Eq + Clone, E> Writeback<K, E> {
     /// End of the furthest byte cached for `file`: the file size the
     /// application sees is at least this, before the server knows of it.
     pub fn cached_end(&self, file: &K) -> Option<u64> {
-        let f = self.keys.get(file).map(|idx| &self.files[idx])?;
+        let f = self.keys.get(file).and_then(|idx| self.files.get(idx))?;
         let dirty = f.dirty.iter().next_back().map(|(&s, v)| s + v.len() as u64);
         let flight = f.in_flight.values().next_back().map(|&(e, _)| e);
         let unstable = f.unstable.iter().next_back().map(|(&s, u)| s + u.data.len() as u64);

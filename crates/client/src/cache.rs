@@ -73,7 +73,7 @@ impl Caches {
     }
 
     fn invalidated_since(&self, fh: &Bytes, since: u64) -> bool {
-        self.invalidated[bucket(fh)].load(Ordering::Acquire) > since
+        self.invalidated.get(bucket(fh)).is_some_and(|e| e.load(Ordering::Acquire) > since)
     }
 
     /// Fresh cached attributes of `fh`.
@@ -114,7 +114,9 @@ impl Caches {
         // this invalidation or is stored before it and removed by it.
         let mut attrs = self.attrs.lock();
         let e = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-        self.invalidated[bucket(fh)].fetch_max(e, Ordering::AcqRel);
+        if let Some(b) = self.invalidated.get(bucket(fh)) {
+            b.fetch_max(e, Ordering::AcqRel);
+        }
         attrs.invalidate(fh);
     }
 

@@ -143,7 +143,7 @@ impl File {
         let mut done = 0;
         while done < data.len() {
             let n = (data.len() - done).min(wsize);
-            let chunk = Bytes::copy_from_slice(&data[done..done + n]);
+            let chunk = Bytes::copy_from_slice(data.get(done..done + n).unwrap_or_default());
             let ok = self.inner.nfs.write(&self.fh, offset + done as u64, chunk, stable).await?;
             if ok.count == 0 {
                 return Err(crate::error::Error::Invalid(format!("server wrote nothing at {}", offset + done as u64)));
@@ -200,7 +200,9 @@ impl File {
                 self.inner.data.lock().insert(&self.key, pos, data.clone(), &Validator::from(&self.attrs));
             }
             let n = data.len().min(buf.len() - filled);
-            buf[filled..filled + n].copy_from_slice(&data[..n]);
+            if let (Some(to), Some(from)) = (buf.get_mut(filled..filled + n), data.get(..n)) {
+                to.copy_from_slice(from);
+            }
             filled += n;
             if n == 0 || (eof && n == data.len()) {
                 break;
@@ -223,7 +225,7 @@ impl File {
         }
         let len = (buf.len() as u64).min(size - offset);
         let data = self.inner.data.lock().lookup(&self.key, offset, len)?;
-        buf[..data.len()].copy_from_slice(&data);
+        buf.get_mut(..data.len())?.copy_from_slice(&data);
         Some(data.len())
     }
 

@@ -14,6 +14,10 @@
 //! # Ok(()) }
 //! ```
 
+// Data from the network is never indexed into; slices of local buffers
+// use checked access too, so a wrong length is an error, not a panic.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 mod cache;
 mod client;
 pub mod error;

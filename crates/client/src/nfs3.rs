@@ -71,7 +71,8 @@ impl Nfs3 {
         let name = procedure_name(NFS_PROGRAM, NFS_V3, proc_);
         let mut e = Encoder::new();
         args.encode(&mut e);
-        let conn = &self.conns[self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len()];
+        let next = self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len();
+        let conn = self.conns.get(next).ok_or_else(|| Error::Invalid("no NFSv3 connection".into()))?;
         let bytes: Bytes = conn
             .call(NFS_PROGRAM, NFS_V3, proc_, e.into_segments())
             .await
@@ -81,7 +82,7 @@ impl Nfs3 {
     }
 
     pub async fn null(&self) -> Result<()> {
-        let conn = &self.conns[0];
+        let conn = self.conns.first().ok_or_else(|| Error::Invalid("no NFSv3 connection".into()))?;
         conn.call(NFS_PROGRAM, NFS_V3, NFS3_NULL, vec![]).await.map_err(|err| Error::Rpc { proc: "NULL", err })?;
         Ok(())
     }

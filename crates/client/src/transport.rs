@@ -733,24 +733,27 @@ async fn write_loop(mut wr: Writer, mut rx: mpsc::UnboundedReceiver<Vec<Bytes>>)
 
 async fn write_all_vectored(wr: &mut Writer, segs: &mut Vec<Bytes>) -> std::io::Result<()> {
     use bytes::Buf;
+    // Segments before `i` are written.
     let mut i = 0;
-    while i < segs.len() {
+    loop {
         let slices: Vec<std::io::IoSlice> =
-            segs[i..].iter().take(MAX_IOVECS).map(|b| std::io::IoSlice::new(b)).collect();
+            segs.iter().skip(i).take(MAX_IOVECS).map(|b| std::io::IoSlice::new(b)).collect();
+        if slices.is_empty() {
+            break;
+        }
         let mut n = wr.write_vectored(&slices).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
-        while n > 0 {
-            let s = &mut segs[i];
+        for s in segs.iter_mut().skip(i) {
+            if n == 0 {
+                break;
+            }
             let take = n.min(s.len());
             s.advance(take);
             n -= take;
-            if s.is_empty() {
-                i += 1;
-            }
         }
-        while i < segs.len() && segs[i].is_empty() {
+        while segs.get(i).is_some_and(Bytes::is_empty) {
             i += 1;
         }
     }

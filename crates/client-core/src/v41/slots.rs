@@ -88,8 +88,7 @@ impl SlotTable {
     /// those are busy.
     pub fn acquire(&mut self) -> Option<Slot> {
         let limit = (self.target as usize).min(self.slots.len() - 1);
-        let id = (0..=limit).find(|&i| !self.slots[i].busy)?;
-        let s = &mut self.slots[id];
+        let (id, s) = self.slots.iter_mut().enumerate().take(limit + 1).find(|(_, s)| !s.busy)?;
         s.busy = true;
         let seqid = s.seqid.wrapping_add(1);
         let highest = self.slots.iter().rposition(|s| s.busy).unwrap_or(id) as u32;

@@ -119,8 +119,10 @@ pub(super) fn merge_insert(
     // Rewriting bytes already cached: copy in place, nothing moves.
     if let Some((&s, v)) = map.range_mut(..=off).next_back() {
         if s + v.len() as u64 >= end {
-            v[(off - s) as usize..(end - s) as usize].copy_from_slice(data);
-            return Merged { start: s, added: 0, removed: 0 };
+            if let Some(cached) = v.get_mut((off - s) as usize..(end - s) as usize) {
+                cached.copy_from_slice(data);
+                return Merged { start: s, added: 0, removed: 0 };
+            }
         }
     }
     let mut removed = 0;
@@ -147,7 +149,7 @@ pub(super) fn merge_insert(
         removed += v.len() as u64;
         let v_end = k + v.len() as u64;
         if v_end > end {
-            buf.extend_from_slice(&v[(end - k) as usize..]);
+            buf.extend_from_slice(v.get((end - k) as usize..).unwrap_or_default());
         }
     }
     let added = buf.len() as u64;

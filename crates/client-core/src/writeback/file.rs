@@ -191,8 +191,9 @@ impl<K, E> FileState<K, E> {
         let end = off + data.len() as u64;
         for (a, b) in extents::gaps(&self.dirty, off, end, end_of_vec) {
             for (c, d) in extents::gaps(&self.in_flight, a, b, end_of_flight) {
-                let piece = &data[(c - off) as usize..(d - off) as usize];
-                self.insert_split(c, piece, g);
+                if let Some(piece) = data.get((c - off) as usize..(d - off) as usize) {
+                    self.insert_split(c, piece, g);
+                }
             }
         }
     }

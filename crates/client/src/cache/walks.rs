@@ -61,12 +61,14 @@ impl Walks {
             None => {
                 let i = self.next;
                 self.next = (i + 1) % WALKS_KEPT;
-                self.kept[i].path.clear();
-                self.kept[i].path.push_str(path);
                 i
             }
         };
-        let w = &mut self.kept[slot];
+        let Some(w) = self.kept.get_mut(slot) else { return };
+        if w.path != path {
+            w.path.clear();
+            w.path.push_str(path);
+        }
         (w.fh, w.began, w.until, w.drops) = (fh.clone(), began, until, drops);
     }
 }

@@ -9,6 +9,7 @@ use client_core::v41::slots::{Slot, SlotOutcome};
 use proto::nfs4::*;
 use xdr::{Decode, Decoder};
 
+use super::reply::{self, Results};
 use super::session::{NFS4_PROGRAM, NFS_V4};
 use super::Nfs41;
 use crate::error::{Error, Result};
@@ -181,9 +182,34 @@ pub(crate) fn op_name(r: &nfs_resop4) -> &'static str {
 }
 
 /// The status of a compound whose last result failed, as an error.
-pub(crate) fn failure(r: &COMPOUND4res) -> Error {
-    let op = r.resarray.last().map_or("COMPOUND", op_name);
-    Error::Nfs4 { op, status: r.status }
+pub(crate) fn failure(r: &Results) -> Error {
+    let op = r.last().map_or("COMPOUND", op_name);
+    Error::Nfs4 { op, status: r.status() }
+}
+
+/// What a reply's first result says of the SEQUENCE sent.
+enum Sequence {
+    Done {
+        highest_slotid: u32,
+        target_highest_slotid: u32,
+        flags: u32,
+    },
+    Failed(nfsstat4),
+    /// No result at all: the compound was refused before SEQUENCE.
+    Missing,
+}
+
+fn sequence_of(first: Option<&nfs_resop4>) -> Sequence {
+    match first {
+        Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::NFS4_OK(ok))) => Sequence::Done {
+            highest_slotid: ok.sr_highest_slotid,
+            target_highest_slotid: ok.sr_target_highest_slotid,
+            flags: ok.sr_status_flags,
+        },
+        Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(status))) => Sequence::Failed(*status),
+        // Anything else fails the check before it matters.
+        _ => Sequence::Missing,
+    }
 }
 
 fn lost_session(s: nfsstat4) -> bool {
@@ -212,23 +238,25 @@ impl Nfs41 {
 
     /// `ops` behind a SEQUENCE; every operation succeeded. Their results
     /// come back in order, the SEQUENCE's removed.
-    pub(crate) async fn compound(&self, ops: Vec<nfs_argop4>) -> Result<Vec<nfs_resop4>> {
+    pub(crate) async fn compound(&self, ops: Vec<nfs_argop4>) -> Result<Results> {
         let r = self.compound_status(ops).await?;
-        if r.status != nfsstat4::NFS4_OK {
+        if r.status() != nfsstat4::NFS4_OK {
             return Err(failure(&r));
         }
-        Ok(r.resarray)
+        Ok(r)
     }
 
     /// `ops` behind a SEQUENCE, the reply whole (SEQUENCE's result
-    /// removed) whatever its status. A session the server lost is
-    /// re-established and the request sent again; NFS4ERR_DELAY and
-    /// NFS4ERR_GRACE are retried after a wait that starts at 1 ms and
-    /// doubles, as long as nothing in the compound took effect before the
-    /// operation that asked for the wait.
-    pub(crate) async fn compound_status(&self, mut ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
+    /// removed) whatever its status, once it passed [`reply::check`]. A
+    /// session the server lost is re-established and the request sent
+    /// again; NFS4ERR_DELAY and NFS4ERR_GRACE are retried after a wait that
+    /// starts at 1 ms and doubles, as long as nothing in the compound took
+    /// effect before the operation that asked for the wait.
+    pub(crate) async fn compound_status(&self, mut ops: Vec<nfs_argop4>) -> Result<Results> {
         let name = main_op(&ops);
         let first_change = ops.iter().position(changes_state).unwrap_or(ops.len());
+        let sent: Vec<nfs_opnum4> =
+            std::iter::once(nfs_opnum4::OP_SEQUENCE).chain(ops.iter().map(nfs_argop4::discriminant)).collect();
         let mut backoff = Backoff::new(&self.retry);
         // A slot whose last send the server is still executing, to send on
         // again with the same sequence id (RFC 8881 section 2.10.6.2).
@@ -261,23 +289,31 @@ impl Nfs41 {
                 Ok(b) => b,
                 Err(e) => return Err(e), // the guard marks the slot Unknown
             };
-            let mut r = COMPOUND4res::decode(&mut Decoder::new(bytes))
+            let r = COMPOUND4res::decode(&mut Decoder::new(bytes))
                 .map_err(|e| Error::Decode { proc: name, why: e.to_string() })?;
-            let seq = if r.resarray.is_empty() { None } else { Some(r.resarray.remove(0)) };
-            let retry_status = match seq {
-                Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::NFS4_OK(ok))) => {
-                    slot.finish(SlotOutcome::Done {
-                        highest_slotid: ok.sr_highest_slotid,
-                        target_highest_slotid: ok.sr_target_highest_slotid,
-                    });
-                    self.on_status_flags(ok.sr_status_flags);
-                    let failed_at = r.resarray.len().saturating_sub(1);
-                    match r.status {
-                        nfsstat4::NFS4ERR_DELAY | nfsstat4::NFS4ERR_GRACE if failed_at <= first_change => r.status,
+            let status = r.status;
+            let verdict = reply::check(&sent, status, &r.resarray);
+            let retry_status = match (sequence_of(r.resarray.first()), verdict) {
+                (Sequence::Done { highest_slotid, target_highest_slotid, flags }, verdict) => {
+                    // The server executed the SEQUENCE: its sequence id
+                    // is used whatever the rest of the reply is.
+                    slot.finish(SlotOutcome::Done { highest_slotid, target_highest_slotid });
+                    self.on_status_flags(flags);
+                    verdict.map_err(|why| reply::bad_reply(name, why))?;
+                    // The check left a failed result last, after the SEQUENCE.
+                    let failed_at = r.resarray.len().saturating_sub(2);
+                    match status {
+                        nfsstat4::NFS4ERR_DELAY | nfsstat4::NFS4ERR_GRACE if failed_at <= first_change => status,
                         s if lost_session(s) && failed_at <= first_change => s,
-                        _ => return Ok(r),
+                        _ => {
+                            let results = r.resarray.into_iter().skip(1).collect();
+                            return Ok(Results::new(name, status, results));
+                        }
                     }
                 }
+                // Not a reply to this request: whether the server executed
+                // it is unknown (the guard says so of the slot).
+                (_, Err(why)) => return Err(reply::bad_reply(name, why)),
                 // The server is still executing this slot's request with
                 // this sequence id: the RPC layer sent this one again after
                 // a timeout. Asking on another slot, or giving this one back
@@ -285,11 +321,11 @@ impl Nfs41 {
                 // id the server holds (SEQ_FALSE_RETRY once it is done);
                 // the same request goes again on it after the wait, and gets
                 // the reply the server kept, or RETRY_UNCACHED_REP.
-                Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(nfsstat4::NFS4ERR_DELAY))) => {
+                (Sequence::Failed(nfsstat4::NFS4ERR_DELAY), Ok(())) => {
                     kept = Some((slot, s, sessionid));
                     nfsstat4::NFS4ERR_DELAY
                 }
-                Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(status))) => {
+                (Sequence::Failed(status), Ok(())) => {
                     let outcome = match status {
                         nfsstat4::NFS4ERR_SEQ_MISORDERED => SlotOutcome::Misordered,
                         nfsstat4::NFS4ERR_RETRY_UNCACHED_REP | nfsstat4::NFS4ERR_SEQ_FALSE_RETRY => SlotOutcome::Used,
@@ -298,12 +334,12 @@ impl Nfs41 {
                     slot.finish(outcome);
                     status
                 }
-                _ => {
+                (Sequence::Missing, Ok(())) => {
                     slot.finish(SlotOutcome::NotExecuted);
-                    if !lost_session(r.status) {
-                        return Err(failure(&r));
+                    if !lost_session(status) {
+                        return Err(Error::Nfs4 { op: "COMPOUND", status });
                     }
-                    r.status
+                    status
                 }
             };
             if lost_session(retry_status) {

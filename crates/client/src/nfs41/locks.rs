@@ -11,7 +11,6 @@ use client_core::v41::locallocks::{range_end, LocalLock};
 use proto::nfs4::*;
 
 use super::compound::failure;
-use super::ops::attrs_of;
 use super::Nfs41;
 use crate::error::{Error, Result};
 use crate::nfs::Locked;
@@ -130,7 +129,11 @@ impl Nfs41 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         fh.hash(&mut h);
-        &self.lock_gates[(h.finish() as usize) % self.lock_gates.len()]
+        let i = (h.finish() as usize) % self.lock_gates.len();
+        // A hash modulo the table's length (LOCK_GATES, never 0), not data
+        // from the network.
+        #[allow(clippy::indexing_slicing)]
+        &self.lock_gates[i]
     }
 
     /// The waits between asks for a lock held elsewhere: from the retry
@@ -226,11 +229,11 @@ impl Nfs41 {
             ops.push(self.getattr_op());
         }
         let r = self.compound_status(ops).await?;
-        match r.resarray.get(1) {
+        match r.get(1) {
             Some(nfs_resop4::OP_LOCK(LOCK4res::NFS4_OK(ok))) => {
                 self.locks.lock().insert((fh.clone(), owner), ok.lock_stateid.clone());
                 // The lock is held whatever became of the GETATTR.
-                let attrs = r.resarray.get(2).and_then(|g| attrs_of(self, g).ok());
+                let attrs = r.attrs(2).ok();
                 Ok(Locked { conflict: None, attrs })
             }
             Some(nfs_resop4::OP_LOCK(LOCK4res::NFS4ERR_DENIED(d))) => {
@@ -269,7 +272,7 @@ impl Nfs41 {
             }),
         ];
         let r = self.compound_status(ops).await?;
-        match r.resarray.get(1) {
+        match r.get(1) {
             Some(nfs_resop4::OP_LOCKT(LOCKT4res::NFS4_OK)) => Ok(None),
             Some(nfs_resop4::OP_LOCKT(LOCKT4res::NFS4ERR_DENIED(d))) => Ok(Some(conflict(d))),
             _ => Err(failure(&r)),

@@ -10,11 +10,14 @@
 
 mod callback;
 mod compound;
+#[doc(hidden)]
+pub mod fuzzing;
 mod locks;
 mod oneshot;
 mod opens;
 mod ops;
 mod pnfs;
+mod reply;
 mod session;
 mod v42;
 

@@ -17,12 +17,64 @@ use proto::nfs3::{fattr3, sattr3};
 use proto::nfs4::*;
 
 use super::compound::failure;
-use super::ops::{attrs_of, fh_of};
+use super::reply::Results;
 use super::Nfs41;
 use crate::error::Result;
 
 /// RFC 8881 16.2.3.1.2: seqid 1, other all zero: "the current stateid".
 const CURRENT_STATEID: stateid4 = stateid4 { seqid: 1, other: [0; 12] };
+
+/// The compound for `owner`, and where its CLOSE is.
+pub(crate) fn oneshot_ops(
+    owner: open_owner4,
+    dir: &Bytes,
+    name: &str,
+    attrs: &sattr3,
+    data: Bytes,
+) -> (Vec<nfs_argop4>, usize) {
+    let set = sattr3 { size: Some(0), ..attrs.clone() };
+    let open = OPEN4args {
+        seqid: 0,
+        share_access: OPEN4_SHARE_ACCESS_WRITE | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+        owner,
+        openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(client_core::v41::attrs::encode_sattr(&set))),
+        claim: open_claim4::CLAIM_NULL(Bytes::copy_from_slice(name.as_bytes())),
+    };
+    let mut ops =
+        vec![nfs_argop4::OP_PUTFH(PUTFH4args { object: dir.clone() }), nfs_argop4::OP_OPEN(open), nfs_argop4::OP_GETFH];
+    if !data.is_empty() {
+        ops.push(nfs_argop4::OP_WRITE(WRITE4args {
+            stateid: CURRENT_STATEID,
+            offset: 0,
+            stable: stable_how4::FILE_SYNC4,
+            data,
+        }));
+    }
+    let close_at = ops.len();
+    ops.push(nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: CURRENT_STATEID }));
+    ops.push(super::ops::getattr_op());
+    ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: dir.clone() }));
+    ops.push(super::ops::getattr_op());
+    (ops, close_at)
+}
+
+/// The open a failed one-shot compound left behind (OPEN and GETFH
+/// done, CLOSE not reached): its stateid and the file's handle.
+pub(crate) fn left_open(r: &Results, close_at: usize) -> Option<(stateid4, Bytes)> {
+    match r.get(1) {
+        Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) if r.len() <= close_at => {
+            Some((ok.stateid.clone(), r.getfh(2).ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// The file's handle, its attributes and the directory's, from a
+/// successful one-shot compound.
+pub(crate) fn oneshot_reply(r: &Results, close_at: usize) -> Result<(Bytes, fattr3, fattr3)> {
+    Ok((r.getfh(2)?, r.attrs(close_at + 1)?, r.attrs(close_at + 3)?))
+}
 
 impl Nfs41 {
     fn oneshot_owner(&self) -> open_owner4 {
@@ -40,44 +92,12 @@ impl Nfs41 {
         attrs: &sattr3,
         data: Bytes,
     ) -> Result<(Bytes, fattr3, fattr3)> {
-        let set = sattr3 { size: Some(0), ..attrs.clone() };
-        let open = OPEN4args {
-            seqid: 0,
-            share_access: OPEN4_SHARE_ACCESS_WRITE | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-            share_deny: OPEN4_SHARE_DENY_NONE,
-            owner: self.oneshot_owner(),
-            openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(client_core::v41::attrs::encode_sattr(&set))),
-            claim: open_claim4::CLAIM_NULL(Bytes::copy_from_slice(name.as_bytes())),
-        };
-        let mut ops = vec![
-            nfs_argop4::OP_PUTFH(PUTFH4args { object: dir.clone() }),
-            nfs_argop4::OP_OPEN(open),
-            nfs_argop4::OP_GETFH,
-        ];
-        if !data.is_empty() {
-            ops.push(nfs_argop4::OP_WRITE(WRITE4args {
-                stateid: CURRENT_STATEID,
-                offset: 0,
-                stable: stable_how4::FILE_SYNC4,
-                data,
-            }));
-        }
-        let close_at = ops.len();
-        ops.push(nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: CURRENT_STATEID }));
-        ops.push(self.getattr_op());
-        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: dir.clone() }));
-        ops.push(self.getattr_op());
+        let (ops, close_at) = oneshot_ops(self.oneshot_owner(), dir, name, attrs, data);
         let r = self.compound_status(ops).await?;
-        if r.status != nfsstat4::NFS4_OK {
+        if r.status() != nfsstat4::NFS4_OK {
             // Opened but not closed (the WRITE failed, say): the open goes
             // now rather than at lease expiry.
-            let opened = match r.resarray.get(1) {
-                Some(nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok))) if r.resarray.len() <= close_at => {
-                    Some((ok.stateid.clone(), r.resarray.get(2).and_then(|g| fh_of(g).ok())))
-                }
-                _ => None,
-            };
-            if let Some((stateid, Some(fh))) = opened {
+            if let Some((stateid, fh)) = left_open(&r, close_at) {
                 let close = vec![
                     nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
                     nfs_argop4::OP_CLOSE(CLOSE4args { seqid: 0, open_stateid: stateid }),
@@ -88,9 +108,6 @@ impl Nfs41 {
             }
             return Err(failure(&r));
         }
-        let fh = fh_of(&r.resarray[2])?;
-        let attrs = attrs_of(self, &r.resarray[close_at + 1])?;
-        let dir_after = attrs_of(self, &r.resarray[close_at + 3])?;
-        Ok((fh, attrs, dir_after))
+        oneshot_reply(&r, close_at)
     }
 }

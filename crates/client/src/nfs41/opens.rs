@@ -8,7 +8,6 @@ use client_core::v41::delegations::DelegationKind;
 use proto::nfs3::fattr3;
 use proto::nfs4::*;
 
-use super::ops::{attrs_of, fh_of};
 use super::Nfs41;
 use crate::error::{Error, Result};
 
@@ -95,9 +94,9 @@ impl Nfs41 {
             self.getattr_op(),
         ];
         let res = self.compound(ops).await?;
-        let fh = fh_of(&res[2])?;
-        self.opened(&fh, &res[1], access)?;
-        Ok((fh, attrs_of(self, &res[3])?, attrs_of(self, &res[5])?))
+        let fh = res.getfh(2)?;
+        self.opened(&fh, res.op(1)?, access)?;
+        Ok((fh, res.attrs(3)?, res.attrs(5)?))
     }
 
     /// OPEN of a file by its handle (CLAIM_FH), for callers that hold the
@@ -109,8 +108,8 @@ impl Nfs41 {
             self.getattr_op(),
         ];
         let res = self.compound(ops).await?;
-        let attrs = attrs_of(self, &res[2])?;
-        self.opened(fh, &res[1], access)?;
+        let attrs = res.attrs(2)?;
+        self.opened(fh, res.op(1)?, access)?;
         Ok(attrs)
     }
 

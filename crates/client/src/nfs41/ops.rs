@@ -8,23 +8,13 @@ use client_core::v41::attrs::{self, bitmap, FS_INFO, FS_STAT, STAT};
 use proto::nfs3::*;
 use proto::nfs4::*;
 
+use super::reply::Results;
 use super::Nfs41;
 use crate::error::{Error, Result};
 
 /// Times a READ or WRITE is sent again after its stateid went stale
 /// under it (each time with the stateid that replaced it).
 const STALE_STATEID_RETRIES: u32 = 2;
-
-fn malformed(what: &str) -> Error {
-    Error::Decode { proc: "COMPOUND", why: format!("{what} missing from the reply") }
-}
-
-pub(crate) fn fh_of(r: &nfs_resop4) -> Result<Bytes> {
-    match r {
-        nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(ok)) => Ok(ok.object.clone()),
-        _ => Err(malformed("GETFH")),
-    }
-}
 
 fn decoded(f: &fattr4) -> Result<attrs::Attrs> {
     attrs::decode(f).map_err(|why| Error::Decode { proc: "GETATTR", why })
@@ -69,14 +59,7 @@ pub(crate) fn to_fattr3(f: &fattr4) -> Result<fattr3> {
     Ok(decoded(f)?.to_fattr3(uid_by_name, gid_by_name))
 }
 
-pub(crate) fn attrs_of(_nfs: &Nfs41, r: &nfs_resop4) -> Result<fattr3> {
-    match r {
-        nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) => to_fattr3(&ok.obj_attributes),
-        _ => Err(malformed("GETATTR")),
-    }
-}
-
-fn putfh(fh: &Bytes) -> nfs_argop4 {
+pub(crate) fn putfh(fh: &Bytes) -> nfs_argop4 {
     nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() })
 }
 
@@ -84,7 +67,7 @@ fn name4(name: &str) -> Bytes {
     Bytes::copy_from_slice(name.as_bytes())
 }
 
-fn lookup_op(name: &str) -> nfs_argop4 {
+pub(crate) fn lookup_op(name: &str) -> nfs_argop4 {
     if name == ".." {
         nfs_argop4::OP_LOOKUPP
     } else {
@@ -113,43 +96,156 @@ fn wcc(after: Option<fattr3>) -> wcc_data {
     wcc_data { before: None, after }
 }
 
+pub(crate) fn getattr_op() -> nfs_argop4 {
+    nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(STAT) })
+}
+
+// Each call's operations and what its reply means, apart from the call,
+// so that `super::fuzzing` drives the same code with any reply.
+
+/// PUTROOTFH, a LOOKUP per component of `export`, GETFH, GETATTR.
+pub(crate) fn lookup_export_ops(export: &str) -> Vec<nfs_argop4> {
+    let mut ops = vec![nfs_argop4::OP_PUTROOTFH];
+    ops.extend(export.split('/').filter(|c| !c.is_empty()).map(lookup_op));
+    ops.push(nfs_argop4::OP_GETFH);
+    ops.push(nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_INFO) }));
+    ops
+}
+
+/// The root handle and lease time from the reply to `lookup_export_ops`
+/// of an export of `components` components.
+pub(crate) fn lookup_export_reply(res: &Results, components: usize) -> Result<(Bytes, u32)> {
+    let fh = res.getfh(components + 1)?;
+    let lease = decoded(res.fattr(components + 2)?)?.lease_time.unwrap_or(90);
+    Ok((fh, lease))
+}
+
+pub(crate) fn io_limits_ops(fh: &Bytes) -> Vec<nfs_argop4> {
+    vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_INFO) })]
+}
+
+pub(crate) fn io_limits_reply(res: &Results) -> Result<crate::nfs::FsLimits> {
+    let a = decoded(res.fattr(1)?)?;
+    let clamp = |v: Option<u64>| v.map_or(0, |v| v.min(u32::MAX as u64) as u32);
+    let time_delta_ns =
+        a.time_delta.map(|t| (t.seconds.max(0) as u64).saturating_mul(1_000_000_000).saturating_add(t.nseconds as u64));
+    Ok(crate::nfs::FsLimits { rtmax: clamp(a.maxread), wtmax: clamp(a.maxwrite), time_delta_ns })
+}
+
+/// LOOKUP with the directory's attributes too, in one compound: the name
+/// cache keeps names only under known directory attributes.
+pub(crate) fn lookup_ops(dir: &Bytes, name: &str) -> Vec<nfs_argop4> {
+    vec![putfh(dir), getattr_op(), lookup_op(name), nfs_argop4::OP_GETFH, getattr_op()]
+}
+
+pub(crate) fn lookup_reply(res: &Results) -> Result<LOOKUP3resok> {
+    Ok(LOOKUP3resok {
+        object: nfs_fh3 { data: res.getfh(3)? },
+        obj_attributes: Some(res.attrs(4)?),
+        dir_attributes: Some(res.attrs(1)?),
+    })
+}
+
+pub(crate) fn read_reply(res: &Results) -> Result<READ3resok> {
+    res.pick(1, "READ", |r| match r {
+        nfs_resop4::OP_READ(READ4res::NFS4_OK(ok)) => {
+            Some(READ3resok { file_attributes: None, count: ok.data.len() as u32, eof: ok.eof, data: ok.data.clone() })
+        }
+        _ => None,
+    })
+}
+
+pub(crate) fn create_other_ops(dir: &Bytes, name: &str, objtype: createtype4, set: &sattr3) -> Vec<nfs_argop4> {
+    vec![
+        putfh(dir),
+        nfs_argop4::OP_CREATE(CREATE4args { objtype, objname: name4(name), createattrs: attrs::encode_sattr(set) }),
+        nfs_argop4::OP_GETFH,
+        getattr_op(),
+    ]
+}
+
+pub(crate) fn create_other_reply(res: &Results) -> Result<(nfs_fh3, fattr3)> {
+    Ok((nfs_fh3 { data: res.getfh(2)? }, res.attrs(3)?))
+}
+
+/// READDIR asking each entry's handle and attributes, behind the
+/// directory's GETATTR.
+pub(crate) fn readdirplus_ops(dir: &Bytes, cookie: u64, cookieverf: [u8; 8], maxcount: u32) -> Vec<nfs_argop4> {
+    let args = READDIR4args {
+        cookie,
+        cookieverf,
+        dircount: maxcount / 4,
+        maxcount,
+        attr_request: bitmap(&attrs::readdir_attrs()),
+    };
+    vec![putfh(dir), getattr_op(), nfs_argop4::OP_READDIR(args)]
+}
+
+pub(crate) fn readdirplus_reply(res: &Results) -> Result<READDIRPLUS3resok> {
+    let dir_attributes = Some(res.attrs(1)?);
+    let ok = res.pick(2, "READDIR", |r| match r {
+        nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(ok)) => Some(ok),
+        _ => None,
+    })?;
+    let mut entries = Vec::with_capacity(ok.reply.entries.len());
+    for e in &ok.reply.entries {
+        let a = decoded(&e.attrs)?;
+        let usable = a.rdattr_error.is_none_or(|s| s == 0) && a.r#type.is_some();
+        entries.push(entryplus3 {
+            fileid: a.fileid.unwrap_or(0),
+            name: e.name.clone(),
+            cookie: e.cookie,
+            name_attributes: usable.then(|| a.to_fattr3(uid_by_name, gid_by_name)),
+            name_handle: a.filehandle.clone().filter(|_| usable).map(|data| nfs_fh3 { data }),
+        });
+    }
+    Ok(READDIRPLUS3resok {
+        dir_attributes,
+        cookieverf: ok.cookieverf,
+        reply: dirlistplus3 { entries, eof: ok.reply.eof },
+    })
+}
+
+pub(crate) fn fsstat_ops(fh: &Bytes) -> Vec<nfs_argop4> {
+    vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_STAT) })]
+}
+
+pub(crate) fn fsstat_reply(res: &Results) -> Result<FSSTAT3resok> {
+    let a = decoded(res.fattr(1)?)?;
+    Ok(FSSTAT3resok {
+        obj_attributes: None,
+        tbytes: a.space_total.unwrap_or(0),
+        fbytes: a.space_free.unwrap_or(0),
+        abytes: a.space_avail.unwrap_or(0),
+        tfiles: a.files_total.unwrap_or(0),
+        ffiles: a.files_free.unwrap_or(0),
+        afiles: a.files_avail.unwrap_or(0),
+        invarsec: 0,
+    })
+}
+
 impl Nfs41 {
     pub(crate) fn getattr_op(&self) -> nfs_argop4 {
-        nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(STAT) })
+        getattr_op()
     }
 
     /// The export's root handle and the server's lease time, in one
     /// compound: PUTROOTFH, a LOOKUP per component, GETFH, GETATTR.
     pub(crate) async fn lookup_export(&self, export: &str) -> Result<(Bytes, u32)> {
-        let mut ops = vec![nfs_argop4::OP_PUTROOTFH];
-        ops.extend(export.split('/').filter(|c| !c.is_empty()).map(lookup_op));
-        ops.push(nfs_argop4::OP_GETFH);
-        ops.push(nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_INFO) }));
-        let res = self.compound(ops).await.map_err(|e| Error::Mount { export: export.into(), why: e.to_string() })?;
-        let n = res.len();
-        let fh = fh_of(&res[n - 2])?;
-        let lease = match &res[n - 1] {
-            nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) => decoded(&ok.obj_attributes)?.lease_time.unwrap_or(90),
-            _ => 90,
-        };
-        Ok((fh, lease))
+        let ops = lookup_export_ops(export);
+        let components = ops.len().saturating_sub(3);
+        let mount_failed = |e: Error| Error::Mount { export: export.into(), why: e.to_string() };
+        let res = self.compound(ops).await.map_err(mount_failed)?;
+        lookup_export_reply(&res, components).map_err(mount_failed)
     }
 
     /// The largest READ and WRITE the server takes.
     pub async fn io_limits(&self, fh: &Bytes) -> Result<crate::nfs::FsLimits> {
-        let ops = vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_INFO) })];
-        let res = self.compound(ops).await?;
-        let nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) = &res[1] else { return Err(malformed("GETATTR")) };
-        let a = decoded(&ok.obj_attributes)?;
-        let clamp = |v: Option<u64>| v.map_or(0, |v| v.min(u32::MAX as u64) as u32);
-        let time_delta_ns =
-            a.time_delta.map(|t| (t.seconds.max(0) as u64).saturating_mul(1_000_000_000) + t.nseconds as u64);
-        Ok(crate::nfs::FsLimits { rtmax: clamp(a.maxread), wtmax: clamp(a.maxwrite), time_delta_ns })
+        io_limits_reply(&self.compound(io_limits_ops(fh)).await?)
     }
 
     pub async fn getattr(&self, fh: &Bytes) -> Result<fattr3> {
-        let res = self.compound(vec![putfh(fh), self.getattr_op()]).await?;
-        attrs_of(self, &res[1])
+        self.compound(vec![putfh(fh), getattr_op()]).await?.attrs(1)
     }
 
     pub async fn setattr(&self, fh: &Bytes, set: sattr3) -> Result<SETATTR3resok> {
@@ -162,19 +258,11 @@ impl Nfs41 {
             self.getattr_op(),
         ];
         let res = self.compound(ops).await?;
-        Ok(SETATTR3resok { obj_wcc: wcc(Some(attrs_of(self, &res[2])?)) })
+        Ok(SETATTR3resok { obj_wcc: wcc(Some(res.attrs(2)?)) })
     }
 
-    /// LOOKUP with the directory's attributes too, in one compound: the
-    /// name cache keeps names only under known directory attributes.
     pub async fn lookup(&self, dir: &Bytes, name: &str) -> Result<LOOKUP3resok> {
-        let ops = vec![putfh(dir), self.getattr_op(), lookup_op(name), nfs_argop4::OP_GETFH, self.getattr_op()];
-        let res = self.compound(ops).await?;
-        Ok(LOOKUP3resok {
-            object: nfs_fh3 { data: fh_of(&res[3])? },
-            obj_attributes: Some(attrs_of(self, &res[4])?),
-            dir_attributes: Some(attrs_of(self, &res[1])?),
-        })
+        lookup_reply(&self.compound(lookup_ops(dir, name)).await?)
     }
 
     /// A READ or WRITE (or SETATTR) with the stateid `io_stateid` names
@@ -186,7 +274,7 @@ impl Nfs41 {
         fh: &Bytes,
         write: bool,
         make: impl Fn(stateid4) -> Vec<nfs_argop4>,
-    ) -> Result<Vec<nfs_resop4>> {
+    ) -> Result<Results> {
         let mut tries = 0;
         loop {
             let stateid = self.io_stateid(fh, write);
@@ -218,16 +306,7 @@ impl Nfs41 {
             return Ok(READ3resok { file_attributes: None, count: data.len() as u32, eof, data });
         }
         let read = |stateid| vec![putfh(fh), nfs_argop4::OP_READ(READ4args { stateid, offset, count })];
-        let res = self.with_io_stateid(fh, false, read).await?;
-        match &res[1] {
-            nfs_resop4::OP_READ(READ4res::NFS4_OK(ok)) => Ok(READ3resok {
-                file_attributes: None,
-                count: ok.data.len() as u32,
-                eof: ok.eof,
-                data: ok.data.clone(),
-            }),
-            _ => Err(malformed("READ")),
-        }
+        read_reply(&self.with_io_stateid(fh, false, read).await?)
     }
 
     pub async fn write(&self, fh: &Bytes, offset: u64, data: Bytes, stable: stable_how) -> Result<WRITE3resok> {
@@ -240,15 +319,15 @@ impl Nfs41 {
             vec![putfh(fh), nfs_argop4::OP_WRITE(args)]
         };
         let res = self.with_io_stateid(fh, true, write).await?;
-        match &res[1] {
-            nfs_resop4::OP_WRITE(WRITE4res::NFS4_OK(ok)) => Ok(WRITE3resok {
+        res.pick(1, "WRITE", |r| match r {
+            nfs_resop4::OP_WRITE(WRITE4res::NFS4_OK(ok)) => Some(WRITE3resok {
                 file_wcc: wcc(None),
                 count: ok.count,
                 committed: stable3(ok.committed),
                 verf: ok.writeverf,
             }),
-            _ => Err(malformed("WRITE")),
-        }
+            _ => None,
+        })
     }
 
     pub async fn commit(&self, fh: &Bytes) -> Result<COMMIT3resok> {
@@ -256,12 +335,12 @@ impl Nfs41 {
             return r;
         }
         let res = self.compound(vec![putfh(fh), nfs_argop4::OP_COMMIT(COMMIT4args { offset: 0, count: 0 })]).await?;
-        match &res[1] {
+        res.pick(1, "COMMIT", |r| match r {
             nfs_resop4::OP_COMMIT(COMMIT4res::NFS4_OK(ok)) => {
-                Ok(COMMIT3resok { file_wcc: wcc(None), verf: ok.writeverf })
+                Some(COMMIT3resok { file_wcc: wcc(None), verf: ok.writeverf })
             }
-            _ => Err(malformed("COMMIT")),
-        }
+            _ => None,
+        })
     }
 
     /// A regular file made with OPEN (NFSv4 has no other way): the open
@@ -287,14 +366,7 @@ impl Nfs41 {
         objtype: createtype4,
         set: &sattr3,
     ) -> Result<(nfs_fh3, fattr3)> {
-        let ops = vec![
-            putfh(dir),
-            nfs_argop4::OP_CREATE(CREATE4args { objtype, objname: name4(name), createattrs: attrs::encode_sattr(set) }),
-            nfs_argop4::OP_GETFH,
-            self.getattr_op(),
-        ];
-        let res = self.compound(ops).await?;
-        Ok((nfs_fh3 { data: fh_of(&res[2])? }, attrs_of(self, &res[3])?))
+        create_other_reply(&self.compound(create_other_ops(dir, name, objtype, set)).await?)
     }
 
     /// REMOVE (files and directories alike in NFSv4).
@@ -322,16 +394,15 @@ impl Nfs41 {
             nfs_argop4::OP_RESTOREFH,
             self.getattr_op(),
         ];
-        let res = self.compound(ops).await?;
-        attrs_of(self, &res[5])
+        self.compound(ops).await?.attrs(5)
     }
 
     pub async fn readlink(&self, fh: &Bytes) -> Result<Bytes> {
         let res = self.compound(vec![putfh(fh), nfs_argop4::OP_READLINK]).await?;
-        match &res[1] {
-            nfs_resop4::OP_READLINK(READLINK4res::NFS4_OK(ok)) => Ok(ok.link.clone()),
-            _ => Err(malformed("READLINK")),
-        }
+        res.pick(1, "READLINK", |r| match r {
+            nfs_resop4::OP_READLINK(READLINK4res::NFS4_OK(ok)) => Some(ok.link.clone()),
+            _ => None,
+        })
     }
 
     /// READDIR asking each entry's handle and attributes: the NFSv3
@@ -343,49 +414,10 @@ impl Nfs41 {
         cookieverf: [u8; 8],
         maxcount: u32,
     ) -> Result<READDIRPLUS3resok> {
-        let args = READDIR4args {
-            cookie,
-            cookieverf,
-            dircount: maxcount / 4,
-            maxcount,
-            attr_request: bitmap(&attrs::readdir_attrs()),
-        };
-        let res = self.compound(vec![putfh(dir), self.getattr_op(), nfs_argop4::OP_READDIR(args)]).await?;
-        let dir_attributes = Some(attrs_of(self, &res[1])?);
-        let nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(ok)) = &res[2] else { return Err(malformed("READDIR")) };
-        let mut entries = Vec::with_capacity(ok.reply.entries.len());
-        for e in &ok.reply.entries {
-            let a = decoded(&e.attrs)?;
-            let usable = a.rdattr_error.is_none_or(|s| s == 0) && a.r#type.is_some();
-            entries.push(entryplus3 {
-                fileid: a.fileid.unwrap_or(0),
-                name: e.name.clone(),
-                cookie: e.cookie,
-                name_attributes: usable.then(|| a.to_fattr3(uid_by_name, gid_by_name)),
-                name_handle: a.filehandle.clone().filter(|_| usable).map(|data| nfs_fh3 { data }),
-            });
-        }
-        Ok(READDIRPLUS3resok {
-            dir_attributes,
-            cookieverf: ok.cookieverf,
-            reply: dirlistplus3 { entries, eof: ok.reply.eof },
-        })
+        readdirplus_reply(&self.compound(readdirplus_ops(dir, cookie, cookieverf, maxcount)).await?)
     }
 
     pub async fn fsstat(&self, fh: &Bytes) -> Result<FSSTAT3resok> {
-        let ops = vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_STAT) })];
-        let res = self.compound(ops).await?;
-        let nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) = &res[1] else { return Err(malformed("GETATTR")) };
-        let a = decoded(&ok.obj_attributes)?;
-        Ok(FSSTAT3resok {
-            obj_attributes: None,
-            tbytes: a.space_total.unwrap_or(0),
-            fbytes: a.space_free.unwrap_or(0),
-            abytes: a.space_avail.unwrap_or(0),
-            tfiles: a.files_total.unwrap_or(0),
-            ffiles: a.files_free.unwrap_or(0),
-            afiles: a.files_avail.unwrap_or(0),
-            invarsec: 0,
-        })
+        fsstat_reply(&self.compound(fsstat_ops(fh)).await?)
     }
 }

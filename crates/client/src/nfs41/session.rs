@@ -13,6 +13,7 @@ use proto::nfs4::*;
 use tokio::sync::{mpsc, Notify};
 use xdr::{Decode, Decoder};
 
+use super::reply::Results;
 use super::{callback, pnfs, Counters, Nfs41, SessionState};
 use crate::error::{Error, Result};
 use crate::settings::ClientSettings;
@@ -40,15 +41,19 @@ fn channel(slots: u32, max_request: u32) -> channel_attrs4 {
 }
 
 /// A COMPOUND without SEQUENCE (EXCHANGE_ID, CREATE_SESSION,
-/// DESTROY_SESSION may not have one); returns the reply whole.
-pub(crate) async fn plain_compound(conn: &Connection, minor: u32, ops: Vec<nfs_argop4>) -> Result<COMPOUND4res> {
+/// DESTROY_SESSION may not have one); returns the reply whole, once it
+/// passed the same check as every other.
+pub(crate) async fn plain_compound(conn: &Connection, minor: u32, ops: Vec<nfs_argop4>) -> Result<Results> {
     let name = super::compound::main_op(&ops);
+    let sent: Vec<nfs_opnum4> = ops.iter().map(nfs_argop4::discriminant).collect();
     let args = COMPOUND4args { tag: Bytes::new(), minorversion: minor, argarray: ops };
     let bytes = conn
         .call_as(Some(name), NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, xdr::to_segments(&args))
         .await
         .map_err(|err| Error::Rpc { proc: "COMPOUND", err })?;
-    COMPOUND4res::decode(&mut Decoder::new(bytes)).map_err(|e| Error::Decode { proc: "COMPOUND", why: e.to_string() })
+    let r = COMPOUND4res::decode(&mut Decoder::new(bytes))
+        .map_err(|e| Error::Decode { proc: "COMPOUND", why: e.to_string() })?;
+    Results::checked(name, &sent, r)
 }
 
 fn failed(op: &'static str, status: nfsstat4) -> Error {
@@ -67,10 +72,11 @@ async fn exchange_id(conn: &Connection, minor: u32, owner: &Bytes, verifier: [u8
         })],
     )
     .await?;
-    match r.resarray.into_iter().next() {
+    let status = r.status();
+    match r.into_vec().into_iter().next() {
         Some(nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::NFS4_OK(ok))) => Ok(ok),
         Some(nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::default(s))) => Err(failed("EXCHANGE_ID", s)),
-        _ => Err(failed("EXCHANGE_ID", r.status)),
+        _ => Err(failed("EXCHANGE_ID", status)),
     }
 }
 
@@ -96,10 +102,11 @@ async fn create_session(
         })],
     )
     .await?;
-    match r.resarray.into_iter().next() {
+    let status = r.status();
+    match r.into_vec().into_iter().next() {
         Some(nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::NFS4_OK(ok))) => Ok(ok),
         Some(nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::default(s))) => Err(failed("CREATE_SESSION", s)),
-        _ => Err(failed("CREATE_SESSION", r.status)),
+        _ => Err(failed("CREATE_SESSION", status)),
     }
 }
 

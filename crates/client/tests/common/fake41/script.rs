@@ -33,6 +33,10 @@ pub enum Fault {
     /// Executed, but the connection closes instead of the reply going
     /// out (a lost reply): the client sends the request again.
     DropReply,
+    /// Executed, and the reply goes out as the function rewrites it (the
+    /// slot's reply cache keeps the real one): a server or proxy whose
+    /// reply does not answer what was sent.
+    Rewrite(fn(&mut COMPOUND4res)),
 }
 
 /// One compound the fake received, and what it answered.

@@ -248,6 +248,11 @@ impl State {
         let out = match (&fault, &seq) {
             (Some(Fault::Garbage | Fault::GarbageUnexecuted), _) => Reply::Garbage,
             (Some(Fault::DropReply), _) => Reply::Close,
+            (Some(Fault::Rewrite(rewrite)), _) => {
+                let mut sent = reply.clone();
+                rewrite(&mut sent);
+                Reply::Send(xdr::to_bytes(&sent))
+            }
             (_, Some(s)) if hold => {
                 if let Some(slot) = self.slot_mut(s) {
                     slot.busy = true;
