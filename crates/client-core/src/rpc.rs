@@ -1,8 +1,9 @@
 //! ONC RPC (RFC 5531) calls over a stream connection, sans IO: xid
 //! allocation, a bounded number of calls in flight, matching replies by xid
-//! in any order, retransmission with exponential backoff, and per-procedure
-//! counters. The I/O layer feeds it records and the time and sends what
-//! `poll_transmit` hands out; it never decides anything itself.
+//! in any order, retransmission with exponential backoff, the verdict that
+//! a connection stopped making progress, and per-procedure counters. The
+//! I/O layer feeds it records and the time, sends what `poll_transmit`
+//! hands out and reconnects when told to; it never decides anything itself.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -26,12 +27,19 @@ const MS: Nanos = 1_000_000;
 #[serde(default, deny_unknown_fields)]
 pub struct RpcSettings {
     /// Time to wait for a reply before the first retransmission, in ms
-    /// (like the `timeo` mount option). Default 5000.
+    /// (like the `timeo` mount option). A call whose timer runs out with
+    /// no whole record received on its connection since it was sent (a
+    /// record begun and never finished counts as none) finds the
+    /// connection dead: it is closed, and every call outstanding on it is
+    /// sent again, same xid and same bytes, on a new one. Otherwise the
+    /// call is sent again on the same connection. Default 5000.
     pub timeout_ms: u64,
     /// Upper bound of the doubling retransmission timeout, in ms. Default 30000.
     pub max_timeout_ms: u64,
-    /// Retransmissions before a call fails with a timeout (like `retrans`).
-    /// Default 2: a silent server fails a call after 5 + 10 + 20 s.
+    /// Retransmissions before a call fails with a timeout (like `retrans`),
+    /// those on a new connection included. Default 2: a server that
+    /// accepts connections and never answers fails a call after
+    /// 5 + 10 + 20 s.
     pub retrans: u32,
     /// Calls one connection may have outstanding; more wait in a queue and
     /// their wait shows as queue time. Default 64.
@@ -88,6 +96,19 @@ pub struct Completion {
     pub result: Result<Bytes, RpcError>,
 }
 
+/// What expired retransmit timers call for.
+#[derive(Debug, Default)]
+pub struct Expired {
+    /// Calls out of retransmissions.
+    pub failed: Vec<Completion>,
+    /// The connection delivered no whole record for as long as an expired
+    /// call waited on it: close it, connect again, and call
+    /// [`RpcCore::on_disconnect`] so that every outstanding call goes out
+    /// on the new connection. A server that began a record and never
+    /// finished it would otherwise hold every later reply inside it.
+    pub reconnect: bool,
+}
+
 struct Pending {
     name: &'static str,
     record: Vec<Bytes>,
@@ -126,6 +147,8 @@ pub struct RpcCore {
     pending: HashMap<u32, Pending>,
     queue: VecDeque<u32>,
     in_flight: usize,
+    /// When the connection last delivered a whole record, or came up.
+    last_progress: Nanos,
     stats: Stats,
 }
 
@@ -141,8 +164,14 @@ impl RpcCore {
             pending: HashMap::new(),
             queue: VecDeque::new(),
             in_flight: 0,
+            last_progress: 0,
             stats: Stats::default(),
         }
+    }
+
+    /// A connection came up: its silence is timed from now.
+    pub fn on_connected(&mut self, now: Nanos) {
+        self.last_progress = now;
     }
 
     /// Keeps the calls the server makes on this connection for
@@ -236,6 +265,8 @@ impl RpcCore {
     /// A complete record from the connection. Replies to unknown xids (late
     /// duplicates, cancelled calls) are dropped.
     pub fn on_record(&mut self, record: Bytes, now: Nanos) -> Option<Completion> {
+        // Whatever it holds, the server is still talking on the connection.
+        self.last_progress = self.last_progress.max(now);
         let size = record.len() as u64 + 4;
         let mut d = Decoder::new(record);
         let msg = rpc_msg::decode(&mut d).ok()?;
@@ -273,24 +304,29 @@ impl RpcCore {
     }
 
     /// Handles expired timers: calls with retransmissions left go back to
-    /// the front of the queue with a doubled timeout, the others fail.
-    pub fn poll_timers(&mut self, now: Nanos) -> Vec<Completion> {
+    /// the front of the queue with a doubled timeout, the others fail. A
+    /// call that expired with nothing whole received since it was sent
+    /// finds the connection dead ([`Expired::reconnect`]).
+    pub fn poll_timers(&mut self, now: Nanos) -> Expired {
         let expired: Vec<u32> =
             self.pending.iter().filter(|(_, p)| p.deadline.is_some_and(|d| d <= now)).map(|(x, _)| *x).collect();
-        let mut failed = Vec::new();
+        let mut out = Expired::default();
         for xid in expired {
+            let Some(p) = self.pending.get_mut(&xid) else { continue };
             self.in_flight -= 1;
-            let p = self.pending.get_mut(&xid).expect("listed above");
             p.deadline = None;
+            // Silence for the whole of the call's timeout, which is at
+            // least `timeout_ms`.
+            out.reconnect |= self.last_progress <= p.last_sent;
             if p.transmissions > self.settings.retrans {
                 let n = p.transmissions;
-                failed.push(self.finish_failed(xid, RpcError::TimedOut(n), now));
+                out.failed.push(self.finish_failed(xid, RpcError::TimedOut(n), now));
             } else {
                 p.timeout = (p.timeout * 2).min(self.settings.max_timeout_ms.max(1) * MS);
                 self.queue.push_front(xid);
             }
         }
-        failed
+        out
     }
 
     /// The earliest time `poll_timers` has work.
@@ -298,15 +334,23 @@ impl RpcCore {
         self.pending.values().filter_map(|p| p.deadline).min()
     }
 
-    /// The connection broke: everything sent is resent, in xid order, on
-    /// the next connection (same xids, so a server's duplicate-request
-    /// cache can recognise them).
+    /// The connection broke or was found dead: everything sent (in
+    /// flight, or waiting to be sent again) is resent, in xid order, on
+    /// the next connection before any call not sent yet. Same xids and
+    /// same bytes, so a server's duplicate-request cache recognises them
+    /// and an NFSv4.1 request keeps its slot and sequence id, as a retry
+    /// must (RFC 8881 section 2.10.6).
     pub fn on_disconnect(&mut self) {
-        let mut sent: Vec<u32> = self.pending.iter().filter(|(_, p)| p.deadline.is_some()).map(|(x, _)| *x).collect();
-        sent.sort_by_key(|x| x.wrapping_sub(self.next_xid)); // oldest first, across wraparound
+        let mut sent: Vec<u32> = self.pending.iter().filter(|(_, p)| p.first_sent.is_some()).map(|(x, _)| *x).collect();
+        let next = self.next_xid;
+        sent.sort_by_key(|x| x.wrapping_sub(next)); // oldest first, across wraparound
+        let pending = &self.pending;
+        self.queue.retain(|x| pending.get(x).is_some_and(|p| p.first_sent.is_none()));
         for xid in sent.into_iter().rev() {
-            self.pending.get_mut(&xid).expect("listed").deadline = None;
-            self.queue.push_front(xid);
+            if let Some(p) = self.pending.get_mut(&xid) {
+                p.deadline = None;
+                self.queue.push_front(xid);
+            }
         }
         self.in_flight = 0;
     }

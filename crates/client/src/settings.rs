@@ -22,8 +22,9 @@ pub struct ClientSettings {
     pub readdir_size: u32,
     /// Limit for one TCP connect, in ms. Default 5000.
     pub connect_timeout_ms: u64,
-    /// How long a broken connection is retried before its calls fail, in
-    /// ms. Default 15000.
+    /// How long a broken connection, or one found dead (no reply for a
+    /// whole retransmit timeout, `rpc.timeout_ms`), is retried before its
+    /// calls fail, in ms. Default 15000.
     pub reconnect_timeout_ms: u64,
     /// Longest pause between reconnect attempts (they start at 50 ms and
     /// double), in ms: how late a client may notice that a server (or a

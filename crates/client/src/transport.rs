@@ -3,7 +3,9 @@
 //! caller itself, on its own thread; a task owned by the connection reads the
 //! replies, matches them to their callers, runs the retransmit timers,
 //! writes what the socket could not take at once, and reconnects when the
-//! connection breaks.
+//! connection breaks or stops making progress (a call's retransmit timer
+//! ran out with no whole record received since it was sent; `RpcCore`
+//! decides, see `RpcSettings::timeout_ms`).
 //!
 //! Why the caller writes: handing each call to the task, and the task to
 //! a writer, cost a thread hand-off per call on the way out; with one
@@ -31,7 +33,7 @@ use proto::rpc::opaque_auth;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::rcvlowat::LowWater;
 
@@ -147,6 +149,9 @@ struct Shared {
     /// that failed.
     kick: Notify,
     epoch: Instant,
+    /// Connections made again so far; an NFSv4.1 session binds each new
+    /// one to its back channel.
+    reconnects: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -311,6 +316,7 @@ impl Connection {
             out: Mutex::new(Out::default()),
             kick: Notify::new(),
             epoch: Instant::now(),
+            reconnects: watch::Sender::new(0),
         });
         let (replies_tx, replies) = mpsc::unbounded_channel();
         // Callers poll only on a current-thread runtime, whose one thread
@@ -373,6 +379,13 @@ impl Connection {
             self.shared.kick.notify_one();
         }
         None
+    }
+
+    /// Changes each time the connection is made again: the server knows
+    /// nothing of the new one until told (an NFSv4.1 back channel, RFC
+    /// 8881 section 2.10.3.1).
+    pub fn reconnects(&self) -> watch::Receiver<u64> {
+        self.shared.reconnects.subscribe()
     }
 
     /// The connection's counters so far.
@@ -447,7 +460,10 @@ impl Task {
                     tracing::debug!(addr = %self.params.addr, "connection broken: {why}");
                     self.disconnect();
                     match self.reconnect().await {
-                        Some(s) => stream = s,
+                        Some(s) => {
+                            stream = s;
+                            self.shared.reconnects.send_modify(|n| *n += 1);
+                        }
                         None => {
                             let err = RpcError::Disconnected(format!("{}: {why}", self.params.addr));
                             let now = self.now();
@@ -459,7 +475,10 @@ impl Task {
                             answer(done);
                             // Later calls get a fresh attempt each.
                             match self.wait_for_call_then_dial().await {
-                                Some(s) => stream = s,
+                                Some(s) => {
+                                    stream = s;
+                                    self.shared.reconnects.send_modify(|n| *n += 1);
+                                }
                                 None => return,
                             }
                         }
@@ -555,6 +574,8 @@ impl Task {
     }
 
     async fn serve(&mut self, mut rd: Reader, wr: WriteSide) -> Stop {
+        let now = self.now();
+        self.shared.rpc.lock().core.on_connected(now);
         let (sink, mut writer) = match wr {
             WriteSide::Direct(w) => {
                 let mut out = self.shared.out.lock();
@@ -670,12 +691,18 @@ impl Task {
                 }
                 _ = sleep => {
                     let now = self.now();
-                    let done = {
+                    let (done, dead) = {
                         let mut rpc = self.shared.rpc.lock();
-                        let failed = rpc.core.poll_timers(now);
-                        rpc.finish(failed)
+                        let expired = rpc.core.poll_timers(now);
+                        (rpc.finish(expired.failed), expired.reconnect)
                     };
                     answer(done);
+                    if dead {
+                        // A record begun and never finished would swallow
+                        // every later reply: only a new connection helps.
+                        tracing::warn!(addr = %self.params.addr, "nothing received for a retransmit timeout: reconnecting");
+                        return Stop::Broken("no progress for a retransmit timeout".into());
+                    }
                 }
                 // A caller left bytes queued, or its write failed.
                 _ = self.shared.kick.notified() => {

@@ -1,5 +1,6 @@
 //! The RPC core on virtual time: replies in any order, retransmission with
-//! backoff, resend after a reconnect, timeouts, rejections, counters.
+//! backoff, resend after a reconnect, a connection found dead, timeouts,
+//! rejections, counters.
 
 use super::*;
 use proto::rpc::{mismatch_info, reply_body};
@@ -67,14 +68,14 @@ fn retransmits_with_backoff_then_times_out() {
     let a = c.call(NFS, 3, 0, vec![], 0);
     c.poll_transmit(0).unwrap();
     assert_eq!(c.next_deadline(), Some(100 * MS));
-    assert!(c.poll_timers(99 * MS).is_empty());
-    assert!(c.poll_timers(100 * MS).is_empty(), "first timeout retransmits");
+    assert!(c.poll_timers(99 * MS).failed.is_empty());
+    assert!(c.poll_timers(100 * MS).failed.is_empty(), "first timeout retransmits");
     assert_eq!(xid_of(&c.poll_transmit(100 * MS).unwrap()), a, "same xid");
     assert_eq!(c.next_deadline(), Some(300 * MS), "timeout doubled");
-    assert!(c.poll_timers(300 * MS).is_empty());
+    assert!(c.poll_timers(300 * MS).failed.is_empty());
     c.poll_transmit(300 * MS).unwrap();
     assert_eq!(c.next_deadline(), Some(550 * MS), "capped at max_timeout");
-    let failed = c.poll_timers(550 * MS);
+    let failed = c.poll_timers(550 * MS).failed;
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].result, Err(RpcError::TimedOut(3)));
     assert_eq!(c.stats().ops["NULL"].retransmissions, 2);
@@ -103,6 +104,96 @@ fn disconnect_resends_everything_in_order() {
     let resent: Vec<u32> = std::iter::from_fn(|| c.poll_transmit(1).map(|r| xid_of(&r))).collect();
     assert_eq!(resent, xids);
     assert_eq!(c.stats().ops["GETATTR"].retransmissions, 2);
+}
+
+fn flat(record: &[Bytes]) -> Vec<u8> {
+    record.iter().flat_map(|b| b.iter().copied()).collect()
+}
+
+#[test]
+fn a_call_expiring_on_a_silent_connection_finds_it_dead() {
+    let mut c = core(8);
+    c.on_connected(0);
+    let a = c.call(NFS, 3, 1, vec![Bytes::from_static(b"args")], 0);
+    let first = flat(&c.poll_transmit(0).unwrap());
+    let e = c.poll_timers(100 * MS);
+    assert!(e.failed.is_empty() && e.reconnect, "nothing came back for a whole timeout");
+    // The transport closes the connection and makes another.
+    c.on_disconnect();
+    c.on_connected(105 * MS);
+    let again = c.poll_transmit(105 * MS).unwrap();
+    assert_eq!(flat(&again), first, "same xid, same bytes");
+    assert_eq!(xid_of(&again), a);
+    assert_eq!(c.next_deadline(), Some(305 * MS), "timeout doubled");
+    // The new connection answers.
+    assert!(c.on_record(reply(a, reply_data::SUCCESS, b""), 110 * MS).unwrap().result.is_ok());
+    assert_eq!(c.stats().ops["GETATTR"].retransmissions, 1);
+}
+
+#[test]
+fn records_received_since_the_send_keep_the_connection() {
+    let mut c = core(8);
+    c.on_connected(0);
+    let a = c.call(NFS, 3, 1, vec![], 0);
+    let b = c.call(NFS, 3, 1, vec![], 0);
+    c.poll_transmit(0).unwrap();
+    c.poll_transmit(0).unwrap();
+    c.on_record(reply(b, reply_data::SUCCESS, b""), 99 * MS).unwrap();
+    let e = c.poll_timers(100 * MS);
+    assert!(!e.reconnect, "the server answered another call meanwhile");
+    assert_eq!(xid_of(&c.poll_transmit(100 * MS).unwrap()), a, "resent on the same connection");
+    // A reply with an xid no call has is the server talking too.
+    c.on_record(reply(77, reply_data::SUCCESS, b""), 150 * MS);
+    assert!(!c.poll_timers(300 * MS).reconnect);
+    // Then silence for the whole (doubled) timeout.
+    c.poll_transmit(300 * MS).unwrap();
+    let e = c.poll_timers(550 * MS);
+    assert!(e.reconnect);
+    assert_eq!(e.failed.len(), 1, "out of retransmissions, dead connection or not");
+    assert_eq!(e.failed[0].result, Err(RpcError::TimedOut(3)));
+}
+
+#[test]
+fn a_record_before_the_send_is_no_progress() {
+    let mut c = core(8);
+    c.on_connected(0);
+    let a = c.call(NFS, 3, 1, vec![], 0);
+    c.poll_transmit(0).unwrap();
+    c.on_record(reply(a, reply_data::SUCCESS, b""), 10 * MS).unwrap();
+    c.call(NFS, 3, 1, vec![], 20 * MS);
+    c.poll_transmit(20 * MS).unwrap();
+    assert!(c.poll_timers(120 * MS).reconnect);
+    // A connection that has only just come up is silent from then.
+    let mut c = core(8);
+    c.call(NFS, 3, 1, vec![], 0);
+    c.on_connected(50 * MS);
+    c.poll_transmit(50 * MS).unwrap();
+    assert!(c.poll_timers(100 * MS).failed.is_empty() && c.next_deadline() == Some(150 * MS));
+    assert!(c.poll_timers(150 * MS).reconnect);
+}
+
+#[test]
+fn a_dead_connection_resends_everything_outstanding_in_order() {
+    let mut c = core(8);
+    c.on_connected(0);
+    let xids: Vec<u32> = (0..4).map(|i| c.call(NFS, 3, 1, vec![], i * 10 * MS)).collect();
+    let mut firsts = HashMap::new();
+    for i in 0..3 {
+        let r = c.poll_transmit(i * 10 * MS).unwrap();
+        firsts.insert(xid_of(&r), flat(&r));
+    }
+    // The first call expires; the second and third are still in flight,
+    // the fourth never went out.
+    let e = c.poll_timers(100 * MS);
+    assert!(e.reconnect && e.failed.is_empty());
+    c.on_disconnect();
+    c.on_connected(101 * MS);
+    let resent: Vec<Vec<Bytes>> = std::iter::from_fn(|| c.poll_transmit(101 * MS)).collect();
+    assert_eq!(resent.iter().map(|r| xid_of(r)).collect::<Vec<_>>(), xids);
+    for r in &resent[..3] {
+        assert_eq!(&flat(r), &firsts[&xid_of(r)], "same bytes");
+    }
+    assert_eq!(c.outstanding(), 4);
 }
 
 #[test]

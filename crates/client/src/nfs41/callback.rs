@@ -26,8 +26,32 @@ const CB_COMPOUND: u32 = 1;
 const RECALL_RACE_STEPS: u32 = 25;
 const RECALL_RACE_STEP: Duration = Duration::from_millis(2);
 
+/// Answers the server's calls, and offers each new connection (after a
+/// reconnect) as the back channel: a connection is bound to the session's
+/// fore channel by its first SEQUENCE, to the back channel only when the
+/// client asks (RFC 8881 section 2.10.3.1), and a server with no back
+/// channel cannot recall a delegation, so another client's OPEN would
+/// wait for this client's lease to run out.
 pub(crate) async fn serve(nfs: Weak<Nfs41>, mut calls: mpsc::UnboundedReceiver<Incoming>) {
-    while let Some(Incoming { call, reply }) = calls.recv().await {
+    let Some(mut reconnects) = nfs.upgrade().map(|n| n.conn.reconnects()) else { return };
+    let mut watching = true;
+    loop {
+        let Incoming { call, reply } = tokio::select! {
+            c = calls.recv() => match c {
+                Some(c) => c,
+                None => return,
+            },
+            r = reconnects.changed(), if watching => {
+                match (r, nfs.upgrade()) {
+                    (Ok(()), Some(nfs)) => {
+                        tokio::spawn(async move { nfs.bind_back_channel().await });
+                    }
+                    (Ok(()), None) => return,
+                    (Err(_), _) => watching = false,
+                }
+                continue;
+            }
+        };
         if call.prog != CB_PROGRAM {
             // Not ours: answering nothing lets the server time out.
             tracing::debug!(prog = call.prog, "call for an unknown program on the back channel");
