@@ -27,11 +27,14 @@ fn range(start: u64, end: u64) -> (u64, u64) {
     }
 }
 
+/// The inclusive end of a conflicting lock the server described. A
+/// length of all ones is "to the end of the file"; so, from some servers
+/// (Ganesha), is a length of 0, which no lock can have; and so is any end
+/// past the kernel's OFFSET_MAX, which it would refuse with EIO.
 fn end_of(c: &LockConflict) -> u64 {
-    if c.length == u64::MAX {
-        TO_END
-    } else {
-        c.offset.saturating_add(c.length - 1)
+    match c.length.checked_sub(1).and_then(|l| c.offset.checked_add(l)) {
+        Some(end) if end < TO_END => end,
+        _ => TO_END,
     }
 }
 
@@ -110,5 +113,20 @@ pub async fn set(r: LockRequest, sleep: bool, reply: ReplyEmpty) {
         Ok(None) => reply.ok(),
         Ok(Some(_)) => reply.error(Errno::EAGAIN),
         Err(e) => reply.error(errno(&e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflicts_end_where_the_kernel_can_say() {
+        let c = |offset, length| LockConflict { offset, length, write: true };
+        assert_eq!(end_of(&c(0, 0)), TO_END);
+        assert_eq!(end_of(&c(5, u64::MAX)), TO_END);
+        assert_eq!(end_of(&c(1, u64::MAX - 1)), TO_END);
+        assert_eq!(end_of(&c(10, 1)), 10);
+        assert_eq!(end_of(&c(10, 5)), 14);
     }
 }
