@@ -7,6 +7,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod attrcache;
+pub mod fattr;
 pub mod readahead;
 pub mod rpc;
 pub mod stats;
