@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
             }
             if let nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(ok)) = res {
                 if let Ok(a) = attrs::decode(&ok.obj_attributes) {
-                    let _ = a.to_fattr3(|_| Some(1), |_| None);
+                    let _ = a.to_fattr(|_| Some(1), |_| None);
                 }
             }
             if let nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(ok)) = res {

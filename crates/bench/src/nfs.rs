@@ -228,7 +228,7 @@ impl BenchFs for NfsFs {
             kind: kind(a.r#type),
             size: a.size,
             mode: a.mode,
-            mtime_ns: a.mtime.seconds as i64 * 1_000_000_000 + a.mtime.nseconds as i64,
+            mtime_ns: a.mtime.seconds.saturating_mul(1_000_000_000).saturating_add(a.mtime.nseconds.into()),
         })
     }
 

@@ -15,7 +15,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
-use proto::nfs3::{fattr3, ftype3, nfstime3, wcc_attr};
+use proto::nfs3::{ftype3, wcc_attr};
+
+use crate::fattr::{Fattr, Time};
 
 mod names;
 #[cfg(test)]
@@ -84,42 +86,37 @@ impl AttrCacheSettings {
 
     /// How long attributes fetched at `now` stay fresh: a tenth of the
     /// file's age, clamped into the bounds for its type.
-    pub fn timeout(&self, attr: &fattr3, now: WallNanos) -> u64 {
+    pub fn timeout(&self, attr: &Fattr, now: WallNanos) -> u64 {
         let (min, max) = self.bounds(attr.r#type);
         (now.saturating_sub(nanos(&attr.mtime)) / 10).clamp(min, max)
     }
 }
 
-fn nanos(t: &nfstime3) -> u64 {
-    t.seconds as u64 * SEC + t.nseconds as u64
+/// `t` in nanoseconds since 1970; a time before it is 0 (the file's age
+/// is then the longest there is), one too far ahead the largest.
+fn nanos(t: &Time) -> u64 {
+    u64::try_from(t.seconds).map_or(0, |s| s.saturating_mul(SEC).saturating_add(u64::from(t.nseconds)))
 }
 
 /// The attributes that change when a file's data or entries change: data
-/// cached under one validator is stale under another.
+/// cached under one validator is stale under another. It is also what
+/// NFSv3 sends of a file before an operation (`wcc_attr`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Validator {
     pub size: u64,
-    pub mtime: (u32, u32),
-    pub ctime: (u32, u32),
+    pub mtime: Time,
+    pub ctime: Time,
 }
 
-impl From<&fattr3> for Validator {
-    fn from(a: &fattr3) -> Self {
-        Validator {
-            size: a.size,
-            mtime: (a.mtime.seconds, a.mtime.nseconds),
-            ctime: (a.ctime.seconds, a.ctime.nseconds),
-        }
+impl From<&Fattr> for Validator {
+    fn from(a: &Fattr) -> Self {
+        Validator { size: a.size, mtime: a.mtime, ctime: a.ctime }
     }
 }
 
 impl From<&wcc_attr> for Validator {
     fn from(a: &wcc_attr) -> Self {
-        Validator {
-            size: a.size,
-            mtime: (a.mtime.seconds, a.mtime.nseconds),
-            ctime: (a.ctime.seconds, a.ctime.nseconds),
-        }
+        Validator { size: a.size, mtime: (&a.mtime).into(), ctime: (&a.ctime).into() }
     }
 }
 
@@ -128,7 +125,7 @@ impl From<&wcc_attr> for Validator {
 const ORDER_SLACK: usize = 64;
 
 struct Entry {
-    attr: fattr3,
+    attr: Fattr,
     fetched: WallNanos,
     timeout: u64,
     seq: u64,
@@ -175,13 +172,13 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     }
 
     /// The attributes of `k` if they are still fresh at `now`.
-    pub fn get(&self, k: &K, now: WallNanos) -> Option<&fattr3> {
+    pub fn get(&self, k: &K, now: WallNanos) -> Option<&Fattr> {
         self.entries.get(k).filter(|e| e.fresh(now)).map(|e| &e.attr)
     }
 
     /// The attributes of `k` however old: for a file the server promised
     /// to report changes to (an NFSv4.1 delegation), age does not matter.
-    pub fn get_any(&self, k: &K) -> Option<&fattr3> {
+    pub fn get_any(&self, k: &K) -> Option<&Fattr> {
         self.entries.get(k).map(|e| &e.attr)
     }
 
@@ -191,7 +188,7 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     }
 
     /// [`AttrCache::get`] with the time the attributes stop being fresh.
-    pub fn get_until(&self, k: &K, now: WallNanos) -> Option<(&fattr3, WallNanos)> {
+    pub fn get_until(&self, k: &K, now: WallNanos) -> Option<(&Fattr, WallNanos)> {
         self.entries.get(k).filter(|e| e.fresh(now)).map(|e| (&e.attr, e.fetched + e.timeout))
     }
 
@@ -207,7 +204,7 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     /// attributes of any reply). Returns true if the file changed since the
     /// attributes cached before — even expired ones — so the caller drops its
     /// cached data of the file. Nothing cached before counts as unchanged.
-    pub fn put(&mut self, k: &K, attr: fattr3, now: WallNanos) -> bool {
+    pub fn put(&mut self, k: &K, attr: Fattr, now: WallNanos) -> bool {
         let new = Validator::from(&attr);
         self.store(k, attr, now).is_some_and(|old| Validator::from(&old) != new)
     }
@@ -217,9 +214,9 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     /// directory...). If the pre-operation attributes match the cached ones,
     /// only this client changed the file, and cached data updated by the
     /// client itself stays valid: returns false. Otherwise returns true.
-    pub fn put_wcc(&mut self, k: &K, before: Option<&wcc_attr>, after: fattr3, now: WallNanos) -> bool {
+    pub fn put_wcc(&mut self, k: &K, before: Option<&Validator>, after: Fattr, now: WallNanos) -> bool {
         let ours = match (before, self.entries.get(k)) {
-            (Some(b), Some(e)) => Validator::from(b) == Validator::from(&e.attr),
+            (Some(b), Some(e)) => *b == Validator::from(&e.attr),
             _ => false,
         };
         let changed = self.put(k, after, now);
@@ -230,7 +227,7 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     /// passes them here. Returns true if the caller must drop its cached data
     /// of the file: the file changed since the attributes cached before, or
     /// nothing was cached so the data cannot be vouched for.
-    pub fn revalidate_on_open(&mut self, k: &K, fresh: fattr3, now: WallNanos) -> bool {
+    pub fn revalidate_on_open(&mut self, k: &K, fresh: Fattr, now: WallNanos) -> bool {
         let known = self.entries.contains_key(k);
         let changed = self.put(k, fresh, now);
         changed || !known
@@ -260,7 +257,7 @@ impl<K: Hash + Eq + Clone> AttrCache<K> {
     }
 
     /// Stores `attr` as the newest entry; returns the attributes it replaced.
-    fn store(&mut self, k: &K, attr: fattr3, now: WallNanos) -> Option<fattr3> {
+    fn store(&mut self, k: &K, attr: Fattr, now: WallNanos) -> Option<Fattr> {
         let timeout = self.s.timeout(&attr, now);
         self.seq += 1;
         let seq = self.seq;

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use client_core::attrcache::{AttrCache, DirCache};
+use client_core::fattr::Fattr;
 use parking_lot::Mutex;
-use proto::nfs3::{fattr3, ftype3, nfs_fh3};
+use proto::nfs3::{ftype3, nfs_fh3};
 
 use crate::settings::ClientSettings;
 
@@ -77,16 +78,16 @@ impl Caches {
     }
 
     /// Fresh cached attributes of `fh`.
-    pub fn attrs(&self, fh: &Bytes) -> Option<fattr3> {
+    pub fn attrs(&self, fh: &Bytes) -> Option<Fattr> {
         self.attrs.lock().get(fh, wall_now()).cloned()
     }
 
     /// Cached attributes of `fh` however old (under a delegation).
-    pub fn attrs_any(&self, fh: &Bytes) -> Option<fattr3> {
+    pub fn attrs_any(&self, fh: &Bytes) -> Option<Fattr> {
         self.attrs.lock().get_any(fh).cloned()
     }
 
-    pub fn put_attrs(&self, fh: &Bytes, a: &fattr3) {
+    pub fn put_attrs(&self, fh: &Bytes, a: &Fattr) {
         let now = wall_now();
         self.attrs.lock().put(fh, a.clone(), now);
         if a.r#type == ftype3::NF3DIR {
@@ -96,13 +97,13 @@ impl Caches {
     }
 
     /// Close-to-open: fresh attributes fetched at open.
-    pub fn revalidate(&self, fh: &Bytes, a: &fattr3) {
+    pub fn revalidate(&self, fh: &Bytes, a: &Fattr) {
         self.revalidate_since(fh, a, u64::MAX);
     }
 
     /// [`Caches::revalidate`] for attributes from a call sent
     /// at `since` ([`Caches::epoch`]).
-    pub fn revalidate_since(&self, fh: &Bytes, a: &fattr3, since: u64) {
+    pub fn revalidate_since(&self, fh: &Bytes, a: &Fattr, since: u64) {
         let mut attrs = self.attrs.lock();
         if !self.invalidated_since(fh, since) {
             attrs.revalidate_on_open(fh, a.clone(), wall_now());
@@ -121,7 +122,7 @@ impl Caches {
     }
 
     /// A cached LOOKUP result, valid while the directory is unchanged.
-    pub fn lookup(&self, dir: &Bytes, name: &str) -> Option<(nfs_fh3, fattr3)> {
+    pub fn lookup(&self, dir: &Bytes, name: &str) -> Option<(nfs_fh3, Fattr)> {
         let (fh, a) = self.names.lock().lookup(dir, name.as_bytes(), wall_now())?;
         Some((nfs_fh3 { data: fh }, a))
     }
@@ -131,7 +132,7 @@ impl Caches {
     /// The attributes stored with the name were true when it was cached;
     /// the object may have changed since (a write through this client), so
     /// the attribute cache says what is true now.
-    pub fn lookup_fresh(&self, dir: &Bytes, name: &str) -> Option<(nfs_fh3, fattr3)> {
+    pub fn lookup_fresh(&self, dir: &Bytes, name: &str) -> Option<(nfs_fh3, Fattr)> {
         let now = wall_now();
         let fh = self.names.lock().child(dir, name.as_bytes(), now)?;
         let a = self.attrs.lock().get(&fh, now).cloned()?;
@@ -140,7 +141,7 @@ impl Caches {
 
     /// [`Caches::lookup_fresh`] for a step of a walk begun at `mark`,
     /// which learns when this step's entries stop being fresh.
-    pub fn lookup_step(&self, dir: &Bytes, name: &str, mark: &mut WalkMark) -> Option<(nfs_fh3, fattr3)> {
+    pub fn lookup_step(&self, dir: &Bytes, name: &str, mark: &mut WalkMark) -> Option<(nfs_fh3, Fattr)> {
         let now = wall_now();
         let (fh, named_until) = self.names.lock().child_until(dir, name.as_bytes(), now)?;
         let (a, attrs_until) = self.attrs.lock().get_until(&fh, now).map(|(a, u)| (a.clone(), u))?;
@@ -174,7 +175,7 @@ impl Caches {
 
     /// Remembers `dir/name` → `fh` (and its attributes). Names are only
     /// cached under known directory attributes, which decide their validity.
-    pub fn put_entry(&self, dir: &Bytes, name: &str, fh: &nfs_fh3, a: &fattr3, dir_attrs: Option<&fattr3>) {
+    pub fn put_entry(&self, dir: &Bytes, name: &str, fh: &nfs_fh3, a: &Fattr, dir_attrs: Option<&Fattr>) {
         self.put_entry_since(dir, name, fh, a, dir_attrs, u64::MAX);
     }
 
@@ -186,8 +187,8 @@ impl Caches {
         dir: &Bytes,
         name: &str,
         fh: &nfs_fh3,
-        a: &fattr3,
-        dir_attrs: Option<&fattr3>,
+        a: &Fattr,
+        dir_attrs: Option<&Fattr>,
         since: u64,
     ) {
         self.put_entries_since(dir, std::iter::once((name.as_bytes(), fh, a)), dir_attrs, since);
@@ -199,8 +200,8 @@ impl Caches {
     pub fn put_entries_since<'a>(
         &self,
         dir: &Bytes,
-        entries: impl Iterator<Item = (&'a [u8], &'a nfs_fh3, &'a fattr3)> + Clone,
-        dir_attrs: Option<&fattr3>,
+        entries: impl Iterator<Item = (&'a [u8], &'a nfs_fh3, &'a Fattr)> + Clone,
+        dir_attrs: Option<&Fattr>,
         since: u64,
     ) {
         let now = wall_now();
@@ -230,7 +231,7 @@ impl Caches {
     }
 
     /// [`Caches::put_attrs`] for attributes from a call sent at `since`.
-    pub fn put_attrs_since(&self, fh: &Bytes, a: &fattr3, since: u64) {
+    pub fn put_attrs_since(&self, fh: &Bytes, a: &Fattr, since: u64) {
         let now = wall_now();
         {
             let mut attrs = self.attrs.lock();
@@ -247,12 +248,13 @@ impl Caches {
 
 #[cfg(test)]
 mod tests {
+    use client_core::fattr::Time;
+
     use super::*;
 
-    fn file(size: u64) -> fattr3 {
-        let now = wall_now() / 1_000_000_000;
-        let m = proto::nfs3::nfstime3 { seconds: now as u32, nseconds: 0 };
-        fattr3 { r#type: ftype3::NF3REG, size, mtime: m.clone(), ctime: m, ..fattr3::default() }
+    fn file(size: u64) -> Fattr {
+        let m = Time::new((wall_now() / 1_000_000_000) as i64, 0);
+        Fattr { r#type: ftype3::NF3REG, size, mtime: m, ctime: m, ..Fattr::default() }
     }
 
     /// A reply read after an invalidation of its file, for a call sent

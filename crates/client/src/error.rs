@@ -1,5 +1,6 @@
 //! Client errors: each says what failed in words a user can act on.
 
+use client_core::fattr::TimeRangeError;
 use client_core::rpc::RpcError;
 use proto::nfs3::nfsstat3;
 use proto::nfs4::nfsstat4;
@@ -22,6 +23,10 @@ pub enum Error {
     Nlm { proc: &'static str, status: proto::nlm::nlm4_stats },
     #[error("{proc}: malformed reply: {why}")]
     Decode { proc: &'static str, why: String },
+    /// A time to set that the protocol in use cannot carry (NFSv3's
+    /// seconds are unsigned 32-bit).
+    #[error("{0}")]
+    TimeRange(#[from] TimeRangeError),
     #[error("{0}")]
     Invalid(String),
 }

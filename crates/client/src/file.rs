@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use client_core::attrcache::Validator;
+use client_core::fattr::Fattr;
 use client_core::readahead::Readahead;
-use proto::nfs3::{fattr3, nfs_fh3, stable_how, writeverf3};
+use proto::nfs3::{nfs_fh3, stable_how, writeverf3};
 use tokio::task::JoinHandle;
 
 use crate::error::Result;
@@ -27,7 +28,7 @@ pub struct File {
     fh: nfs_fh3,
     key: Key,
     how: OpenOptions,
-    attrs: fattr3,
+    attrs: Fattr,
     ra: Readahead,
     /// Readahead blocks by offset, with their length.
     ahead: BTreeMap<u64, (u64, Chunk)>,
@@ -65,13 +66,13 @@ struct ServerOpen {
 impl File {
     /// A file whose server-side open, if the protocol has one, is made
     /// before its first read or write.
-    pub(crate) fn new(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
+    pub(crate) fn new(inner: Arc<Inner>, fh: nfs_fh3, attrs: Fattr, how: OpenOptions) -> File {
         let open = ServerOpen { needed: inner.nfs.v41().is_some(), ..Default::default() };
         Self::with_open(inner, fh, attrs, how, open)
     }
 
     /// A file already open on the server (by the OPEN that found it).
-    pub(crate) fn opened(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
+    pub(crate) fn opened(inner: Arc<Inner>, fh: nfs_fh3, attrs: Fattr, how: OpenOptions) -> File {
         let open = ServerOpen {
             needed: true,
             read: how.read || !how.write,
@@ -84,7 +85,7 @@ impl File {
 
     /// Every open comes here with the file's attributes as of the open:
     /// cached data read under others is dropped (close-to-open).
-    fn with_open(inner: Arc<Inner>, fh: nfs_fh3, attrs: fattr3, how: OpenOptions, open: ServerOpen) -> File {
+    fn with_open(inner: Arc<Inner>, fh: nfs_fh3, attrs: Fattr, how: OpenOptions, open: ServerOpen) -> File {
         inner.data.lock().revalidate(&fh.data, &Validator::from(&attrs));
         let ra = Readahead::new(inner.settings.readahead.clone());
         let ahead = BTreeMap::new();
@@ -120,7 +121,7 @@ impl File {
     }
 
     /// The attributes fetched at open.
-    pub fn attrs_at_open(&self) -> &fattr3 {
+    pub fn attrs_at_open(&self) -> &Fattr {
         &self.attrs
     }
 
@@ -345,14 +346,14 @@ impl File {
     /// direct writes keep no copy to send again.
     async fn commit_direct_writes(&mut self) -> Result<()> {
         let Some(u) = self.unstable.take() else { return Ok(()) };
-        let ok = match self.inner.nfs.commit(&self.fh).await {
-            Ok(ok) => ok,
+        let verf = match self.inner.nfs.commit(&self.fh).await {
+            Ok(verf) => verf,
             Err(e) => {
                 self.unstable = Some(u);
                 return Err(e);
             }
         };
-        if u.verf_changed || ok.verf != u.verf {
+        if u.verf_changed || verf != u.verf {
             return Err(crate::error::Error::Invalid(
                 "the server restarted before committing direct writes; they may be lost".into(),
             ));

@@ -11,17 +11,18 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use client_core::attrcache::Validator;
+use client_core::fattr::{Fattr, Sattr};
 use client_core::readahead::ReadCache;
 use client_core::writeback::{Action, Admit, DeferredError, WriteOk, Writeback};
 use parking_lot::Mutex;
-use proto::nfs3::{createhow3, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3};
+use proto::nfs3::{ftype3, nfs_fh3, nfsstat3};
 use tokio::sync::Notify;
 
 use crate::cache::Caches;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::nfs::Nfs;
+use crate::nfs::{CreateHow, ListEntry, Nfs};
 use crate::nfs41::OpenAccess;
 use crate::settings::ClientSettings;
 use crate::url::NfsUrl;
@@ -60,7 +61,7 @@ impl OpenOptions {
 pub struct DirEntry {
     pub name: String,
     pub fileid: u64,
-    pub attrs: Option<fattr3>,
+    pub attrs: Option<Fattr>,
 }
 
 pub(crate) type Key = Bytes;
@@ -109,7 +110,7 @@ impl Inner {
     /// to move at every change, data cached under the same attributes
     /// stays; otherwise it goes (Chen et al. 2015 section 5.2 describe the
     /// same choice in the Linux client). Returns whether the cache stayed.
-    pub fn after_lock(&self, fh: &nfs_fh3, attrs: Option<&fattr3>) -> bool {
+    pub fn after_lock(&self, fh: &nfs_fh3, attrs: Option<&Fattr>) -> bool {
         if self.nfs.delegated(fh) {
             return true;
         }
@@ -128,7 +129,7 @@ impl Inner {
 
     /// Attributes of `fh` that need no call: fresh in the cache, or of
     /// any age under a delegation.
-    pub fn cached_attrs(&self, fh: &nfs_fh3) -> Option<fattr3> {
+    pub fn cached_attrs(&self, fh: &nfs_fh3) -> Option<Fattr> {
         self.caches
             .attrs(&fh.data)
             .or_else(|| self.nfs.delegated(fh).then(|| self.caches.attrs_any(&fh.data)).flatten())
@@ -153,7 +154,7 @@ impl Inner {
                 self.wb.lock().on_write_reply(id, r);
             }
             Action::Commit { id, file } => {
-                let r = self.nfs.commit(&nfs_fh3 { data: file }).await.map(|ok| ok.verf);
+                let r = self.nfs.commit(&nfs_fh3 { data: file }).await;
                 self.wb.lock().on_commit_reply(id, r);
             }
         }
@@ -203,7 +204,7 @@ impl Inner {
 impl Client {
     /// The handle and attributes of `path` (relative to the export root,
     /// `/`-separated), through the name and attribute caches.
-    pub async fn lookup(&self, path: &str) -> Result<(nfs_fh3, fattr3)> {
+    pub async fn lookup(&self, path: &str) -> Result<(nfs_fh3, Fattr)> {
         let caches = &self.inner.caches;
         // The directory part of `path`, when the caches walked it lately
         // and that walk still holds (see cache/walks.rs).
@@ -245,7 +246,7 @@ impl Client {
     }
 
     /// One LOOKUP, answered from the name cache when it can be.
-    pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
+    pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, Fattr)> {
         // Name and attributes both cached and fresh: no call.
         if let Some(hit) = self.inner.caches.lookup_fresh(&dir.data, name) {
             return Ok(hit);
@@ -254,7 +255,7 @@ impl Client {
     }
 
     /// One LOOKUP call, its answer stored in the caches.
-    async fn lookup_call(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
+    async fn lookup_call(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, Fattr)> {
         let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.lookup(dir, name).await?;
         let attrs = match ok.obj_attributes {
@@ -269,7 +270,7 @@ impl Client {
     }
 
     /// GETATTR through the attribute cache.
-    pub async fn getattr(&self, fh: &nfs_fh3) -> Result<fattr3> {
+    pub async fn getattr(&self, fh: &nfs_fh3) -> Result<Fattr> {
         if let Some(a) = self.inner.cached_attrs(fh) {
             return Ok(a);
         }
@@ -277,7 +278,7 @@ impl Client {
     }
 
     /// GETATTR from the server (close-to-open revalidation).
-    pub async fn getattr_fresh(&self, fh: &nfs_fh3) -> Result<fattr3> {
+    pub async fn getattr_fresh(&self, fh: &nfs_fh3) -> Result<Fattr> {
         // Under a delegation the server tells this client before anyone
         // else changes the file: what is cached is still true.
         if self.inner.nfs.delegated(fh) {
@@ -292,7 +293,7 @@ impl Client {
     }
 
     /// lstat(2).
-    pub async fn stat(&self, path: &str) -> Result<fattr3> {
+    pub async fn stat(&self, path: &str) -> Result<Fattr> {
         Ok(self.lookup(path).await?.1)
     }
 
@@ -324,7 +325,7 @@ impl Client {
             return f.close().await;
         };
         let (dir, name) = self.parent_of(path).await?;
-        let mode = sattr3 { mode: Some(0o644), ..Default::default() };
+        let mode = Sattr { mode: Some(0o644), ..Default::default() };
         let data = Bytes::copy_from_slice(data);
         let r = v41.write_new_file(&dir.data, name, &mode, data.clone()).await;
         self.inner.caches.changed_dir(&dir.data);
@@ -371,8 +372,8 @@ impl Client {
                     r => r?,
                 };
                 if how.truncate && a.size != 0 {
-                    let set = sattr3 { size: Some(0), ..Default::default() };
-                    if let Some(post) = self.inner.nfs.setattr(&fh, set).await?.obj_wcc.after {
+                    let set = Sattr { size: Some(0), ..Default::default() };
+                    if let Some(post) = self.inner.nfs.setattr(&fh, set).await? {
                         a = post;
                     }
                     self.inner.caches.put_attrs(&fh.data, &a);
@@ -396,7 +397,7 @@ impl Client {
         // A size of 0 truncates an existing file within the OPEN (RFC 8881
         // section 18.16.3): no SETATTR after it.
         let create = how.create.then(|| {
-            let set = sattr3 { mode: Some(0o644), size: how.truncate.then_some(0), ..Default::default() };
+            let set = Sattr { mode: Some(0o644), size: how.truncate.then_some(0), ..Default::default() };
             proto::nfs4::createhow4::UNCHECKED4(client_core::v41::attrs::encode_sattr(&set))
         });
         // Under a delegation the open is this client's own business: the
@@ -421,21 +422,18 @@ impl Client {
         self.inner.caches.put_attrs(&dir.data, &dir_after);
         let fh = nfs_fh3 { data: fh };
         if how.truncate && a.size != 0 {
-            let set = sattr3 { size: Some(0), ..Default::default() };
-            if let Some(post) = v41.setattr(&fh.data, set).await?.obj_wcc.after {
-                a = post;
-            }
+            a = v41.setattr(&fh.data, Sattr { size: Some(0), ..Default::default() }).await?;
         }
         self.inner.caches.revalidate(&fh.data, &a);
         self.inner.caches.put_entry(&dir.data, name, &fh, &a, Some(&dir_after));
         Ok(File::opened(self.inner.clone(), fh, a, how))
     }
 
-    async fn create_file(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, fattr3)> {
-        let how = createhow3::UNCHECKED(sattr3 { mode: Some(0o644), ..Default::default() });
+    async fn create_file(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, Fattr)> {
+        let how = CreateHow::Unchecked(Sattr { mode: Some(0o644), ..Default::default() });
         let ok = self.inner.nfs.create(dir, name, how).await?;
         self.inner.caches.changed_dir(&dir.data);
-        let dir_after = ok.dir_wcc.after.clone();
+        let dir_after = ok.dir_after.clone();
         let fh = match ok.obj {
             Some(fh) => fh,
             None => self.inner.nfs.lookup(dir, name).await?.object,
@@ -450,7 +448,7 @@ impl Client {
 
     pub async fn mkdir(&self, path: &str) -> Result<()> {
         let (dir, name) = self.parent_of(path).await?;
-        let r = self.inner.nfs.mkdir(&dir, name, sattr3 { mode: Some(0o755), ..Default::default() }).await;
+        let r = self.inner.nfs.mkdir(&dir, name, Sattr { mode: Some(0o755), ..Default::default() }).await;
         self.inner.caches.changed_dir(&dir.data);
         r.map(drop)
     }
@@ -497,24 +495,23 @@ impl Client {
             let since = self.inner.caches.epoch();
             let ok = self.inner.nfs.readdirplus(&dir, cookie, verf, self.inner.settings.readdir_size).await?;
             verf = ok.cookieverf;
-            let named = |e: &&proto::nfs3::entryplus3| &e.name[..] != b"." && &e.name[..] != b"..";
-            let found =
-                ok.reply.entries.iter().filter(named).filter_map(|e| match (&e.name_handle, &e.name_attributes) {
-                    (Some(fh), Some(a)) => Some((&e.name[..], fh, a)),
-                    _ => None,
-                });
+            let named = |e: &&ListEntry| &e.name[..] != b"." && &e.name[..] != b"..";
+            let found = ok.entries.iter().filter(named).filter_map(|e| match (&e.name_handle, &e.name_attributes) {
+                (Some(fh), Some(a)) => Some((&e.name[..], fh, a)),
+                _ => None,
+            });
             self.inner.caches.put_entries_since(&dir.data, found, ok.dir_attributes.as_ref(), since);
-            for e in ok.reply.entries.iter().filter(named) {
+            for e in ok.entries.iter().filter(named) {
                 let name = String::from_utf8_lossy(&e.name).into_owned();
                 out.push(DirEntry { name, fileid: e.fileid, attrs: e.name_attributes.clone() });
             }
-            if let Some(e) = ok.reply.entries.last() {
+            if let Some(e) = ok.entries.last() {
                 cookie = e.cookie;
             }
-            if ok.reply.eof {
+            if ok.eof {
                 return Ok(out);
             }
-            if ok.reply.entries.is_empty() {
+            if ok.entries.is_empty() {
                 return Err(Error::Invalid("READDIRPLUS returned no entries before EOF".into()));
             }
         }

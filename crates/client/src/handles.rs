@@ -4,22 +4,19 @@
 //! and attribute caches and its write-behind as true as the path API does.
 
 use bytes::Bytes;
-use proto::nfs3::*;
+use client_core::fattr::{Fattr, Sattr};
+use proto::nfs3::{cookieverf3, nfs_fh3};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::fs::OpenOptions;
+use crate::results::{CreateHow, FsStat, ListEntry, Made, NodeKind};
 
 /// A new object's handle and attributes, from a reply that may leave out
 /// either (RFC 1813 makes both optional): what is missing is asked for.
-async fn made(
-    c: &Client,
-    dir: &nfs_fh3,
-    name: &str,
-    fh: Option<nfs_fh3>,
-    a: Option<fattr3>,
-) -> Result<(nfs_fh3, fattr3)> {
+async fn made(c: &Client, dir: &nfs_fh3, name: &str, ok: Made) -> Result<(nfs_fh3, Fattr)> {
+    let Made { obj: fh, obj_attributes: a, .. } = ok;
     let fh = match fh {
         Some(fh) => fh,
         None => c.inner.nfs.lookup(dir, name).await?.object,
@@ -36,19 +33,19 @@ async fn made(
 /// One page of a directory listing.
 #[derive(Debug, Clone)]
 pub struct DirPage {
-    pub entries: Vec<entryplus3>,
+    pub entries: Vec<ListEntry>,
     pub cookieverf: cookieverf3,
     pub eof: bool,
 }
 
 impl Client {
     /// This client changed `dir`: what was cached about it goes, and the
-    /// directory's attributes after the change (RFC 1813 wcc_data), when
-    /// the reply carried them, take its place, so the next stat of the
-    /// directory costs no GETATTR.
-    fn dir_changed(&self, dir: &nfs_fh3, wcc: Option<&wcc_data>) {
+    /// directory's attributes after the change (as NFSv3's wcc_data carries
+    /// them), when the reply had them, take its place, so the next stat of
+    /// the directory costs no GETATTR.
+    fn dir_changed(&self, dir: &nfs_fh3, after: Option<&Fattr>) {
         self.inner.caches.changed_dir(&dir.data);
-        if let Some(after) = wcc.and_then(|w| w.after.as_ref()) {
+        if let Some(after) = after {
             self.inner.caches.put_attrs(&dir.data, after);
         }
     }
@@ -61,7 +58,7 @@ impl Client {
     }
 
     /// An open file for a handle already looked up (no call is made).
-    pub fn open_handle(&self, fh: nfs_fh3, attrs: fattr3, how: OpenOptions) -> File {
+    pub fn open_handle(&self, fh: nfs_fh3, attrs: Fattr, how: OpenOptions) -> File {
         File::new(self.inner.clone(), fh, attrs, how)
     }
 
@@ -81,57 +78,47 @@ impl Client {
         &self,
         dir: &nfs_fh3,
         name: &str,
-        attrs: sattr3,
+        attrs: Sattr,
         exclusive: bool,
-    ) -> Result<(nfs_fh3, fattr3)> {
-        let how = if exclusive { createhow3::GUARDED(attrs) } else { createhow3::UNCHECKED(attrs) };
+    ) -> Result<(nfs_fh3, Fattr)> {
+        let how = if exclusive { CreateHow::Guarded(attrs) } else { CreateHow::Unchecked(attrs) };
         let r = self.inner.nfs.create(dir, name, how).await;
-        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
-        let ok = r?;
-        made(self, dir, name, ok.obj, ok.obj_attributes).await
+        self.dir_changed(dir, r.as_ref().ok().and_then(|ok| ok.dir_after.as_ref()));
+        made(self, dir, name, r?).await
     }
 
     /// A regular file that nothing opens (mknod(2)): [`Client::create_in`]
     /// without the open an NFSv4.1 create leaves for the open that
     /// usually follows.
-    pub async fn mknod_file_in(&self, dir: &nfs_fh3, name: &str, attrs: sattr3) -> Result<(nfs_fh3, fattr3)> {
+    pub async fn mknod_file_in(&self, dir: &nfs_fh3, name: &str, attrs: Sattr) -> Result<(nfs_fh3, Fattr)> {
         let (fh, a) = self.create_in(dir, name, attrs, true).await?;
         self.inner.nfs.drop_spare(&fh).await?;
         Ok((fh, a))
     }
 
-    pub async fn mkdir_in(&self, dir: &nfs_fh3, name: &str, attributes: sattr3) -> Result<(nfs_fh3, fattr3)> {
+    pub async fn mkdir_in(&self, dir: &nfs_fh3, name: &str, attributes: Sattr) -> Result<(nfs_fh3, Fattr)> {
         let r = self.inner.nfs.mkdir(dir, name, attributes).await;
-        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
-        let ok = r?;
-        made(self, dir, name, ok.obj, ok.obj_attributes).await
+        self.dir_changed(dir, r.as_ref().ok().and_then(|ok| ok.dir_after.as_ref()));
+        made(self, dir, name, r?).await
     }
 
-    pub async fn symlink_in(
-        &self,
-        dir: &nfs_fh3,
-        name: &str,
-        target: &[u8],
-        attrs: sattr3,
-    ) -> Result<(nfs_fh3, fattr3)> {
+    pub async fn symlink_in(&self, dir: &nfs_fh3, name: &str, target: &[u8], attrs: Sattr) -> Result<(nfs_fh3, Fattr)> {
         let r = self.inner.nfs.symlink(dir, name, target, attrs).await;
-        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
-        let ok = r?;
-        made(self, dir, name, ok.obj, ok.obj_attributes).await
+        self.dir_changed(dir, r.as_ref().ok().and_then(|ok| ok.dir_after.as_ref()));
+        made(self, dir, name, r?).await
     }
 
     /// MKNOD of a FIFO, socket or device.
-    pub async fn mknod_in(&self, dir: &nfs_fh3, name: &str, what: mknoddata3) -> Result<(nfs_fh3, fattr3)> {
-        let r = self.inner.nfs.mknod(dir, name, what).await;
-        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.dir_wcc));
-        let ok = r?;
-        made(self, dir, name, ok.obj, ok.obj_attributes).await
+    pub async fn mknod_in(&self, dir: &nfs_fh3, name: &str, kind: NodeKind, attrs: Sattr) -> Result<(nfs_fh3, Fattr)> {
+        let r = self.inner.nfs.mknod(dir, name, kind, attrs).await;
+        self.dir_changed(dir, r.as_ref().ok().and_then(|ok| ok.dir_after.as_ref()));
+        made(self, dir, name, r?).await
     }
 
     /// LINK: a new name `dir/name` for `fh`; returns its new attributes.
-    pub async fn link_in(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<fattr3> {
+    pub async fn link_in(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<Fattr> {
         let r = self.inner.nfs.link(fh, dir, name).await;
-        self.dir_changed(dir, r.as_ref().ok().map(|ok| &ok.linkdir_wcc));
+        self.dir_changed(dir, r.as_ref().ok().and_then(|ok| ok.dir_after.as_ref()));
         self.inner.caches.invalidate_attrs(&fh.data);
         match r?.file_attributes {
             Some(a) => Ok(a),
@@ -147,13 +134,13 @@ impl Client {
             self.inner.caches.invalidate_attrs(&fh.data);
         }
         let r = self.inner.nfs.remove(dir, name).await;
-        self.dir_changed(dir, r.as_ref().ok());
+        self.dir_changed(dir, r.as_ref().ok().and_then(Option::as_ref));
         r.map(drop)
     }
 
     pub async fn rmdir_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
         let r = self.inner.nfs.rmdir(dir, name).await;
-        self.dir_changed(dir, r.as_ref().ok());
+        self.dir_changed(dir, r.as_ref().ok().and_then(Option::as_ref));
         r.map(drop)
     }
 
@@ -164,21 +151,21 @@ impl Client {
             self.inner.data.lock().invalidate(&fh.data);
         }
         let r = self.inner.nfs.rename(from, from_name, to, to_name).await;
-        self.dir_changed(from, r.as_ref().ok().map(|ok| &ok.fromdir_wcc));
-        self.dir_changed(to, r.as_ref().ok().map(|ok| &ok.todir_wcc));
+        self.dir_changed(from, r.as_ref().ok().and_then(|ok| ok.from_dir.as_ref()));
+        self.dir_changed(to, r.as_ref().ok().and_then(|ok| ok.to_dir.as_ref()));
         r.map(drop)
     }
 
     /// SETATTR; a size change first writes back what is cached for the
     /// file, so no cached write lands beyond the new end afterwards.
-    pub async fn setattr_handle(&self, fh: &nfs_fh3, set: sattr3) -> Result<fattr3> {
+    pub async fn setattr_handle(&self, fh: &nfs_fh3, set: Sattr) -> Result<Fattr> {
         if set.size.is_some() {
             self.flush_handle(fh).await?;
             self.inner.data.lock().invalidate(&fh.data);
         }
         let r = self.inner.nfs.setattr(fh, set).await;
         self.inner.caches.invalidate_attrs(&fh.data);
-        match r?.obj_wcc.after {
+        match r? {
             Some(a) => {
                 self.inner.caches.put_attrs(&fh.data, &a);
                 Ok(a)
@@ -232,7 +219,7 @@ impl Client {
         self.inner.nfs.readlink(fh).await
     }
 
-    pub async fn fsstat(&self, fh: &nfs_fh3) -> Result<FSSTAT3resok> {
+    pub async fn fsstat(&self, fh: &nfs_fh3) -> Result<FsStat> {
         self.inner.nfs.fsstat(fh).await
     }
 
@@ -242,7 +229,7 @@ impl Client {
     pub async fn readdir_page(&self, dir: &nfs_fh3, cookie: u64, cookieverf: cookieverf3) -> Result<DirPage> {
         let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.readdirplus(dir, cookie, cookieverf, self.inner.settings.readdir_size).await?;
-        for e in &ok.reply.entries {
+        for e in &ok.entries {
             if e.name[..] == b"."[..] || e.name[..] == b".."[..] {
                 continue;
             }
@@ -250,9 +237,9 @@ impl Client {
                 self.inner.caches.put_entry_since(&dir.data, name, fh, a, ok.dir_attributes.as_ref(), since);
             }
         }
-        if !ok.reply.eof && ok.reply.entries.is_empty() {
+        if !ok.eof && ok.entries.is_empty() {
             return Err(Error::Invalid("READDIRPLUS returned no entries before EOF".into()));
         }
-        Ok(DirPage { entries: ok.reply.entries, cookieverf: ok.cookieverf, eof: ok.reply.eof })
+        Ok(DirPage { entries: ok.entries, cookieverf: ok.cookieverf, eof: ok.eof })
     }
 }

@@ -1,26 +1,31 @@
 //! The protocol under the file API: NFSv3 or NFSv4.1, one set of calls.
-//! Each answers in NFSv3's shapes; NFSv4.1 fills what NFSv3 would have
-//! sent (a new object's handle and attributes) from the same compound and
-//! leaves out what it has no counterpart for (pre-operation attributes).
+//! Each answers in the client's own types (`crate::results`, attributes
+//! as [`Fattr`]): NFSv3's replies convert into them; NFSv4.1 fills what
+//! NFSv3 would have sent (a new object's handle and attributes) from the
+//! same compound. What is set goes as [`Sattr`]: NFSv3 refuses a time its
+//! 32-bit seconds cannot carry ([`Error::TimeRange`]), NFSv4.1 sends it
+//! whole.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use client_core::fattr::{Fattr, Sattr};
 use client_core::stats::Stats;
 use proto::nfs3::*;
 use proto::nfs4::{createtype4, specdata4};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::nfs3::{dirop, Nfs3};
 use crate::nfs41::{LockConflict, Nfs41, OpenAccess};
+pub use crate::results::*;
 
 pub enum Nfs {
     V3(Box<Nfs3>),
     V41(Arc<Nfs41>),
 }
 
-fn made(obj: nfs_fh3, a: fattr3) -> CREATE3resok {
-    CREATE3resok { obj: Some(obj), obj_attributes: Some(a), dir_wcc: wcc_data::default() }
+fn made(obj: nfs_fh3, a: Fattr) -> Made {
+    Made { obj: Some(obj), obj_attributes: Some(a), dir_after: None }
 }
 
 /// What a server says about its file system at mount.
@@ -38,7 +43,7 @@ pub struct FsLimits {
 #[derive(Debug, Clone, Default)]
 pub struct Locked {
     pub conflict: Option<LockConflict>,
-    pub attrs: Option<fattr3>,
+    pub attrs: Option<Fattr>,
 }
 
 impl Nfs {
@@ -66,63 +71,73 @@ impl Nfs {
         }
     }
 
-    pub async fn getattr(&self, fh: &nfs_fh3) -> Result<fattr3> {
+    pub async fn getattr(&self, fh: &nfs_fh3) -> Result<Fattr> {
         match self {
-            Nfs::V3(n) => n.getattr(fh).await,
+            Nfs::V3(n) => n.getattr(fh).await.map(Fattr::from),
             Nfs::V41(n) => n.getattr(&fh.data).await,
         }
     }
 
-    pub async fn setattr(&self, fh: &nfs_fh3, set: sattr3) -> Result<SETATTR3resok> {
+    /// SETATTR; the file's attributes after it, when the reply has them.
+    pub async fn setattr(&self, fh: &nfs_fh3, set: Sattr) -> Result<Option<Fattr>> {
         match self {
-            Nfs::V3(n) => n.setattr(fh, set).await,
-            Nfs::V41(n) => n.setattr(&fh.data, set).await,
+            Nfs::V3(n) => Ok(n.setattr(fh, sattr3::try_from(&set)?).await?.obj_wcc.after.map(Fattr::from)),
+            Nfs::V41(n) => n.setattr(&fh.data, set).await.map(Some),
         }
     }
 
-    pub async fn lookup(&self, dir: &nfs_fh3, name: &str) -> Result<LOOKUP3resok> {
+    pub async fn lookup(&self, dir: &nfs_fh3, name: &str) -> Result<Looked> {
         match self {
-            Nfs::V3(n) => n.lookup(dir, name).await,
+            Nfs::V3(n) => n.lookup(dir, name).await.map(Looked::from),
             Nfs::V41(n) => n.lookup(&dir.data, name).await,
         }
     }
 
-    pub async fn read(&self, fh: &nfs_fh3, offset: u64, count: u32) -> Result<READ3resok> {
+    pub async fn read(&self, fh: &nfs_fh3, offset: u64, count: u32) -> Result<ReadOk> {
         match self {
-            Nfs::V3(n) => n.read(fh, offset, count).await,
+            Nfs::V3(n) => n.read(fh, offset, count).await.map(ReadOk::from),
             Nfs::V41(n) => n.read(&fh.data, offset, count).await,
         }
     }
 
-    pub async fn write(&self, fh: &nfs_fh3, offset: u64, data: Bytes, stable: stable_how) -> Result<WRITE3resok> {
+    pub async fn write(&self, fh: &nfs_fh3, offset: u64, data: Bytes, stable: stable_how) -> Result<Written> {
         match self {
-            Nfs::V3(n) => n.write(fh, offset, data, stable).await,
+            Nfs::V3(n) => n.write(fh, offset, data, stable).await.map(Written::from),
             Nfs::V41(n) => n.write(&fh.data, offset, data, stable).await,
         }
     }
 
-    pub async fn commit(&self, fh: &nfs_fh3) -> Result<COMMIT3resok> {
+    /// COMMIT of the whole file; the server's write verifier.
+    pub async fn commit(&self, fh: &nfs_fh3) -> Result<writeverf3> {
         match self {
-            Nfs::V3(n) => n.commit(fh).await,
+            Nfs::V3(n) => n.commit(fh).await.map(|ok| ok.verf),
             Nfs::V41(n) => n.commit(&fh.data).await,
         }
     }
 
     /// A regular file. Over NFSv4.1 it is created open; the next
     /// [`Nfs::open`] of it takes that open over.
-    pub async fn create(&self, dir: &nfs_fh3, name: &str, how: createhow3) -> Result<CREATE3resok> {
+    pub async fn create(&self, dir: &nfs_fh3, name: &str, how: CreateHow) -> Result<Made> {
         match self {
-            Nfs::V3(n) => n.create(dir, name, how).await,
+            Nfs::V3(n) => {
+                let how = match how {
+                    CreateHow::Unchecked(a) => createhow3::UNCHECKED(sattr3::try_from(&a)?),
+                    CreateHow::Guarded(a) => createhow3::GUARDED(sattr3::try_from(&a)?),
+                    CreateHow::Exclusive(verf) => createhow3::EXCLUSIVE(verf),
+                };
+                let ok = n.create(dir, name, how).await?;
+                Ok(Made::v3(ok.obj, ok.obj_attributes, ok.dir_wcc))
+            }
             Nfs::V41(n) => n.create(&dir.data, name, how).await,
         }
     }
 
-    pub async fn mkdir(&self, dir: &nfs_fh3, name: &str, attributes: sattr3) -> Result<CREATE3resok> {
+    pub async fn mkdir(&self, dir: &nfs_fh3, name: &str, attributes: Sattr) -> Result<Made> {
         match self {
             Nfs::V3(n) => {
-                let ok =
-                    n.call::<_, MKDIR3res>(NFS3_MKDIR, &MKDIR3args { r#where: dirop(dir, name), attributes }).await?;
-                Ok(CREATE3resok { obj: ok.obj, obj_attributes: ok.obj_attributes, dir_wcc: ok.dir_wcc })
+                let args = MKDIR3args { r#where: dirop(dir, name), attributes: sattr3::try_from(&attributes)? };
+                let ok = n.call::<_, MKDIR3res>(NFS3_MKDIR, &args).await?;
+                Ok(Made::v3(ok.obj, ok.obj_attributes, ok.dir_wcc))
             }
             Nfs::V41(n) => {
                 let (fh, a) = n.create_other(&dir.data, name, createtype4::NF4DIR, &attributes).await?;
@@ -131,13 +146,14 @@ impl Nfs {
         }
     }
 
-    pub async fn symlink(&self, dir: &nfs_fh3, name: &str, target: &[u8], attrs: sattr3) -> Result<CREATE3resok> {
+    pub async fn symlink(&self, dir: &nfs_fh3, name: &str, target: &[u8], attrs: Sattr) -> Result<Made> {
         match self {
             Nfs::V3(n) => {
-                let symlink = symlinkdata3 { symlink_attributes: attrs, symlink_data: Bytes::copy_from_slice(target) };
+                let symlink_attributes = sattr3::try_from(&attrs)?;
+                let symlink = symlinkdata3 { symlink_attributes, symlink_data: Bytes::copy_from_slice(target) };
                 let args = SYMLINK3args { r#where: dirop(dir, name), symlink };
                 let ok = n.call::<_, SYMLINK3res>(NFS3_SYMLINK, &args).await?;
-                Ok(CREATE3resok { obj: ok.obj, obj_attributes: ok.obj_attributes, dir_wcc: ok.dir_wcc })
+                Ok(Made::v3(ok.obj, ok.obj_attributes, ok.dir_wcc))
             }
             Nfs::V41(n) => {
                 let kind = createtype4::NF4LNK(Bytes::copy_from_slice(target));
@@ -147,22 +163,27 @@ impl Nfs {
         }
     }
 
-    pub async fn mknod(&self, dir: &nfs_fh3, name: &str, what: mknoddata3) -> Result<CREATE3resok> {
+    pub async fn mknod(&self, dir: &nfs_fh3, name: &str, kind: NodeKind, attrs: Sattr) -> Result<Made> {
         match self {
             Nfs::V3(n) => {
+                let a = sattr3::try_from(&attrs)?;
+                let device = |spec: specdata3| devicedata3 { dev_attributes: a.clone(), spec };
+                let what = match kind {
+                    NodeKind::Char(spec) => mknoddata3::NF3CHR(device(spec)),
+                    NodeKind::Block(spec) => mknoddata3::NF3BLK(device(spec)),
+                    NodeKind::Socket => mknoddata3::NF3SOCK(a.clone()),
+                    NodeKind::Fifo => mknoddata3::NF3FIFO(a.clone()),
+                };
                 let ok = n.call::<_, MKNOD3res>(NFS3_MKNOD, &MKNOD3args { r#where: dirop(dir, name), what }).await?;
-                Ok(CREATE3resok { obj: ok.obj, obj_attributes: ok.obj_attributes, dir_wcc: ok.dir_wcc })
+                Ok(Made::v3(ok.obj, ok.obj_attributes, ok.dir_wcc))
             }
             Nfs::V41(n) => {
-                let dev = |d: &devicedata3| specdata4 { specdata1: d.spec.specdata1, specdata2: d.spec.specdata2 };
-                let (kind, attrs) = match &what {
-                    mknoddata3::NF3CHR(d) => (createtype4::NF4CHR(dev(d)), d.dev_attributes.clone()),
-                    mknoddata3::NF3BLK(d) => (createtype4::NF4BLK(dev(d)), d.dev_attributes.clone()),
-                    mknoddata3::NF3SOCK(a) => (createtype4::NF4SOCK, a.clone()),
-                    mknoddata3::NF3FIFO(a) => (createtype4::NF4FIFO, a.clone()),
-                    mknoddata3::default(_) => {
-                        return Err(Error::Nfs { proc: "MKNOD", status: nfsstat3::NFS3ERR_BADTYPE })
-                    }
+                let dev = |d: specdata3| specdata4 { specdata1: d.specdata1, specdata2: d.specdata2 };
+                let kind = match kind {
+                    NodeKind::Char(d) => createtype4::NF4CHR(dev(d)),
+                    NodeKind::Block(d) => createtype4::NF4BLK(dev(d)),
+                    NodeKind::Socket => createtype4::NF4SOCK,
+                    NodeKind::Fifo => createtype4::NF4FIFO,
                 };
                 let (fh, a) = n.create_other(&dir.data, name, kind, &attrs).await?;
                 Ok(made(fh, a))
@@ -171,38 +192,39 @@ impl Nfs {
     }
 
     /// REMOVE; the directory's attributes after it, when the reply has them.
-    pub async fn remove(&self, dir: &nfs_fh3, name: &str) -> Result<wcc_data> {
+    pub async fn remove(&self, dir: &nfs_fh3, name: &str) -> Result<Option<Fattr>> {
         match self {
-            Nfs::V3(n) => Ok(n.remove(dir, name).await?.dir_wcc),
-            Nfs::V41(n) => n.remove(&dir.data, name).await.map(|_| wcc_data::default()),
+            Nfs::V3(n) => Ok(n.remove(dir, name).await?.dir_wcc.after.map(Fattr::from)),
+            Nfs::V41(n) => n.remove(&dir.data, name).await.map(|_| None),
         }
     }
 
-    pub async fn rmdir(&self, dir: &nfs_fh3, name: &str) -> Result<wcc_data> {
+    pub async fn rmdir(&self, dir: &nfs_fh3, name: &str) -> Result<Option<Fattr>> {
         match self {
-            Nfs::V3(n) => Ok(n.rmdir(dir, name).await?.dir_wcc),
-            Nfs::V41(n) => n.remove(&dir.data, name).await.map(|_| wcc_data::default()),
+            Nfs::V3(n) => Ok(n.rmdir(dir, name).await?.dir_wcc.after.map(Fattr::from)),
+            Nfs::V41(n) => n.remove(&dir.data, name).await.map(|_| None),
         }
     }
 
-    pub async fn rename(&self, from: &nfs_fh3, from_name: &str, to: &nfs_fh3, to_name: &str) -> Result<RENAME3resok> {
+    pub async fn rename(&self, from: &nfs_fh3, from_name: &str, to: &nfs_fh3, to_name: &str) -> Result<Renamed> {
         match self {
-            Nfs::V3(n) => n.rename(from, from_name, to, to_name).await,
+            Nfs::V3(n) => n.rename(from, from_name, to, to_name).await.map(Renamed::from),
             Nfs::V41(n) => {
                 n.rename(&from.data, from_name, &to.data, to_name).await?;
-                Ok(RENAME3resok::default())
+                Ok(Renamed::default())
             }
         }
     }
 
-    pub async fn link(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<LINK3resok> {
+    pub async fn link(&self, fh: &nfs_fh3, dir: &nfs_fh3, name: &str) -> Result<Linked> {
         match self {
             Nfs::V3(n) => {
-                n.call::<_, LINK3res>(NFS3_LINK, &LINK3args { file: fh.clone(), link: dirop(dir, name) }).await
+                let args = LINK3args { file: fh.clone(), link: dirop(dir, name) };
+                n.call::<_, LINK3res>(NFS3_LINK, &args).await.map(Linked::from)
             }
             Nfs::V41(n) => {
                 let a = n.link(&fh.data, &dir.data, name).await?;
-                Ok(LINK3resok { file_attributes: Some(a), linkdir_wcc: wcc_data::default() })
+                Ok(Linked { file_attributes: Some(a), dir_after: None })
             }
         }
     }
@@ -217,22 +239,19 @@ impl Nfs {
         }
     }
 
-    pub async fn readdirplus(
-        &self,
-        dir: &nfs_fh3,
-        cookie: u64,
-        verf: cookieverf3,
-        maxcount: u32,
-    ) -> Result<READDIRPLUS3resok> {
+    pub async fn readdirplus(&self, dir: &nfs_fh3, cookie: u64, verf: cookieverf3, maxcount: u32) -> Result<Listed> {
         match self {
-            Nfs::V3(n) => n.readdirplus(dir, cookie, verf, maxcount).await,
+            Nfs::V3(n) => n.readdirplus(dir, cookie, verf, maxcount).await.map(Listed::from),
             Nfs::V41(n) => n.readdirplus(&dir.data, cookie, verf, maxcount).await,
         }
     }
 
-    pub async fn fsstat(&self, fh: &nfs_fh3) -> Result<FSSTAT3resok> {
+    pub async fn fsstat(&self, fh: &nfs_fh3) -> Result<FsStat> {
         match self {
-            Nfs::V3(n) => n.call::<_, FSSTAT3res>(NFS3_FSSTAT, &FSSTAT3args { fsroot: fh.clone() }).await,
+            Nfs::V3(n) => {
+                let args = FSSTAT3args { fsroot: fh.clone() };
+                n.call::<_, FSSTAT3res>(NFS3_FSSTAT, &args).await.map(FsStat::from)
+            }
             Nfs::V41(n) => n.fsstat(&fh.data).await,
         }
     }
@@ -302,7 +321,7 @@ impl Nfs {
                 let nlm = n.nlm_or_notsupp("NLM_LOCK")?;
                 let conflict = nlm.lock(&fh.data, owner, range.0, range.1, write, wait).await?;
                 let attrs = match conflict {
-                    None if attrs => Some(n.getattr(fh).await?),
+                    None if attrs => Some(n.getattr(fh).await?.into()),
                     _ => None,
                 };
                 Ok(Locked { conflict, attrs })

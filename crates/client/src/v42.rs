@@ -205,8 +205,7 @@ async fn copy_all(
         }
     }
     if let Some(verf) = unstable {
-        let r = nfs.commit(&dst.data).await?;
-        if r.verf != verf {
+        if nfs.commit(&dst.data).await? != verf {
             return Ok(None);
         }
     }

@@ -165,7 +165,7 @@ async fn handles_and_locks_of_the_mount_api_work_over_a_session() {
     assert_eq!(linked.nlink, 2);
     c.rename_in(&dir, "g", &root, "moved").await.unwrap();
     assert_eq!(std::fs::read(srv.path("moved")).unwrap(), b"hello");
-    let set = proto::nfs3::sattr3 { size: Some(2), mode: Some(0o600), ..Default::default() };
+    let set = client::Sattr { size: Some(2), mode: Some(0o600), ..Default::default() };
     let after = c.setattr_handle(&fh, set).await.unwrap();
     assert_eq!((after.size, after.mode), (2, 0o600));
     let st = c.fsstat(&root).await.unwrap();

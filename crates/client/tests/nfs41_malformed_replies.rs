@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use client::nfs41::OpenAccess;
-use client::{Client, ClientSettings};
+use client::{Client, ClientSettings, CreateHow, Sattr};
 use fake41::{Fake, Fault, Match};
-use proto::nfs3::{createhow3, sattr3};
 use proto::nfs4::{createhow4, nfs_opnum4 as Op, nfs_resop4, nfsstat4, COMPOUND4res, GETATTR4res};
 
 fn settings() -> ClientSettings {
@@ -91,7 +90,7 @@ async fn replies_that_do_not_answer_the_request_are_errors_and_the_session_goes_
         let n = c.nfs41().expect("v4.1").clone();
         let root = c.root().data.clone();
         let data = Bytes::from_static(b"data");
-        let made = n.create(&root, "f", createhow3::UNCHECKED(sattr3::default())).await.expect("create");
+        let made = n.create(&root, "f", CreateHow::Unchecked(Sattr::default())).await.expect("create");
         let fh = made.obj.expect("a handle").data;
 
         let rewrites: [fn(&mut COMPOUND4res); 6] =
@@ -117,7 +116,7 @@ async fn replies_that_do_not_answer_the_request_are_errors_and_the_session_goes_
         let e = n.open_name(&root, "g", OpenAccess::Both, create).await.expect_err("short OPEN");
         assert!(not_matching(&e), "{e:?}");
         fake.inject(Match::Op(Op::OP_OPEN), Fault::Rewrite(drop_last));
-        let e = n.write_new_file(&root, "h", &sattr3::default(), data).await.expect_err("short one-shot write");
+        let e = n.write_new_file(&root, "h", &Sattr::default(), data).await.expect_err("short one-shot write");
         assert!(not_matching(&e), "{e:?}");
 
         n.getattr(&root).await.expect("the session still serves");

@@ -15,9 +15,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
-use client::{Client, ClientSettings, OpenOptions};
+use client::{Client, ClientSettings, Fattr, OpenOptions};
 use fake41::{Fake, Fault, Match, Seen};
-use proto::nfs3::{fattr3, ftype3};
+use proto::nfs3::ftype3;
 use proto::nfs4::{nfs_argop4, nfs_opnum4 as Op, nfs_resop4, nfsstat4, open_claim4, stable_how4, stateid4, OPEN4res};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -77,7 +77,7 @@ fn summary(seen: &[Seen]) -> Vec<(Op, nfsstat4)> {
 }
 
 /// `k` concurrent GETATTRs of `fh`.
-fn getattrs(c: &Client, fh: &Bytes, k: usize) -> Vec<JoinHandle<client::Result<fattr3>>> {
+fn getattrs(c: &Client, fh: &Bytes, k: usize) -> Vec<JoinHandle<client::Result<Fattr>>> {
     (0..k)
         .map(|_| {
             let (n, fh) = (c.nfs41().expect("v4.1").clone(), fh.clone());
@@ -86,7 +86,7 @@ fn getattrs(c: &Client, fh: &Bytes, k: usize) -> Vec<JoinHandle<client::Result<f
         .collect()
 }
 
-async fn all_ok(calls: Vec<JoinHandle<client::Result<fattr3>>>) {
+async fn all_ok(calls: Vec<JoinHandle<client::Result<Fattr>>>) {
     for t in calls {
         let a = t.await.expect("task").expect("a caller waits for a slot rather than fail");
         assert_eq!(a.r#type, ftype3::NF3DIR);

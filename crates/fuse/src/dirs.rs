@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use client::{Client, DirPage};
+use client::{Client, DirPage, Fattr, ListEntry};
 use parking_lot::Mutex;
-use proto::nfs3::{cookieverf3, entryplus3, fattr3, ftype3, nfs_fh3};
+use proto::nfs3::{cookieverf3, ftype3, nfs_fh3};
 
 /// The cookies of `.` and `..` in an NFSv4 listing; the server's own
 /// cookies start above them.
@@ -113,12 +113,12 @@ pub struct Dots {
 
 /// A `.` or `..` entry naming the directory `node`: listed by its node id
 /// (never 0, which readdir(3) skips as a deleted entry), as a directory.
-fn dot_entry(name: &'static str, cookie: u64, (ino, fh): &(u64, nfs_fh3)) -> entryplus3 {
-    entryplus3 {
+fn dot_entry(name: &'static str, cookie: u64, (ino, fh): &(u64, nfs_fh3)) -> ListEntry {
+    ListEntry {
         fileid: *ino,
         name: Bytes::from_static(name.as_bytes()),
         cookie,
-        name_attributes: Some(fattr3 { r#type: ftype3::NF3DIR, fileid: *ino, ..Default::default() }),
+        name_attributes: Some(Fattr { r#type: ftype3::NF3DIR, fileid: *ino, ..Default::default() }),
         name_handle: Some(fh.clone()),
     }
 }

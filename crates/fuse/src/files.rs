@@ -5,9 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use client::File;
+use client::{Fattr, File, Time};
 use parking_lot::Mutex;
-use proto::nfs3::{fattr3, nfstime3};
 
 pub type Shared = Arc<tokio::sync::Mutex<File>>;
 
@@ -22,7 +21,7 @@ pub struct OpenFiles {
     /// (mtime, size) of each node when last opened: the kernel may keep
     /// its cached pages at the next open only if neither changed
     /// (close-to-open consistency).
-    seen: Mutex<HashMap<u64, (nfstime3, u64)>>,
+    seen: Mutex<HashMap<u64, (Time, u64)>>,
 }
 
 /// Closes a file whose last open ended (it writes back first). A read or
@@ -62,9 +61,9 @@ impl OpenFiles {
 
     /// Whether the kernel's cached pages of `ino` are still good given the
     /// attributes fetched at this open; remembers them for the next.
-    pub fn unchanged_since_last_open(&self, ino: u64, a: &fattr3) -> bool {
-        let now = (a.mtime.clone(), a.size);
-        self.seen.lock().insert(ino, now.clone()) == Some(now)
+    pub fn unchanged_since_last_open(&self, ino: u64, a: &Fattr) -> bool {
+        let now = (a.mtime, a.size);
+        self.seen.lock().insert(ino, now) == Some(now)
     }
 
     /// The node is gone from the kernel: nothing more to remember of it.

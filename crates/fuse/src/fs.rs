@@ -8,13 +8,13 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use client::{Client, OpenOptions};
+use client::{Client, Fattr, NodeKind, OpenOptions, Sattr};
 use fuser::{
     Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags,
     ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek,
     ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
-use proto::nfs3::{devicedata3, fattr3, mknoddata3, nfs_fh3, sattr3, specdata3};
+use proto::nfs3::{nfs_fh3, specdata3};
 
 use crate::attr::{errno, file_attr, sattr};
 use crate::dirs::Listings;
@@ -74,8 +74,8 @@ fn utf8(name: &OsStr) -> Result<String, Errno> {
 }
 
 /// The new object's owner: the calling process's.
-fn owned(req: &Request, mode: u32, umask: u32) -> sattr3 {
-    sattr3 { mode: Some(mode & !umask & 0o7777), uid: Some(req.uid()), gid: Some(req.gid()), ..Default::default() }
+fn owned(req: &Request, mode: u32, umask: u32) -> Sattr {
+    Sattr { mode: Some(mode & !umask & 0o7777), uid: Some(req.uid()), gid: Some(req.gid()), ..Default::default() }
 }
 
 impl NfsFs {
@@ -143,7 +143,7 @@ impl NfsFs {
         reply: ReplyEntry,
         make: impl FnOnce(Arc<Client>, nfs_fh3) -> F,
     ) where
-        F: Future<Output = client::Result<(nfs_fh3, fattr3)>> + Send + 'static,
+        F: Future<Output = client::Result<(nfs_fh3, Fattr)>> + Send + 'static,
     {
         let dir = match self.handle(parent) {
             Ok(d) => d,
@@ -338,18 +338,18 @@ impl Filesystem for NfsFs {
         };
         let attrs = owned(req, mode, umask);
         let spec = specdata3 { specdata1: libc::major(rdev.into()), specdata2: libc::minor(rdev.into()) };
-        let what = match mode & libc::S_IFMT {
+        let kind = match mode & libc::S_IFMT {
             libc::S_IFREG => None,
-            libc::S_IFIFO => Some(mknoddata3::NF3FIFO(attrs.clone())),
-            libc::S_IFSOCK => Some(mknoddata3::NF3SOCK(attrs.clone())),
-            libc::S_IFCHR => Some(mknoddata3::NF3CHR(devicedata3 { dev_attributes: attrs.clone(), spec })),
-            libc::S_IFBLK => Some(mknoddata3::NF3BLK(devicedata3 { dev_attributes: attrs.clone(), spec })),
+            libc::S_IFIFO => Some(NodeKind::Fifo),
+            libc::S_IFSOCK => Some(NodeKind::Socket),
+            libc::S_IFCHR => Some(NodeKind::Char(spec)),
+            libc::S_IFBLK => Some(NodeKind::Block(spec)),
             _ => return reply.error(Errno::EINVAL),
         };
         self.make_entry(parent, &name.clone(), reply, |c, dir| async move {
-            match what {
+            match kind {
                 None => c.mknod_file_in(&dir, &name, attrs).await,
-                Some(what) => c.mknod_in(&dir, &name, what).await,
+                Some(kind) => c.mknod_in(&dir, &name, kind, attrs).await,
             }
         });
     }
@@ -400,7 +400,7 @@ impl Filesystem for NfsFs {
             Err(e) => return reply.error(e),
         };
         let target = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec();
-        let attrs = sattr3 { uid: Some(req.uid()), gid: Some(req.gid()), ..Default::default() };
+        let attrs = Sattr { uid: Some(req.uid()), gid: Some(req.gid()), ..Default::default() };
         self.make_entry(parent, &name.clone(), reply, |c, dir| async move {
             c.symlink_in(&dir, &name, &target, attrs).await
         });
@@ -791,7 +791,7 @@ impl Filesystem for NfsFs {
 
 /// The kernel's view of `a` as node `ino`, less the hidden name of an
 /// open file whose own name was removed.
-fn shown_attr(unlinked: &Unlinked, ino: u64, a: &fattr3) -> fuser::FileAttr {
+fn shown_attr(unlinked: &Unlinked, ino: u64, a: &Fattr) -> fuser::FileAttr {
     let mut attr = file_attr(ino, a);
     attr.nlink = unlinked.shown_nlink(ino, attr.nlink);
     attr

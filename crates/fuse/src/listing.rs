@@ -6,8 +6,9 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
+use client::Fattr;
 use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus, ReplyOpen};
-use proto::nfs3::{fattr3, ftype3, nfs_fh3};
+use proto::nfs3::{ftype3, nfs_fh3};
 
 use crate::attr::{errno, file_attr, kind};
 use crate::dirs::{Dots, Listings};
@@ -106,7 +107,7 @@ impl NfsFs {
                 let full = match (&e.name_handle, &e.name_attributes) {
                     // `.` and `..`: the kernel takes no node from them.
                     (_, a) if dot => {
-                        let a = a.clone().unwrap_or(fattr3 { r#type: ftype3::NF3DIR, ..Default::default() });
+                        let a = a.clone().unwrap_or(Fattr { r#type: ftype3::NF3DIR, ..Default::default() });
                         reply.add(INodeNo(0), e.cookie, name, &Duration::ZERO, &file_attr(e.fileid, &a), GENERATION)
                     }
                     (Some(h), Some(a)) => {

@@ -10,9 +10,9 @@ use std::collections::VecDeque;
 use std::hash::Hash;
 
 use bytes::Bytes;
-use proto::nfs3::fattr3;
 
 use super::{AttrCacheSettings, FastMap, Validator, WallNanos, ORDER_SLACK};
+use crate::fattr::Fattr;
 
 /// A name to store, copied only when it is new to its directory (a
 /// directory listed again names what it named before).
@@ -34,7 +34,7 @@ impl NameBytes for &[u8] {
 
 struct Name<K> {
     child: K,
-    attr: fattr3,
+    attr: Fattr,
     /// The sequence number of this name's place in the eviction queue.
     seq: u64,
     /// Looked up since it was queued: eviction gives it a second chance.
@@ -109,7 +109,7 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     /// attributes of LOOKUP/READDIR). If it changed since its names were
     /// cached they are dropped; otherwise they are trusted for another
     /// directory timeout.
-    pub fn dir_attrs(&mut self, dir: &K, attr: &fattr3, now: WallNanos) {
+    pub fn dir_attrs(&mut self, dir: &K, attr: &Fattr, now: WallNanos) {
         let v = Validator::from(attr);
         let timeout = self.s.timeout(attr, now);
         match self.dirs.get_mut(dir) {
@@ -125,7 +125,7 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     /// Caches a LOOKUP (or READDIRPLUS) result: `name` in `dir` is `child`
     /// with `child_attr`; `dir_attr` are the directory's attributes from the
     /// same reply.
-    pub fn insert(&mut self, dir: &K, name: Bytes, child: K, child_attr: fattr3, dir_attr: &fattr3, now: WallNanos) {
+    pub fn insert(&mut self, dir: &K, name: Bytes, child: K, child_attr: Fattr, dir_attr: &Fattr, now: WallNanos) {
         self.insert_all(dir, dir_attr, now, std::iter::once((name, child, child_attr)));
     }
 
@@ -134,9 +134,9 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
     pub fn insert_all(
         &mut self,
         dir: &K,
-        dir_attr: &fattr3,
+        dir_attr: &Fattr,
         now: WallNanos,
-        names: impl IntoIterator<Item = (impl NameBytes, K, fattr3)>,
+        names: impl IntoIterator<Item = (impl NameBytes, K, Fattr)>,
     ) {
         let timeout = self.s.timeout(dir_attr, now);
         if timeout == 0 || self.s.max_names == 0 {
@@ -172,7 +172,7 @@ impl<K: Hash + Eq + Clone> DirCache<K> {
 
     /// The child named `name` in `dir` and its attributes as of the lookup,
     /// if the directory is still trusted at `now`.
-    pub fn lookup(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<(K, fattr3)> {
+    pub fn lookup(&mut self, dir: &K, name: &[u8], now: WallNanos) -> Option<(K, Fattr)> {
         self.hit(dir, name, now).map(|(e, _)| (e.child.clone(), e.attr.clone()))
     }
 

@@ -1,18 +1,18 @@
 //! Attribute and name caches on virtual time.
 
 use bytes::Bytes;
-use proto::nfs3::{fattr3, ftype3, nfstime3, wcc_attr};
+use proto::nfs3::{ftype3, nfstime3, wcc_attr};
 
 use super::*;
 
 const NOW: WallNanos = 1_700_000_000 * SEC;
 
-fn attr(t: ftype3, size: u64, mtime_secs_ago: u64) -> fattr3 {
-    let m = nfstime3 { seconds: (NOW / SEC - mtime_secs_ago) as u32, nseconds: 0 };
-    fattr3 { r#type: t, size, mtime: m.clone(), ctime: m, ..fattr3::default() }
+fn attr(t: ftype3, size: u64, mtime_secs_ago: u64) -> Fattr {
+    let m = Time::new((NOW / SEC - mtime_secs_ago) as i64, 0);
+    Fattr { r#type: t, size, mtime: m, ctime: m, ..Fattr::default() }
 }
 
-fn file(size: u64, age: u64) -> fattr3 {
+fn file(size: u64, age: u64) -> Fattr {
     attr(ftype3::NF3REG, size, age)
 }
 
@@ -26,6 +26,11 @@ fn timeout_is_a_tenth_of_the_age_clamped_per_type() {
     assert_eq!(s.timeout(&attr(ftype3::NF3DIR, 0, 450), NOW), 45 * SEC);
     // An mtime ahead of the client's clock (skew) counts as just changed.
     assert_eq!(s.timeout(&file(0, 0), NOW - 5 * SEC), 3 * SEC);
+    // Times before 1970 and far past 2106 are old and new, without overflow.
+    let at = |seconds| Fattr { mtime: Time::new(seconds, 0), ..file(0, 0) };
+    assert_eq!(s.timeout(&at(-315_619_200), NOW), 60 * SEC);
+    assert_eq!(s.timeout(&at(i64::MIN), NOW), 60 * SEC);
+    assert_eq!(s.timeout(&at(i64::MAX), NOW), 3 * SEC);
     let s = AttrCacheSettings { actimeo: Some(7), ..AttrCacheSettings::default() };
     assert_eq!(s.timeout(&file(0, 100_000), NOW), 7 * SEC);
     let s = AttrCacheSettings { noac: true, ..AttrCacheSettings::default() };
@@ -61,7 +66,11 @@ fn changes_are_reported_so_data_is_dropped() {
     // Even after expiry the old attributes are compared.
     assert!(c.put(&1, file(11, 0), NOW + 100 * SEC));
     // Our own WRITE: pre-op attributes match the cache.
-    let before = wcc_attr { size: 11, mtime: file(11, 0).mtime, ctime: file(11, 0).ctime };
+    // (As NFSv3 sends them.)
+    let secs = (NOW / SEC) as u32;
+    let t = nfstime3 { seconds: secs, nseconds: 0 };
+    let before = Validator::from(&wcc_attr { size: 11, mtime: t.clone(), ctime: t });
+    assert_eq!(before, Validator::from(&file(11, 0)));
     assert!(!c.put_wcc(&1, Some(&before), file(20, 0), NOW + 101 * SEC));
     // Someone else wrote in between: pre-op attributes do not match.
     assert!(c.put_wcc(&1, Some(&before), file(30, 0), NOW + 102 * SEC));
@@ -213,7 +222,7 @@ fn a_listing_again_updates_in_place_and_drops_are_counted() {
     let mut d = DirCache::new(AttrCacheSettings { max_names: 100, ..AttrCacheSettings::default() });
     let dir = attr(ftype3::NF3DIR, 4096, 1000);
     let listing =
-        |size| -> Vec<(String, u64, fattr3)> { (0..50).map(|i| (format!("f{i}"), i, file(size, 200))).collect() };
+        |size| -> Vec<(String, u64, Fattr)> { (0..50).map(|i| (format!("f{i}"), i, file(size, 200))).collect() };
     d.insert_all(&1, &dir, NOW, listing(5).iter().map(|(n, k, a)| (n.as_bytes(), *k, a.clone())));
     let (queued, drops) = (d.queued(), d.drops());
     for _ in 0..10 {

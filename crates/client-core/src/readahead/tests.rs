@@ -1,6 +1,7 @@
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::fattr::Time;
 
 const K8: u64 = 8 * KIB;
 
@@ -99,7 +100,7 @@ fn start_threshold_and_disabling() {
 }
 
 fn v(size: u64) -> Validator {
-    Validator { size, mtime: (1, 0), ctime: (1, 0) }
+    Validator { size, mtime: Time::new(1, 0), ctime: Time::new(1, 0) }
 }
 
 fn blk(b: u8, len: usize) -> Bytes {

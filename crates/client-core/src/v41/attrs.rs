@@ -2,23 +2,25 @@
 //! the client asks for, decoding a `fattr4` into the client's attribute
 //! record, and encoding the attributes a SETATTR, OPEN or CREATE sets.
 //!
-//! The client's file API keeps one attribute record for both protocol
-//! versions, RFC 1813's `fattr3`, so the caches, the mount and the
-//! benchmarks need no second shape; the v4 `change` attribute is kept
-//! beside it (the caches compare ctime, which moves whenever change does
-//! on every server this client meets).
+//! The client's file API keeps one attribute record for every protocol
+//! version, [`Fattr`], so the caches, the mount and the benchmarks need
+//! no second shape. Its times are `nfstime4`'s whole range. The v4
+//! `change` attribute is not kept (the caches compare ctime, which moves
+//! whenever change does on every server this client meets).
 
 use bytes::Bytes;
-use proto::nfs3::{fattr3, ftype3, nfstime3, sattr3, set_atime, set_mtime, specdata3, time_how};
+use proto::nfs3::{ftype3, specdata3};
 use proto::nfs4::*;
 use xdr::{Decoder, Encoder};
+
+use crate::fattr::{Fattr, Sattr, SetTime, Time};
 
 /// Longest owner or group string accepted (RFC 8881 leaves it open).
 const MAX_OWNER: u32 = 1024;
 
 pub use proto::bitmap4::{bits, of as bitmap};
 
-/// What a stat needs: everything `fattr3` holds, plus `change`.
+/// What a stat needs: everything [`Fattr`] holds, plus `change`.
 pub const STAT: &[u32] = &[
     FATTR4_TYPE,
     FATTR4_CHANGE,
@@ -90,7 +92,7 @@ pub struct Attrs {
     pub time_modify: Option<nfstime4>,
 }
 
-fn time(d: &mut Decoder) -> xdr::Result<nfstime4> {
+fn decode_time(d: &mut Decoder) -> xdr::Result<nfstime4> {
     Ok(nfstime4 { seconds: d.i64()?, nseconds: d.u32()? })
 }
 
@@ -134,10 +136,10 @@ pub fn decode(fattr: &fattr4) -> Result<Attrs, String> {
             FATTR4_SPACE_FREE => a.space_free = Some(d.u64().map_err(bad(attr))?),
             FATTR4_SPACE_TOTAL => a.space_total = Some(d.u64().map_err(bad(attr))?),
             FATTR4_SPACE_USED => a.space_used = Some(d.u64().map_err(bad(attr))?),
-            FATTR4_TIME_ACCESS => a.time_access = Some(time(d).map_err(bad(attr))?),
-            FATTR4_TIME_DELTA => a.time_delta = Some(time(d).map_err(bad(attr))?),
-            FATTR4_TIME_METADATA => a.time_metadata = Some(time(d).map_err(bad(attr))?),
-            FATTR4_TIME_MODIFY => a.time_modify = Some(time(d).map_err(bad(attr))?),
+            FATTR4_TIME_ACCESS => a.time_access = Some(decode_time(d).map_err(bad(attr))?),
+            FATTR4_TIME_DELTA => a.time_delta = Some(decode_time(d).map_err(bad(attr))?),
+            FATTR4_TIME_METADATA => a.time_metadata = Some(decode_time(d).map_err(bad(attr))?),
+            FATTR4_TIME_MODIFY => a.time_modify = Some(decode_time(d).map_err(bad(attr))?),
             other => return Err(format!("attribute {other} was not asked for")),
         }
     }
@@ -177,16 +179,13 @@ pub fn owner_id(s: &[u8], by_name: impl Fn(&str) -> Option<u32>) -> u32 {
     by_name(name).unwrap_or(NOBODY)
 }
 
-fn time3(t: &Option<nfstime4>) -> nfstime3 {
-    t.as_ref().map_or(nfstime3::default(), |t| nfstime3 {
-        seconds: t.seconds.clamp(0, u32::MAX as i64) as u32,
-        nseconds: t.nseconds,
-    })
+fn time(t: &Option<nfstime4>) -> Time {
+    t.as_ref().map_or(Time::default(), |t| Time { seconds: t.seconds, nseconds: t.nseconds })
 }
 
 impl Attrs {
     /// The record the file API keeps. `uid_of`/`gid_of` map owner names.
-    pub fn to_fattr3(&self, uid_of: impl Fn(&str) -> Option<u32>, gid_of: impl Fn(&str) -> Option<u32>) -> fattr3 {
+    pub fn to_fattr(&self, uid_of: impl Fn(&str) -> Option<u32>, gid_of: impl Fn(&str) -> Option<u32>) -> Fattr {
         use nfs_ftype4::*;
         let r#type = match self.r#type {
             Some(NF4DIR | NF4ATTRDIR) => ftype3::NF3DIR,
@@ -201,7 +200,7 @@ impl Attrs {
             .rawdev
             .as_ref()
             .map_or(specdata3::default(), |r| specdata3 { specdata1: r.specdata1, specdata2: r.specdata2 });
-        fattr3 {
+        Fattr {
             r#type,
             mode: self.mode.unwrap_or(0) & 0o7777,
             nlink: self.numlinks.unwrap_or(1),
@@ -212,22 +211,28 @@ impl Attrs {
             rdev,
             fsid: self.fsid.as_ref().map_or(0, |f| f.major ^ f.minor.rotate_left(32)),
             fileid: self.fileid.unwrap_or(0),
-            atime: time3(&self.time_access),
-            mtime: time3(&self.time_modify),
-            ctime: time3(&self.time_metadata),
+            atime: time(&self.time_access),
+            mtime: time(&self.time_modify),
+            ctime: time(&self.time_metadata),
         }
     }
 }
 
-fn settime(e: &mut Encoder, seconds: u32, nseconds: u32) {
-    e.u32(time_how4::SET_TO_CLIENT_TIME4 as u32);
-    e.i64(seconds as i64);
-    e.u32(nseconds);
+fn settime(e: &mut Encoder, how: SetTime) {
+    match how {
+        SetTime::DontChange => {}
+        SetTime::ServerTime => e.u32(time_how4::SET_TO_SERVER_TIME4 as u32),
+        SetTime::ClientTime(t) => {
+            e.u32(time_how4::SET_TO_CLIENT_TIME4 as u32);
+            e.i64(t.seconds);
+            e.u32(t.nseconds);
+        }
+    }
 }
 
-/// The attributes a SETATTR (or a create) sets, from the file API's
-/// `sattr3`. Owners go as numeric strings, as AUTH_SYS clients send them.
-pub fn encode_sattr(s: &sattr3) -> fattr4 {
+/// The attributes a SETATTR (or a create) sets. Owners go as numeric
+/// strings, as AUTH_SYS clients send them; times as `nfstime4`, whole.
+pub fn encode_sattr(s: &Sattr) -> fattr4 {
     let mut set = Vec::new();
     let mut e = Encoder::new();
     // Values go in ascending attribute order.
@@ -247,27 +252,13 @@ pub fn encode_sattr(s: &sattr3) -> fattr4 {
         set.push(FATTR4_OWNER_GROUP);
         e.opaque_var(gid.to_string().as_bytes());
     }
-    match &s.atime {
-        set_atime::SET_TO_CLIENT_TIME(t) => {
-            set.push(FATTR4_TIME_ACCESS_SET);
-            settime(&mut e, t.seconds, t.nseconds);
-        }
-        set_atime::default(time_how::SET_TO_SERVER_TIME) => {
-            set.push(FATTR4_TIME_ACCESS_SET);
-            e.u32(time_how4::SET_TO_SERVER_TIME4 as u32);
-        }
-        set_atime::default(_) => {}
+    if s.atime != SetTime::DontChange {
+        set.push(FATTR4_TIME_ACCESS_SET);
+        settime(&mut e, s.atime);
     }
-    match &s.mtime {
-        set_mtime::SET_TO_CLIENT_TIME(t) => {
-            set.push(FATTR4_TIME_MODIFY_SET);
-            settime(&mut e, t.seconds, t.nseconds);
-        }
-        set_mtime::default(time_how::SET_TO_SERVER_TIME) => {
-            set.push(FATTR4_TIME_MODIFY_SET);
-            e.u32(time_how4::SET_TO_SERVER_TIME4 as u32);
-        }
-        set_mtime::default(_) => {}
+    if s.mtime != SetTime::DontChange {
+        set.push(FATTR4_TIME_MODIFY_SET);
+        settime(&mut e, s.mtime);
     }
     fattr4 { attrmask: bitmap(&set), attr_vals: e.into_bytes() }
 }

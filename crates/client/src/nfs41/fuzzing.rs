@@ -5,8 +5,8 @@
 //! spoil it the ways a broken server or proxy would.
 
 use bytes::Bytes;
+use client_core::fattr::Sattr;
 use client_core::v41::attrs::bits;
-use proto::nfs3::sattr3;
 use proto::nfs4::*;
 use xdr::{Decode, Decoder, Encoder};
 
@@ -31,7 +31,7 @@ fn owner() -> open_owner4 {
 
 /// The one-shot write's operations, and where its CLOSE is.
 fn oneshot_call() -> (Vec<nfs_argop4>, usize) {
-    oneshot::oneshot_ops(owner(), &handle(1), "small", &sattr3::default(), Bytes::from_static(b"data"))
+    oneshot::oneshot_ops(owner(), &handle(1), "small", &Sattr::default(), Bytes::from_static(b"data"))
 }
 
 /// The operations call `which` sends behind its SEQUENCE.
@@ -44,7 +44,7 @@ pub fn operations(which: u8) -> Vec<nfs_argop4> {
         3 => vec![ops::putfh(&dir), ops::getattr_op()],
         4 => ops::lookup_ops(&dir, "name"),
         5 => vec![ops::putfh(&dir), nfs_argop4::OP_READ(READ4args { stateid: ANONYMOUS, offset: 0, count: 4096 })],
-        6 => ops::create_other_ops(&dir, "sub", createtype4::NF4DIR, &sattr3::default()),
+        6 => ops::create_other_ops(&dir, "sub", createtype4::NF4DIR, &Sattr::default()),
         7 => ops::readdirplus_ops(&dir, 0, [0; 8], 8192),
         8 => vec![
             ops::putfh(&dir),

@@ -3,10 +3,10 @@
 //! on the same connection, opens and delegations, and recovery when the
 //! session or the server's state is lost.
 //!
-//! The calls in `ops.rs` answer in NFSv3's shapes (`fattr3`, `...3resok`),
-//! so the caches, the mount and the benchmarks above them do not care which
-//! version is on the wire; the NFSv4 work (stateids, opens, the lease)
-//! stays here.
+//! The calls in `ops.rs` answer in the client's own types (`Fattr`, the
+//! structures of `crate::results`), as NFSv3's calls do, so the caches,
+//! the mount and the benchmarks above them do not care which version is
+//! on the wire; the NFSv4 work (stateids, opens, the lease) stays here.
 
 mod callback;
 mod compound;

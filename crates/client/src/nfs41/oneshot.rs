@@ -13,7 +13,7 @@
 //! alone. It asks for no delegation, as the file is closed at once.
 
 use bytes::Bytes;
-use proto::nfs3::{fattr3, sattr3};
+use client_core::fattr::{Fattr, Sattr};
 use proto::nfs4::*;
 
 use super::compound::failure;
@@ -29,10 +29,10 @@ pub(crate) fn oneshot_ops(
     owner: open_owner4,
     dir: &Bytes,
     name: &str,
-    attrs: &sattr3,
+    attrs: &Sattr,
     data: Bytes,
 ) -> (Vec<nfs_argop4>, usize) {
-    let set = sattr3 { size: Some(0), ..attrs.clone() };
+    let set = Sattr { size: Some(0), ..attrs.clone() };
     let open = OPEN4args {
         seqid: 0,
         share_access: OPEN4_SHARE_ACCESS_WRITE | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
@@ -72,7 +72,7 @@ pub(crate) fn left_open(r: &Results, close_at: usize) -> Option<(stateid4, Bytes
 
 /// The file's handle, its attributes and the directory's, from a
 /// successful one-shot compound.
-pub(crate) fn oneshot_reply(r: &Results, close_at: usize) -> Result<(Bytes, fattr3, fattr3)> {
+pub(crate) fn oneshot_reply(r: &Results, close_at: usize) -> Result<(Bytes, Fattr, Fattr)> {
     Ok((r.getfh(2)?, r.attrs(close_at + 1)?, r.attrs(close_at + 3)?))
 }
 
@@ -89,9 +89,9 @@ impl Nfs41 {
         &self,
         dir: &Bytes,
         name: &str,
-        attrs: &sattr3,
+        attrs: &Sattr,
         data: Bytes,
-    ) -> Result<(Bytes, fattr3, fattr3)> {
+    ) -> Result<(Bytes, Fattr, Fattr)> {
         let (ops, close_at) = oneshot_ops(self.oneshot_owner(), dir, name, attrs, data);
         let r = self.compound_status(ops).await?;
         if r.status() != nfsstat4::NFS4_OK {

@@ -4,8 +4,8 @@
 //! goes, and which stateid a READ or WRITE carries.
 
 use bytes::Bytes;
+use client_core::fattr::Fattr;
 use client_core::v41::delegations::DelegationKind;
-use proto::nfs3::fattr3;
 use proto::nfs4::*;
 
 use super::Nfs41;
@@ -79,7 +79,7 @@ impl Nfs41 {
         name: &str,
         access: OpenAccess,
         create: Option<createhow4>,
-    ) -> Result<(Bytes, fattr3, fattr3)> {
+    ) -> Result<(Bytes, Fattr, Fattr)> {
         let openhow = match create {
             Some(how) => openflag4::OPEN4_CREATE(how),
             None => openflag4::default(opentype4::OPEN4_NOCREATE),
@@ -101,7 +101,7 @@ impl Nfs41 {
 
     /// OPEN of a file by its handle (CLAIM_FH), for callers that hold the
     /// handle already (the mount).
-    pub async fn open_fh(&self, fh: &Bytes, access: OpenAccess) -> Result<fattr3> {
+    pub async fn open_fh(&self, fh: &Bytes, access: OpenAccess) -> Result<Fattr> {
         let ops = vec![
             nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
             self.open_op(access, openflag4::default(opentype4::OPEN4_NOCREATE), open_claim4::CLAIM_FH),

@@ -1,16 +1,18 @@
 //! The file API's calls over NFSv4.1, each one COMPOUND, answering in the
-//! NFSv3 shapes the layers above keep. Where NFSv3 needs two calls (a
+//! client's own types the layers above keep (`crate::results`). Where NFSv3 needs two calls (a
 //! LOOKUP then a GETATTR, a CREATE then a LOOKUP) the compound carries
 //! both, and a path is looked up in one compound however deep it is.
 
 use bytes::Bytes;
+use client_core::fattr::{Fattr, Sattr};
 use client_core::v41::attrs::{self, bitmap, FS_INFO, FS_STAT, STAT};
-use proto::nfs3::*;
+use proto::nfs3::{nfs_fh3, stable_how, writeverf3};
 use proto::nfs4::*;
 
 use super::reply::Results;
 use super::Nfs41;
 use crate::error::{Error, Result};
+use crate::results::{CreateHow, FsStat, ListEntry, Listed, Looked, Made, ReadOk, Written};
 
 /// Times a READ or WRITE is sent again after its stateid went stale
 /// under it (each time with the stateid that replaced it).
@@ -55,8 +57,8 @@ fn id_by_name(name: &str, db: &'static str) -> Option<u32> {
     id
 }
 
-pub(crate) fn to_fattr3(f: &fattr4) -> Result<fattr3> {
-    Ok(decoded(f)?.to_fattr3(uid_by_name, gid_by_name))
+pub(crate) fn to_fattr(f: &fattr4) -> Result<Fattr> {
+    Ok(decoded(f)?.to_fattr(uid_by_name, gid_by_name))
 }
 
 pub(crate) fn putfh(fh: &Bytes) -> nfs_argop4 {
@@ -89,11 +91,6 @@ fn stable3(s: stable_how4) -> stable_how {
         stable_how4::DATA_SYNC4 => stable_how::DATA_SYNC,
         stable_how4::FILE_SYNC4 => stable_how::FILE_SYNC,
     }
-}
-
-/// Post-op attributes as NFSv3's weak cache consistency data.
-fn wcc(after: Option<fattr3>) -> wcc_data {
-    wcc_data { before: None, after }
 }
 
 pub(crate) fn getattr_op() -> nfs_argop4 {
@@ -138,24 +135,22 @@ pub(crate) fn lookup_ops(dir: &Bytes, name: &str) -> Vec<nfs_argop4> {
     vec![putfh(dir), getattr_op(), lookup_op(name), nfs_argop4::OP_GETFH, getattr_op()]
 }
 
-pub(crate) fn lookup_reply(res: &Results) -> Result<LOOKUP3resok> {
-    Ok(LOOKUP3resok {
+pub(crate) fn lookup_reply(res: &Results) -> Result<Looked> {
+    Ok(Looked {
         object: nfs_fh3 { data: res.getfh(3)? },
         obj_attributes: Some(res.attrs(4)?),
         dir_attributes: Some(res.attrs(1)?),
     })
 }
 
-pub(crate) fn read_reply(res: &Results) -> Result<READ3resok> {
+pub(crate) fn read_reply(res: &Results) -> Result<ReadOk> {
     res.pick(1, "READ", |r| match r {
-        nfs_resop4::OP_READ(READ4res::NFS4_OK(ok)) => {
-            Some(READ3resok { file_attributes: None, count: ok.data.len() as u32, eof: ok.eof, data: ok.data.clone() })
-        }
+        nfs_resop4::OP_READ(READ4res::NFS4_OK(ok)) => Some(ReadOk { data: ok.data.clone(), eof: ok.eof }),
         _ => None,
     })
 }
 
-pub(crate) fn create_other_ops(dir: &Bytes, name: &str, objtype: createtype4, set: &sattr3) -> Vec<nfs_argop4> {
+pub(crate) fn create_other_ops(dir: &Bytes, name: &str, objtype: createtype4, set: &Sattr) -> Vec<nfs_argop4> {
     vec![
         putfh(dir),
         nfs_argop4::OP_CREATE(CREATE4args { objtype, objname: name4(name), createattrs: attrs::encode_sattr(set) }),
@@ -164,7 +159,7 @@ pub(crate) fn create_other_ops(dir: &Bytes, name: &str, objtype: createtype4, se
     ]
 }
 
-pub(crate) fn create_other_reply(res: &Results) -> Result<(nfs_fh3, fattr3)> {
+pub(crate) fn create_other_reply(res: &Results) -> Result<(nfs_fh3, Fattr)> {
     Ok((nfs_fh3 { data: res.getfh(2)? }, res.attrs(3)?))
 }
 
@@ -181,7 +176,7 @@ pub(crate) fn readdirplus_ops(dir: &Bytes, cookie: u64, cookieverf: [u8; 8], max
     vec![putfh(dir), getattr_op(), nfs_argop4::OP_READDIR(args)]
 }
 
-pub(crate) fn readdirplus_reply(res: &Results) -> Result<READDIRPLUS3resok> {
+pub(crate) fn readdirplus_reply(res: &Results) -> Result<Listed> {
     let dir_attributes = Some(res.attrs(1)?);
     let ok = res.pick(2, "READDIR", |r| match r {
         nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(ok)) => Some(ok),
@@ -191,36 +186,30 @@ pub(crate) fn readdirplus_reply(res: &Results) -> Result<READDIRPLUS3resok> {
     for e in &ok.reply.entries {
         let a = decoded(&e.attrs)?;
         let usable = a.rdattr_error.is_none_or(|s| s == 0) && a.r#type.is_some();
-        entries.push(entryplus3 {
+        entries.push(ListEntry {
             fileid: a.fileid.unwrap_or(0),
             name: e.name.clone(),
             cookie: e.cookie,
-            name_attributes: usable.then(|| a.to_fattr3(uid_by_name, gid_by_name)),
+            name_attributes: usable.then(|| a.to_fattr(uid_by_name, gid_by_name)),
             name_handle: a.filehandle.clone().filter(|_| usable).map(|data| nfs_fh3 { data }),
         });
     }
-    Ok(READDIRPLUS3resok {
-        dir_attributes,
-        cookieverf: ok.cookieverf,
-        reply: dirlistplus3 { entries, eof: ok.reply.eof },
-    })
+    Ok(Listed { dir_attributes, cookieverf: ok.cookieverf, entries, eof: ok.reply.eof })
 }
 
 pub(crate) fn fsstat_ops(fh: &Bytes) -> Vec<nfs_argop4> {
     vec![putfh(fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: bitmap(FS_STAT) })]
 }
 
-pub(crate) fn fsstat_reply(res: &Results) -> Result<FSSTAT3resok> {
+pub(crate) fn fsstat_reply(res: &Results) -> Result<FsStat> {
     let a = decoded(res.fattr(1)?)?;
-    Ok(FSSTAT3resok {
-        obj_attributes: None,
+    Ok(FsStat {
         tbytes: a.space_total.unwrap_or(0),
         fbytes: a.space_free.unwrap_or(0),
         abytes: a.space_avail.unwrap_or(0),
         tfiles: a.files_total.unwrap_or(0),
         ffiles: a.files_free.unwrap_or(0),
         afiles: a.files_avail.unwrap_or(0),
-        invarsec: 0,
     })
 }
 
@@ -244,11 +233,12 @@ impl Nfs41 {
         io_limits_reply(&self.compound(io_limits_ops(fh)).await?)
     }
 
-    pub async fn getattr(&self, fh: &Bytes) -> Result<fattr3> {
+    pub async fn getattr(&self, fh: &Bytes) -> Result<Fattr> {
         self.compound(vec![putfh(fh), getattr_op()]).await?.attrs(1)
     }
 
-    pub async fn setattr(&self, fh: &Bytes, set: sattr3) -> Result<SETATTR3resok> {
+    /// SETATTR, and the file's attributes after it.
+    pub async fn setattr(&self, fh: &Bytes, set: Sattr) -> Result<Fattr> {
         // A size change needs the open's stateid when the file is open
         // here (the server checks it against share reservations).
         let stateid = self.io_stateid(fh, true);
@@ -257,11 +247,10 @@ impl Nfs41 {
             nfs_argop4::OP_SETATTR(SETATTR4args { stateid, obj_attributes: attrs::encode_sattr(&set) }),
             self.getattr_op(),
         ];
-        let res = self.compound(ops).await?;
-        Ok(SETATTR3resok { obj_wcc: wcc(Some(res.attrs(2)?)) })
+        self.compound(ops).await?.attrs(2)
     }
 
-    pub async fn lookup(&self, dir: &Bytes, name: &str) -> Result<LOOKUP3resok> {
+    pub async fn lookup(&self, dir: &Bytes, name: &str) -> Result<Looked> {
         lookup_reply(&self.compound(lookup_ops(dir, name)).await?)
     }
 
@@ -297,21 +286,21 @@ impl Nfs41 {
         }
     }
 
-    pub async fn read(&self, fh: &Bytes, offset: u64, count: u32) -> Result<READ3resok> {
+    pub async fn read(&self, fh: &Bytes, offset: u64, count: u32) -> Result<ReadOk> {
         if let Some(ok) = self.ds_read(fh, offset, count).await {
-            return Ok(ok);
+            return Ok(ok.into());
         }
         if self.read_plus && self.has_v42() {
             let (data, _holes, eof) = self.read_plus(fh, offset, count).await?;
-            return Ok(READ3resok { file_attributes: None, count: data.len() as u32, eof, data });
+            return Ok(ReadOk { data, eof });
         }
         let read = |stateid| vec![putfh(fh), nfs_argop4::OP_READ(READ4args { stateid, offset, count })];
         read_reply(&self.with_io_stateid(fh, false, read).await?)
     }
 
-    pub async fn write(&self, fh: &Bytes, offset: u64, data: Bytes, stable: stable_how) -> Result<WRITE3resok> {
+    pub async fn write(&self, fh: &Bytes, offset: u64, data: Bytes, stable: stable_how) -> Result<Written> {
         if let Some(ok) = self.ds_write(fh, offset, &data, stable).await {
-            return Ok(ok);
+            return Ok(ok.into());
         }
         let stable = stable4(stable);
         let write = |stateid| {
@@ -320,25 +309,21 @@ impl Nfs41 {
         };
         let res = self.with_io_stateid(fh, true, write).await?;
         res.pick(1, "WRITE", |r| match r {
-            nfs_resop4::OP_WRITE(WRITE4res::NFS4_OK(ok)) => Some(WRITE3resok {
-                file_wcc: wcc(None),
-                count: ok.count,
-                committed: stable3(ok.committed),
-                verf: ok.writeverf,
-            }),
+            nfs_resop4::OP_WRITE(WRITE4res::NFS4_OK(ok)) => {
+                Some(Written { count: ok.count, committed: stable3(ok.committed), verf: ok.writeverf })
+            }
             _ => None,
         })
     }
 
-    pub async fn commit(&self, fh: &Bytes) -> Result<COMMIT3resok> {
+    /// COMMIT of the whole file; the write verifier it answered with.
+    pub async fn commit(&self, fh: &Bytes) -> Result<writeverf3> {
         if let Some(r) = self.ds_commit(fh).await {
-            return r;
+            return r.map(|ok| ok.verf);
         }
         let res = self.compound(vec![putfh(fh), nfs_argop4::OP_COMMIT(COMMIT4args { offset: 0, count: 0 })]).await?;
         res.pick(1, "COMMIT", |r| match r {
-            nfs_resop4::OP_COMMIT(COMMIT4res::NFS4_OK(ok)) => {
-                Some(COMMIT3resok { file_wcc: wcc(None), verf: ok.writeverf })
-            }
+            nfs_resop4::OP_COMMIT(COMMIT4res::NFS4_OK(ok)) => Some(ok.writeverf),
             _ => None,
         })
     }
@@ -346,15 +331,15 @@ impl Nfs41 {
     /// A regular file made with OPEN (NFSv4 has no other way): the open
     /// stays, as a spare the next open of the handle through the file API
     /// takes over.
-    pub async fn create(&self, dir: &Bytes, name: &str, how: createhow3) -> Result<CREATE3resok> {
+    pub async fn create(&self, dir: &Bytes, name: &str, how: CreateHow) -> Result<Made> {
         let how4 = match how {
-            createhow3::UNCHECKED(a) => createhow4::UNCHECKED4(attrs::encode_sattr(&a)),
-            createhow3::GUARDED(a) => createhow4::GUARDED4(attrs::encode_sattr(&a)),
-            createhow3::EXCLUSIVE(verf) => createhow4::EXCLUSIVE4(verf),
+            CreateHow::Unchecked(a) => createhow4::UNCHECKED4(attrs::encode_sattr(&a)),
+            CreateHow::Guarded(a) => createhow4::GUARDED4(attrs::encode_sattr(&a)),
+            CreateHow::Exclusive(verf) => createhow4::EXCLUSIVE4(verf),
         };
         let (fh, a, dir_after) = self.open_name(dir, name, super::OpenAccess::Both, Some(how4)).await?;
         self.keep_spare(&fh);
-        Ok(CREATE3resok { obj: Some(nfs_fh3 { data: fh }), obj_attributes: Some(a), dir_wcc: wcc(Some(dir_after)) })
+        Ok(Made { obj: Some(nfs_fh3 { data: fh }), obj_attributes: Some(a), dir_after: Some(dir_after) })
     }
 
     /// CREATE of a directory, symlink or special file, with its handle
@@ -364,8 +349,8 @@ impl Nfs41 {
         dir: &Bytes,
         name: &str,
         objtype: createtype4,
-        set: &sattr3,
-    ) -> Result<(nfs_fh3, fattr3)> {
+        set: &Sattr,
+    ) -> Result<(nfs_fh3, Fattr)> {
         create_other_reply(&self.compound(create_other_ops(dir, name, objtype, set)).await?)
     }
 
@@ -385,7 +370,7 @@ impl Nfs41 {
     }
 
     /// LINK, and the file's attributes after it.
-    pub async fn link(&self, fh: &Bytes, dir: &Bytes, name: &str) -> Result<fattr3> {
+    pub async fn link(&self, fh: &Bytes, dir: &Bytes, name: &str) -> Result<Fattr> {
         let ops = vec![
             putfh(fh),
             nfs_argop4::OP_SAVEFH,
@@ -405,19 +390,13 @@ impl Nfs41 {
         })
     }
 
-    /// READDIR asking each entry's handle and attributes: the NFSv3
-    /// READDIRPLUS reply, `.` and `..` left out as NFSv4 servers do.
-    pub async fn readdirplus(
-        &self,
-        dir: &Bytes,
-        cookie: u64,
-        cookieverf: [u8; 8],
-        maxcount: u32,
-    ) -> Result<READDIRPLUS3resok> {
+    /// READDIR asking each entry's handle and attributes, as NFSv3's
+    /// READDIRPLUS gives them, `.` and `..` left out as NFSv4 servers do.
+    pub async fn readdirplus(&self, dir: &Bytes, cookie: u64, cookieverf: [u8; 8], maxcount: u32) -> Result<Listed> {
         readdirplus_reply(&self.compound(readdirplus_ops(dir, cookie, cookieverf, maxcount)).await?)
     }
 
-    pub async fn fsstat(&self, fh: &Bytes) -> Result<FSSTAT3resok> {
+    pub async fn fsstat(&self, fh: &Bytes) -> Result<FsStat> {
         fsstat_reply(&self.compound(fsstat_ops(fh)).await?)
     }
 }

@@ -9,7 +9,7 @@
 //! asked for.
 
 use bytes::Bytes;
-use proto::nfs3::fattr3;
+use client_core::fattr::Fattr;
 use proto::nfs4::*;
 
 use crate::error::{Error, Result};
@@ -222,8 +222,8 @@ impl Results {
     }
 
     /// The attributes of GETATTR result `i`, as the file API keeps them.
-    pub(crate) fn attrs(&self, i: usize) -> Result<fattr3> {
-        super::ops::to_fattr3(self.fattr(i)?)
+    pub(crate) fn attrs(&self, i: usize) -> Result<Fattr> {
+        super::ops::to_fattr(self.fattr(i)?)
     }
 }
 

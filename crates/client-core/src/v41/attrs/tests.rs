@@ -14,7 +14,7 @@ fn bitmaps_round_trip_across_words() {
 }
 
 #[test]
-fn a_stat_decodes_into_the_v3_record() {
+fn a_stat_decodes_into_the_file_apis_record() {
     let asked =
         [FATTR4_TYPE, FATTR4_SIZE, FATTR4_FILEID, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP, FATTR4_TIME_MODIFY];
     let f = fattr(&asked, |e| {
@@ -28,10 +28,29 @@ fn a_stat_decodes_into_the_v3_record() {
         e.u32(5);
     });
     let a = decode(&f).unwrap();
-    let v3 = a.to_fattr3(|_| None, |n| (n == "staff").then_some(50));
-    assert_eq!(v3.r#type, ftype3::NF3DIR);
-    assert_eq!((v3.size, v3.fileid, v3.mode, v3.uid, v3.gid), (4096, 77, 0o755, 1000, 50));
-    assert_eq!((v3.mtime.seconds, v3.mtime.nseconds), (1_700_000_000, 5));
+    let f = a.to_fattr(|_| None, |n| (n == "staff").then_some(50));
+    assert_eq!(f.r#type, ftype3::NF3DIR);
+    assert_eq!((f.size, f.fileid, f.mode, f.uid, f.gid), (4096, 77, 0o755, 1000, 50));
+    assert_eq!(f.mtime, Time::new(1_700_000_000, 5));
+}
+
+/// `nfstime4` has signed 64-bit seconds: a time past 2106 or before 1970
+/// is kept as the server sent it, not clamped into NFSv3's range.
+#[test]
+fn times_keep_their_64_bit_seconds() {
+    let asked = [FATTR4_TIME_ACCESS, FATTR4_TIME_METADATA, FATTR4_TIME_MODIFY];
+    let f = fattr(&asked, |e| {
+        e.i64(1 << 32);
+        e.u32(1);
+        e.i64(-315_619_200);
+        e.u32(2);
+        e.i64(i64::MIN);
+        e.u32(999_999_999);
+    });
+    let a = decode(&f).unwrap().to_fattr(|_| None, |_| None);
+    assert_eq!(a.atime, Time::new(1 << 32, 1));
+    assert_eq!(a.ctime, Time::new(-315_619_200, 2));
+    assert_eq!(a.mtime, Time::new(i64::MIN, 999_999_999));
 }
 
 #[test]
@@ -52,12 +71,12 @@ fn unknown_names_are_nobody_and_garbage_is_refused() {
 
 #[test]
 fn setattr_values_go_in_attribute_order() {
-    let s = sattr3 {
+    let s = Sattr {
         mode: Some(0o600),
         uid: Some(7),
         size: Some(10),
-        mtime: set_mtime::SET_TO_CLIENT_TIME(nfstime3 { seconds: 3, nseconds: 4 }),
-        atime: set_atime::default(time_how::SET_TO_SERVER_TIME),
+        mtime: SetTime::ClientTime(Time::new(3, 4)),
+        atime: SetTime::ServerTime,
         ..Default::default()
     };
     let f = encode_sattr(&s);
@@ -73,4 +92,24 @@ fn setattr_values_go_in_attribute_order() {
     assert_eq!(d.u32().unwrap(), 1); // SET_TO_CLIENT_TIME4
     assert_eq!((d.i64().unwrap(), d.u32().unwrap()), (3, 4));
     assert_eq!(d.remaining(), 0);
+}
+
+#[test]
+fn set_times_go_whole_past_2106_and_before_1970() {
+    let s = Sattr {
+        atime: SetTime::ClientTime(Time::new(-315_619_200, 7)),
+        mtime: SetTime::ClientTime(Time::new(4_294_967_296, 8)),
+        ..Default::default()
+    };
+    let f = encode_sattr(&s);
+    assert_eq!(bits(&f.attrmask).collect::<Vec<_>>(), vec![FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET]);
+    let mut d = Decoder::new(f.attr_vals.clone());
+    assert_eq!(d.u32().unwrap(), 1); // SET_TO_CLIENT_TIME4
+    assert_eq!((d.i64().unwrap(), d.u32().unwrap()), (-315_619_200, 7));
+    assert_eq!(d.u32().unwrap(), 1);
+    assert_eq!((d.i64().unwrap(), d.u32().unwrap()), (4_294_967_296, 8));
+    assert_eq!(d.remaining(), 0);
+    // Nothing to set, nothing sent.
+    let none = encode_sattr(&Sattr::default());
+    assert_eq!((bits(&none.attrmask).count(), none.attr_vals.len()), (0, 0));
 }
