@@ -165,7 +165,6 @@ fn link_counts_follow_remove_rename_and_link_over_nfsv41() {
 }
 
 #[test]
-#[ignore = "the client keeps NFSv4 times in NFSv3's 32-bit seconds: the 64-bit nfstime4 range through the client is still to do"]
 fn nfsv41_times_keep_64_bit_seconds() {
     let srv = TestServer::start(ServerOpts::default());
     let m = Mounted::with_query(&srv, V41, "", &[]);

@@ -177,6 +177,54 @@ async fn handles_and_locks_of_the_mount_api_work_over_a_session() {
     assert!(!srv.path("sub").exists());
 }
 
+/// `nfstime4` has signed 64-bit seconds: a time past 2106 and one before
+/// 1970 are set and read back as they are, from the server (not only the
+/// client's cache) and by another client. NFSv3, whose seconds are
+/// unsigned 32-bit, refuses them rather than set another time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_past_2106_and_before_1970_go_through_whole() {
+    use client::{Error, Sattr, SetTime, Time, TimeRangeError};
+    use std::os::unix::fs::MetadataExt;
+    let srv = Srv::start().await;
+    let c = connect41(&srv).await;
+    let root = c.root().clone();
+    let (fh, _) = c.create_in(&root, "t", Default::default(), true).await.unwrap();
+    let (late, early) = (Time::new(4_294_967_296, 5), Time::new(-315_619_200, 7));
+    let set = Sattr { atime: SetTime::ClientTime(early), mtime: SetTime::ClientTime(late), ..Default::default() };
+    let after = c.setattr_handle(&fh, set).await.unwrap();
+    assert_eq!((after.atime, after.mtime), (early, late));
+    let fresh = c.getattr_fresh(&fh).await.unwrap();
+    assert_eq!((fresh.atime, fresh.mtime), (early, late));
+    let meta = std::fs::metadata(srv.path("t")).unwrap();
+    assert_eq!((meta.mtime(), meta.mtime_nsec(), meta.atime(), meta.atime_nsec()), (4_294_967_296, 5, -315_619_200, 7));
+    // A client with nothing cached learns them from the server.
+    let other = connect41(&srv).await;
+    let seen = other.stat("t").await.unwrap();
+    assert_eq!((seen.atime, seen.mtime), (early, late));
+    // And a create may set them too.
+    let made = Sattr { mtime: SetTime::ClientTime(early), ..Default::default() };
+    let (_, a) = c.create_in(&root, "u", made, true).await.unwrap();
+    assert_eq!(a.mtime, early);
+    assert_eq!(std::fs::metadata(srv.path("u")).unwrap().mtime(), -315_619_200);
+
+    // (A file of its own: the NFSv4.1 client's delegation of "t" would
+    // hold an NFSv3 SETATTR of it off.)
+    let v3 = Client::connect(&srv.url_v3(), ClientSettings::default()).await.unwrap();
+    let (fh3, before) = v3.create_in(&root, "v", Default::default(), true).await.unwrap();
+    let set = |t| Sattr { mtime: SetTime::ClientTime(t), ..Default::default() };
+    match v3.setattr_handle(&fh3, set(late)).await {
+        Err(Error::TimeRange(TimeRangeError::TooLate(s))) => assert_eq!(s, 4_294_967_296),
+        other => panic!("a time past 2106 over NFSv3: {other:?}"),
+    }
+    match v3.setattr_handle(&fh3, set(early)).await {
+        Err(Error::TimeRange(TimeRangeError::BeforeEpoch(s))) => assert_eq!(s, -315_619_200),
+        other => panic!("a time before 1970 over NFSv3: {other:?}"),
+    }
+    assert_eq!(v3.getattr_fresh(&fh3).await.unwrap().mtime, before.mtime, "the refused times changed nothing");
+    let max = Time::new(u32::MAX.into(), 0);
+    assert_eq!(v3.setattr_handle(&fh3, set(max)).await.unwrap().mtime, max);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_server_reboot_opens_are_reclaimed_and_writes_go_on() {
     let mut srv = Srv::start().await;
