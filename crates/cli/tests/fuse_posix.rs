@@ -207,3 +207,25 @@ fn umount_as_root_without_fusermount3() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// cthon04 special/bigfile: ftruncate(2) of a file reopened and first read
+/// (so the mount's open on the server is for reading) changes the size
+/// under an open that may write, not under the read-only one the server
+/// refuses (NFS4ERR_OPENMODE). Without delegations, so that no write
+/// delegation hides it.
+#[test]
+fn ftruncate_after_a_read_through_a_reopen_over_nfsv41() {
+    let srv = TestServer::start(ServerOpts::default());
+    let m = Mounted::with_query(&srv, V41, "[v41]\ndelegations = false\n", &[]);
+    let py = "import os\n\
+              fd = os.open('big', os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)\n\
+              os.write(fd, b'x' * 100000)\n\
+              os.fsync(fd)\n\
+              os.close(fd)\n\
+              fd = os.open('big', os.O_RDWR)\n\
+              os.read(fd, 10)\n\
+              os.ftruncate(fd, 0)\n\
+              os.ftruncate(fd, 4096)\n\
+              print(os.fstat(fd).st_size)\n";
+    assert_eq!(shell_ok(&m.dir, &format!("python3 -c \"{py}\"")), "4096\n");
+}

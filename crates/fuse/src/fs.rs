@@ -281,7 +281,7 @@ impl Filesystem for NfsFs {
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         _ctime: Option<std::time::SystemTime>,
-        _fh: Option<FileHandle>,
+        open_file: Option<FileHandle>,
         _crtime: Option<std::time::SystemTime>,
         _chgtime: Option<std::time::SystemTime>,
         _bkuptime: Option<std::time::SystemTime>,
@@ -298,6 +298,7 @@ impl Filesystem for NfsFs {
         };
         let (c, files, ttl) = (self.client.clone(), self.files.clone(), self.settings.attr_ttl);
         let unlinked = self.unlinked.clone();
+        let through_open = open_file.is_some();
         self.spawn(async move {
             if size.is_some() {
                 if let Some(f) = files.get(ino.0) {
@@ -308,6 +309,16 @@ impl Filesystem for NfsFs {
                         return reply.error(errno(&e));
                     }
                     f.forget_readahead();
+                    // ftruncate(2) (the kernel names the open file): the
+                    // size changes under this open's stateid, as the Linux
+                    // client does, not the anonymous one, which a server
+                    // may check against the mode bits like a new open
+                    // (Ganesha refuses a file created read-only).
+                    if through_open {
+                        if let Err(e) = f.open_on_server(true).await {
+                            return reply.error(errno(&e));
+                        }
+                    }
                 }
             }
             match c.setattr_handle(&fh, set).await {
