@@ -310,10 +310,10 @@ impl Filesystem for NfsFs {
                     }
                     f.forget_readahead();
                     // ftruncate(2) (the kernel names the open file): the
-                    // size changes under this open's stateid, as the Linux
-                    // client does, not the anonymous one, which a server
-                    // may check against the mode bits like a new open
-                    // (Ganesha refuses a file created read-only).
+                    // size changes under this file's open, which must then
+                    // be one for writing; an open made by a first read is
+                    // not, and a server refuses a size change under it
+                    // (NFS4ERR_OPENMODE).
                     if through_open {
                         if let Err(e) = f.open_on_server(true).await {
                             return reply.error(errno(&e));
