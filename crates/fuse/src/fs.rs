@@ -158,7 +158,7 @@ impl NfsFs {
                 Ok((fh, a)) => {
                     let ino = inodes.remember(&fh);
                     names.named(parent.0, &name, ino);
-                    reply.entry(&ttl, &shown_attr(&unlinked, ino, &a), GENERATION);
+                    reply.entry(&ttl, &unlinked.shown_attr(ino, &a), GENERATION);
                 }
                 Err(e) => reply.error(errno(&e)),
             }
@@ -264,7 +264,7 @@ impl Filesystem for NfsFs {
                 c.getattr(&fh).await
             };
             match r {
-                Ok(a) => reply.attr(&ttl, &shown_attr(&unlinked, ino.0, &a)),
+                Ok(a) => reply.attr(&ttl, &unlinked.shown_attr(ino.0, &a)),
                 Err(e) => reply.error(errno(&e)),
             }
         });
@@ -322,7 +322,7 @@ impl Filesystem for NfsFs {
                 }
             }
             match c.setattr_handle(&fh, set).await {
-                Ok(a) => reply.attr(&ttl, &shown_attr(&unlinked, ino.0, &a)),
+                Ok(a) => reply.attr(&ttl, &unlinked.shown_attr(ino.0, &a)),
                 Err(e) => reply.error(errno(&e)),
             }
         });
@@ -798,12 +798,4 @@ impl Filesystem for NfsFs {
             }
         });
     }
-}
-
-/// The kernel's view of `a` as node `ino`, less the hidden name of an
-/// open file whose own name was removed.
-fn shown_attr(unlinked: &Unlinked, ino: u64, a: &Fattr) -> fuser::FileAttr {
-    let mut attr = file_attr(ino, a);
-    attr.nlink = unlinked.shown_nlink(ino, attr.nlink);
-    attr
 }

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use client::Fattr;
 use parking_lot::Mutex;
 use proto::nfs3::nfs_fh3;
 
@@ -62,6 +63,14 @@ impl Unlinked {
     /// Every hidden name, when the mount ends.
     pub fn take_all(&self) -> Vec<Hidden> {
         self.by_node.lock().drain().map(|(_, h)| h).collect()
+    }
+
+    /// The kernel's view of `a` as node `ino`, less the hidden name of
+    /// an open file whose own name was removed.
+    pub fn shown_attr(&self, ino: u64, a: &Fattr) -> fuser::FileAttr {
+        let mut attr = crate::attr::file_attr(ino, a);
+        attr.nlink = self.shown_nlink(ino, attr.nlink);
+        attr
     }
 
     /// The link count a program sees: the hidden name is not one of its.
