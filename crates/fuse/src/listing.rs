@@ -3,10 +3,11 @@
 //! and `..` where the server sends none (NFSv4).
 
 use std::ffi::OsStr;
+use std::future::Future;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
-use client::Fattr;
+use client::{DirPage, Fattr};
 use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus, ReplyOpen};
 use proto::nfs3::{ftype3, nfs_fh3};
 
@@ -54,16 +55,28 @@ impl NfsFs {
         });
     }
 
+    /// The page after `offset` of listing `fh` of directory `ino`, to
+    /// await on the runtime, and the listing's key.
+    fn page_of(
+        &self,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+    ) -> Result<(u64, impl Future<Output = client::Result<DirPage>> + Send + 'static), Errno> {
+        let dir = self.dots(ino, self.handle(ino)?);
+        let (c, dirs) = (self.client.clone(), self.dirs.clone());
+        let key = Listings::key(ino.0, fh.0);
+        Ok((key, async move { dirs.page(&c, key, &dir, offset).await }))
+    }
+
     pub(crate) fn list(&self, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let dir = match self.handle(ino) {
-            Ok(d) => d,
+        let (key, page) = match self.page_of(ino, fh, offset) {
+            Ok(p) => p,
             Err(e) => return reply.error(e),
         };
-        let (c, inodes, dirs) = (self.client.clone(), self.inodes.clone(), self.dirs.clone());
-        let key = Listings::key(ino.0, fh.0);
-        let dir = self.dots(ino, dir);
+        let (inodes, dirs) = (self.inodes.clone(), self.dirs.clone());
         self.spawn(async move {
-            let page = match dirs.page(&c, key, &dir, offset).await {
+            let page = match page.await {
                 Ok(p) => p,
                 Err(e) => return reply.error(errno(&e)),
             };
@@ -86,17 +99,16 @@ impl NfsFs {
     }
 
     pub(crate) fn list_plus(&self, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let dir = match self.handle(ino) {
-            Ok(d) => d,
+        let (key, page) = match self.page_of(ino, fh, offset) {
+            Ok(p) => p,
             Err(e) => return reply.error(e),
         };
         let (c, inodes, dirs, ttl) =
             (self.client.clone(), self.inodes.clone(), self.dirs.clone(), self.settings.attr_ttl);
-        let key = Listings::key(ino.0, fh.0);
         let names = self.names.clone();
-        let dir = self.dots(ino, dir);
+        let lookup_dir = self.handle(ino).ok();
         self.spawn(async move {
-            let page = match dirs.page(&c, key, &dir, offset).await {
+            let page = match page.await {
                 Ok(p) => p,
                 Err(e) => return reply.error(errno(&e)),
             };
@@ -128,9 +140,9 @@ impl NfsFs {
                         // entry (an attribute error): an entry's id is the
                         // node the kernel would take, so it is looked up
                         // rather than listed under a node id nothing knows.
-                        let found = match name.to_str() {
-                            Some(n) => c.lookup_in(&dir.fh.1, n).await.ok(),
-                            None => None,
+                        let found = match (name.to_str(), &lookup_dir) {
+                            (Some(n), Some(d)) => c.lookup_in(d, n).await.ok(),
+                            _ => None,
                         };
                         let Some((h, a)) = found else { continue };
                         let id = inodes.remember(&h);
