@@ -9,29 +9,13 @@
 #[path = "common/fake41/mod.rs"]
 mod fake41;
 
-use std::future::Future;
-use std::time::Duration;
-
 use bytes::Bytes;
 use client::nfs41::OpenAccess;
-use client::{Client, ClientSettings, CreateHow, Sattr};
-use fake41::{Fake, Fault, Match};
+use client::{Client, CreateHow, Sattr};
+use fake41::{within, Fake, Fault, Match};
 use proto::nfs4::{createhow4, nfs_opnum4 as Op, nfs_resop4, nfsstat4, COMPOUND4res, GETATTR4res};
 
-fn settings() -> ClientSettings {
-    let mut s = ClientSettings::default();
-    // As in nfs41_virtual_time.rs: retransmission stays out of reach of
-    // the paused clock.
-    s.rpc.timeout_ms = 24 * 3600 * 1000;
-    s.rpc.max_timeout_ms = s.rpc.timeout_ms;
-    s.connect_timeout_ms = 3600 * 1000;
-    s.machine_name = Some("virtual".into());
-    s
-}
 
-async fn within<T>(test: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(600), test).await.expect("hung for 600 virtual seconds")
-}
 
 fn drop_last(r: &mut COMPOUND4res) {
     r.resarray.pop();
@@ -73,11 +57,11 @@ async fn a_short_reply_to_the_mounts_lookup_fails_the_mount_cleanly() {
     within(async {
         let fake = Fake::start(|_| {}).await;
         fake.inject(Match::Op(Op::OP_PUTROOTFH), Fault::Rewrite(drop_last));
-        match Client::connect(&fake.url(), settings()).await {
+        match Client::connect(&fake.url(), fake41::virtual_settings()).await {
             Ok(_) => panic!("a mount on a reply without the root's attributes"),
             Err(e) => assert!(e.to_string().contains("do not match the operations sent"), "{e}"),
         }
-        Client::connect(&fake.url(), settings()).await.expect("the next mount, answered in full");
+        Client::connect(&fake.url(), fake41::virtual_settings()).await.expect("the next mount, answered in full");
     })
     .await
 }
@@ -86,7 +70,7 @@ async fn a_short_reply_to_the_mounts_lookup_fails_the_mount_cleanly() {
 async fn replies_that_do_not_answer_the_request_are_errors_and_the_session_goes_on() {
     within(async {
         let fake = Fake::start(|_| {}).await;
-        let c = Client::connect(&fake.url(), settings()).await.expect("mount");
+        let c = Client::connect(&fake.url(), fake41::virtual_settings()).await.expect("mount");
         let n = c.nfs41().expect("v4.1").clone();
         let root = c.root().data.clone();
         let data = Bytes::from_static(b"data");

@@ -11,39 +11,21 @@
 #[path = "common/fake41/mod.rs"]
 mod fake41;
 
-use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
-use client::{Client, ClientSettings, Fattr, OpenOptions};
-use fake41::{Fake, Fault, Match, Seen};
+use client::{Client, Fattr, OpenOptions};
+use fake41::{within, Fake, Fault, Match, Seen};
 use proto::nfs3::ftype3;
 use proto::nfs4::{nfs_argop4, nfs_opnum4 as Op, nfs_resop4, nfsstat4, open_claim4, stable_how4, stateid4, OPEN4res};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-fn settings() -> ClientSettings {
-    let mut s = ClientSettings::default();
-    // The transport measures its retransmission timeouts on the wall
-    // clock (std::time::Instant) but sleeps on tokio's: with the clock
-    // paused the two disagree, so they are put out of reach. Nothing here
-    // depends on a retransmission; a lost reply is a closed connection.
-    s.rpc.timeout_ms = 24 * 3600 * 1000;
-    s.rpc.max_timeout_ms = s.rpc.timeout_ms;
-    s.connect_timeout_ms = 3600 * 1000;
-    s.machine_name = Some("virtual".into());
-    s
-}
 
 async fn mount(fake: &Fake) -> Client {
-    Client::connect(&fake.url(), settings()).await.expect("mount")
+    Client::connect(&fake.url(), fake41::virtual_settings()).await.expect("mount")
 }
 
-/// A test that hangs fails after ten virtual minutes, which the paused
-/// clock reaches in a moment of wall time.
-async fn within<T>(test: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(600), test).await.expect("hung for 600 virtual seconds")
-}
 
 /// Gives the client a moment (of virtual time) to send whatever else it
 /// would, before a test checks that it did not.

@@ -26,9 +26,32 @@ use proto::nfs4::CB_COMPOUND4res;
 use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 
+#[allow(unused_imports)]
 pub use files::handle;
 pub use script::{Fault, Match, Seen};
 pub use state::State;
+
+/// Client settings for a test on the paused clock. The transport measures
+/// its retransmission timeouts on the wall clock (std::time::Instant) but
+/// sleeps on tokio's: with the clock paused the two disagree, so they are
+/// put out of reach. Nothing here depends on a retransmission; a lost
+/// reply is a closed connection.
+#[allow(dead_code)]
+pub fn virtual_settings() -> client::ClientSettings {
+    let mut s = client::ClientSettings::default();
+    s.rpc.timeout_ms = 24 * 3600 * 1000;
+    s.rpc.max_timeout_ms = s.rpc.timeout_ms;
+    s.connect_timeout_ms = 3600 * 1000;
+    s.machine_name = Some("virtual".into());
+    s
+}
+
+/// A test that hangs fails after ten virtual minutes, which the paused
+/// clock reaches in a moment of wall time.
+#[allow(dead_code)]
+pub async fn within<T>(test: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(600), test).await.expect("hung for 600 virtual seconds")
+}
 
 /// How far the paused clock may jump at once. Tokio advances it whenever
 /// every task waits, also while bytes are in the kernel between client
