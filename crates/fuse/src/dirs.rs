@@ -77,19 +77,14 @@ impl Listings {
         if offset != 0 && known.end == Some(offset) {
             return Ok(DirPage { entries: Vec::new(), cookieverf: known.verf, eof: true });
         }
-        let dots = c.nfs3().is_none() && offset <= DOTDOT_COOKIE;
-        let server_offset = if dots { 0 } else { offset };
+        let v4 = c.nfs3().is_none();
+        // NFSv4: the server's listing starts after `..`.
+        let server_offset = if v4 && offset <= DOTDOT_COOKIE { 0 } else { offset };
         let verf = if server_offset == 0 { [0u8; 8] } else { known.verf };
         let mut page = c.readdir_page(&dir.fh.1, server_offset, verf).await?;
         self.map.lock().insert(key, Listing { verf: page.cookieverf, end: None });
-        if dots {
-            let mut entries = Vec::with_capacity(page.entries.len() + 2);
-            if offset < DOT_COOKIE {
-                entries.push(dot_entry(".", DOT_COOKIE, &dir.fh));
-            }
-            entries.push(dot_entry("..", DOTDOT_COOKIE, &dir.parent));
-            entries.append(&mut page.entries);
-            page.entries = entries;
+        if v4 {
+            page.entries = with_dots(offset, dir, std::mem::take(&mut page.entries));
         }
         Ok(page)
     }
@@ -111,6 +106,20 @@ pub struct Dots {
     pub parent: (u64, nfs_fh3),
 }
 
+/// An NFSv4 page read after `offset`, with whichever of `.` (cookie 1)
+/// and `..` (cookie 2) come after `offset` in front of it.
+fn with_dots(offset: u64, dir: &Dots, mut entries: Vec<ListEntry>) -> Vec<ListEntry> {
+    let mut all = Vec::with_capacity(entries.len() + 2);
+    if offset < DOT_COOKIE {
+        all.push(dot_entry(".", DOT_COOKIE, &dir.fh));
+    }
+    if offset < DOTDOT_COOKIE {
+        all.push(dot_entry("..", DOTDOT_COOKIE, &dir.parent));
+    }
+    all.append(&mut entries);
+    all
+}
+
 /// A `.` or `..` entry naming the directory `node`: listed by its node id
 /// (never 0, which readdir(3) skips as a deleted entry), as a directory.
 fn dot_entry(name: &'static str, cookie: u64, (ino, fh): &(u64, nfs_fh3)) -> ListEntry {
@@ -126,6 +135,23 @@ fn dot_entry(name: &'static str, cookie: u64, (ino, fh): &(u64, nfs_fh3)) -> Lis
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// seekdir(3) to a cookie resumes after the entry it was read with:
+    /// after `.` (1) comes `..`, after `..` (2) the server's first entry.
+    #[test]
+    fn dots_come_once_whatever_the_offset() {
+        let fh = |b: &'static [u8]| nfs_fh3 { data: Bytes::from_static(b) };
+        let dir = Dots { fh: (5, fh(b"d")), parent: (1, fh(b"p")) };
+        let first = ListEntry { fileid: 9, name: Bytes::from_static(b"a"), cookie: 7, name_attributes: None, name_handle: None };
+        let names = |offset| -> Vec<(Vec<u8>, u64)> {
+            with_dots(offset, &dir, vec![first.clone()]).iter().map(|e| (e.name.to_vec(), e.cookie)).collect()
+        };
+        assert_eq!(names(0), vec![(b".".to_vec(), 1), (b"..".to_vec(), 2), (b"a".to_vec(), 7)]);
+        assert_eq!(names(1), vec![(b"..".to_vec(), 2), (b"a".to_vec(), 7)]);
+        assert_eq!(names(2), vec![(b"a".to_vec(), 7)]);
+        let dots = with_dots(0, &dir, Vec::new());
+        assert_eq!(dots.iter().map(|e| e.fileid).collect::<Vec<_>>(), vec![5, 1]);
+    }
 
     #[test]
     fn keys_of_handles_and_nodes_never_meet() {
