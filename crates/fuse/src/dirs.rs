@@ -8,7 +8,7 @@
 //! EOF already said so, so that ask is answered here without a call: one
 //! READDIRPLUS per small directory instead of two.
 //!
-//! NFSv4 READDIR returns no `.` and `..` (RFC 8881 section 18.23.4), and
+//! NFSv4 READDIR returns no `.` and `..` (RFC 8881 section 18.23), and
 //! keeps the cookies 1 and 2 for them; programs expect both, so the mount
 //! puts them at those cookies itself, as the Linux client does, and asks
 //! the server from cookie 0 once they are listed.
