@@ -2,8 +2,9 @@
 //! and NFSv4.1, each checked the way a program meets it: a shell line run
 //! in the mount.
 //! - An open file stays readable after its name is removed or renamed
-//!   over (silly rename), `fstat` of it says `st_nlink` 0, and no hidden
-//!   name is left once it is closed.
+//!   over (silly rename, or nothing to hide where the NFSv4.1 server
+//!   keeps the file for its open), `fstat` of it says `st_nlink` 0, and
+//!   no hidden name is left once it is closed.
 //! - Every listing has `.` and `..` (NFSv4 READDIR returns neither).
 //! - Removing a name refreshes the link count of the object it named,
 //!   even when the client had forgotten the name.
@@ -29,7 +30,11 @@ const V41: &str = "?version=4.1";
 /// Runs `script` with `sh -c` in `dir`; returns (success, stdout, stderr).
 fn shell_in(dir: &Path, script: &str) -> (bool, String, String) {
     let out = Command::new("sh").arg("-c").arg(script).current_dir(dir).output().expect("run sh");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// `script`'s standard output; the test fails if it fails.
@@ -94,12 +99,47 @@ fn an_open_file_survives_unlink_and_rename_over_nfsv41() {
     open_file_survives_unlink(V41);
 }
 
+/// Against nfsx over NFSv4.1, the server promises at OPEN to keep a file
+/// removed while open until it is closed (OPEN4_RESULT_PRESERVE_UNLINKED):
+/// the mount removes it for real, so no hidden name shows even while the
+/// file is open, and the file's blocks go at the last close.
+fn server_keeps_a_removed_open_file(client_config: &str) {
+    let srv = TestServer::start(ServerOpts::default());
+    let m = Mounted::with_query(&srv, V41, client_config, &[]);
+    let py = format!(
+        "import os\n\
+         fd = os.open('n', os.O_CREAT | os.O_RDWR, 0o644)\n\
+         os.write(fd, b'data')\n\
+         os.unlink('n')\n\
+         os.pwrite(fd, b'more', 4)\n\
+         st = os.fstat(fd)\n\
+         print(st.st_nlink, st.st_size, os.pread(fd, 8, 0).decode())\n\
+         print(sorted(os.listdir('.')), sorted(os.listdir('{}')))\n\
+         os.close(fd)\n",
+        srv.export.display()
+    );
+    assert_eq!(shell_ok(&m.dir, &format!("python3 -c \"{py}\"")), "0 8 datamore\n[] []\n");
+    // Renamed over while open: the same.
+    assert_eq!(shell_ok(&m.dir, "echo x >a; echo y >b; exec 3<b; mv a b; ls -A; cat <&3"), "b\ny\n");
+    assert!(hidden_names(&srv.export).is_empty());
+}
+
+#[test]
+fn the_server_keeps_a_removed_open_file_over_nfsv41() {
+    server_keeps_a_removed_open_file("[v41]\ndelegations = false\n");
+}
+
+#[test]
+fn the_server_keeps_a_removed_open_file_under_a_delegation_over_nfsv41() {
+    server_keeps_a_removed_open_file("");
+}
+
 /// A file still open when the mount goes (SIGTERM): its hidden name goes
-/// with it.
+/// with it. (NFSv3: an NFSv4.1 mount of nfsx hides nothing, see above.)
 #[test]
 fn unmount_removes_hidden_names() {
     let srv = TestServer::start(ServerOpts::default());
-    let mut m = Mounted::with_query(&srv, V41, "", &[]);
+    let mut m = Mounted::with_query(&srv, V3, "", &[]);
     let f = m.dir.join("f");
     std::fs::write(&f, "hi").unwrap();
     // Holds the file open from outside the mount's tree, so nothing but
@@ -150,7 +190,10 @@ fn link_count_after_remove(query: &str) {
     let m = Mounted::with_query(&srv, query, "[attr_cache]\nactimeo = 60000\n", &["--attr-ttl", "60000"]);
     let lstat = "python3 -c 'import os;print(os.lstat(\"b\").st_nlink)'";
     assert_eq!(shell_ok(&m.dir, &format!("touch a; ln a b; chmod 600 b; rm a; {lstat}")), "1\n");
-    assert_eq!(shell_ok(&m.dir, &format!("ln b c; {lstat}; mv b d; python3 -c 'import os;print(os.lstat(\"c\").st_nlink)'")), "2\n2\n");
+    assert_eq!(
+        shell_ok(&m.dir, &format!("ln b c; {lstat}; mv b d; python3 -c 'import os;print(os.lstat(\"c\").st_nlink)'")),
+        "2\n2\n"
+    );
     assert_eq!(shell_ok(&m.dir, "touch e; mv e c; python3 -c 'import os;print(os.lstat(\"d\").st_nlink)'"), "1\n");
 }
 

@@ -57,6 +57,12 @@ impl Client {
         self.inner.caches.invalidate_attrs(&fh.data);
     }
 
+    /// Whether the server keeps `fh`, which this client has open there,
+    /// until it is closed, should its last name be removed.
+    pub fn preserves_unlinked(&self, fh: &nfs_fh3) -> bool {
+        self.inner.nfs.preserves_unlinked(fh)
+    }
+
     /// An open file for a handle already looked up (no call is made).
     pub fn open_handle(&self, fh: nfs_fh3, attrs: Fattr, how: OpenOptions) -> File {
         File::new(self.inner.clone(), fh, attrs, how)
@@ -129,13 +135,23 @@ impl Client {
     /// REMOVE; cached writes of the removed file are dropped.
     pub async fn remove_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
         if let Some((fh, _)) = self.inner.caches.lookup(&dir.data, name) {
-            self.inner.wb.lock().forget(&fh.data);
-            self.inner.data.lock().invalidate(&fh.data);
+            self.drop_cached_data(&fh);
             self.inner.caches.invalidate_attrs(&fh.data);
         }
         let r = self.inner.nfs.remove(dir, name).await;
         self.dir_changed(dir, r.as_ref().ok().and_then(Option::as_ref));
         r.map(drop)
+    }
+
+    /// A file whose name is about to be removed loses its cached data and
+    /// writes, which would go nowhere; unless the server keeps the file
+    /// for this client's open of it, where they still belong to a file.
+    fn drop_cached_data(&self, fh: &nfs_fh3) {
+        if self.inner.nfs.preserves_unlinked(fh) {
+            return;
+        }
+        self.inner.wb.lock().forget(&fh.data);
+        self.inner.data.lock().invalidate(&fh.data);
     }
 
     pub async fn rmdir_in(&self, dir: &nfs_fh3, name: &str) -> Result<()> {
@@ -147,8 +163,7 @@ impl Client {
     pub async fn rename_in(&self, from: &nfs_fh3, from_name: &str, to: &nfs_fh3, to_name: &str) -> Result<()> {
         // A file replaced by the rename loses its cached writes, as by REMOVE.
         if let Some((fh, _)) = self.inner.caches.lookup(&to.data, to_name) {
-            self.inner.wb.lock().forget(&fh.data);
-            self.inner.data.lock().invalidate(&fh.data);
+            self.drop_cached_data(&fh);
         }
         let r = self.inner.nfs.rename(from, from_name, to, to_name).await;
         self.dir_changed(from, r.as_ref().ok().and_then(|ok| ok.from_dir.as_ref()));

@@ -372,4 +372,11 @@ impl Nfs {
     pub fn delegated(&self, fh: &nfs_fh3) -> bool {
         self.v41().is_some_and(|n| n.has_delegation(&fh.data))
     }
+
+    /// Whether the server keeps `fh`, open here, after its last name is
+    /// removed (NFSv4.1 OPEN4_RESULT_PRESERVE_UNLINKED): removing it then
+    /// needs no hidden name.
+    pub fn preserves_unlinked(&self, fh: &nfs_fh3) -> bool {
+        self.v41().is_some_and(|n| n.preserves_unlinked(&fh.data))
+    }
 }

@@ -15,8 +15,6 @@ use client::{Client, CreateHow, Sattr};
 use fake41::{within, Fake, Fault, Match};
 use proto::nfs4::{createhow4, nfs_opnum4 as Op, nfs_resop4, nfsstat4, COMPOUND4res, GETATTR4res};
 
-
-
 fn drop_last(r: &mut COMPOUND4res) {
     r.resarray.pop();
 }

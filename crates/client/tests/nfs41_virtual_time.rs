@@ -21,11 +21,9 @@ use proto::nfs4::{nfs_argop4, nfs_opnum4 as Op, nfs_resop4, nfsstat4, open_claim
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-
 async fn mount(fake: &Fake) -> Client {
     Client::connect(&fake.url(), fake41::virtual_settings()).await.expect("mount")
 }
-
 
 /// Gives the client a moment (of virtual time) to send whatever else it
 /// would, before a test checks that it did not.

@@ -142,7 +142,13 @@ mod tests {
     fn dots_come_once_whatever_the_offset() {
         let fh = |b: &'static [u8]| nfs_fh3 { data: Bytes::from_static(b) };
         let dir = Dots { fh: (5, fh(b"d")), parent: (1, fh(b"p")) };
-        let first = ListEntry { fileid: 9, name: Bytes::from_static(b"a"), cookie: 7, name_attributes: None, name_handle: None };
+        let first = ListEntry {
+            fileid: 9,
+            name: Bytes::from_static(b"a"),
+            cookie: 7,
+            name_attributes: None,
+            name_handle: None,
+        };
         let names = |offset| -> Vec<(Vec<u8>, u64)> {
             with_dots(offset, &dir, vec![first.clone()]).iter().map(|e| (e.name.to_vec(), e.cookie)).collect()
         };

@@ -85,8 +85,24 @@ impl Namespace {
 
     /// Renames `name` to a hidden name when it is the last name of a file
     /// open through this mount; returns whether it did.
-    async fn hide_if_open(&self, parent: u64, dir: &nfs_fh3, name: &str, ino: u64, fh: &nfs_fh3) -> client::Result<bool> {
-        if self.files.get(ino).is_none() {
+    async fn hide_if_open(
+        &self,
+        parent: u64,
+        dir: &nfs_fh3,
+        name: &str,
+        ino: u64,
+        fh: &nfs_fh3,
+    ) -> client::Result<bool> {
+        let Some(file) = self.files.get(ino) else {
+            return Ok(false);
+        };
+        // An NFSv4.1 server may promise at OPEN to keep the file for its
+        // open after the last name goes: then it is removed for real, and
+        // fstat shows no links, as on a local file system. The file's open
+        // is made on the server now if its first I/O has not made one yet
+        // (nothing to do over NFSv3, which has no opens).
+        file.lock().await.open_on_server(false).await?;
+        if self.client.preserves_unlinked(fh) {
             return Ok(false);
         }
         // Fresh: a link another client removed meanwhile would make this

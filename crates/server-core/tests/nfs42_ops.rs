@@ -13,7 +13,6 @@ use common::v4::*;
 use common::*;
 use proto::nfs4::*;
 use server_core::{CoreSettings, NfsVersion};
-use vfs::{LocalFs, LocalFsSettings, Vfs};
 
 type A = nfs_argop4;
 type R = nfs_resop4;
@@ -35,19 +34,6 @@ fn mask(bits: &[u32]) -> Vec<u32> {
 
 fn has(m: &[u32], bit: u32) -> bool {
     m.get((bit / 32) as usize).is_some_and(|w| w & (1 << (bit % 32)) != 0)
-}
-
-/// A LocalFs export over a fresh directory the test user owns.
-fn localfs(dir: &tempfile::TempDir) -> Arc<dyn Vfs> {
-    let export = dir.path().join("export");
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&export).unwrap();
-    std::fs::create_dir_all(&state).unwrap();
-    if std::os::unix::fs::chown(&export, Some(1000), Some(1000)).is_err() {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&export, std::fs::Permissions::from_mode(0o777)).unwrap();
-    }
-    Arc::new(LocalFs::open(&export, &state, LocalFsSettings::default()).unwrap())
 }
 
 /// Runs `case` against a MemFs export and a LocalFs export.

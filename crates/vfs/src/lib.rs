@@ -37,6 +37,36 @@ pub type DelegationRecallSink = std::sync::Arc<dyn Fn(FileId) + Send + Sync>;
 /// OPEN that denies ([`Vfs::watch_share_denials`]); it must only queue.
 pub type ShareDenialSink = std::sync::Arc<dyn Fn() + Send + Sync>;
 
+/// Keeps a file reachable by its id after its last name is removed, for
+/// as long as it is held (see [`KeepUnlinked`]); dropping it lets the
+/// file go.
+// Never read: what it holds does its work when dropped.
+pub struct Kept(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl Kept {
+    pub fn new(held: impl Send + Sync + 'static) -> Kept {
+        Kept(Box::new(held))
+    }
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Kept")
+    }
+}
+
+/// A backend that can keep serving a file by id once its last name is
+/// gone, as a local file system keeps an unlinked file that a process
+/// holds open. The server uses it for NFSv4.1 opens of files removed
+/// while open (OPEN4_RESULT_PRESERVE_UNLINKED, RFC 8881 section 18.16.4),
+/// so that a client need not hide such files under another name.
+pub trait KeepUnlinked {
+    /// Holds file `id` (not yet removed): READ, WRITE, GETATTR and SETATTR
+    /// by its id keep working after its last name is removed, until the
+    /// returned value is dropped.
+    fn keep_unlinked(&self, id: FileId) -> VfsResult<Kept>;
+}
+
 pub mod localfs;
 pub mod memfs;
 pub use localfs::{CreateDirFlush, LocalFs, LocalFsSettings};
@@ -239,6 +269,11 @@ pub trait Vfs: Send + Sync + 'static {
     /// access another head serves, so it could not recall them.
     fn shared(&self) -> bool {
         false
+    }
+
+    /// The backend's [`KeepUnlinked`], if it can keep unlinked files.
+    fn keeps_unlinked(&self) -> Option<&dyn KeepUnlinked> {
+        None
     }
 
     /// For a [`Vfs::shared`] file system that can hold delegations in the

@@ -87,4 +87,3 @@ impl Drop for Mounted {
 pub fn sh(cmd: &str, args: &[&str]) -> String {
     ok(&run(cmd, args, Duration::from_secs(300)), &format!("{cmd} {}", args.join(" ")))
 }
-

@@ -59,6 +59,10 @@ pub(crate) struct OpenState {
     /// Opened under a delegation without asking the server (`stateid` is
     /// the delegation's): made real before the delegation goes back.
     pub local: bool,
+    /// The server's last OPEN reply for the file promised to keep it,
+    /// should its last name be removed, until it is closed
+    /// (OPEN4_RESULT_PRESERVE_UNLINKED, RFC 8881 section 18.16.4).
+    pub preserve_unlinked: bool,
 }
 
 /// The special stateid of all zeros (RFC 8881 section 8.2.3): I/O with no
@@ -144,7 +148,9 @@ impl Nfs41 {
                 writers: 0,
                 spare: 0,
                 local: false,
+                preserve_unlinked: false,
             });
+            e.preserve_unlinked = ok.rflags & OPEN4_RESULT_PRESERVE_UNLINKED != 0;
             let newer = ok.stateid.seqid.wrapping_sub(e.stateid.seqid) < (1 << 31);
             if e.local || e.stateid.other != ok.stateid.other || newer {
                 e.stateid = ok.stateid.clone();
@@ -197,8 +203,15 @@ impl Nfs41 {
                 Some(_) => return false,
                 None => {
                     let writers = usize::from(access.writes());
-                    let o =
-                        OpenState { stateid: deleg, access: access.bits(), users: 1, writers, spare: 0, local: true };
+                    let o = OpenState {
+                        stateid: deleg,
+                        access: access.bits(),
+                        users: 1,
+                        writers,
+                        spare: 0,
+                        local: true,
+                        preserve_unlinked: false,
+                    };
                     opens.insert(fh.clone(), o);
                 }
             }
@@ -395,6 +408,13 @@ impl Nfs41 {
                 _ => {}
             }
         }
+    }
+
+    /// Whether the server holds an open of `fh` for this client and
+    /// promised to keep the file, once its last name is removed, until
+    /// that open is closed.
+    pub fn preserves_unlinked(&self, fh: &Bytes) -> bool {
+        self.opens.lock().get(fh).is_some_and(|o| o.preserve_unlinked && !o.local)
     }
 
     /// Whether the server promised to tell this client before anyone

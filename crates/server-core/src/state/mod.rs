@@ -16,6 +16,7 @@ pub(crate) mod offload;
 pub(crate) mod opens;
 pub(crate) mod sessions;
 pub(crate) mod stateids;
+pub(crate) mod unlinked;
 
 use std::sync::Arc;
 use std::time::Duration;

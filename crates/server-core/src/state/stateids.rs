@@ -245,6 +245,9 @@ pub(crate) struct Stateids {
     pub(crate) released_shares: Vec<(FileKey, u64)>,
     pub(crate) shares_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
     next_store_key: u64,
+    /// Files removed while open, kept by the backend until the last open
+    /// or delegation stateid of the file goes (see [`super::unlinked`]).
+    pub(crate) kept_unlinked: HashMap<FileKey, vfs::Kept>,
 }
 
 pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
@@ -340,11 +343,13 @@ impl Stateids {
                 self.by_client.remove(&e.client);
             }
         }
-        let unfile = |files: &mut HashMap<FileKey, Vec<Other>>| {
+        let kept = &mut self.kept_unlinked;
+        let mut unfile = |files: &mut HashMap<FileKey, Vec<Other>>| {
             if let Some(v) = files.get_mut(&e.file) {
                 v.retain(|o| o != other);
                 if v.is_empty() {
                     files.remove(&e.file);
+                    kept.remove(&e.file);
                 }
             }
         };

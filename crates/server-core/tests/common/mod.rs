@@ -69,6 +69,10 @@ pub fn env(exports_text: &str) -> Env {
 /// An Env whose exports (ids 1, 2, ...) are served from `backends`, one
 /// per exports line, in order.
 pub fn env_on(exports_text: &str, backends: Vec<Arc<dyn vfs::Vfs>>) -> Env {
+    env_on_with(exports_text, backends, CoreSettings::default())
+}
+
+pub fn env_on_with(exports_text: &str, backends: Vec<Arc<dyn vfs::Vfs>>, settings: CoreSettings) -> Env {
     let parsed = parse_exports(exports_text).unwrap();
     let exports = parsed
         .entries
@@ -77,7 +81,7 @@ pub fn env_on(exports_text: &str, backends: Vec<Arc<dyn vfs::Vfs>>) -> Env {
         .enumerate()
         .map(|(i, (e, fs))| Export { id: i as u32 + 1, path: e.path, fs, rules: e.rules })
         .collect();
-    let core = Core::new(CoreSettings::default(), exports, SECRET, VERF, ServicePorts { tcp: 2049, udp: None });
+    let core = Core::new(settings, exports, SECRET, VERF, ServicePorts { tcp: 2049, udp: None });
     Env { core, peer: peer("127.0.0.1:700"), fs: Vec::new(), xid: Cell::new(1) }
 }
 
@@ -92,6 +96,19 @@ pub fn env_with(exports_text: &str, settings: CoreSettings) -> Env {
     }
     let core = Core::new(settings, exports, SECRET, VERF, ServicePorts { tcp: 2049, udp: None });
     Env { core, peer: peer("127.0.0.1:700"), fs: fss, xid: Cell::new(1) }
+}
+
+/// A LocalFs export over a fresh directory the test user owns.
+pub fn localfs(dir: &tempfile::TempDir) -> Arc<dyn Vfs> {
+    let export = dir.path().join("export");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&export).unwrap();
+    std::fs::create_dir_all(&state).unwrap();
+    if std::os::unix::fs::chown(&export, Some(1000), Some(1000)).is_err() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&export, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    Arc::new(vfs::LocalFs::open(&export, &state, vfs::LocalFsSettings::default()).unwrap())
 }
 
 /// The default: one read-write export /export for everyone, no root squash

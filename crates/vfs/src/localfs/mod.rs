@@ -83,6 +83,7 @@ mod recent;
 mod recover;
 mod resolve;
 mod sys;
+mod unlinked;
 mod v42;
 mod xattr;
 
@@ -277,6 +278,8 @@ pub struct LocalFs {
     journal: Journal,
     cache: Arc<FileCache>,
     handles: Arc<HandleCache>,
+    /// Files kept by id after their last name went ([`crate::KeepUnlinked`]).
+    kept: Arc<unlinked::KeptFiles>,
     /// Flushes run and the callers they served (group commit).
     flush_counts: flush::FlushCounts,
     /// Directory flushes after namespace changes (group commit).
@@ -410,6 +413,7 @@ impl LocalFs {
         Ok(LocalFs {
             cache,
             handles,
+            kept: Arc::default(),
             flush_counts: flush::FlushCounts::default(),
             dir_flushes: flush::DirFlushes::new(Duration::from_micros(settings.write_gather_max_us)),
             settings,

@@ -226,6 +226,10 @@ impl Vfs for LocalFs {
         self.is_cached(id)
     }
 
+    fn keeps_unlinked(&self) -> Option<&dyn crate::KeepUnlinked> {
+        Some(self)
+    }
+
     fn counters(&self) -> Vec<crate::Counter> {
         self.stats()
     }

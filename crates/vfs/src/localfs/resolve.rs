@@ -84,6 +84,12 @@ impl LocalFs {
             }
             drop(self.handles.remove(id, h.generation));
         }
+        // Removed while kept: no name leads to it any more.
+        if !self.kept.is_empty() {
+            if let Some(o) = self.kept.get(id)? {
+                return Ok(o);
+            }
+        }
         // One openat2 along the remembered names.
         let path = self.ids.read().path(id, self.settings.max_depth);
         let found = match path {

@@ -401,6 +401,9 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     if !confirmed {
         rflags |= OPEN4_RESULT_CONFIRM;
     }
+    if crate::state::unlinked::may_promise(minor, fs) {
+        rflags |= OPEN4_RESULT_PRESERVE_UNLINKED;
+    }
     cx.cfh = Some(fh);
     cx.current_stateid = Some(opened.stateid.clone());
     Ok(OPEN4resok { stateid: opened.stateid, cinfo: target.cinfo, rflags, attrset: target.attrset, delegation })

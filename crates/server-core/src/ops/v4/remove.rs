@@ -9,6 +9,7 @@ use super::dirops::{cinfo, directory, recall_delegations, writable};
 use super::status::stat4;
 use super::{check_name, Compound};
 use crate::auth::may_delete_entry;
+use crate::state::unlinked;
 
 pub(super) fn run(cx: &mut Compound, args: REMOVE4args) -> Result<REMOVE4resok, nfsstat4> {
     let dir = cx.cobj(nfsstat4::NFS4ERR_ROFS)?;
@@ -24,7 +25,12 @@ pub(super) fn run(cx: &mut Compound, args: REMOVE4args) -> Result<REMOVE4resok, 
     if victim.nlink <= 1 {
         super::dirops::recall_layouts(cx, (dir.export.id, victim_id, victim.generation));
     }
-    let r = if victim.ftype == FileType::Directory { fs.rmdir(dir.id, name) } else { fs.remove(dir.id, name) };
+    let file = (dir.export.id, victim_id, victim.generation);
+    let r = if victim.ftype == FileType::Directory {
+        fs.rmdir(dir.id, name)
+    } else {
+        unlinked::remove_keeping(cx.state(), fs, file, victim.nlink, || fs.remove(dir.id, name))
+    };
     r.map_err(stat4)?;
     Ok(REMOVE4resok { cinfo: cinfo(&dir.attrs, fs, dir.id) })
 }

@@ -13,6 +13,7 @@ use super::dirops::{directory, recall_delegations, writable};
 use super::status::stat4;
 use super::{check_name, Compound, Fh};
 use crate::auth::{may_add_entry, may_delete_entry};
+use crate::state::unlinked;
 
 pub(super) fn run(cx: &mut Compound, args: RENAME4args) -> Result<RENAME4resok, nfsstat4> {
     let sfh = cx.sfh.ok_or(nfsstat4::NFS4ERR_NOFILEHANDLE)?;
@@ -39,13 +40,25 @@ pub(super) fn run(cx: &mut Compound, args: RENAME4args) -> Result<RENAME4resok, 
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
     recall_delegations(cx, (from.export.id, victim_id, victim.generation))?;
+    // The entry replaced, if any: (file, link count).
+    let mut replaced_file = None;
     if let Ok((replaced_id, replaced)) = fs.lookup(to.id, new) {
         if !may_delete_entry(&to.attrs, Some(&replaced), &to.creds) {
             return Err(nfsstat4::NFS4ERR_ACCESS);
         }
-        recall_delegations(cx, (to.export.id, replaced_id, replaced.generation))?;
+        let file = (to.export.id, replaced_id, replaced.generation);
+        recall_delegations(cx, file)?;
+        // Renaming a name onto another of the same file removes nothing.
+        if replaced_id != victim_id && replaced.ftype == vfs::FileType::Regular {
+            replaced_file = Some((file, replaced.nlink));
+        }
     }
-    fs.rename(from.id, old, to.id, new).map_err(|e| match e {
+    let rename = || fs.rename(from.id, old, to.id, new);
+    let r = match replaced_file {
+        Some((file, nlink)) => unlinked::remove_keeping(cx.state(), fs, file, nlink, rename),
+        None => rename(),
+    };
+    r.map_err(|e| match e {
         VfsError::NotEmpty | VfsError::Exists | VfsError::IsDir | VfsError::NotDir => nfsstat4::NFS4ERR_EXIST,
         e => stat4(e),
     })?;
