@@ -10,13 +10,15 @@
 #
 #   bench/profile-path.sh [-b NFSX_BINARY] [-s SIZE_MIB] [-n FILES] [-o OUTDIR]
 #   NFSX_CONFIG='...'   extra TOML settings for the server
+#   SMALLOPS_SRC [../shared/peers/smallops.c]
+# OUTDIR defaults to out/profile-path-<UTC time> (out/ is not tracked).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NFSX=target/release/nfsx
 SIZE_MIB=1024
 FILES=2000
-OUT=bench/results/profile-$(date -u +%Y%m%dT%H%M%SZ)
+OUT=out/profile-path-$(date -u +%Y%m%dT%H%M%SZ)
 while getopts "b:s:n:o:" o; do
   case $o in
     b) NFSX=$OPTARG ;; s) SIZE_MIB=$OPTARG ;; n) FILES=$OPTARG ;; o) OUT=$OPTARG ;;
@@ -32,7 +34,7 @@ WORK=$(mktemp -d /var/tmp/nfsx-profile.XXXXXX)
 EXPORT=$WORK/export
 mkdir -p "$EXPORT" "$WORK/state"
 SMALLOPS=$WORK/smallops
-cc -O2 -o "$SMALLOPS" ../shared/peers/smallops.c -lnfs
+cc -O2 -o "$SMALLOPS" "${SMALLOPS_SRC:-../shared/peers/smallops.c}" -lnfs
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 MPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

@@ -1,27 +1,44 @@
 #!/usr/bin/env python3
-"""Summarize bench/vs-ganesha.sh samples as Markdown (standard library only).
+"""Medians, ratios and their spread from what the scripts in bench/ write
+(standard library only).
 
-    python3 bench/summarize.py OUTDIR/samples.csv [--metrics OUTDIR/metrics] [--raw] [--exclude-busy]
+    bench/summarize.py OUT
+    bench/summarize.py OUT/samples.csv [--metrics OUT/metrics] [--raw] [--exclude-busy]
 
-For every (test, system): n, median, mean and 95% confidence interval of the
-mean (Student's t, n-1 degrees of freedom) of the rate column, plus the
-nfsx/Ganesha ratio of the medians and the median of the per-run ratios (run i
-of nfsx against run i of Ganesha, measured minutes apart).  Failed samples
-(ok=0) are listed, not averaged.  With --metrics, the nfsx per-procedure
-request counts and mean server-side latencies of each phase are tabulated
-from the Prometheus snapshots taken between phases.  --raw appends every
-sample; --exclude-busy leaves out samples during which another process's
-compiler was running (busy > 0), as a check on the all-samples table.
+The first form reads a folder of standing-table.sh, ab.sh, smallops.sh,
+study.sh, ceph.sh or multi-head.sh and prints every row it finds as
+Markdown:
+
+- `nfsx bench` JSON files: per row (file and point) each target's median,
+  the ratio of the first target's median to each other's with the range of
+  the per-run ratios, and the client's CPU per RPC. ab.sh's client variants
+  (OUT/clients.txt) get a second table: each variant against the first.
+- libnfs/samples.csv of vs-ganesha.sh: writes, reads, durable creations
+  and the wire probes.
+- smallops.txt (smallops.sh, here or one folder down): µs per creation,
+  stat and removal, and nfsx's server CPU per RPC.
+- nfs41*.create_rate.json: the NFSv4.1 driver's creations per second.
+- the flush counters around a stable-write row: flushes per stable write.
+- cpu.tsv and percall.tsv: medians of each side's CPU per call.
+
+Ratios are nfsx over NFS-Ganesha (for times per operation, Ganesha's time
+over nfsx's), so above 1 nfsx is ahead. A per-run ratio compares run i of
+one server with run i of the other, taken minutes apart: on a machine whose
+speed drifts it is the figure to trust, and its range is shown.
+
+The second form summarises vs-ganesha.sh's samples alone, with the mean and
+95% confidence interval (Student's t) of every cell (bench/vs_csv.py).
 """
 import csv
+import glob
+import json
 import math
 import os
 import re
-import statistics
+import statistics as st
 import sys
 from collections import defaultdict
 
-# two-sided 95% Student's t quantiles, t_{0.975, dof}
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
         9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131,
         16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042,
@@ -29,197 +46,271 @@ T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
 
 
 def t975(dof):
+    """Two-sided 95% quantile of Student's t with `dof` degrees of freedom."""
     if dof in T975:
         return T975[dof]
-    keys = sorted(k for k in T975 if k >= dof)
-    return T975[keys[0]] if keys else 1.960
+    above = sorted(k for k in T975 if k >= dof)
+    return T975[above[0]] if above else 1.960
 
 
 def ci95(xs):
-    """Half-width of the 95% CI of the mean, or None for n < 2."""
+    """Half-width of the 95% confidence interval of the mean, None below 2 samples."""
     if len(xs) < 2:
         return None
-    return t975(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+    return t975(len(xs) - 1) * st.stdev(xs) / math.sqrt(len(xs))
 
 
-def fmt(x, digits=1):
-    return "-" if x is None else f"{x:,.{digits}f}"
+def num(x):
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:,.1f}" if abs(x) >= 10 else f"{x:,.2f}"
 
 
-ORDER = ["write", "read", "read-devnull", "write-nocommit", "commit", "write-withcommit", "create"]
-SYSTEMS = (("nfsx", "nfsx"), ("ganesha", "Ganesha"), ("local", "local file system (dd)"),
-           ("wire", "wire limit: 128 B request, 1 MiB reply from memory (`bench/wire.c`)"),
-           ("wire-sendfile", "wire limit, reply by sendfile from the file"),
-           ("wire-copy", "wire limit from memory, the client copying each reply once more (as nfs-cat)"))
-LABEL = {
-    "write": "{size} sequential write, `nfs-cp` (incl. COMMIT)",
-    "read": "{size} sequential read, `nfs-cp` to /dev/shm (server cache warm)",
-    "read-devnull": "{size} sequential read, `nfs-cat` to /dev/null (server cache warm)",
-    "write-nocommit": "{size} write, until last WRITE reply (`seqwrite`)",
-    "commit": "COMMIT of {size} alone, as MB/s flushed (`seqwrite`)",
-    "write-withcommit": "{size} write + COMMIT (`seqwrite`)",
-    "create": "{files} file creations (`nfsops createmany`)",
-}
+def with_ci(xs):
+    h = ci95(xs)
+    return f"{num(st.median(xs))} ({num(st.mean(xs))} ± {num(h)})" if h is not None else num(st.median(xs))
 
 
-def label(test, rows):
-    r = next((r for r in rows if r["test"] == test and r["ok"] == "1"), None)
-    if r is None:
-        return test
-    b = int(r["bytes"])
-    size = f"{b / 2**30:g} GiB" if b >= 2**30 else f"{b / 2**20:g} MiB"
-    return LABEL.get(test, test).format(size=size, files=r["ops"])
+def ratio(a, b, higher_is_better=True):
+    """'r (min-max)': ratio of the medians and the range of the per-run ratios."""
+    if not a or not b:
+        return "-"
+    if higher_is_better:
+        r, per = st.median(a) / st.median(b), [x / y for x, y in zip(a, b) if y]
+    else:
+        r, per = st.median(b) / st.median(a), [y / x for x, y in zip(a, b) if x]
+    return f"**{r:.2f}** ({min(per):.2f}-{max(per):.2f})" if per else f"**{r:.2f}**"
 
 
-def summarize(rows):
-    ok = defaultdict(dict)      # (test, system) -> {run: rate}
-    busy = defaultdict(int)     # (test, system) -> samples during which a compile ran
-    failed = []
+def table(header, rows):
+    if not rows:
+        return
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
     for r in rows:
-        if r["ok"] == "1":
-            ok[(r["test"], r["system"])][int(r["run"])] = float(r["rate"])
-            if int(r.get("busy") or 0) > 0:
-                busy[(r["test"], r["system"])] += 1
-        else:
-            failed.append(r)
-    tests = [t for t in ORDER if any(k[0] == t for k in ok)]
-    tests += sorted({k[0] for k in ok} - set(tests))
-    units = {r["test"]: r["unit"] for r in rows}
-    out = []
-    out.append("| test | unit | system | n (busy) | median | mean ± 95% CI | min | max | nfsx/Ganesha (medians) | per-run ratios: median [min, max] |")
-    out.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for t in tests:
-        a, b = ok.get((t, "nfsx"), {}), ok.get((t, "ganesha"), {})
-        ratio = pair = "-"
-        if a and b:
-            ratio = f"{statistics.median(a.values()) / statistics.median(b.values()):.2f}"
-            pr = [a[i] / b[i] for i in sorted(set(a) & set(b)) if b[i] > 0]
-            if pr:
-                pair = f"{statistics.median(pr):.2f} [{min(pr):.2f}, {max(pr):.2f}]"
-        first_row = True
-        for sysname, title in SYSTEMS:
-            d = ok.get((t, sysname), {})
-            if not d:
-                continue
-            xs = list(d.values())
-            h = ci95(xs)
-            mean = statistics.mean(xs)
-            digits = 0 if max(xs) >= 100 else 1
-            ci = f"{fmt(mean, digits)} ± {fmt(h, digits)}"
-            first, first_row = first_row, False
-            out.append(f"| {label(t, rows) if first else ''} | {units.get(t, '') if first else ''} | "
-                       f"{title} | {len(xs)} ({busy[(t, sysname)]}) | "
-                       f"{fmt(statistics.median(xs), digits)} | {ci} | {fmt(min(xs), digits)} | "
-                       f"{fmt(max(xs), digits)} | {ratio if first else ''} | {pair if first else ''} |")
-    out.append("")
-    out.append("Ratios are rates, nfsx divided by Ganesha: above 1 nfsx is faster, below 1 slower. "
-               "n (busy): samples, and how many of them saw another process's compiler running.")
-    if failed:
-        out.append("")
-        out.append("Failed samples (not included above):")
-        out.append("")
-        for r in failed:
-            out.append(f"- run {r['run']} {r['system']} {r['test']} after {r['seconds']} s: {r['note']}")
-    return "\n".join(out)
+        print("| " + " | ".join(r) + " |")
+    print()
 
 
-def raw_table(rows):
-    out = ["| run | system | test | seconds | rate | unit | load1 | busy ticks |", "|---:|---|---|---:|---:|---|---:|---:|"]
-    for r in rows:
-        out.append(f"| {r['run']} | {r['system']} | {r['test']}{'' if r['ok'] == '1' else ' (FAILED)'} | "
-                   f"{float(r['seconds']):.3f} | {r['rate']} | {r['unit']} | {r['load1']} | {r.get('busy', '')} |")
-    return "\n".join(out)
+# ---------------------------------------------------------------- nfsx bench JSON
+
+def target_label(url, nfsx_ports):
+    m = re.match(r"nfs://[^/:]+(?::(\d+))?(/[^?]*)", url)
+    if not m:
+        return os.path.basename(url.rstrip("/")) or url
+    port = m.group(1)
+    if port is None:
+        return "Ganesha"
+    return "nfsx" if len(nfsx_ports) == 1 else f"nfsx:{port}"
 
 
-METRIC = re.compile(r'^(nfsx_requests_total|nfsx_request_duration_seconds_sum|nfsx_request_errors_total)\{proc="([^"]+)"\} (\S+)$')
-PLAIN = re.compile(r'^(nfsx_received_bytes_total|nfsx_sent_bytes_total|nfsx_connections_total) (\S+)$')
+def metric_of(d, point):
+    if d.get("workload") == "data":
+        return "mbps" if point.get("io_size", 0) >= 1 << 20 else "ops_per_sec"
+    if d.get("workload") == "metadata":
+        return "ops_per_sec"
+    return (d.get("metrics") or ["ops_per_sec"])[0]
 
 
-def parse_metrics(path):
-    m = defaultdict(float)
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            g = METRIC.match(line)
-            if g:
-                m[(g.group(1), g.group(2))] = float(g.group(3))
-                continue
-            g = PLAIN.match(line)
-            if g:
-                m[(g.group(1), "")] = float(g.group(2))
-    return m
-
-
-# (snapshot taken after the phase, title); phases titled None are not shown
-PHASES = [("1-write", "nfs-cp write"), ("2-read", "nfs-cp read"), ("2b-read-devnull", "nfs-cat read"),
-          ("2c-verify", None), ("3-split", "seqwrite"), ("4-create", "createmany")]
-
-
-def metrics_tables(mdir):
-    runs = sorted(d for d in os.listdir(mdir) if d.startswith("nfsx-run"))
-    # phase -> proc -> list of (count, mean latency) over runs
-    per = defaultdict(lambda: defaultdict(list))
-    bytes_ = defaultdict(list)
-    for d in runs:
-        prev = None
-        for ph, _ in [("0-start", "")] + PHASES:
-            p = os.path.join(mdir, d, ph + ".txt")
-            if not os.path.exists(p) or os.path.getsize(p) == 0:
-                continue  # phase skipped (or scrape failed): diff against the last snapshot
-            cur = parse_metrics(p)
-            if prev is not None:
-                procs = {k[1] for k in cur if k[0] == "nfsx_requests_total"}
-                for proc in procs:
-                    n = cur[("nfsx_requests_total", proc)] - prev[("nfsx_requests_total", proc)]
-                    if n <= 0:
-                        continue
-                    s = cur[("nfsx_request_duration_seconds_sum", proc)] - prev[("nfsx_request_duration_seconds_sum", proc)]
-                    e = cur[("nfsx_request_errors_total", proc)] - prev[("nfsx_request_errors_total", proc)]
-                    per[ph][proc].append((n, s / n, e))
-                bytes_[ph].append((cur[("nfsx_received_bytes_total", "")] - prev[("nfsx_received_bytes_total", "")],
-                                   cur[("nfsx_sent_bytes_total", "")] - prev[("nfsx_sent_bytes_total", "")]))
-            prev = cur
-    out = [f"nfsx requests per phase (from `--metrics`; {len(runs)} runs; count = median over runs, "
-           "latency = server time from decoded request to encoded reply, median over runs of the per-run mean)", ""]
-    out.append("| phase | procedure | requests | errors | mean latency (µs) |")
-    out.append("|---|---|---:|---:|---:|")
-    for ph, name in PHASES:
-        if ph not in per or name is None:
+def load_series(out):
+    """series -> list of (file index, parsed JSON); `NAME-<n>.json` files are runs of NAME."""
+    series = defaultdict(list)
+    for f in sorted(glob.glob(os.path.join(out, "*.json"))):
+        try:
+            d = json.load(open(f))
+        except (OSError, ValueError):
             continue
-        first = True
-        for proc in sorted(per[ph], key=lambda p: (-statistics.median(x[0] for x in per[ph][p]), p)):
-            xs = per[ph][proc]
-            cnt = statistics.median(x[0] for x in xs)
-            counts = sorted({int(x[0]) for x in xs})
-            cnt_s = f"{cnt:,.0f}" if len(counts) == 1 else f"{cnt:,.0f} ({counts[0]}–{counts[-1]})"
-            err = statistics.median(x[2] for x in xs)
-            lat = statistics.median(x[1] for x in xs) * 1e6
-            out.append(f"| {name if first else ''} | {proc} | {cnt_s} | {err:,.0f} | {lat:,.1f} |")
-            first = False
-        if bytes_[ph]:
-            rx = statistics.median(b[0] for b in bytes_[ph])
-            tx = statistics.median(b[1] for b in bytes_[ph])
-            out.append(f"| | *bytes received / sent* | {rx / 2**20:,.1f} MiB / {tx / 2**20:,.1f} MiB | | |")
-    return "\n".join(out)
+        if not isinstance(d, dict) or "runs" not in d:
+            continue
+        stem = os.path.basename(f)[:-5]
+        m = re.match(r"(.*)-(\d+)$", stem)
+        name, idx = (m.group(1), int(m.group(2))) if m else (stem, 0)
+        series[name].append((idx, d))
+    return {k: [d for _, d in sorted(v, key=lambda x: x[0])] for k, v in series.items()}
+
+
+def collect(docs):
+    """(point, metric) -> target url -> [values in run order], and client CPU per RPC."""
+    vals, cpu, order = defaultdict(lambda: defaultdict(list)), defaultdict(lambda: defaultdict(list)), []
+    for d in docs:
+        for t in d.get("targets", []):
+            if t not in order:
+                order.append(t)
+        for r in d["runs"]:
+            if not r.get("ok"):
+                continue
+            point = r.get("point") or {}
+            metric = metric_of(d, point)
+            if not isinstance(r.get(metric), (int, float)):
+                continue
+            key = (json.dumps(point, sort_keys=True), metric)
+            vals[key][r["target"]].append(r[metric])
+            if isinstance(r.get("client_cpu_us_per_rpc"), (int, float)):
+                cpu[key][r["target"]].append(r["client_cpu_us_per_rpc"])
+    return vals, cpu, order
+
+
+def point_label(points, point):
+    varying = [k for k in sorted(point) if len({json.dumps(p.get(k)) for p in points}) > 1]
+    return " ".join(f"{k}={point[k]}" for k in varying)
+
+
+def json_rows(out):
+    series = load_series(out)
+    variants = [v for v in read_lines(os.path.join(out, "clients.txt")) if v]
+    groups = defaultdict(list)  # target labels -> rows
+    by_variant = defaultdict(dict)  # (row name, point label, target) -> variant -> values
+    for name, docs in sorted(series.items()):
+        vals, cpu, order = collect(docs)
+        if not vals:
+            continue
+        ports = {re.match(r"nfs://[^/:]+:(\d+)", t).group(1) for t in order if re.match(r"nfs://[^/:]+:\d+", t)}
+        labels = tuple(target_label(t, ports) for t in order)
+        points = [json.loads(k[0]) for k in vals]
+        for (pj, metric), per in sorted(vals.items()):
+            label = f"{name} {point_label(points, json.loads(pj))}".strip()
+            cols = [with_ci(per[t]) if per.get(t) else "-" for t in order]
+            ratios = [ratio(per.get(order[0]), per.get(t)) for t in order[1:]]
+            cpus = " / ".join(num(st.median(cpu[(pj, metric)][t])) if cpu[(pj, metric)].get(t) else "-" for t in order)
+            unit = "MB/s" if metric == "mbps" else "per s" if metric == "ops_per_sec" else metric
+            groups[labels].append([label, unit] + cols + ratios + [cpus])
+            v = next((v for v in variants if name.startswith(v + "-")), None)
+            if v is not None:
+                for t, lab in zip(order, labels):
+                    by_variant[(name[len(v) + 1:], point_label(points, json.loads(pj)), lab)][v] = per.get(t, [])
+    for labels, rows in groups.items():
+        header = ["row", "unit"] + [f"{l} median (mean ± 95% CI)" for l in labels] + \
+            [f"{labels[0]} / {l} (per run)" for l in labels[1:]] + ["client µs per RPC"]
+        table(header, rows)
+    if len(variants) > 1:
+        rows = []
+        for (row, pl, lab), per in sorted(by_variant.items()):
+            first = per.get(variants[0], [])
+            rows.append([f"{row} {pl}".strip(), lab] + [num(st.median(per[v])) if per.get(v) else "-" for v in variants]
+                        + [ratio(first, per.get(v)) for v in variants[1:]])
+        table(["row", "server"] + variants + [f"{variants[0]} / {v} (per run)" for v in variants[1:]], rows)
+
+
+# ---------------------------------------------------------------- the other files
+
+def read_lines(path):
+    try:
+        return [l.strip() for l in open(path)]
+    except OSError:
+        return []
+
+
+def libnfs_rows(out):
+    path = os.path.join(out, "libnfs", "samples.csv")
+    if not os.path.exists(path):
+        return
+    rows = list(csv.DictReader(open(path)))
+    lines = []
+    for test, unit in (("write", "MB/s"), ("read", "MB/s"), ("read-devnull", "MB/s"), ("create", "creates/s")):
+        v = {s: [float(r["rate"]) for r in rows if r["test"] == test and r["system"] == s and r["ok"] == "1"]
+             for s in ("nfsx", "ganesha")}
+        if v["nfsx"] and v["ganesha"]:
+            lines.append([f"libnfs {test}", unit, with_ci(v["nfsx"]), with_ci(v["ganesha"]), ratio(v["nfsx"], v["ganesha"])])
+    for probe in ("wire", "wire-sendfile", "wire-copy"):
+        v = [float(r["rate"]) for r in rows if r["system"] == probe and r["ok"] == "1"]
+        if v:
+            lines.append([f"{probe} (the loopback's limit)", "MB/s", with_ci(v), "", ""])
+    table(["row", "unit", "nfsx median (mean ± 95% CI)", "Ganesha", "nfsx / Ganesha (per run)"], lines)
+
+
+def smallops_rows(out):
+    lines = []
+    for path in sorted(glob.glob(os.path.join(out, "smallops.txt")) + glob.glob(os.path.join(out, "*", "smallops.txt"))):
+        d, label = defaultdict(list), None
+        for line in open(path):
+            m = re.match(r"(\S+) run \d+", line)
+            if m:
+                label = m.group(1)
+                continue
+            p = line.split()
+            if p and p[0] in ("create", "stat", "unlink") and len(p) > 2:
+                d[(p[0], label)].append(float(p[-2]))
+            elif p and p[0] == "server_cpu_us_per_rpc":
+                d[("server CPU µs per RPC", label)].append(float(p[1]))
+        name = os.path.basename(os.path.dirname(path)) if os.path.dirname(path) != out.rstrip("/") else "smallops"
+        labels = sorted({k[1] for k in d})
+        for phase in ("create", "stat", "unlink", "server CPU µs per RPC"):
+            for lab in labels:
+                if lab.startswith("ganesha") or not d.get((phase, lab)):
+                    continue
+                peer = "ganesha" + lab[len(lab.split("-")[0]):]
+                a, b = d[(phase, lab)], d.get((phase, peer), [])
+                unit = "µs" if phase.startswith("server") else "µs each"
+                lines.append([f"{name} {phase}", lab, with_ci(a), with_ci(b) if b else "-",
+                              ratio(a, b, higher_is_better=False) if b and not phase.startswith("server") else "-"])
+    table(["row", "nfsx", "nfsx median (mean ± 95% CI)", "Ganesha", "Ganesha's time / nfsx's (per run)"], lines)
+
+
+def create41_rows(out):
+    by = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(out, "*create_rate.json"))):
+        for r in json.load(open(path)):
+            by[(r["target"], r["threads"])] = r["creates_per_s"]
+    lines = []
+    for t in sorted({k[1] for k in by}):
+        a, b = by.get(("nfsx", t), []), by.get(("peer", t), [])
+        lines.append([f"NFSv4.1 OPEN-create + CLOSE, {t} thread{'' if t == 1 else 's'}", with_ci(a) if a else "-", with_ci(b) if b else "-", ratio(a, b)])
+    table(["row", "nfsx creates/s median (mean ± 95% CI)", "Ganesha", "nfsx / Ganesha (per run)"], lines)
+
+
+def flush_rows(out):
+    lines = []
+    for before in sorted(glob.glob(os.path.join(out, "*.metrics-before.txt"))):
+        after = before.replace("-before.txt", "-after.txt")
+        if not os.path.exists(after):
+            continue
+
+        def total(path, name):
+            return sum(float(l.split()[-1]) for l in open(path) if l.startswith(name + "{") or l.startswith(name + " "))
+
+        flushes = total(after, "nfsx_backend_flushes_total") - total(before, "nfsx_backend_flushes_total")
+        callers = total(after, "nfsx_backend_flush_callers_total") - total(before, "nfsx_backend_flush_callers_total")
+        if callers > 0:
+            lines.append([os.path.basename(before).split(".metrics")[0], f"{flushes / callers:.3f}", f"{callers:,.0f}"])
+    table(["row", "nfsx flushes per stable write", "stable writes"], lines)
+
+
+def tsv_rows(out):
+    for name in ("cpu.tsv", "percall.tsv"):
+        path = os.path.join(out, name)
+        if not os.path.exists(path):
+            continue
+        rows = list(csv.reader(open(path), delimiter="\t"))
+        if len(rows) < 2:
+            continue
+        head = rows[0]
+        first_num = head.index("mbps")
+        keys = [i for i in range(first_num) if head[i] != "run"]
+        groups = defaultdict(list)
+        for r in rows[1:]:
+            if len(r) == len(head):
+                groups[tuple(r[i] for i in keys)].append([float(x) for x in r[first_num:]])
+        lines = [list(k) + [num(st.median(col)) for col in zip(*v)] for k, v in sorted(groups.items())]
+        print(f"{name}: medians")
+        print()
+        table([head[i] for i in keys] + head[first_num:], lines)
 
 
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    with open(argv[1], newline="") as f:
-        rows = list(csv.DictReader(f))
-    if "--exclude-busy" in argv:
-        rows = [r for r in rows if int(r.get("busy") or 0) == 0]
-    print(summarize(rows))
-    if "--metrics" in argv:
-        mdir = argv[argv.index("--metrics") + 1]
-        if os.path.isdir(mdir):
-            print()
-            print(metrics_tables(mdir))
-    if "--raw" in argv:
-        print()
-        print(raw_table(rows))
+    if argv[1].endswith(".csv"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import vs_csv
+        return vs_csv.main(argv)
+    out = argv[1]
+    libnfs_rows(out)
+    smallops_rows(out)
+    json_rows(out)
+    flush_rows(out)
+    create41_rows(out)
+    tsv_rows(out)
     return 0
 
 

@@ -28,16 +28,19 @@
 # and 2-3 s without.  So before every timed transfer the script touches and
 # frees WARM_MIB of memory (in /dev/shm), and waits for an idle machine before
 # starting each server (not only each run), so both servers start alike.
-# Every sample goes to OUTDIR/samples.csv; bench/summarize.py turns it into
-# the Markdown table of docs/BENCHMARKS.md.  nfsx runs with --metrics, and the
+# Every sample goes to OUTDIR/samples.csv; bench/summarize.py turns it into a
+# Markdown table (bench/standing-table.sh runs this script for the libnfs
+# rows of docs/BENCHMARKS.md).  nfsx runs with --metrics, and the
 # per-procedure counters are saved after each phase (OUTDIR/metrics/).
 #
 # Environment (defaults in brackets):
-#   RUNS [5]  SIZE_MIB [1024]  FILES [2000]  OUTDIR [bench/results/<UTC time>]
+#   RUNS [5]  SIZE_MIB [1024]  FILES [2000]  OUTDIR [out/vs-ganesha-<UTC time>]
 #   NFSX [target/release/nfsx]   NFSX_PORT [12050]   METRICS_PORT [9049]
 #   NFSX_CONFIG []     extra TOML lines for nfsx (e.g. "[localfs]\nsync_metadata = false")
 #   GANESHA_NFS_PORT [12049]  GANESHA_MNT_PORT [12048]
-#   PEERS_DIR [../shared/peers next to the repository]  (ganesha.sh)
+#   PEERS_DIR [../shared/peers next to the repository]  holds ganesha.sh, which starts
+#             Ganesha on GANESHA_NFS_PORT/GANESHA_MNT_PORT (EXPORT_DIR, NFS_PORT,
+#             MNT_PORT, GANESHA_STATE are passed to it)
 #   WORK [/var/tmp/nfsx-bench]  exported directories (same file system for both servers)
 #   SRC [/dev/shm/nfsx-bench-src-<SIZE>m]  source file, random bytes, kept between invocations
 #   WAIT_IDLE [0]   seconds without any rustc process to wait for before each server start (max 15 min)
@@ -65,7 +68,7 @@ while getopts "n:s:f:o:h" opt; do
     *) sed -n '2,30p' "$0"; exit 2 ;;
   esac
 done
-OUTDIR=${OUTDIR:-$REPO/bench/results/$(date -u +%Y%m%dT%H%M%SZ)}
+OUTDIR=${OUTDIR:-$REPO/out/vs-ganesha-$(date -u +%Y%m%dT%H%M%SZ)}
 NFSX=${NFSX:-$REPO/target/release/nfsx}
 NFSX_PORT=${NFSX_PORT:-12050}
 METRICS_PORT=${METRICS_PORT:-9049}
