@@ -62,7 +62,8 @@ printf '%s\n' "${servers[@]}" >"$OUT/servers.txt"
 # Client variants: name -> binary, and its settings file.
 declare -A CBIN=()
 variants=()
-for v in ${CLIENTS:-}; do
+read -ra client_specs <<<"${CLIENTS:-}"
+for v in "${client_specs[@]}"; do
   name=${v%%[@:]*}
   rest=${v#"$name"}
   bin=$NFSX

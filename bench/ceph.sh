@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nfsx heads over CephFS beside NFS-Ganesha 4.3 with FSAL_CEPH, on the
 # one-machine cluster of scripts/ceph.sh (docs/SCALE-OUT.md): every server
-# exports a CephFS directory of its own, the same client (nfsx's, NFSv4.1)
-# drives all, the targets alternating run by run. Then
+# exports a CephFS directory of its own, the same client (nfsx's, NFSv4.1 by
+# default) drives all, the targets alternating run by run. Then
 # `bench/summarize.py OUT` prints medians and ratios (each head against the
 # last target, Ganesha).
 #
@@ -28,8 +28,10 @@
 #     walk       list, stat and read-small of 2,000 files
 #     shares     creations and small-file reads of 1,000 files, 1 and 16 threads
 #     reread     200 small files re-read for 10 s (delegations)
+#     read-once  2,000 small files read once
 #     rados      the store alone: `rados bench`, 1 MiB objects, one in
 #                flight, write then read (OUT/rados.txt)
+#   VERS [4.1]  the protocol every target is reached with
 #   CEPH_CONF  an existing cluster's ceph.conf; unset, a fresh cluster is
 #              started (scripts/ceph.sh start) and stopped at the end
 #   BASE [/var/tmp]
@@ -41,6 +43,7 @@ RUNS=${2:-5}
 . "$(dirname "$0")/lib.sh"
 HEADS=${HEADS:-nfsx nfsx-async:sync_metadata=false}
 ROWS=${ROWS:-seq rand metadata}
+VERS=${VERS:-4.1}
 BASE=${BASE:-/var/tmp}
 W=$BASE/nfsx-ceph-bench
 mkdir -p "$OUT"
@@ -70,13 +73,16 @@ lib.ceph_unmount(cm)
 PY
 }
 
+# Read into an array, not split unquoted: a head's settings may hold
+# `[table]` lines, which the shell would otherwise take for a glob.
+read -ra heads <<<"$HEADS"
 names=()
 declare -A MPORT=()
-for h in $HEADS; do names+=("${h%%[@:]*}"); done
+for h in "${heads[@]}"; do names+=("${h%%[@:]*}"); done
 mkdirs "${names[@]}" ganesha
 T=()
 port=20801
-for h in $HEADS; do
+for h in "${heads[@]}"; do
   name=${h%%[@:]*}
   rest=${h#"$name"}
   bin=$NFSX
@@ -102,12 +108,12 @@ for h in $HEADS; do
     --config "$d/nfsx.toml" --state-dir "$d/st" "$src" >"$d/nfsx.log" 2>&1 &
   PID[$name]=$!
   MPORT[$name]=$((port + 1))
-  T+=(--target "nfs://127.0.0.1:$port$src?version=4.1")
+  T+=(--target "nfs://127.0.0.1:$port$src?version=$VERS")
   port=$((port + 2))
 done
 if [[ ${GANESHA:-1} != 0 ]]; then
   GANESHA_CEPH_CONF=$CEPH_CONF GANESHA_CEPH_PATH=/ganesha ganesha_start "$W/ganesha" "${GANESHA_DELEGATIONS:-none}" || exit 1
-  T+=(--target "$GANESHA_URL?version=4.1")
+  T+=(--target "$GANESHA_URL?version=$VERS")
 fi
 for p in $(seq 20801 2 $((port - 2))); do
   for _ in $(seq 100); do port_open "$p" && break; sleep 0.1; done
@@ -132,6 +138,7 @@ for row in $ROWS; do
     walk) run walk metadata --op list,stat,read-small --files 2000 ;;
     shares) run shares metadata --op create,read-small --files 1000 --threads 1,16 ;;
     reread) run reread metadata --op read-small --files 200 --duration 10s ;;
+    read-once) run read-once metadata --op read-small --files 2000 ;;
     rados)
       log rados
       {
