@@ -9,10 +9,11 @@ use super::*;
 /// that granted it sends CB_RECALL, and the OPEN goes through once the
 /// client returned it. The head that held it keeps serving.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn another_heads_open_recalls_a_delegation() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("deleg") else { return };
+    let (conf, path) = ceph_dir("deleg");
     let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
     let a = Client41::connect_manual(one.port, "deleg-client-on-head-1");
     let b = Client41::connect(two.port, "deleg-client-on-head-2");
@@ -61,10 +62,11 @@ fn another_heads_open_recalls_a_delegation() {
 /// first; a writer (here another Ceph client) recalls both, and writes
 /// once both are returned.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn read_delegations_on_two_heads_at_once() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("rdeleg") else { return };
+    let (conf, path) = ceph_dir("rdeleg");
     // Made by a Ceph client that ends before the heads open it: a head
     // that made it would have it open for writing.
     let settings = CephSettings { conf: Some(conf.clone().into()), ..CephSettings::default() };
@@ -135,8 +137,9 @@ fn read_delegations_on_two_heads_at_once() {
 /// They used to wait in libcephfs for the file's cache capability until
 /// the writer head closed the file, 15-25 s for 16 MiB (about 1 MB/s).
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn reads_beside_another_heads_writer_do_not_stall() {
-    let Some((conf, path)) = ceph_dir("rdeleg-stream") else { return };
+    let (conf, path) = ceph_dir("rdeleg-stream");
     let read_delegations = "read_delegations = true";
     let (one, two) =
         (ceph_server_with(&conf, &path, read_delegations), ceph_server_with(&conf, &path, read_delegations));
@@ -155,10 +158,11 @@ fn reads_beside_another_heads_writer_do_not_stall() {
 /// head off the cluster: the other head's OPEN goes through, the holder's
 /// delegation answers DELEG_REVOKED, and the head still serves.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn an_unreturned_delegation_is_revoked_in_time_for_ceph() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("deleg-revoke") else { return };
+    let (conf, path) = ceph_dir("deleg-revoke");
     let one = ceph_server_with(&conf, &path, "delegation_return_secs = 2");
     let two = ceph_server(&conf, &path);
     let a = Client41::connect_manual(one.port, "slow-client-on-head-1");
@@ -192,10 +196,11 @@ fn an_unreturned_delegation_is_revoked_in_time_for_ceph() {
 /// that, so the head recalls the client's, which returns it, and the
 /// request goes through on a retry.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn the_holder_renames_and_removes_its_delegated_file() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("deleg-holder") else { return };
+    let (conf, path) = ceph_dir("deleg-holder");
     let srv = ceph_server(&conf, &path);
     let a = Client41::connect(srv.port, "holder");
     std::thread::sleep(Duration::from_millis(300));
@@ -226,11 +231,12 @@ fn the_holder_renames_and_removes_its_delegated_file() {
 /// client returned it, the truncation goes through at once, not after the
 /// revocation deadline.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn the_holder_writes_under_its_write_delegation_and_truncates_after_a_recall() {
     use proto::nfs4::*;
     use support::v4::*;
     use xdr::{Encode, Encoder};
-    let Some((conf, path)) = ceph_dir("deleg-writer") else { return };
+    let (conf, path) = ceph_dir("deleg-writer");
     let srv = ceph_server(&conf, &path);
     let a = Client41::connect_manual(srv.port, "writer");
     std::thread::sleep(Duration::from_millis(300));
@@ -277,9 +283,10 @@ fn the_holder_writes_under_its_write_delegation_and_truncates_after_a_recall() {
 /// the head gives back those no client's delegation stands behind within
 /// its sweep (10 s).
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn a_vanished_clients_delegation_is_given_back_to_ceph() {
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("deleg-sweep") else { return };
+    let (conf, path) = ceph_dir("deleg-sweep");
     let (srv, mport) = ceph_server_with_metrics(&conf, &path);
     let held = || metric(mport, "nfsx_backend_ceph_delegations_held{");
     let a = Client41::connect_manual(srv.port, "vanishing-client");

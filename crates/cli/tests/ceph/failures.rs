@@ -63,8 +63,9 @@ fn write_args(file: &nfs_fh3, text: &str) -> WRITE3args {
 /// NFS3ERR_JUKEBOX at once, not left to hang; when the daemon is back the
 /// waiting request completes and new ones succeed.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn cluster_away_answers_jukebox_not_silence() {
-    let Some((conf, path)) = ceph_dir("away") else { return };
+    let (conf, path) = ceph_dir("away");
     let srv = ceph_server_with(&conf, &path, "call_deadline_secs = 2");
     let (mut waiting, mut probe) = (RpcClient::connect(srv.port).unwrap(), RpcClient::connect(srv.port).unwrap());
     let root = probe.mount(&path);
@@ -121,9 +122,9 @@ fn cluster_away_answers_jukebox_not_silence() {
 /// runs alone: `scripts/test.sh` runs it with `--ignored` after the other
 /// tests.
 #[test]
-#[ignore = "restarts the MDS: run alone, after the other CephFS tests"]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start) and restarts its MDS: run alone, after the other CephFS tests"]
 fn acknowledged_creations_survive_head_and_mds_killed_together() {
-    let Some((conf, path)) = ceph_dir("crash") else { return };
+    let (conf, path) = ceph_dir("crash");
     const FILES: usize = 100;
     let mut kept = Vec::new();
     for (sync, head_too) in [(true, true), (false, false), (false, true)] {

@@ -9,8 +9,9 @@ use super::*;
 /// gave out works on the other (they share the handle key), and a
 /// multi-client run spreads its clients over the heads.
 #[test]
+#[ignore = "needs two nfsx heads over a Ceph cluster (scripts/heads.sh start 2)"]
 fn heads_serve_one_file_system() {
-    let Some((heads, hosts, export)) = heads_from_env() else { return };
+    let (heads, hosts, export) = heads_from_env();
     let export = export.as_str();
     let tmp = tempfile::tempdir().unwrap();
     let (src, back) = (tmp.path().join("src.bin"), tmp.path().join("back.bin"));
@@ -52,8 +53,9 @@ fn heads_serve_one_file_system() {
 /// and the takeover ends the dead head's Ceph session. Head 1 is started
 /// again afterwards.
 #[test]
+#[ignore = "needs two nfsx heads over a Ceph cluster (scripts/heads.sh start 2)"]
 fn address_takeover_after_a_head_dies() {
-    let Some((_, hosts, export)) = heads_from_env() else { return };
+    let (_, hosts, export) = heads_from_env();
     let first = &hosts[0];
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
     let tmp = tempfile::tempdir().unwrap();
@@ -78,6 +80,7 @@ fn address_takeover_after_a_head_dies() {
 /// comes back, head 2 gives the client back, which reclaims on head 1,
 /// and head 2 refuses the conflicting lock through CephFS.
 #[test]
+#[ignore = "needs two nfsx heads over a Ceph cluster (scripts/heads.sh start 2)"]
 fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
     reclaim_across_a_takeover("reclaimer", &|_, _| {
@@ -91,6 +94,7 @@ fn nfs4_clients_reclaim_on_the_head_that_takes_over() {
 /// head 1's clients over, ends its Ceph session and moves its address
 /// (`takeover_command`), all within the MDS session timeout (60 s).
 #[test]
+#[ignore = "needs two nfsx heads over a Ceph cluster (scripts/heads.sh start 2)"]
 fn a_crashed_head_is_taken_over_without_a_command() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
     reclaim_across_a_takeover("crash-reclaimer", &|one, two| {
@@ -129,7 +133,7 @@ fn a_crashed_head_is_taken_over_without_a_command() {
 fn reclaim_across_a_takeover(tag: &str, take_over: &dyn Fn(std::net::SocketAddr, std::net::SocketAddr)) {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((_, hosts, export)) = heads_from_env() else { return };
+    let (_, hosts, export) = heads_from_env();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/heads.sh");
     let at = |h: &str| -> std::net::SocketAddr { format!("{h}:2049").parse().unwrap() };
     let (one, two) = (at(&hosts[0]), at(&hosts[1]));

@@ -1,9 +1,12 @@
 //! `nfsx serve --backend ceph` against a real Ceph cluster, driven by real
 //! clients: libnfs-utils and nfsx's own client (NFSv4.2 and NFSv3).
 //!
-//! Runs when `NFSX_CEPH_CONF` names a cluster's `ceph.conf`
-//! (`scripts/ceph.sh start` prints it; `scripts/test.sh` sets it when a
-//! cluster could start); without it every test says it was skipped.
+//! The tests that need a cluster are ignored in a plain `cargo test` and run
+//! with `--ignored` when `NFSX_CEPH_CONF` names a cluster's `ceph.conf`
+//! (`scripts/ceph.sh start` prints it); those of `heads` need `NFSX_HEADS`
+//! instead (`scripts/heads.sh start 2`). `scripts/test.sh` runs them all
+//! when a cluster could start. Asked for without one, a test fails: it must
+//! not pass without running.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -29,12 +32,11 @@ use vfs_ceph::{CephFs, CephSettings};
 
 const MIN: Duration = Duration::from_secs(60);
 
-/// A fresh directory in the Ceph file system, anyone may write in; `None`
-/// without a cluster.
-fn ceph_dir(tag: &str) -> Option<(String, String)> {
+/// A fresh directory in the Ceph file system, anyone may write in: the
+/// cluster's `ceph.conf` and the directory's path.
+fn ceph_dir(tag: &str) -> (String, String) {
     let Some(conf) = std::env::var_os("NFSX_CEPH_CONF") else {
-        eprintln!("skipped: NFSX_CEPH_CONF is not set (no Ceph cluster)");
-        return None;
+        panic!("NFSX_CEPH_CONF is not set: this test needs a Ceph cluster (scripts/ceph.sh start prints it)");
     };
     let conf = conf.to_string_lossy().into_owned();
     let settings = CephSettings { conf: Some(conf.clone().into()), ..CephSettings::default() };
@@ -42,7 +44,7 @@ fn ceph_dir(tag: &str) -> Option<(String, String)> {
     let name = format!("nfsx-e2e-{tag}-{}", std::process::id());
     let set = SetAttrs { mode: Some(0o777), ..SetAttrs::default() };
     fs.mkdir(fs.root(), name.as_bytes(), &set, Owner { uid: 0, gid: 0 }).expect("mkdir in CephFS");
-    Some((conf, format!("/{name}")))
+    (conf, format!("/{name}"))
 }
 
 fn ceph_server(conf: &str, path: &str) -> TestServer {
@@ -91,18 +93,17 @@ fn ceph_server_with(conf: &str, path: &str, more: &str) -> TestServer {
 }
 
 /// `NFSX_HEADS` (`nfs://HEAD1,HEAD2,.../export`, as `scripts/heads.sh`
-/// prints it): the URL, its hosts and the export; `None` without heads.
-fn heads_from_env() -> Option<(String, Vec<String>, String)> {
+/// prints it): the URL, its hosts and the export.
+fn heads_from_env() -> (String, Vec<String>, String) {
     let Some(heads) = std::env::var_os("NFSX_HEADS") else {
-        eprintln!("skipped: NFSX_HEADS is not set (no heads running)");
-        return None;
+        panic!("NFSX_HEADS is not set: this test needs nfsx heads over a Ceph cluster (scripts/heads.sh start 2)");
     };
     let heads = heads.to_string_lossy().into_owned();
     let rest = heads.strip_prefix("nfs://").expect("NFSX_HEADS is nfs://HEAD1,HEAD2,.../export");
     let (hosts, export) = rest.split_at(rest.find('/').expect("an export path"));
     let hosts: Vec<String> = hosts.split(',').map(str::to_string).collect();
     assert!(hosts.len() >= 2, "NFSX_HEADS names one head");
-    Some((heads.clone(), hosts, export.to_string()))
+    (heads.clone(), hosts, export.to_string())
 }
 
 fn create_args(dir: &nfs_fh3, name: &str) -> CREATE3args {

@@ -6,10 +6,11 @@ use super::*;
 /// Two heads over one CephFS directory: a lock one head grants is seen by
 /// the other (CephFS's own locks arbitrate), its release too.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn locks_conflict_across_heads() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("locks") else { return };
+    let (conf, path) = ceph_dir("locks");
     let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
     let a = Client41::connect(one.port, "client-on-head-1");
     let b = Client41::connect(two.port, "client-on-head-2");
@@ -97,10 +98,11 @@ fn open_denying(
 /// upgrade, an OPEN_DOWNGRADE and a CLOSE; and a whole-file byte-range
 /// lock does not meet the share reservations CephFS holds for them.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn share_reservations_conflict_across_heads() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("shares") else { return };
+    let (conf, path) = ceph_dir("shares");
     let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
     let a = Client41::connect(one.port, "share-client-on-head-1");
     let b = Client41::connect(two.port, "share-client-on-head-2");
@@ -174,10 +176,11 @@ fn share_reservations_conflict_across_heads() {
 /// head's clients: a head over a shared store keeps no courtesy clients
 /// and expires lapsed ones by itself.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn a_lapsed_client_releases_its_share_reservations_for_other_heads() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("lapsed") else { return };
+    let (conf, path) = ceph_dir("lapsed");
     let one = ceph_server_with(&conf, &path, "[core.nfs4]\nlease_secs = 2");
     let two = ceph_server(&conf, &path);
     let open = |srv: &TestServer, c: &Client41, owner: &str, access: u32, deny: u32| {
@@ -204,10 +207,11 @@ fn a_lapsed_client_releases_its_share_reservations_for_other_heads() {
 /// included, and is granted then; from then on the heads refuse each
 /// other's conflicting opens.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn cluster_heads_hold_share_modes_once_a_client_denies() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("share-auto") else { return };
+    let (conf, path) = ceph_dir("share-auto");
     let cluster = |node: &str| {
         format!(
             "[cluster]\nnode = \"{node}\"\nnamespace = \"nfsx-test-shares-{}\"\npoll_ms = 100\n",
@@ -251,10 +255,11 @@ fn cluster_heads_hold_share_modes_once_a_client_denies() {
 /// opens' modes, those granted before included, and is granted then. A
 /// head started afterwards holds them from the start.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn lone_heads_hold_share_modes_once_a_client_denies() {
     use proto::nfs4::*;
     use support::v4::*;
-    let Some((conf, path)) = ceph_dir("share-gate") else { return };
+    let (conf, path) = ceph_dir("share-gate");
     let ((one, mport), two) = (ceph_server_with_metrics(&conf, &path), ceph_server(&conf, &path));
     let in_store = || metric(mport, "nfsx_share_modes_in_store ");
     let a = Client41::connect(one.port, "gate-client-on-head-1");
@@ -301,9 +306,10 @@ fn lone_heads_hold_share_modes_once_a_client_denies() {
 /// host's FREE_ALL on head 1 releases its lock in CephFS too, so head 2
 /// grants the range afterwards.
 #[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
 fn nlm_locks_across_heads_and_free_all() {
     use proto::nlm::*;
-    let Some((conf, path)) = ceph_dir("nlm") else { return };
+    let (conf, path) = ceph_dir("nlm");
     let (one, two) = (ceph_server(&conf, &path), ceph_server(&conf, &path));
     let (mut c1, mut c2) = (RpcClient::connect(one.port).unwrap(), RpcClient::connect(two.port).unwrap());
     let root1 = c1.mount(&path);
