@@ -24,7 +24,7 @@ use std::ffi::c_void;
 use std::ptr;
 
 use parking_lot::Mutex;
-use vfs::{ShareDenialSink, VfsError, VfsResult};
+use vfs::{Errno, ShareDenialSink, VfsError, VfsResult};
 
 use crate::ffi::{self, ceph_statx, Fh, Inode, AT_SYMLINK_NOFOLLOW, CEPH_STATX_SIZE};
 use crate::mount::{check, cstr, error, Mount};
@@ -179,7 +179,10 @@ impl Drop for Watch {
 /// head whatever it exports.
 fn root_mount(settings: &CephSettings, instance: Option<&str>) -> VfsResult<Mount> {
     let name = instance.map(session_name);
-    Mount::open(settings, "/", name.as_deref()).map_err(|e| VfsError::Io(format!("the share-denial gate: {e}")))
+    Mount::open(settings, "/", name.as_deref()).map_err(|e| {
+        tracing::error!(error = %e, "the share-denial gate cannot mount the file system's root");
+        VfsError::Io(Errno::EIO)
+    })
 }
 
 /// The name the gate's session of head `instance` goes by.

@@ -1,10 +1,12 @@
 //! READ, WRITE, COMMIT and the NFSv4.2 data operations CephFS offers.
 
+use std::ffi::c_int;
+
 use bytes::Bytes;
-use vfs::{Attrs, FileId, FileType, ReadResult, Stability, VfsError, VfsResult, WriteResult};
+use vfs::{Attrs, Errno, FileId, FileType, ReadResult, Stability, VfsError, VfsResult, WriteResult};
 
 use crate::fs::CephFs;
-use crate::mount::check;
+use crate::mount::{check, write_back_error};
 use crate::namespace::MAX_OFFSET;
 use crate::nodes::Node;
 use std::sync::Arc;
@@ -79,7 +81,8 @@ impl CephFs {
                 )
             })? as usize;
             if w == 0 {
-                return Err(VfsError::Io("CephFS accepted no bytes".into()));
+                tracing::error!(fileid = id, offset = offset + done as u64, "CephFS accepted no bytes of a write");
+                return Err(VfsError::Io(Errno::EIO));
             }
             done += w;
         }
@@ -92,14 +95,22 @@ impl CephFs {
     /// Waits until the OSDs hold what this head wrote to `n` (and, unless
     /// `data_only`, its metadata is with the metadata server).
     fn flush(&self, n: &Node, data_only: bool) -> VfsResult<()> {
+        check(self.fsync(n, data_only)?).map(|_| ())
+    }
+
+    /// `ceph_ll_fsync`'s return: 0, or a negated errno.
+    fn fsync(&self, n: &Node, data_only: bool) -> VfsResult<c_int> {
         let fh = n.fh()?;
         // SAFETY: an open file of this mount.
-        check(unsafe { (self.m.api.ceph_ll_fsync)(self.m.cm, fh, i32::from(data_only)) }).map(|_| ())
+        Ok(unsafe { (self.m.api.ceph_ll_fsync)(self.m.cm, fh, i32::from(data_only)) })
     }
 
     pub(crate) fn do_commit(&self, id: FileId) -> VfsResult<()> {
         let (n, _) = self.file(id)?;
-        self.flush(&n, false)
+        match self.fsync(&n, false)? {
+            rc if rc < 0 => Err(write_back_error(-rc)),
+            _ => Ok(()),
+        }
     }
 
     /// DEALLOCATE: a hole punched in place. (ALLOCATE stays unsupported:

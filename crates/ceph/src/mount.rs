@@ -41,10 +41,24 @@ pub(crate) fn check(rc: c_int) -> VfsResult<c_int> {
 /// be reached is a reason to try again (NFS3ERR_JUKEBOX, NFS4ERR_DELAY),
 /// not an I/O error a client would give up on.
 pub(crate) fn error(errno: c_int) -> VfsError {
-    match errno {
-        libc::ENOTCONN | libc::ESHUTDOWN | libc::ETIMEDOUT | libc::ECONNREFUSED => VfsError::Delay,
-        e => VfsError::from_errno(e),
+    if out_of_reach(errno) {
+        return VfsError::Delay;
     }
+    VfsError::from_errno(errno)
+}
+
+/// [`error`] for a failed `ceph_ll_fsync` that may have carried data
+/// written UNSTABLE (see [`VfsError::write_back`]). A cluster out of reach
+/// keeps the data in libcephfs's cache for the next try.
+pub(crate) fn write_back_error(errno: c_int) -> VfsError {
+    if out_of_reach(errno) {
+        return VfsError::Delay;
+    }
+    VfsError::write_back(errno)
+}
+
+fn out_of_reach(errno: c_int) -> bool {
+    matches!(errno, libc::ENOTCONN | libc::ESHUTDOWN | libc::ETIMEDOUT | libc::ECONNREFUSED)
 }
 
 impl Mount {

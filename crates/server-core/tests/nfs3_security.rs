@@ -204,13 +204,28 @@ fn secure_port_on_nfs_calls() {
     assert_eq!(e.getattr(&root), Err(nfsstat3::NFS3ERR_ACCES));
 }
 
+/// A failed write-back loses unstable data: the verifier changes so that
+/// clients resend it.
 #[test]
-fn commit_failure_changes_the_verifier() {
+fn commit_write_back_failure_changes_the_verifier() {
+    commit_failure(vfs::VfsError::WriteBack(vfs::Errno::EIO), nfsstat3::NFS3ERR_IO, true);
+}
+
+/// Any other COMMIT error left the data where it was: the verifier stays.
+#[test]
+fn commit_failure_without_lost_data_keeps_the_verifier() {
+    commit_failure(vfs::VfsError::Io(vfs::Errno::EIO), nfsstat3::NFS3ERR_IO, false);
+    commit_failure(vfs::VfsError::Delay, nfsstat3::NFS3ERR_JUKEBOX, false);
+}
+
+/// COMMIT on a backend whose commit fails with `err`: the status it
+/// answers, and whether the write verifier changed.
+fn commit_failure(err: vfs::VfsError, status: nfsstat3, verifier_changes: bool) {
     use std::sync::Arc;
     use vfs::*;
 
-    /// MemFs whose commit reports a lost write.
-    struct FailingCommit(MemFs);
+    /// MemFs whose commit fails.
+    struct FailingCommit(MemFs, VfsError);
     impl Vfs for FailingCommit {
         fn root(&self) -> FileId {
             self.0.root()
@@ -237,7 +252,7 @@ fn commit_failure_changes_the_verifier() {
             self.0.write(id, o, d, s)
         }
         fn commit(&self, _: FileId, _: u64, _: u32) -> VfsResult<()> {
-            Err(VfsError::Io("disk on fire".into()))
+            Err(self.1.clone())
         }
         fn create(&self, d: FileId, n: &[u8], h: &CreateHow, o: Owner) -> VfsResult<(FileId, Attrs)> {
             self.0.create(d, n, h, o)
@@ -270,10 +285,10 @@ fn commit_failure_changes_the_verifier() {
             self.0.fsstat(id)
         }
     }
-    let fs = Arc::new(FailingCommit(MemFs::with_settings(vfs::memfs::MemFsSettings {
-        root_owner: (1000, 1000),
-        ..Default::default()
-    })));
+    let fs = Arc::new(FailingCommit(
+        MemFs::with_settings(vfs::memfs::MemFsSettings { root_owner: (1000, 1000), ..Default::default() }),
+        err,
+    ));
     let rules = server_core::exports::parse_exports("/x *(rw,insecure)\n").unwrap().entries.remove(0).rules;
     let core = server_core::Core::new(
         Default::default(),
@@ -317,7 +332,11 @@ fn commit_failure_changes_the_verifier() {
     assert_eq!(w.verf, VERF);
     let r: COMMIT3res =
         call(NFS3_COMMIT, xdr::to_bytes(&COMMIT3args { file: f.clone(), offset: 0, count: 0 })).result();
-    assert_eq!(status_of(&r), nfsstat3::NFS3ERR_IO);
+    assert_eq!(status_of(&r), status);
+    if !verifier_changes {
+        assert_eq!(core.write_verifier(), VERF, "nothing was lost");
+        return;
+    }
     assert_ne!(core.write_verifier(), VERF, "verifier changed so clients resend");
     let WRITE3res::NFS3_OK(w) = call(
         NFS3_WRITE,

@@ -12,6 +12,9 @@
 //! [`Vfs::read_cached`]); a backend whose calls wait on the network says
 //! false there and is always called from workers.
 
+mod error;
+pub use error::*;
+
 mod types;
 pub use types::*;
 

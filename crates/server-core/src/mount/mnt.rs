@@ -88,8 +88,8 @@ fn mnt_err(export: &Export, e: VfsError) -> mountstat3 {
         VfsError::Access | VfsError::Perm => mountstat3::MNT3ERR_ACCES,
         VfsError::NameTooLong => mountstat3::MNT3ERR_NAMETOOLONG,
         VfsError::Invalid => mountstat3::MNT3ERR_INVAL,
-        VfsError::Io(msg) => {
-            tracing::error!(export = %export.path, "I/O error during MNT: {msg}");
+        VfsError::Io(errno) | VfsError::WriteBack(errno) => {
+            tracing::error!(export = %export.path, "I/O error during MNT: {errno}");
             mountstat3::MNT3ERR_IO
         }
         other => {

@@ -1,6 +1,7 @@
 //! Protocol operations, per NFS version, and what both versions share:
 //! an object resolved from a file handle with the caller's identity.
 
+mod commit;
 mod listing;
 pub mod v3;
 pub mod v4;

@@ -309,7 +309,7 @@ fn close_evicted(pending: &Pending, files: Vec<(FileId, Arc<OpenFile>)>) {
     for (id, f) in files {
         if f.take_dirty() {
             if let Err(e) = rustix::fs::fdatasync(&f.fd) {
-                pending.lock().insert(id, (f.generation, sys::errno(e)));
+                pending.lock().insert(id, (f.generation, sys::write_back(e)));
             }
         }
     }
@@ -659,8 +659,9 @@ mod tests {
         let (id, _) = fs.create(fs.root(), b"f", &CreateHow::Guarded(SetAttrs::default()), owner).unwrap();
         fs.write(id, 0, b"data", Stability::Unstable).unwrap();
         let generation = fs.getattr(id).unwrap().generation;
-        fs.pending.lock().insert(id, (generation, VfsError::NoSpace));
-        assert_eq!(fs.commit(id, 0, 0), Err(VfsError::NoSpace));
+        let lost = VfsError::write_back(libc::ENOSPC);
+        fs.pending.lock().insert(id, (generation, lost.clone()));
+        assert_eq!(fs.commit(id, 0, 0), Err(lost));
         assert_eq!(fs.commit(id, 0, 0), Ok(()));
         drop(fs);
         let _ = std::fs::remove_dir_all(base);

@@ -428,7 +428,7 @@ impl Vfs for LocalFs {
         f.take_dirty();
         if let Err(e) = f.fsyncs.sync(f.fd.as_fd(), true, &self.flush_counts, self.gather_max()) {
             f.mark_dirty();
-            return Err(errno(e));
+            return Err(sys::write_back(e));
         }
         pending.map_or(Ok(()), Err)
     }

@@ -33,6 +33,12 @@ pub(crate) fn errno(e: Errno) -> VfsError {
     VfsError::from(e)
 }
 
+/// The error of a failed flush of file data that may have carried
+/// unstable writes (see [`VfsError::write_back`]).
+pub(crate) fn write_back(e: Errno) -> VfsError {
+    VfsError::write_back(e.raw_os_error())
+}
+
 /// Opens `path` (components joined by `/`) beneath `base` without
 /// following any symlink; the final component may itself be a symlink
 /// when `flags` has O_PATH (the kernel then returns the link itself).

@@ -3,11 +3,11 @@
 //! `count == 0` means "to the end of the file" (the backend contract says
 //! the same). A backend error here reports a write that failed after it
 //! was acknowledged as UNSTABLE: the error goes back to the client, and on
-//! an I/O error the write verifier is changed so that every client holding
-//! uncommitted data resends it instead of trusting a later COMMIT.
+//! a failed write-back the write verifier is changed so that every client
+//! holding uncommitted data resends it instead of trusting a later COMMIT
+//! (`ops::commit`).
 
 use proto::nfs3::{COMMIT3args, COMMIT3res, COMMIT3resfail, COMMIT3resok};
-use vfs::VfsError;
 
 use super::{file_for_write, stat, Ctx};
 
@@ -20,11 +20,7 @@ pub(super) fn commit(ctx: &Ctx, a: COMMIT3args) -> COMMIT3res {
     match o.fs().commit(o.id, a.offset, a.count) {
         Ok(()) => COMMIT3res::NFS3_OK(COMMIT3resok { file_wcc: o.wcc(), verf }),
         Err(e) => {
-            if let VfsError::Io(msg) = &e {
-                tracing::error!(export = %o.export.path, fileid = o.id,
-                    "COMMIT failed, unstable data may be lost; changing the write verifier: {msg}");
-                ctx.core.change_write_verifier(verf);
-            }
+            crate::ops::commit::failed(ctx.core, verf, &o.export.path, o.id, &e);
             COMMIT3res::default(stat(e), COMMIT3resfail { file_wcc: o.wcc() })
         }
     }

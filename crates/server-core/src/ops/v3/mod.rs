@@ -121,9 +121,18 @@ pub(crate) fn stat(e: VfsError) -> nfsstat3 {
     match e {
         VfsError::Perm => nfsstat3::NFS3ERR_PERM,
         VfsError::NotFound => nfsstat3::NFS3ERR_NOENT,
-        VfsError::Io(msg) => {
-            tracing::error!("backend I/O error: {msg}");
+        VfsError::Io(errno) => {
+            tracing::error!("backend I/O error: {errno}");
             nfsstat3::NFS3ERR_IO
+        }
+        // Reported as what its errno means; the data it may have lost is
+        // COMMIT's concern (ops::commit).
+        e @ VfsError::WriteBack(_) => {
+            tracing::error!("backend {e}");
+            match e.without_write_back() {
+                VfsError::Io(_) => nfsstat3::NFS3ERR_IO,
+                e => stat(e),
+            }
         }
         VfsError::NxIo => nfsstat3::NFS3ERR_NXIO,
         VfsError::Access => nfsstat3::NFS3ERR_ACCES,

@@ -1,10 +1,11 @@
 //! COMMIT (RFC 8881 section 18.3). `count == 0` means "to the end of the
-//! file". As in NFSv3, a backend I/O error here reports a write that
+//! file". As in NFSv3, a failed write-back here reports a write that
 //! failed after it was acknowledged as UNSTABLE: the write verifier is
-//! changed so that every client holding uncommitted data resends it.
+//! changed so that every client holding uncommitted data resends it
+//! (`ops::commit`).
 
 use proto::nfs4::*;
-use vfs::{FileType, VfsError};
+use vfs::FileType;
 
 use super::dirops::{writable, wrong_type};
 use super::status::stat4;
@@ -30,11 +31,7 @@ pub(super) fn run(cx: &mut Compound, args: COMMIT4args) -> Result<COMMIT4resok, 
     match o.fs().commit(o.id, args.offset, args.count) {
         Ok(()) => Ok(COMMIT4resok { writeverf }),
         Err(e) => {
-            if let VfsError::Io(msg) = &e {
-                tracing::error!(export = %o.export.path, fileid = o.id,
-                    "COMMIT failed, unstable data may be lost; changing the write verifier: {msg}");
-                cx.core.change_write_verifier(writeverf);
-            }
+            crate::ops::commit::failed(cx.core, writeverf, &o.export.path, o.id, &e);
             Err(stat4(e))
         }
     }

@@ -8,9 +8,18 @@ pub(crate) fn stat4(e: VfsError) -> nfsstat4 {
     match e {
         VfsError::Perm => NFS4ERR_PERM,
         VfsError::NotFound => NFS4ERR_NOENT,
-        VfsError::Io(msg) => {
-            tracing::error!("backend I/O error: {msg}");
+        VfsError::Io(errno) => {
+            tracing::error!("backend I/O error: {errno}");
             NFS4ERR_IO
+        }
+        // Reported as what its errno means; the data it may have lost is
+        // COMMIT's concern (ops::commit).
+        e @ VfsError::WriteBack(_) => {
+            tracing::error!("backend {e}");
+            match e.without_write_back() {
+                VfsError::Io(_) => NFS4ERR_IO,
+                e => stat4(e),
+            }
         }
         VfsError::NxIo => NFS4ERR_NXIO,
         VfsError::Access => NFS4ERR_ACCESS,
