@@ -1,10 +1,8 @@
 //! Turns `nfsx serve DIR` or an exports file into backends and rules.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use anyhow::Context;
 
 use server_core::exports::{parse_exports, ClientMatcher, ClientRule, ExportEntry, ExportOptions};
 use server_core::Export;
@@ -35,32 +33,77 @@ pub fn needs_hostname(rule: &ClientRule) -> bool {
     matches!(rule.matcher, ClientMatcher::Host(_) | ClientMatcher::Wildcard(_))
 }
 
-fn entries(cfg: &ServeConfig) -> anyhow::Result<Vec<ExportEntry>> {
+/// What keeps the exports from being served.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot read exports file {}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {message}", path.display())]
+    Parse { path: PathBuf, line: usize, message: String },
+    #[error("exports file {} exports nothing", path.display())]
+    Empty { path: PathBuf },
+    #[error("no directory to export")]
+    NoDirectory,
+    #[error("cannot export {}: not an accessible directory", path.display())]
+    Inaccessible {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("export path {} is not UTF-8", path.display())]
+    NotUtf8 { path: PathBuf },
+    #[error("cannot export {path}: not a directory")]
+    NotDirectory { path: String },
+    #[error("creating {}", path.display())]
+    StateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot export {path}")]
+    Backend {
+        path: String,
+        #[source]
+        source: vfs::VfsError,
+    },
+    /// libcephfs's own words, with the step that failed.
+    #[error("cannot export CephFS {path}: {detail}")]
+    Ceph { path: String, detail: String },
+}
+
+fn entries(cfg: &ServeConfig) -> Result<Vec<ExportEntry>, ExportError> {
     if let Some(file) = &cfg.exports_file {
         let text =
-            std::fs::read_to_string(file).with_context(|| format!("cannot read exports file {}", file.display()))?;
-        let parsed =
-            parse_exports(&text).map_err(|e| anyhow::anyhow!("{}:{}: {}", file.display(), e.line, e.message))?;
+            std::fs::read_to_string(file).map_err(|source| ExportError::ReadFile { path: file.clone(), source })?;
+        let parsed = parse_exports(&text).map_err(|e| ExportError::Parse {
+            path: file.clone(),
+            line: e.line,
+            message: e.message,
+        })?;
         for w in &parsed.warnings {
             tracing::warn!(file = %file.display(), "{w}");
         }
         if parsed.entries.is_empty() {
-            anyhow::bail!("exports file {} exports nothing", file.display());
+            return Err(ExportError::Empty { path: file.clone() });
         }
         return Ok(parsed.entries);
     }
-    let dir = cfg.dir.as_ref().ok_or_else(|| anyhow::anyhow!("no directory to export"))?;
+    let dir = cfg.dir.as_ref().ok_or(ExportError::NoDirectory)?;
+    let inaccessible = |source| ExportError::Inaccessible { path: dir.clone(), source };
     let abs = match cfg.backend {
-        Backend::Local => std::fs::canonicalize(dir)
-            .with_context(|| format!("cannot export {}: not an accessible directory", dir.display()))?,
-        Backend::Memory => std::path::absolute(dir)?,
+        Backend::Local => std::fs::canonicalize(dir).map_err(inaccessible)?,
+        Backend::Memory => std::path::absolute(dir).map_err(inaccessible)?,
         Backend::Ceph => std::path::Path::new("/").join(dir),
     };
-    let path = abs.to_str().ok_or_else(|| anyhow::anyhow!("export path {} is not UTF-8", abs.display()))?;
+    let path = abs.to_str().ok_or_else(|| ExportError::NotUtf8 { path: abs.clone() })?;
     Ok(vec![ExportEntry { path: path.to_string(), rules: localhost_rules(), line: 0 }])
 }
 
-pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>> {
+pub fn build(cfg: &ServeConfig, state_dir: &Path) -> Result<Vec<Export>, ExportError> {
     let mut out = Vec::new();
     for entry in entries(cfg)? {
         let id = state::export_id(&entry.path);
@@ -68,12 +111,12 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
             Backend::Local => {
                 let root = Path::new(&entry.path);
                 if !root.is_dir() {
-                    anyhow::bail!("cannot export {}: not a directory", entry.path);
+                    return Err(ExportError::NotDirectory { path: entry.path });
                 }
                 let dir = state_dir.join("exports").join(format!("{id:08x}"));
-                std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+                std::fs::create_dir_all(&dir).map_err(|source| ExportError::StateDir { path: dir.clone(), source })?;
                 let fs = LocalFs::open(root, &dir, localfs_settings(cfg, &entry))
-                    .map_err(|e| anyhow::anyhow!("cannot export {}: {e}", entry.path))?;
+                    .map_err(|source| ExportError::Backend { path: entry.path.clone(), source })?;
                 Arc::new(fs)
             }
             Backend::Memory => Arc::new(MemFs::with_settings(cfg.settings.memfs.clone())),
@@ -82,7 +125,7 @@ pub fn build(cfg: &ServeConfig, state_dir: &Path) -> anyhow::Result<Vec<Export>>
                 settings.sync_metadata = sync_metadata(settings.sync_metadata, &entry);
                 let instance = ceph_session(state_dir, id);
                 let fs = vfs_ceph::CephFs::open_as(&settings, &entry.path, Some(&instance))
-                    .map_err(|e| anyhow::anyhow!("cannot export CephFS {}: {e}", entry.path))?;
+                    .map_err(|detail| ExportError::Ceph { path: entry.path.clone(), detail })?;
                 Arc::new(fs)
             }
         };

@@ -25,15 +25,38 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 
 use server_core::{Core, PeerInfo, ServicePorts, SystemClock};
 
-pub use exports::Backend;
+pub use cluster::ClusterError;
+pub use exports::{Backend, ExportError};
 pub use metrics::Metrics;
-pub use settings::Settings;
+pub use settings::{Settings, SettingsError};
+pub use state::StateError;
+pub use tls::TlsError;
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("cannot listen on {addr}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// What `nfsx serve` was asked to do.
 #[derive(Debug, Clone)]
@@ -86,7 +109,7 @@ pub struct Server {
 
 impl Server {
     /// Binds the listeners and starts accepting.
-    pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
+    pub async fn start(cfg: ServeConfig) -> Result<Server, ServerError> {
         let mut settings = cfg.settings.clone();
         settings.validate()?;
         let state_dir = settings.state_dir.clone().unwrap_or_else(state::default_state_dir);
@@ -110,10 +133,9 @@ impl Server {
             }
             None => None,
         };
-        let listener = TcpListener::bind(settings.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", settings.listen))?;
-        let local_addr = listener.local_addr()?;
+        let listen_error = |source| ServerError::Listen { addr: settings.listen, source };
+        let listener = TcpListener::bind(settings.listen).await.map_err(listen_error)?;
+        let local_addr = listener.local_addr().map_err(listen_error)?;
         let portmap = bind_portmap(&settings, local_addr).await;
         let portmap_addr = portmap.as_ref().and_then(|l| l.local_addr().ok());
 

@@ -83,6 +83,11 @@ pub struct Settings {
     /// side pays for waking the other's CPU (see `lone_poll`). 0 (or
     /// `lone_requests_in_place_after` 0): never poll.
     pub lone_poll_us: u64,
+    /// A connection whose polls ran out this many times in a row (its
+    /// client thinks between requests, or is idle) stops polling, until a
+    /// request comes within `lone_poll_us` of the start of a wait, as a
+    /// poll would have found it (see `lone_poll::Adaptive`). 0: never stop.
+    pub lone_poll_max_quiet: u32,
     /// Connection threads polling at once, over all connections; a lone
     /// connection finding them all busy sleeps at once. Keep it below the
     /// cores, or polling takes CPU that requests need.
@@ -157,6 +162,7 @@ impl Default for Settings {
             max_requests_in_place: 8,
             max_requests_in_place_direct: 1,
             lone_poll_us: 50,
+            lone_poll_max_quiet: 4,
             max_lone_pollers: 1,
             worker_idle_secs: 10,
             worker_stall_ms: 500,
@@ -179,12 +185,35 @@ impl Default for Settings {
     }
 }
 
+/// A settings file that cannot be read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("cannot read settings file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid settings file {}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("max_record_size ({max_record_size}) must be at least wtmax + 4096 ({need})")]
+    RecordTooSmall { max_record_size: usize, need: usize },
+    #[error("max_in_flight_per_connection and worker_threads must be at least 1")]
+    NoWorkers,
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+}
+
 impl Settings {
-    pub fn load(path: &std::path::Path) -> anyhow::Result<Settings> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read settings file {}: {e}", path.display()))?;
+    pub fn load(path: &std::path::Path) -> Result<Settings, SettingsError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| SettingsError::Read { path: path.to_path_buf(), source })?;
         let s: Settings =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("settings file {}: {e}", path.display()))?;
+            toml::from_str(&text).map_err(|source| SettingsError::Parse { path: path.to_path_buf(), source })?;
         s.validate()?;
         Ok(s)
     }
@@ -199,15 +228,15 @@ impl Settings {
         }
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         let need = self.core.wtmax as usize + 4096;
         if self.max_record_size < need {
-            anyhow::bail!("max_record_size ({}) must be at least wtmax + 4096 ({need})", self.max_record_size);
+            return Err(SettingsError::RecordTooSmall { max_record_size: self.max_record_size, need });
         }
         if self.max_in_flight_per_connection == 0 || self.worker_threads == 0 {
-            anyhow::bail!("max_in_flight_per_connection and worker_threads must be at least 1");
+            return Err(SettingsError::NoWorkers);
         }
-        self.cluster.validate()
+        Ok(self.cluster.validate()?)
     }
 }
 
@@ -244,6 +273,8 @@ mod tests {
     fn unknown_keys_and_bad_limits_are_errors() {
         assert!(toml::from_str::<Settings>("lisen = \"0.0.0.0:1\"").is_err());
         let s: Settings = toml::from_str("max_record_size = 1000").unwrap();
-        assert!(s.validate().is_err());
+        assert!(matches!(s.validate(), Err(SettingsError::RecordTooSmall { max_record_size: 1000, .. })));
+        let s: Settings = toml::from_str("worker_threads = 0").unwrap();
+        assert!(matches!(s.validate(), Err(SettingsError::NoWorkers)));
     }
 }

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use parking_lot::Mutex;
 use server_core::StableStore;
 
+use crate::state::StateError;
+
 const FILE: &str = "nfs4-clients";
 
 pub struct FileStore {
@@ -17,12 +19,12 @@ pub struct FileStore {
 }
 
 impl FileStore {
-    pub fn open(dir: &std::path::Path) -> anyhow::Result<FileStore> {
+    pub fn open(dir: &std::path::Path) -> Result<FileStore, StateError> {
         let path = dir.join(FILE);
         let records = match std::fs::read_to_string(&path) {
             Ok(text) => text.lines().filter_map(decode_hex).collect(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+            Err(source) => return Err(StateError::Read { path, source }),
         };
         Ok(FileStore { path, records: Mutex::new(records) })
     }

@@ -5,11 +5,35 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use rand::RngCore;
 
 const HANDLE_KEY_FILE: &str = "handle.key";
 const HANDLE_KEY_LEN: usize = 32;
+
+/// What the state directory can fail with, by file.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("creating state directory {}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is corrupt: expected {HANDLE_KEY_LEN} bytes, found {found}", path.display())]
+    CorruptKey { path: PathBuf, found: usize },
+    #[error("reading {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("writing {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// Default location: the system state directory for root, else the user's.
 pub fn default_state_dir() -> PathBuf {
@@ -29,32 +53,30 @@ pub fn default_state_dir() -> PathBuf {
 
 /// Loads the handle key, creating it (atomically, mode 0600, synced) on
 /// first start.
-pub fn handle_key(dir: &Path) -> anyhow::Result<[u8; HANDLE_KEY_LEN]> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating state directory {}", dir.display()))?;
+pub fn handle_key(dir: &Path) -> Result<[u8; HANDLE_KEY_LEN], StateError> {
+    std::fs::create_dir_all(dir).map_err(|source| StateError::CreateDir { dir: dir.to_path_buf(), source })?;
     let path = dir.join(HANDLE_KEY_FILE);
     match std::fs::read(&path) {
         Ok(bytes) => {
-            return bytes.as_slice().try_into().map_err(|_| {
-                anyhow::anyhow!("{} is corrupt: expected {HANDLE_KEY_LEN} bytes, found {}", path.display(), bytes.len())
-            })
+            return bytes.as_slice().try_into().map_err(|_| StateError::CorruptKey { path, found: bytes.len() })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(source) => return Err(StateError::Read { path, source }),
     }
     let mut key = [0u8; HANDLE_KEY_LEN];
     rand::thread_rng().fill_bytes(&mut key);
     let tmp = dir.join(format!("{HANDLE_KEY_FILE}.tmp"));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(&key)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
-    std::fs::File::open(dir)?.sync_all()?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true).mode(0o600);
+    let written = options.open(&tmp).and_then(|mut f| {
+        f.write_all(&key)?;
+        f.sync_all()
+    });
+    written.map_err(|source| StateError::Write { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, &path).map_err(|source| StateError::Write { path: path.clone(), source })?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| StateError::Write { path: dir.to_path_buf(), source })?;
     Ok(key)
 }
 

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use rustls::server::WebPkiClientVerifier;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
@@ -62,22 +61,74 @@ pub struct Tls {
     timeout: Duration,
 }
 
-fn certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
-    let pem = std::fs::read(path).with_context(|| format!("cannot read certificate file {}", path.display()))?;
+/// A `[tls]` configuration that cannot be used, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("[tls] needs both cert_file and key_file")]
+    Incomplete,
+    #[error("cannot read certificate file {}", path.display())]
+    ReadCerts {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not PEM certificates", path.display())]
+    NotPemCerts {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: no certificate in it", path.display())]
+    NoCert { path: PathBuf },
+    #[error("cannot read key file {}", path.display())]
+    ReadKey {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not a PEM private key", path.display())]
+    NotPemKey {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: no private key in it", path.display())]
+    NoKey { path: PathBuf },
+    #[error("{}: unusable authority certificate", path.display())]
+    Authority {
+        path: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+    #[error("client certificate verifier")]
+    Verifier(#[source] rustls::server::VerifierBuilderError),
+    #[error("{} and {} do not make a usable certificate", cert.display(), key.display())]
+    Certificate {
+        cert: PathBuf,
+        key: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+    #[error("TLS 1.3 with the ring provider")]
+    Provider(#[source] rustls::Error),
+}
+
+fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let pem = std::fs::read(path).map_err(|source| TlsError::ReadCerts { path: path.to_path_buf(), source })?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])
         .collect::<Result<_, _>>()
-        .with_context(|| format!("{}: not PEM certificates", path.display()))?;
+        .map_err(|source| TlsError::NotPemCerts { path: path.to_path_buf(), source })?;
     if certs.is_empty() {
-        anyhow::bail!("{}: no certificate in it", path.display());
+        return Err(TlsError::NoCert { path: path.to_path_buf() });
     }
     Ok(certs)
 }
 
-fn key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
-    let pem = std::fs::read(path).with_context(|| format!("cannot read key file {}", path.display()))?;
+fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let pem = std::fs::read(path).map_err(|source| TlsError::ReadKey { path: path.to_path_buf(), source })?;
     rustls_pemfile::private_key(&mut &pem[..])
-        .with_context(|| format!("{}: not a PEM private key", path.display()))?
-        .with_context(|| format!("{}: no private key in it", path.display()))
+        .map_err(|source| TlsError::NotPemKey { path: path.to_path_buf(), source })?
+        .ok_or_else(|| TlsError::NoKey { path: path.to_path_buf() })
 }
 
 /// The crypto provider: ring, with AES-128-GCM first, the cheapest of
@@ -92,31 +143,32 @@ pub fn tls13() -> Arc<rustls::crypto::CryptoProvider> {
 
 impl Tls {
     /// The server's TLS configuration, `None` when no certificate is set.
-    pub fn from_settings(s: &TlsSettings) -> anyhow::Result<Option<Tls>> {
+    pub fn from_settings(s: &TlsSettings) -> Result<Option<Tls>, TlsError> {
         let (cert, key_path) = match (&s.cert_file, &s.key_file) {
             (None, None) => return Ok(None),
             (Some(c), Some(k)) => (c, k),
-            _ => anyhow::bail!("[tls] needs both cert_file and key_file"),
+            _ => return Err(TlsError::Incomplete),
         };
-        let builder =
-            rustls::ServerConfig::builder_with_provider(tls13()).with_protocol_versions(&[&rustls::version::TLS13])?;
+        let builder = rustls::ServerConfig::builder_with_provider(tls13())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(TlsError::Provider)?;
         let builder = match &s.client_ca_file {
             None => builder.with_no_client_auth(),
             Some(ca) => {
                 let mut roots = rustls::RootCertStore::empty();
                 for c in certs(ca)? {
-                    roots.add(c).with_context(|| format!("{}: unusable authority certificate", ca.display()))?;
+                    roots.add(c).map_err(|source| TlsError::Authority { path: ca.clone(), source })?;
                 }
                 let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), tls13())
                     .allow_unauthenticated()
                     .build()
-                    .context("client certificate verifier")?;
+                    .map_err(TlsError::Verifier)?;
                 builder.with_client_cert_verifier(verifier)
             }
         };
-        let mut config = builder.with_single_cert(certs(cert)?, key(key_path)?).with_context(|| {
-            format!("{} and {} do not make a usable certificate", cert.display(), key_path.display())
-        })?;
+        let mut config = builder
+            .with_single_cert(certs(cert)?, key(key_path)?)
+            .map_err(|source| TlsError::Certificate { cert: cert.clone(), key: key_path.clone(), source })?;
         config.alpn_protocols = vec![ALPN_SUNRPC.to_vec()];
         config.ignore_client_order = true;
         // RPC connections live long and reconnect rarely: no resumption.

@@ -94,26 +94,39 @@ impl Default for ClusterSettings {
     }
 }
 
+/// What keeps a head from joining the cluster, or the admin command from
+/// reaching it.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(
+        "[cluster] takeover_after_secs ({takeover_after_secs}) must be at least op_timeout_secs ({op_timeout_secs}) and three polls (poll_ms {poll_ms}): a head waiting on RADOS would be taken for dead"
+    )]
+    TakeoverTooSoon { takeover_after_secs: u64, op_timeout_secs: u64, poll_ms: u64 },
+    /// RADOS or the shared record, as librados and the record's code say.
+    #[error("[cluster]: {0}")]
+    Shared(String),
+    #[error("[cluster]: cannot start the thread that follows the shared record")]
+    Thread(#[source] std::io::Error),
+}
+
 impl ClusterSettings {
-    pub fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> Result<(), ClusterError> {
         let after_ms = self.takeover_after_secs.saturating_mul(1000);
         if after_ms > 0 && after_ms < self.poll_ms.saturating_mul(3).max(self.op_timeout_secs * 1000) {
-            anyhow::bail!(
-                "[cluster] takeover_after_secs ({}) must be at least op_timeout_secs ({}) and three polls (poll_ms {}): a head waiting on RADOS would be taken for dead",
-                self.takeover_after_secs,
-                self.op_timeout_secs,
-                self.poll_ms
-            );
+            return Err(ClusterError::TakeoverTooSoon {
+                takeover_after_secs: self.takeover_after_secs,
+                op_timeout_secs: self.op_timeout_secs,
+                poll_ms: self.poll_ms,
+            });
         }
         Ok(())
     }
 
     /// Connects as `owner` (the head's name, or the admin command's), the
     /// name its locks on the shared record carry.
-    pub fn connect(&self, ceph: &CephSettings, owner: &str) -> anyhow::Result<Shared> {
+    pub fn connect(&self, ceph: &CephSettings, owner: &str) -> Result<Shared, ClusterError> {
         let timeout = Duration::from_secs(self.op_timeout_secs);
-        let rados = Rados::connect(ceph, &self.pool, &self.namespace, owner, timeout)
-            .map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
+        let rados = Rados::connect(ceph, &self.pool, &self.namespace, owner, timeout).map_err(ClusterError::Shared)?;
         Ok(Shared { rados: Arc::new(rados), settings: self.clone() })
     }
 }
@@ -186,14 +199,14 @@ impl Head {
         ceph: &CephSettings,
         sessions: Vec<String>,
         grace: Duration,
-    ) -> anyhow::Result<Head> {
+    ) -> Result<Head, ClusterError> {
         let s = &shared.settings;
         match admin::give_back(&shared, node, grace, Duration::from_secs(s.live_secs + s.lock_secs)) {
             Ok(Some(by)) => tracing::info!(head = by, "the head that took this one over gave its NFSv4 clients back"),
             Ok(None) => {}
             Err(e) => tracing::warn!("{e}"),
         }
-        let store = RadosStore::open(shared.clone(), node).map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
+        let store = RadosStore::open(shared.clone(), node).map_err(ClusterError::Shared)?;
         Ok(Head {
             shared,
             node: node.to_string(),
@@ -217,12 +230,12 @@ impl Head {
     /// Looks at the record once now (before serving: the cluster learns
     /// of this head's grace period before any client is answered), then
     /// every `poll_ms` on the thread returned, until `stop` is set.
-    pub fn follow(self, core: Arc<Core>, stop: Arc<AtomicBool>) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    pub fn follow(self, core: Arc<Core>, stop: Arc<AtomicBool>) -> Result<std::thread::JoinHandle<()>, ClusterError> {
         let flag = core.cluster_grace_flag();
         // Share modes go to the store once the record says a client denied
         // (this step, or a later one, starts it).
         core.defer_share_store();
-        self.step(&core, &flag).map_err(|e| anyhow::anyhow!("[cluster]: {e}"))?;
+        self.step(&core, &flag).map_err(ClusterError::Shared)?;
         if core.in_local_grace() {
             wait_enforced(&self.shared, &[&self.node]);
         }
@@ -249,8 +262,8 @@ impl Head {
                     }
                 }
             }
-        })?;
-        Ok(thread)
+        });
+        thread.map_err(ClusterError::Thread)
     }
 
     /// For how long (ms, on this head's clock) each head's entry has not
