@@ -34,7 +34,8 @@ fn state() -> &'static State {
             fs: Arc::new(vfs::MemFs::new()),
             rules: vec![ClientRule::new(ClientMatcher::Everyone, options)],
         };
-        let core = Core::new(CoreSettings::default(), vec![export], [7; 32], [1; 8], ServicePorts { tcp: 2049, udp: None });
+        let core =
+            Core::new(CoreSettings::default(), vec![export], [7; 32], [1; 8], ServicePorts { tcp: 2049, udp: None });
         let mnt = call(mount3::MOUNT_PROGRAM, mount3::MOUNT_V3, mount3::MOUNT3_MNT, &Bytes::from_static(b"/fuzz"));
         let reply = core.handle(Bytes::from(mnt), &peer()).reply.expect("MNT reply");
         let mut d = Decoder::new(reply.concat().into());
@@ -47,14 +48,24 @@ fn state() -> &'static State {
         let sattr = sattr3 { mode: Some(0o644), ..Default::default() };
         // A file and a directory to act on.
         for t in [
-            call(NFS_PROGRAM, NFS_V3, NFS3_CREATE, &CREATE3args { r#where: name(b"f"), how: createhow3::UNCHECKED(sattr.clone()) }),
+            call(
+                NFS_PROGRAM,
+                NFS_V3,
+                NFS3_CREATE,
+                &CREATE3args { r#where: name(b"f"), how: createhow3::UNCHECKED(sattr.clone()) },
+            ),
             call(NFS_PROGRAM, NFS_V3, NFS3_MKDIR, &MKDIR3args { r#where: name(b"d"), attributes: sattr.clone() }),
         ] {
             core.handle(Bytes::from(t), &peer());
         }
         let templates = vec![
             call(NFS_PROGRAM, NFS_V3, NFS3_GETATTR, &GETATTR3args { object: root.clone() }),
-            call(NFS_PROGRAM, NFS_V3, NFS3_SETATTR, &SETATTR3args { object: root.clone(), new_attributes: sattr.clone(), guard: None }),
+            call(
+                NFS_PROGRAM,
+                NFS_V3,
+                NFS3_SETATTR,
+                &SETATTR3args { object: root.clone(), new_attributes: sattr.clone(), guard: None },
+            ),
             call(NFS_PROGRAM, NFS_V3, NFS3_LOOKUP, &LOOKUP3args { what: name(b"f") }),
             call(NFS_PROGRAM, NFS_V3, NFS3_ACCESS, &ACCESS3args { object: root.clone(), access: 0x3f }),
             call(NFS_PROGRAM, NFS_V3, NFS3_READ, &READ3args { file: root.clone(), offset: 0, count: 4096 }),
@@ -62,16 +73,40 @@ fn state() -> &'static State {
                 NFS_PROGRAM,
                 NFS_V3,
                 NFS3_WRITE,
-                &WRITE3args { file: root.clone(), offset: 0, count: 4, stable: stable_how::FILE_SYNC, data: Bytes::from_static(b"abcd") },
+                &WRITE3args {
+                    file: root.clone(),
+                    offset: 0,
+                    count: 4,
+                    stable: stable_how::FILE_SYNC,
+                    data: Bytes::from_static(b"abcd"),
+                },
             ),
-            call(NFS_PROGRAM, NFS_V3, NFS3_CREATE, &CREATE3args { r#where: name(b"g"), how: createhow3::EXCLUSIVE([3; 8]) }),
+            call(
+                NFS_PROGRAM,
+                NFS_V3,
+                NFS3_CREATE,
+                &CREATE3args { r#where: name(b"g"), how: createhow3::EXCLUSIVE([3; 8]) },
+            ),
             call(NFS_PROGRAM, NFS_V3, NFS3_MKDIR, &MKDIR3args { r#where: name(b"e"), attributes: sattr.clone() }),
-            call(NFS_PROGRAM, NFS_V3, NFS3_SYMLINK, &SYMLINK3args { r#where: name(b"s"), symlink: symlinkdata3 { symlink_attributes: sattr.clone(), symlink_data: Bytes::from_static(b"f") } }),
+            call(
+                NFS_PROGRAM,
+                NFS_V3,
+                NFS3_SYMLINK,
+                &SYMLINK3args {
+                    r#where: name(b"s"),
+                    symlink: symlinkdata3 { symlink_attributes: sattr.clone(), symlink_data: Bytes::from_static(b"f") },
+                },
+            ),
             call(NFS_PROGRAM, NFS_V3, NFS3_REMOVE, &REMOVE3args { object: name(b"f") }),
             call(NFS_PROGRAM, NFS_V3, NFS3_RMDIR, &RMDIR3args { object: name(b"d") }),
             call(NFS_PROGRAM, NFS_V3, NFS3_RENAME, &RENAME3args { from: name(b"f"), to: name(b"h") }),
             call(NFS_PROGRAM, NFS_V3, NFS3_LINK, &LINK3args { file: root.clone(), link: name(b"l") }),
-            call(NFS_PROGRAM, NFS_V3, NFS3_READDIR, &READDIR3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], count: 4096 }),
+            call(
+                NFS_PROGRAM,
+                NFS_V3,
+                NFS3_READDIR,
+                &READDIR3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], count: 4096 },
+            ),
             call(
                 NFS_PROGRAM,
                 NFS_V3,
@@ -90,8 +125,10 @@ fuzz_target!(|data: &[u8]| {
     let st = state();
     let Some(record) = record(&st.templates, data) else { return };
     // Where the transport would run it: peeks that must never panic either.
+    let record = st.core.parse(Bytes::from(record));
     let _ = st.core.placement(&record, data.first().is_some_and(|b| b & 1 == 1));
     let _ = st.core.may_run_in_place(&record);
     let _ = st.core.waits_for_the_file_system_only(&record);
-    let _ = st.core.handle(Bytes::from(record), &peer());
+    let _ = st.core.serial_key(&record);
+    let _ = st.core.handle_record(&record, &peer());
 });

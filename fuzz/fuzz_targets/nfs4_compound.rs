@@ -57,7 +57,8 @@ fn state() -> &'static State {
             fs: Arc::new(vfs::MemFs::new()),
             rules: vec![ClientRule::new(ClientMatcher::Everyone, options)],
         };
-        let core = Core::new(CoreSettings::default(), vec![export], [7; 32], [1; 8], ServicePorts { tcp: 2049, udp: None });
+        let core =
+            Core::new(CoreSettings::default(), vec![export], [7; 32], [1; 8], ServicePorts { tcp: 2049, udp: None });
         let owner = client_owner4 { co_verifier: [1; 8], co_ownerid: Bytes::from_static(b"fuzz-client") };
         let eid = EXCHANGE_ID4args {
             eia_clientowner: owner,
@@ -189,14 +190,14 @@ fuzz_target!(|data: &[u8]| {
     let st = state();
     let Some(record) = record(&st.templates, data) else { return };
     // Where the transport would run it: peeks that must never panic either.
+    let record = st.core.parse(Bytes::from(record));
     let placed = st.core.placement(&record, data.first().is_some_and(|b| b & 1 == 1));
     let _ = st.core.may_run_in_place(&record);
     let _ = st.core.waits_for_the_file_system_only(&record);
-    let record = Bytes::from(record);
     // A READ placed to be tried on the connection's thread runs as the
     // transport runs it: there, and on a worker only if it gave up.
     if placed == server_core::Placement::TryInline && st.core.try_handle_inline(&record, &peer()).is_some() {
         return;
     }
-    let _ = st.core.handle(record, &peer());
+    let _ = st.core.handle_record(&record, &peer());
 });

@@ -37,6 +37,14 @@ fn prometheus_metrics_count_procedures_and_latency() {
     assert!(m.contains("nfsx_request_duration_seconds_bucket{le=\"+Inf\",proc=\"nfs3.WRITE\"}"));
     assert!(m.contains("# TYPE nfsx_request_duration_seconds histogram"));
     assert!(m.contains("nfsx_connections_total"));
+    // Every record's RPC header decoded once, whatever the transport asked
+    // before running it (placement, in place or not, write order).
+    let sum_of = |prefix: &str| -> u64 {
+        m.lines().filter(|l| l.starts_with(prefix)).filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok()).sum()
+    };
+    let answered = sum_of("nfsx_requests_total{");
+    assert!(answered > writes);
+    assert_eq!(sum_of("nfsx_rpc_headers_decoded_total "), answered, "{m}");
     // What the request path does: placement, the handle cache, flushes,
     // memory; and a complete OpenMetrics exposition.
     for needle in [
@@ -181,6 +189,47 @@ fn nfs41_reads_of_cached_data_run_on_the_connections_thread() {
     let (inline, worker) = (delta("nfsx_requests_inline_total"), delta("nfsx_requests_worker_total"));
     assert!(inline >= reads, "{inline} requests inline for {reads} READs ({worker} on workers)");
     assert!(worker < reads / 4, "{worker} requests on workers for {reads} READs");
+}
+
+/// A lone client that thinks between requests is polled for a few times,
+/// then not (`lone_poll_max_quiet`): polls that find nothing stop costing
+/// CPU. Once its requests come back to back again, they are polled for
+/// again. The time polling took is counted.
+#[test]
+fn polls_that_run_out_stop_until_polling_would_pay() {
+    let mport = free_port();
+    let cfg = format!("metrics = \"127.0.0.1:{mport}\"\nlone_poll_us = 3000\nlone_poll_max_quiet = 3");
+    let srv = TestServer::start(ServerOpts { extra_config: &cfg, ..Default::default() });
+    std::fs::write(srv.export.join("f"), vec![7u8; 4096]).unwrap();
+    let url = format!("nfs://127.0.0.1:{}{}?version=3", srv.port, srv.export.display());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let c = uncached_client(&rt, &url);
+    // Reads of the one block, `pause` apart.
+    let reads = |n: usize, pause: Duration| {
+        rt.block_on(async {
+            let mut f = c.open("f", client::OpenOptions::read()).await.unwrap();
+            for _ in 0..n {
+                let mut buf = vec![0u8; 4096];
+                assert_eq!(f.read(0, &mut buf).await.unwrap(), 4096);
+                tokio::time::sleep(pause).await;
+            }
+            f.close().await.unwrap();
+        })
+    };
+    // Lone from here on (`lone_requests_in_place_after`).
+    reads(16, Duration::ZERO);
+    let before = get_metrics(mport);
+    reads(20, Duration::from_millis(40));
+    let thinking = get_metrics(mport);
+    let delta = |a: &str, b: &str, name: &str| counter(b, name) - counter(a, name);
+    let quiet = delta(&before, &thinking, "nfsx_lone_polls_quiet_total");
+    let skipped = delta(&before, &thinking, "nfsx_lone_polls_skipped_total");
+    assert!(quiet <= 4, "{quiet} polls ran out, with 3 allowed in a row");
+    assert!(skipped >= 14, "only {skipped} of 20 waits were not polled for");
+    assert!(delta(&before, &thinking, "nfsx_lone_poll_microseconds_total") >= 3 * 3000);
+    reads(200, Duration::ZERO);
+    let ready = delta(&thinking, &get_metrics(mport), "nfsx_lone_polls_ready_total");
+    assert!(ready >= 50, "only {ready} of 200 back-to-back READs were polled for");
 }
 
 /// A client with one request at a time finds the connection's thread

@@ -22,6 +22,7 @@ mod nlm;
 mod ops;
 mod placement;
 mod portmap;
+mod record;
 mod rpc;
 mod settings;
 mod share_gate;
@@ -34,6 +35,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use placement::Placement;
 pub use portmap::uaddr;
+pub use record::Record;
 pub use rpc::{starttls_reply, tls_probe_xid, Auth, AUTH_TLS};
 pub use settings::{CoreSettings, NfsVersion};
 pub use state::{Backchannel, MemStore, NoBackchannel, StableStore};
@@ -151,6 +153,8 @@ pub struct Core {
     /// Whether share modes are held in the shared store yet.
     pub(crate) share_store: shared_shares::ShareStore,
     pub(crate) shared_delegs: shared_delegs::SharedDelegs,
+    /// Records whose header was read ([`Core::parse`]).
+    records_parsed: std::sync::atomic::AtomicU64,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -241,6 +245,7 @@ impl Core {
             devices: Default::default(),
             share_store: Default::default(),
             shared_delegs: Default::default(),
+            records_parsed: Default::default(),
         }
     }
 

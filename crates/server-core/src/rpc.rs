@@ -1,11 +1,12 @@
 //! ONC RPC v2 (RFC 5531): the call header, authentication, program
 //! dispatch and the reply header.
 //!
-//! The call header is read field by field rather than with the generated
-//! `call_body` decoder, because that decoder refuses an unknown
-//! `auth_flavor` and the protocol wants an AUTH_ERROR reply for it, not
-//! silence; a version other than 2 is answered before the rest of the
-//! header (whose layout only version 2 defines) is read.
+//! The call header is read once, field by field, by [`Core::parse`]
+//! (`record.rs`) rather than with the generated `call_body` decoder,
+//! because that decoder refuses an unknown `auth_flavor` and the protocol
+//! wants an AUTH_ERROR reply for it, not silence; a version other than 2
+//! is answered before the rest of the header (whose layout only version 2
+//! defines) is read.
 
 use bytes::Bytes;
 use proto::rpc::accept_stat;
@@ -16,6 +17,7 @@ use proto::rpc::{
 use xdr::{Decoder, Encode, Encoder};
 
 use crate::drc::Lookup;
+use crate::record::{CallHead, Head, Record};
 use crate::{Core, Outcome, PeerInfo, WarnKind};
 
 pub const RPC_VERSION: u32 = 2;
@@ -48,8 +50,6 @@ pub fn starttls_reply(xid: u32) -> Vec<Bytes> {
     encode_reply(xid, reply_body::MSG_ACCEPTED(accepted_reply { verf, reply_data: reply_data::SUCCESS }), &mut e);
     e.into_segments()
 }
-/// RFC 5531 bounds every opaque_auth body at 400 bytes.
-const MAX_AUTH_BYTES: u32 = 400;
 
 /// The caller's credential as sent (before export squashing).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,8 +152,14 @@ fn parse_auth(flavor: u32, body: Bytes) -> Result<Auth, auth_stat> {
 
 impl Core {
     /// One complete RPC record in, the reply record out (without record
-    /// marking).
+    /// marking). For callers holding the bytes only: the transport parses
+    /// first ([`Core::parse`]) and calls [`Core::handle_record`].
     pub fn handle(&self, record: Bytes, peer: &PeerInfo) -> Outcome {
+        self.handle_record(&self.parse(record), peer)
+    }
+
+    /// [`Core::handle`] of a parsed record.
+    pub fn handle_record(&self, record: &Record, peer: &PeerInfo) -> Outcome {
         // Without nowait no procedure gives up.
         let out = self.run_record(record, peer, false).unwrap_or(Outcome {
             reply: None,
@@ -167,49 +173,51 @@ impl Core {
 
     /// Runs `record` if it can finish without waiting on a disk; `None`
     /// when it would have to wait (nothing was done: run it with
-    /// [`Core::handle`] on a thread that may block). For records placed
-    /// [`crate::Placement::TryInline`].
-    pub fn try_handle_inline(&self, record: &Bytes, peer: &PeerInfo) -> Option<Outcome> {
-        self.run_record(record.clone(), peer, true)
+    /// [`Core::handle_record`] on a thread that may block). For records
+    /// placed [`crate::Placement::TryInline`].
+    pub fn try_handle_inline(&self, record: &Record, peer: &PeerInfo) -> Option<Outcome> {
+        self.run_record(record, peer, true)
     }
 
-    fn run_record(&self, record: Bytes, peer: &PeerInfo, nowait: bool) -> Option<Outcome> {
-        let record_len = record.len();
-        let mut d = Decoder::new(record);
-        let (Ok(xid), Ok(mtype)) = (d.u32(), d.u32()) else {
-            self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"));
-            return Some(Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None });
+    fn run_record(&self, record: &Record, peer: &PeerInfo, nowait: bool) -> Option<Outcome> {
+        let h = match record.head {
+            Head::Call(h) => h,
+            Head::Short => {
+                self.warn(
+                    WarnKind::Garbage,
+                    || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"),
+                );
+                return Some(Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None });
+            }
+            Head::Reply { xid, at } => {
+                if crate::state::callback::on_reply(self, peer.conn, xid, record.decoder_at(at)) {
+                    return Some(Outcome { reply: None, label: "nfs4.cb_reply", ok: true, tail: None });
+                }
+                self.warn(
+                    WarnKind::Garbage,
+                    || tracing::warn!(peer = %peer.addr, xid, mtype = 1, "record is not an RPC call; ignored"),
+                );
+                return Some(Outcome { reply: None, label: "rpc.reply", ok: false, tail: None });
+            }
+            Head::Other { xid, mtype } => {
+                self.warn(
+                    WarnKind::Garbage,
+                    || tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored"),
+                );
+                return Some(Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None });
+            }
+            Head::Mismatch { xid, rpcvers } => {
+                self.warn(
+                    WarnKind::Garbage,
+                    || tracing::warn!(peer = %peer.addr, xid, rpcvers, "RPC version mismatch"),
+                );
+                let r =
+                    rejected(xid, rejected_reply::RPC_MISMATCH(mismatch_info { low: RPC_VERSION, high: RPC_VERSION }));
+                return Some(outcome(r, "rpc.rpc_mismatch", false));
+            }
+            Head::Garbled { xid } => return Some(self.undecodable(peer, xid)),
         };
-        if mtype == 1 && crate::state::callback::on_reply(self, peer.conn, xid, d.clone()) {
-            return Some(Outcome { reply: None, label: "nfs4.cb_reply", ok: true, tail: None });
-        }
-        if mtype != 0 {
-            let label = if mtype == 1 { "rpc.reply" } else { "rpc.garbage" };
-            self.warn(
-                WarnKind::Garbage,
-                || tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored"),
-            );
-            return Some(Outcome { reply: None, label, ok: false, tail: None });
-        }
-        let Ok(rpcvers) = d.u32() else {
-            return Some(self.undecodable(peer, xid));
-        };
-        if rpcvers != RPC_VERSION {
-            self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, xid, rpcvers, "RPC version mismatch"));
-            let r = rejected(xid, rejected_reply::RPC_MISMATCH(mismatch_info { low: RPC_VERSION, high: RPC_VERSION }));
-            return Some(outcome(r, "rpc.rpc_mismatch", false));
-        }
-        let header = (|| -> xdr::Result<_> {
-            let (prog, vers, proc_) = (d.u32()?, d.u32()?, d.u32()?);
-            let cred_flavor = d.u32()?;
-            let cred = d.opaque_var(MAX_AUTH_BYTES)?;
-            let _verf_flavor = d.u32()?;
-            let _verf = d.opaque_var(MAX_AUTH_BYTES)?;
-            Ok((prog, vers, proc_, cred_flavor, cred))
-        })();
-        let Ok((prog, vers, proc_, cred_flavor, cred)) = header else {
-            return Some(self.undecodable(peer, xid));
-        };
+        let CallHead { xid, prog, vers, proc_, cred_flavor, .. } = h;
         // AUTH_TLS is only the probe. Where the transport did not take it
         // up (no TLS here, or not the connection's first record) a NULL
         // with it is answered as plain NULL, whose verifier lacks
@@ -228,7 +236,7 @@ impl Core {
                 false,
             ));
         }
-        let parsed = if tls_probe { Ok(Auth::None) } else { parse_auth(cred_flavor, cred) };
+        let parsed = if tls_probe { Ok(Auth::None) } else { parse_auth(cred_flavor, record.cred(&h)) };
         let auth = match parsed {
             Ok(a) => a,
             Err(stat) => {
@@ -240,7 +248,8 @@ impl Core {
             }
         };
         let call = Call { xid, prog, vers, proc_, auth, peer, nowait };
-        let ticket = match self.drc.begin(&call, record_len, &d, || self.v4.now()) {
+        let mut d = record.decoder_at(h.args_at);
+        let ticket = match self.drc.begin(&call, record.len(), &d, || self.v4.now()) {
             Lookup::NotCached => None,
             Lookup::Miss(ticket) => Some(ticket),
             Lookup::InProgress => {

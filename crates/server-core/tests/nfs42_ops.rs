@@ -720,7 +720,7 @@ fn reads_tried_in_place_answer_from_the_cache_or_change_nothing() {
             let args =
                 COMPOUND4args { tag: Bytes::new(), minorversion: 2, argarray: vec![s.sequence(0), putfh(&fh), op] };
             let record = call_record(env.next_xid(), NFS4, 4, 1, &user(), &xdr::to_bytes(&args));
-            let (out, in_place) = match env.core.try_handle_inline(&record, &env.peer) {
+            let (out, in_place) = match env.core.try_handle_inline(&env.core.parse(record.clone()), &env.peer) {
                 Some(out) => (out, true),
                 None => (env.core.handle(record, &env.peer), false),
             };
@@ -757,7 +757,10 @@ fn reads_tried_in_place_answer_from_the_cache_or_change_nothing() {
         let ops = vec![s.sequence(0), putfh(&Bytes::from(forged)), read];
         let args = COMPOUND4args { tag: Bytes::new(), minorversion: 2, argarray: ops };
         let record = call_record(env.next_xid(), NFS4, 4, 1, &user(), &xdr::to_bytes(&args));
-        assert!(env.core.try_handle_inline(&record, &env.peer).is_none(), "a forged handle was read in place");
+        assert!(
+            env.core.try_handle_inline(&env.core.parse(record.clone()), &env.peer).is_none(),
+            "a forged handle was read in place"
+        );
         let r: COMPOUND4res = parse_reply(env.core.handle(record, &env.peer)).result();
         assert_eq!(r.status, nfsstat4::NFS4ERR_BADHANDLE);
     });

@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use proto::framer::RecordDecoder;
-use server_core::{Outcome, PeerInfo, Placement};
+use server_core::{Outcome, PeerInfo, Placement, Record};
 
 use crate::backchannel::ConnEntry;
 use crate::lone_poll::{self, Polled};
@@ -85,6 +85,10 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     // thread, which sleeps in the poll of every socket, and polling here
     // would only take CPU from it and the client.
     let mut ran_here = false;
+    let mut polling = lone_poll::Adaptive::new(
+        Duration::from_micros(shared.settings.lone_poll_us),
+        shared.settings.lone_poll_max_quiet,
+    );
     let in_place_after = match tokio::runtime::Handle::current().runtime_flavor() {
         tokio::runtime::RuntimeFlavor::MultiThread => shared.settings.lone_requests_in_place_after,
         _ => 0,
@@ -104,10 +108,28 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
         if skip_read {
             skip_read = false;
         } else {
+            // When this connection started waiting, if it waited as a lone
+            // one: how soon its next request came tells the poll whether
+            // polling pays (`lone_poll::Adaptive`).
+            let mut lone_wait = None;
             if let Some(fd) = poll_fd.filter(|_| {
                 ran_here && in_place_after > 0 && lone >= in_place_after && running.load(Ordering::Acquire) == 0
             }) {
-                poll_for_next(&shared, fd);
+                let start = Instant::now();
+                let found = if polling.wants_poll() {
+                    Some(poll_for_next(&shared, fd))
+                } else {
+                    if shared.settings.lone_poll_us > 0 {
+                        shared.metrics.lone_polls_skipped.inc();
+                    }
+                    None
+                };
+                if let Some(found) = &found {
+                    polling.polled(found);
+                }
+                if !matches!(found, Some(Polled::Ready)) {
+                    lone_wait = Some(start);
+                }
             }
             decoder.reserve_for_read(shared.settings.read_buffer_size);
             let buf = decoder.buffer_mut();
@@ -138,10 +160,13 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
             };
             shared.connections.touch(&entry);
             shared.metrics.bytes_received.inc_by(n as u64);
+            if let Some(start) = lone_wait {
+                polling.arrived_after(start.elapsed());
+            }
         }
         loop {
             let record = match decoder.next_record() {
-                Ok(Some(r)) => r,
+                Ok(Some(r)) => shared.core.parse(r),
                 Ok(None) => break,
                 Err(e) => {
                     shared.metrics.bad_records.inc();
@@ -289,28 +314,26 @@ fn account(shared: &Shared, entry: &ConnEntry, held: &mut usize, now: usize) {
 const ROOM_POLL: Duration = Duration::from_millis(50);
 
 /// Before a lone connection's thread sleeps for the next request, it
-/// polls the socket for it a while (`lone_poll_us`).
-fn poll_for_next(shared: &Shared, fd: std::os::fd::RawFd) {
+/// polls the socket for it a while (`lone_poll_us`); the time spent
+/// polling is counted, as it is CPU whether or not the request comes.
+fn poll_for_next(shared: &Shared, fd: std::os::fd::RawFd) -> Polled {
     let budget = Duration::from_micros(shared.settings.lone_poll_us);
-    if budget.is_zero() {
-        return;
-    }
-    match lone_poll::poll_for_next(fd, budget, &shared.lone_pollers, shared.settings.max_lone_pollers) {
-        Polled::Ready => {
-            shared.metrics.lone_polls_ready.inc();
-        }
-        Polled::Quiet => {
-            shared.metrics.lone_polls_quiet.inc();
-        }
-        Polled::NoSlot => {}
-    }
+    let start = Instant::now();
+    let found = lone_poll::poll_for_next(fd, budget, &shared.lone_pollers, shared.settings.max_lone_pollers);
+    match found {
+        Polled::Ready => shared.metrics.lone_polls_ready.inc(),
+        Polled::Quiet => shared.metrics.lone_polls_quiet.inc(),
+        Polled::NoSlot => return found,
+    };
+    shared.metrics.lone_poll_microseconds.inc_by(start.elapsed().as_micros() as u64);
+    found
 }
 
 /// A place to run a request that may block on its connection's own
 /// thread: the connection has had one request at a time for `after`
 /// requests (`lone` so far), the request may run so, and fewer than
 /// `max_requests_in_place` do now.
-fn in_place_slot<'a>(shared: &'a Shared, after: u32, lone: u32, record: &[u8]) -> Option<Slot<'a>> {
+fn in_place_slot<'a>(shared: &'a Shared, after: u32, lone: u32, record: &Record) -> Option<Slot<'a>> {
     if after == 0 || lone < after || !shared.core.may_run_in_place(record) {
         return None;
     }
@@ -320,7 +343,7 @@ fn in_place_slot<'a>(shared: &'a Shared, after: u32, lone: u32, record: &[u8]) -
 /// A place to run a request in place without `block_in_place`: it waits
 /// for the file system only, and fewer than `max_requests_in_place_direct`
 /// run so now.
-fn direct_slot<'a>(shared: &'a Shared, record: &[u8]) -> Option<Slot<'a>> {
+fn direct_slot<'a>(shared: &'a Shared, record: &Record) -> Option<Slot<'a>> {
     if !shared.core.waits_for_the_file_system_only(record) {
         return None;
     }
@@ -328,7 +351,7 @@ fn direct_slot<'a>(shared: &'a Shared, record: &[u8]) -> Option<Slot<'a>> {
 }
 
 /// Hands a record to a worker thread, which writes the reply itself.
-fn to_worker(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, record: Bytes, permit: InFlight) {
+fn to_worker(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, record: Record, permit: InFlight) {
     shared.metrics.requests_worker.inc();
     let key = if shared.settings.serial_unstable_writes { shared.core.serial_key(&record) } else { None };
     let (s, peer, sink) = (shared.clone(), peer.clone(), sink.clone());
@@ -345,9 +368,9 @@ fn to_worker(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, 
 }
 
 /// Runs one record and sends its reply; on whichever thread it is called.
-fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Bytes, permit: InFlight) {
+fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Record, permit: InFlight) {
     let start = Instant::now();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.core.handle(record, peer)));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.core.handle_record(&record, peer)));
     match outcome {
         Ok(out) => finish(shared, peer, sink, out, permit, start),
         Err(_) => {

@@ -58,6 +58,48 @@ fn readable(fd: RawFd) -> bool {
     n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock
 }
 
+/// Whether a connection polls for its next request, learnt from what its
+/// polls found: a poll that runs out costs its whole budget for nothing,
+/// so after `max_quiet` in a row the connection stops polling (a client
+/// that thinks between requests, or sits idle, is not polled for at all).
+/// It polls again once a request arrives, while it sleeps, within the
+/// budget of the moment it started waiting: polling would have found it.
+#[derive(Debug)]
+pub struct Adaptive {
+    budget: Duration,
+    max_quiet: u32,
+    quiet: u32,
+}
+
+impl Adaptive {
+    /// `max_quiet` 0: never stop polling.
+    pub fn new(budget: Duration, max_quiet: u32) -> Adaptive {
+        Adaptive { budget, max_quiet, quiet: 0 }
+    }
+
+    /// Whether to poll before this wait.
+    pub fn wants_poll(&self) -> bool {
+        !self.budget.is_zero() && (self.max_quiet == 0 || self.quiet < self.max_quiet)
+    }
+
+    /// What a poll found.
+    pub fn polled(&mut self, found: &Polled) {
+        match found {
+            Polled::Ready => self.quiet = 0,
+            Polled::Quiet => self.quiet = self.quiet.saturating_add(1),
+            Polled::NoSlot => {}
+        }
+    }
+
+    /// The next request arrived `waited` after the connection started
+    /// waiting for it (without polling, or after a poll that ran out).
+    pub fn arrived_after(&mut self, waited: Duration) {
+        if waited <= self.budget {
+            self.quiet = 0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

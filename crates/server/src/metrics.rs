@@ -78,6 +78,11 @@ pub struct Metrics {
     pub lone_polls_ready: Counter,
     /// Polls that ran out of time, after which the thread slept.
     pub lone_polls_quiet: Counter,
+    /// Lone waits not polled for: the connection's recent polls ran out
+    /// (`lone_poll_max_quiet`).
+    pub lone_polls_skipped: Counter,
+    /// Time threads spent polling, found or not: CPU the polls cost.
+    pub lone_poll_microseconds: Counter,
     /// Requests tried on the connection's thread that would have had to
     /// wait, and went to a worker (also counted there).
     pub requests_inline_fallback: Counter,
@@ -194,6 +199,16 @@ impl Metrics {
                 "nfsx_lone_polls_quiet",
                 "Polls for a lone client's next request that ran out of time before the thread slept",
                 &self.lone_polls_quiet,
+            ),
+            (
+                "nfsx_lone_polls_skipped",
+                "Lone connections' waits not polled for, their recent polls having run out (lone_poll_max_quiet)",
+                &self.lone_polls_skipped,
+            ),
+            (
+                "nfsx_lone_poll_microseconds",
+                "Time spent polling for lone clients' next requests, found or not (CPU the polls cost)",
+                &self.lone_poll_microseconds,
             ),
             (
                 "nfsx_requests_inline_fallback",
@@ -356,6 +371,16 @@ impl Collector for BackendCollector {
                 e.1.push((x.path.clone(), c.value));
             }
         }
+        // The transport reads each record's RPC header once, for every
+        // question it asks before running it: this equals the requests
+        // answered (nfsx_requests_total summed over procedures).
+        let parsed = encoder.encode_descriptor(
+            "nfsx_rpc_headers_decoded",
+            "RPC records whose header was decoded (once per record received)",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(self.0.records_parsed()).encode(parsed)?;
         for (name, (c, series)) in by_name {
             let full = format!("nfsx_backend_{name}");
             let kind = if c.gauge { MetricType::Gauge } else { MetricType::Counter };

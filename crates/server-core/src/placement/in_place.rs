@@ -306,30 +306,30 @@ mod tests {
             ("LOOKUP + GETATTR", &stat_looked_up),
             ("WRITE + GETATTR", &write_file),
         ] {
-            assert!(c.may_run_in_place(record), "{what}, no write delegation anywhere");
+            assert!(c.in_place_of(record), "{what}, no write delegation anywhere");
         }
 
         // File 5 is write-delegated (to some client).
         c.v4.write_delegated.add((1, 5, 0));
-        assert!(c.may_run_in_place(&create), "the file an OPEN just opened is never another's");
-        assert!(!c.may_run_in_place(&stat_file), "GETATTR of the delegated file");
-        assert!(!c.may_run_in_place(&write_file));
-        assert!(!c.may_run_in_place(&stat_looked_up), "a looked-up object may be the delegated one");
+        assert!(c.in_place_of(&create), "the file an OPEN just opened is never another's");
+        assert!(!c.in_place_of(&stat_file), "GETATTR of the delegated file");
+        assert!(!c.in_place_of(&write_file));
+        assert!(!c.in_place_of(&stat_looked_up), "a looked-up object may be the delegated one");
         let other = compound(1, vec![sequence(), putfh(&c, 6), getattr()]);
-        assert!(c.may_run_in_place(&other), "another file");
+        assert!(c.in_place_of(&other), "another file");
         let root = compound(1, vec![sequence(), nfs_argop4::OP_PUTROOTFH, getattr()]);
-        assert!(c.may_run_in_place(&root), "a directory");
+        assert!(c.in_place_of(&root), "a directory");
         // NFSv4.0 callbacks come over a connection of their own.
-        assert!(c.may_run_in_place(&compound(0, vec![putfh(&c, 5), getattr()])));
+        assert!(c.in_place_of(&compound(0, vec![putfh(&c, 5), getattr()])));
 
         // An operation the walk cannot step over, or a cut record.
         let verify = nfs_argop4::OP_VERIFY(VERIFY4args {
             obj_attributes: fattr4 { attrmask: vec![], attr_vals: Default::default() },
         });
-        assert!(!c.may_run_in_place(&compound(1, vec![sequence(), putfh(&c, 6), verify, getattr()])));
+        assert!(!c.in_place_of(&compound(1, vec![sequence(), putfh(&c, 6), verify, getattr()])));
         let mut cut = create.clone();
         cut.truncate(cut.len() - 6);
-        assert!(!c.may_run_in_place(&cut), "truncated");
+        assert!(!c.in_place_of(&cut), "truncated");
     }
 
     /// NFSv3, and NFSv4 compounds of either minor version that cannot
@@ -340,18 +340,18 @@ mod tests {
     fn what_waits_for_the_file_system_only() {
         let c = core();
         let call = super::super::tests::call;
-        assert!(c.waits_for_the_file_system_only(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
+        assert!(c.fs_only_of(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
         let stat40 = compound(0, vec![putfh(&c, 5), getattr()]);
         let stat41 = compound(1, vec![sequence(), putfh(&c, 5), getattr()]);
-        assert!(c.waits_for_the_file_system_only(&stat40), "NFSv4.0 GETATTR, no delegation");
-        assert!(c.waits_for_the_file_system_only(&stat41), "NFSv4.1 GETATTR, no delegation");
+        assert!(c.fs_only_of(&stat40), "NFSv4.0 GETATTR, no delegation");
+        assert!(c.fs_only_of(&stat41), "NFSv4.1 GETATTR, no delegation");
         c.v4.write_delegated.add((1, 5, 0));
-        assert!(!c.waits_for_the_file_system_only(&stat40), "NFSv4.0 GETATTR of a write-delegated file");
-        assert!(c.may_run_in_place(&stat40), "which still runs in place, handing the thread's tasks on");
-        assert!(!c.waits_for_the_file_system_only(&stat41), "NFSv4.1 GETATTR of a write-delegated file");
-        assert!(!c.waits_for_the_file_system_only(&call(100021, 4, 2, &[])), "NLM LOCK");
-        assert!(!c.waits_for_the_file_system_only(&call(100003, 3, 8, &[])[..10]), "cut");
-        assert!(!c.waits_for_the_file_system_only(&stat41[..stat41.len() - 6]), "cut compound");
+        assert!(!c.fs_only_of(&stat40), "NFSv4.0 GETATTR of a write-delegated file");
+        assert!(c.in_place_of(&stat40), "which still runs in place, handing the thread's tasks on");
+        assert!(!c.fs_only_of(&stat41), "NFSv4.1 GETATTR of a write-delegated file");
+        assert!(!c.fs_only_of(&call(100021, 4, 2, &[])), "NLM LOCK");
+        assert!(!c.fs_only_of(&call(100003, 3, 8, &[])[..10]), "cut");
+        assert!(!c.fs_only_of(&stat41[..stat41.len() - 6]), "cut compound");
     }
 
     /// Over a file system shared with other servers nothing runs in place:
@@ -361,9 +361,9 @@ mod tests {
         let mut c = core();
         let stat_file = compound(1, vec![sequence(), putfh(&c, 5), getattr()]);
         let v3_null = super::super::tests::call(100003, 3, 0, &[]);
-        assert!(c.may_run_in_place(&stat_file) && c.may_run_in_place(&v3_null));
+        assert!(c.in_place_of(&stat_file) && c.in_place_of(&v3_null));
         c.shared_locks = true;
-        assert!(!c.may_run_in_place(&stat_file), "NFSv4");
-        assert!(!c.may_run_in_place(&v3_null), "NFSv3");
+        assert!(!c.in_place_of(&stat_file), "NFSv4");
+        assert!(!c.in_place_of(&v3_null), "NFSv3");
     }
 }

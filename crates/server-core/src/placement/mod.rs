@@ -19,6 +19,7 @@
 
 use proto::nfs4::nfs_opnum4;
 
+use crate::record::{Head, Record};
 use crate::Core;
 
 mod in_place;
@@ -78,30 +79,17 @@ impl<'a> Peek<'a> {
     }
 }
 
-/// An NFS call's version and procedure, and a reader past its
-/// credential and verifier; `None` for another program, a reply or a cut
-/// record.
-fn nfs_call(record: &[u8]) -> Option<(u32, u32, Peek<'_>)> {
-    let mut p = Peek { b: record };
-    let _xid = p.u32()?;
-    if p.u32()? != 0 {
-        return None;
-    }
-    let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
-    if prog != crate::ops::v3::PROGRAM {
-        return None;
-    }
-    let _cred_flavor = p.u32()?;
-    p.opaque()?;
-    let _verf_flavor = p.u32()?;
-    p.opaque()?;
-    Some((vers, proc_, p))
+/// An NFS call's version and procedure, and a reader at its arguments;
+/// `None` for another program, a reply or a malformed record.
+fn nfs_call(record: &Record) -> Option<(u32, u32, Peek<'_>)> {
+    let c = record.call()?;
+    (c.prog == crate::ops::v3::PROGRAM).then_some((c.vers, c.proc_, Peek { b: record.args() }))
 }
 
 impl Core {
     /// Where to run `record` (see the module documentation). `busy`: its
     /// connection has other requests running or already received.
-    pub fn placement(&self, record: &[u8], busy: bool) -> Placement {
+    pub fn placement(&self, record: &Record, busy: bool) -> Placement {
         self.peek_placement(record, busy).unwrap_or(Placement::Worker)
     }
 
@@ -120,7 +108,7 @@ impl Core {
     /// DELEGRETURN this connection would carry. Both heads would then wait
     /// until the delegations were revoked. Such calls cost a round trip to
     /// the cluster, so the hand-off to a worker is not worth saving.
-    pub fn may_run_in_place(&self, record: &[u8]) -> bool {
+    pub fn may_run_in_place(&self, record: &Record) -> bool {
         if self.shared_locks {
             return false;
         }
@@ -140,7 +128,7 @@ impl Core {
     /// reads (see [`in_place`]): only the compounds whose walk shows no
     /// such wait qualify. Asked only of records [`Core::may_run_in_place`]
     /// let run in place.
-    pub fn waits_for_the_file_system_only(&self, record: &[u8]) -> bool {
+    pub fn waits_for_the_file_system_only(&self, record: &Record) -> bool {
         match nfs_call(record) {
             Some((crate::ops::v3::VERSION, _, _)) => true,
             Some((crate::ops::v4::VERSION, V4_COMPOUND, mut p)) => self.compound_waits_for_no_callback(&mut p),
@@ -148,21 +136,17 @@ impl Core {
         }
     }
 
-    fn peek_placement(&self, record: &[u8], busy: bool) -> Option<Placement> {
+    fn peek_placement(&self, record: &Record, busy: bool) -> Option<Placement> {
         if !self.settings.inline_requests {
             return Some(Placement::Worker);
         }
-        let mut p = Peek { b: record };
-        let _xid = p.u32()?;
-        if p.u32()? != 0 {
+        let (prog, vers, proc_) = match &record.head {
+            Head::Call(c) => (c.prog, c.vers, c.proc_),
             // A reply to one of our callbacks: matched against state only.
-            return Some(Placement::Inline);
-        }
-        let (_rpcvers, prog, vers, proc_) = (p.u32()?, p.u32()?, p.u32()?, p.u32()?);
-        let _cred_flavor = p.u32()?;
-        p.opaque()?;
-        let _verf_flavor = p.u32()?;
-        p.opaque()?;
+            Head::Reply { .. } => return Some(Placement::Inline),
+            _ => return None,
+        };
+        let mut p = Peek { b: record.args() };
         if proc_ == 0 || prog == crate::portmap::PROGRAM {
             return Some(Placement::Inline);
         }
@@ -298,6 +282,23 @@ impl Core {
     }
 }
 
+/// The questions the transport asks, of raw bytes, for tests.
+#[cfg(test)]
+impl Core {
+    pub(crate) fn placement_of(&self, b: &[u8], busy: bool) -> Placement {
+        self.placement(&self.parse(bytes::Bytes::copy_from_slice(b)), busy)
+    }
+    pub(crate) fn in_place_of(&self, b: &[u8]) -> bool {
+        self.may_run_in_place(&self.parse(bytes::Bytes::copy_from_slice(b)))
+    }
+    pub(crate) fn fs_only_of(&self, b: &[u8]) -> bool {
+        self.waits_for_the_file_system_only(&self.parse(bytes::Bytes::copy_from_slice(b)))
+    }
+    pub(crate) fn serial_key_of(&self, b: &[u8]) -> Option<u64> {
+        self.serial_key(&self.parse(bytes::Bytes::copy_from_slice(b)))
+    }
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -333,31 +334,31 @@ pub(super) mod tests {
     fn cheap_calls_run_inline_and_the_rest_on_workers() {
         let c = core();
         let fh = fh_arg(&c, 1);
-        assert_eq!(c.placement(&call(100003, 3, 0, &[]), false), Placement::Inline, "NULL");
-        assert_eq!(c.placement(&call(100000, 2, 3, &[0; 16]), false), Placement::Inline, "portmap");
-        assert_eq!(c.placement(&call(100003, 3, 1, &fh), false), Placement::Inline, "GETATTR of a resident object");
+        assert_eq!(c.placement_of(&call(100003, 3, 0, &[]), false), Placement::Inline, "NULL");
+        assert_eq!(c.placement_of(&call(100000, 2, 3, &[0; 16]), false), Placement::Inline, "portmap");
+        assert_eq!(c.placement_of(&call(100003, 3, 1, &fh), false), Placement::Inline, "GETATTR of a resident object");
         let mut read = fh.clone();
         read.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0]);
-        assert_eq!(c.placement(&call(100003, 3, 6, &read), false), Placement::TryInline, "small READ");
+        assert_eq!(c.placement_of(&call(100003, 3, 6, &read), false), Placement::TryInline, "small READ");
         let mut big = fh.clone();
         big.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0]);
-        assert_eq!(c.placement(&call(100003, 3, 6, &big), false), Placement::Worker, "1 MiB READ, alone");
-        assert_eq!(c.placement(&call(100003, 3, 6, &big), true), Placement::TryInline, "1 MiB READ beside others");
-        assert_eq!(c.placement(&call(100003, 3, 6, &fh), false), Placement::Worker, "READ without its count");
-        assert_eq!(c.placement(&call(100003, 3, 1, &fh_arg(&c, 9)), false), Placement::Worker, "unknown export");
-        assert_eq!(c.placement(&call(100005, 3, 1, &[]), false), Placement::Worker, "MNT");
-        assert_eq!(c.placement(&[0, 0, 0, 1], false), Placement::Worker, "truncated");
-        assert_eq!(c.placement(&call(100003, 3, 1, &[0, 0, 1, 0]), false), Placement::Worker, "short handle");
+        assert_eq!(c.placement_of(&call(100003, 3, 6, &big), false), Placement::Worker, "1 MiB READ, alone");
+        assert_eq!(c.placement_of(&call(100003, 3, 6, &big), true), Placement::TryInline, "1 MiB READ beside others");
+        assert_eq!(c.placement_of(&call(100003, 3, 6, &fh), false), Placement::Worker, "READ without its count");
+        assert_eq!(c.placement_of(&call(100003, 3, 1, &fh_arg(&c, 9)), false), Placement::Worker, "unknown export");
+        assert_eq!(c.placement_of(&call(100005, 3, 1, &[]), false), Placement::Worker, "MNT");
+        assert_eq!(c.placement_of(&[0, 0, 0, 1], false), Placement::Worker, "truncated");
+        assert_eq!(c.placement_of(&call(100003, 3, 1, &[0, 0, 1, 0]), false), Placement::Worker, "short handle");
     }
 
     #[test]
     fn other_programs_do_not_run_in_place() {
         let c = core();
-        assert!(c.may_run_in_place(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
-        assert!(!c.may_run_in_place(&call(100003, 4, 1, &[])), "an NFSv4 COMPOUND cut short");
-        assert!(!c.may_run_in_place(&call(100021, 4, 2, &[])), "NLM LOCK");
-        assert!(!c.may_run_in_place(&[0, 0, 0, 7, 0, 0, 0, 1]), "a reply to a callback");
-        assert!(!c.may_run_in_place(&[0, 0, 0, 1]), "truncated");
+        assert!(c.in_place_of(&call(100003, 3, 8, &[])), "NFSv3 CREATE");
+        assert!(!c.in_place_of(&call(100003, 4, 1, &[])), "an NFSv4 COMPOUND cut short");
+        assert!(!c.in_place_of(&call(100021, 4, 2, &[])), "NLM LOCK");
+        assert!(!c.in_place_of(&[0, 0, 0, 7, 0, 0, 0, 1]), "a reply to a callback");
+        assert!(!c.in_place_of(&[0, 0, 0, 1]), "truncated");
     }
 
     #[test]
@@ -381,40 +382,48 @@ pub(super) mod tests {
         getattr.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2]);
         let mut read = op(nfs_opnum4::OP_READ);
         read.extend_from_slice(&[0; 32]);
-        assert_eq!(c.placement(&compound(&[seq.clone()]), false), Placement::Inline);
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), getattr.clone()]), false), Placement::Inline);
+        assert_eq!(c.placement_of(&compound(&[seq.clone()]), false), Placement::Inline);
+        assert_eq!(c.placement_of(&compound(&[seq.clone(), putfh.clone(), getattr.clone()]), false), Placement::Inline);
         assert_eq!(
-            c.placement(&compound(&[seq.clone(), putfh.clone(), read.clone()]), false),
+            c.placement_of(&compound(&[seq.clone(), putfh.clone(), read.clone()]), false),
             Placement::TryInline,
             "READ of a resident file"
         );
         assert_eq!(
-            c.placement(&compound(&[putfh.clone(), read.clone()]), false),
+            c.placement_of(&compound(&[putfh.clone(), read.clone()]), false),
             Placement::Worker,
             "4.1 without SEQUENCE"
         );
-        assert_eq!(c.placement(&compound_minor(0, &[putfh.clone(), read.clone()]), false), Placement::TryInline, "4.0");
+        assert_eq!(
+            c.placement_of(&compound_minor(0, &[putfh.clone(), read.clone()]), false),
+            Placement::TryInline,
+            "4.0"
+        );
         let mut read_plus = op(nfs_opnum4::OP_READ_PLUS);
         read_plus.extend_from_slice(&[0; 28]);
         let plus = [seq.clone(), putfh.clone(), read_plus];
-        assert_eq!(c.placement(&compound(&plus), false), Placement::Worker, "READ_PLUS in 4.1");
-        assert_eq!(c.placement(&compound_minor(2, &plus), false), Placement::TryInline, "READ_PLUS in 4.2");
+        assert_eq!(c.placement_of(&compound(&plus), false), Placement::Worker, "READ_PLUS in 4.1");
+        assert_eq!(c.placement_of(&compound_minor(2, &plus), false), Placement::TryInline, "READ_PLUS in 4.2");
         let mut close = op(nfs_opnum4::OP_CLOSE);
         close.extend_from_slice(&[0; 20]);
         let mut test = op(nfs_opnum4::OP_TEST_STATEID);
         test.extend_from_slice(&[0, 0, 0, 2]);
         test.extend_from_slice(&[0; 32]);
         assert_eq!(
-            c.placement(&compound(&[seq.clone(), putfh.clone(), close.clone()]), false),
+            c.placement_of(&compound(&[seq.clone(), putfh.clone(), close.clone()]), false),
             Placement::Inline,
             "CLOSE"
         );
-        assert_eq!(c.placement(&compound(&[seq.clone(), test.clone()]), false), Placement::Inline, "TEST_STATEID");
+        assert_eq!(c.placement_of(&compound(&[seq.clone(), test.clone()]), false), Placement::Inline, "TEST_STATEID");
         // A TEST_STATEID claiming more stateids than the record holds.
         let mut lying = op(nfs_opnum4::OP_TEST_STATEID);
         lying.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
-        assert_eq!(c.placement(&compound(&[seq.clone(), lying]), false), Placement::Worker, "truncated TEST_STATEID");
-        assert_eq!(c.placement(&compound(&[seq.clone(), putfh.clone(), close, read]), false), Placement::Worker);
-        assert_eq!(c.placement(&compound(&vec![seq; 9]), false), Placement::Worker, "too long");
+        assert_eq!(
+            c.placement_of(&compound(&[seq.clone(), lying]), false),
+            Placement::Worker,
+            "truncated TEST_STATEID"
+        );
+        assert_eq!(c.placement_of(&compound(&[seq.clone(), putfh.clone(), close, read]), false), Placement::Worker);
+        assert_eq!(c.placement_of(&compound(&vec![seq; 9]), false), Placement::Worker, "too long");
     }
 }

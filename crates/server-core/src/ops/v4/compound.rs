@@ -68,6 +68,9 @@ pub(crate) struct Compound<'a> {
     /// The data its READ asks for, read from the page cache before the
     /// compound ran (on the connection's thread, `Call::nowait`).
     pub read_ahead: Option<super::read::ReadAhead>,
+    /// A handle of this compound whose MAC was verified already (by the
+    /// read ahead), so PUTFH of it does not verify it again.
+    pub verified_fh: Option<(nfs_fh4, crate::fh::HandleData)>,
 }
 
 pub(crate) use crate::ops::Obj;
@@ -92,6 +95,7 @@ impl<'a> Compound<'a> {
             op_index: 0,
             op_count: 0,
             read_ahead: None,
+            verified_fh: None,
         }
     }
 
@@ -194,7 +198,8 @@ impl<'a> Compound<'a> {
     /// BADHANDLE for malformed or forged handles, STALE for pseudo nodes
     /// that no longer exist; export objects are checked when used.
     pub fn decode_fh(&self, fh: &nfs_fh4) -> Result<Fh, nfsstat4> {
-        let Ok(h) = self.core.fh.decode(fh) else {
+        let known = self.verified_fh.as_ref().filter(|(wire, _)| wire == fh).map(|(_, h)| Ok(*h));
+        let Ok(h) = known.unwrap_or_else(|| self.core.fh.decode(fh)) else {
             let peer = self.call.peer;
             self.core.warn(
                 WarnKind::Handle,

@@ -239,12 +239,19 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
     }
     let mut cx = Compound::new(core, call, minor);
     cx.op_count = count as usize;
+    // Operations decoded already (with the decoder past each), run as they
+    // are rather than decoded again.
+    let mut predecoded = std::collections::VecDeque::new();
     if call.nowait {
         // Only a READ is placed here to be tried: its data must be in the
         // page cache before SEQUENCE claims the slot, or the compound goes
         // to a worker with nothing done.
         match read::read_ahead(core, d.clone(), minor, count) {
-            Some(data) => cx.read_ahead = Some(data),
+            Some(mut data) => {
+                predecoded = std::mem::take(&mut data.ops);
+                cx.verified_fh = Some(data.verified.clone());
+                cx.read_ahead = Some(data);
+            }
             None => return Dispatched::WouldBlock,
         }
     }
@@ -302,7 +309,14 @@ fn compound(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispa
                 break;
             }
         }
-        let op = match nfs_argop4::decode(d) {
+        let decoded = match predecoded.pop_front() {
+            Some((op, after)) => {
+                *d = after;
+                Ok(op)
+            }
+            None => nfs_argop4::decode(d),
+        };
+        let op = match decoded {
             Ok(op) => op,
             Err(e) => {
                 let s = undecodable(&e);

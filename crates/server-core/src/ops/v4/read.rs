@@ -30,13 +30,18 @@ pub(super) fn run(cx: &mut Compound, args: READ4args) -> Result<READ4resok, nfss
     read(&obj, &args, count)
 }
 
-/// A READ's data, read before its compound ran.
+/// A READ's data, read before its compound ran, and what reading it took
+/// from the compound: its operations, decoded, each with the decoder past
+/// it, and the handle PUTFH names, verified. The compound runs these
+/// rather than decoding and verifying them again.
 pub(crate) struct ReadAhead {
     export_id: u32,
     id: vfs::FileId,
     offset: u64,
     count: u32,
     data: vfs::ReadResult,
+    pub(super) ops: std::collections::VecDeque<(nfs_argop4, Decoder)>,
+    pub(super) verified: (nfs_fh4, crate::fh::HandleData),
 }
 
 /// For a compound of `[SEQUENCE,] PUTFH, READ` (SEQUENCE from minor
@@ -55,13 +60,19 @@ pub(super) fn read_ahead(core: &Core, mut d: Decoder, minor: u32, ops: u32) -> O
     if ops != 2 + u32::from(sequence) {
         return None;
     }
-    if sequence && !matches!(nfs_argop4::decode(&mut d).ok()?, nfs_argop4::OP_SEQUENCE(_)) {
+    let mut decoded = std::collections::VecDeque::with_capacity(3);
+    let mut next = |d: &mut Decoder| {
+        let op = nfs_argop4::decode(d).ok()?;
+        decoded.push_back((op, d.clone()));
+        decoded.back().map(|(op, _)| op.clone())
+    };
+    if sequence && !matches!(next(&mut d)?, nfs_argop4::OP_SEQUENCE(_)) {
         return None;
     }
-    let nfs_argop4::OP_PUTFH(fh) = nfs_argop4::decode(&mut d).ok()? else {
+    let nfs_argop4::OP_PUTFH(fh) = next(&mut d)? else {
         return None;
     };
-    let (offset, count, plus) = match nfs_argop4::decode(&mut d).ok()? {
+    let (offset, count, plus) = match next(&mut d)? {
         nfs_argop4::OP_READ(a) => (a.offset, a.count, false),
         nfs_argop4::OP_READ_PLUS(a) if minor >= 2 => (a.rpa_offset, a.rpa_count, true),
         _ => return None,
@@ -75,7 +86,15 @@ pub(super) fn read_ahead(core: &Core, mut d: Decoder, minor: u32, ops: u32) -> O
     if plus && has_zero_block(&data.data, offset) {
         return None;
     }
-    Some(ReadAhead { export_id: h.export_id, id: h.fileid, offset, count, data })
+    Some(ReadAhead {
+        export_id: h.export_id,
+        id: h.fileid,
+        offset,
+        count,
+        data,
+        ops: decoded,
+        verified: (fh.object, h),
+    })
 }
 
 /// The granule of holes: no file system here allocates in smaller units.
