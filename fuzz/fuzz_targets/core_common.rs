@@ -23,7 +23,8 @@ pub fn call<A: Encode>(prog: u32, vers: u32, proc_: u32, args: &A) -> Vec<u8> {
     let parms = authsys_parms { stamp: 1, machinename: Bytes::from_static(b"fuzz"), uid: 0, gid: 0, gids: vec![] };
     let cred = opaque_auth { flavor: auth_flavor::AUTH_SYS, body: xdr::to_bytes(&parms) };
     let verf = opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() };
-    let msg = rpc_msg { xid: 9, body: rpc_msg_body::CALL(call_body { rpcvers: 2, prog, vers, proc: proc_, cred, verf }) };
+    let msg =
+        rpc_msg { xid: 9, body: rpc_msg_body::CALL(call_body { rpcvers: 2, prog, vers, proc: proc_, cred, verf }) };
     let mut e = Encoder::new();
     msg.encode(&mut e);
     args.encode(&mut e);

@@ -1,8 +1,10 @@
 //! Time as the protocol core sees it: injected, so that leases, grace
-//! periods and delegation recalls are tested on virtual time.
+//! periods and delegation recalls are tested on virtual time. The core
+//! reads no clock of its own: the embedding server gives it the real one
+//! (`server::clock::SystemClock`); until then time stands still.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// A monotonic clock plus the wall clock (for verifiers and boot times).
 pub trait Clock: Send + Sync + 'static {
@@ -12,28 +14,8 @@ pub trait Clock: Send + Sync + 'static {
     fn wall_secs(&self) -> u64;
 }
 
-/// The real clocks.
-#[derive(Debug)]
-pub struct SystemClock {
-    origin: Instant,
-}
-
-impl Default for SystemClock {
-    fn default() -> Self {
-        SystemClock { origin: Instant::now() }
-    }
-}
-
-impl Clock for SystemClock {
-    fn now(&self) -> Duration {
-        self.origin.elapsed()
-    }
-    fn wall_secs(&self) -> u64 {
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-    }
-}
-
-/// A clock that only moves when told to, for tests.
+/// A clock that only moves when told to: tests, and a core no server has
+/// given a clock.
 #[derive(Debug, Default)]
 pub struct ManualClock {
     nanos: AtomicU64,

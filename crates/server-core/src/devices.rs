@@ -9,7 +9,7 @@
 //! it a failed connection first). After the hold the data server is named
 //! again; a client still cut off from it reports it again.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use proto::nfs4::{device_error4, nfsstat4};
@@ -17,7 +17,8 @@ use proto::nfs4::{device_error4, nfsstat4};
 #[derive(Debug, Clone, Copy, Default)]
 struct Device {
     errors: u64,
-    held_until: Option<Instant>,
+    /// On the core's clock ([`crate::Clock::now`]).
+    held_until: Option<Duration>,
 }
 
 /// Per data server (by index into `pnfs_data_servers`): errors reported
@@ -59,8 +60,8 @@ impl DeviceHealth {
         errors: &[device_error4],
         index_of: impl Fn(&device_error4) -> Option<usize>,
         hold: Duration,
+        now: Duration,
     ) -> usize {
-        let now = Instant::now();
         let mut devices = self.devices.lock();
         let mut counted = 0;
         for e in errors {
@@ -80,20 +81,19 @@ impl DeviceHealth {
     }
 
     /// Whether data server `i` may be named in a new layout.
-    pub(crate) fn usable(&self, i: usize) -> bool {
+    pub(crate) fn usable(&self, i: usize, now: Duration) -> bool {
         let devices = self.devices.lock();
-        devices.get(i).and_then(|d| d.held_until).is_none_or(|until| Instant::now() >= until)
+        devices.get(i).and_then(|d| d.held_until).is_none_or(|until| now >= until)
     }
 
     /// Of `n` data servers, the one a file's layout names: `preferred`
     /// (its place in the spread), or the next usable one after it; None
     /// when every one is held out.
-    pub(crate) fn choose(&self, preferred: usize, n: usize) -> Option<usize> {
-        (0..n).map(|k| (preferred + k) % n).find(|&i| self.usable(i))
+    pub(crate) fn choose(&self, preferred: usize, n: usize, now: Duration) -> Option<usize> {
+        (0..n).map(|k| (preferred + k) % n).find(|&i| self.usable(i, now))
     }
 
-    pub(crate) fn reports(&self, n: usize) -> Vec<DeviceReport> {
-        let now = Instant::now();
+    pub(crate) fn reports(&self, n: usize, now: Duration) -> Vec<DeviceReport> {
         let devices = self.devices.lock();
         (0..n)
             .map(|i| {
@@ -109,6 +109,8 @@ mod tests {
     use super::*;
     use proto::nfs4::nfs_opnum4;
 
+    const T0: Duration = Duration::from_secs(100);
+
     fn err(device: u8, status: nfsstat4) -> device_error4 {
         let mut id = [0u8; 16];
         id[3] = device;
@@ -123,20 +125,25 @@ mod tests {
             &[err(1, nfsstat4::NFS4ERR_NXIO), err(2, nfsstat4::NFS4ERR_ACCESS), err(9, nfsstat4::NFS4ERR_NXIO)],
             index,
             Duration::from_secs(30),
+            T0,
         );
         assert_eq!(n, 2, "the unknown device is ignored");
-        assert!(h.usable(0) && !h.usable(1) && h.usable(2));
-        assert_eq!(h.choose(1, 3), Some(2), "the next usable server");
-        assert_eq!(h.choose(0, 3), Some(0));
-        h.report(&[err(0, nfsstat4::NFS4ERR_IO), err(2, nfsstat4::NFS4ERR_NXIO)], index, Duration::from_secs(30));
-        assert_eq!(h.choose(1, 3), None, "every server held: no layout");
-        let r = h.reports(3);
+        assert!(h.usable(0, T0) && !h.usable(1, T0) && h.usable(2, T0));
+        assert_eq!(h.choose(1, 3, T0), Some(2), "the next usable server");
+        assert_eq!(h.choose(0, 3, T0), Some(0));
+        h.report(&[err(0, nfsstat4::NFS4ERR_IO), err(2, nfsstat4::NFS4ERR_NXIO)], index, Duration::from_secs(30), T0);
+        assert_eq!(h.choose(1, 3, T0), None, "every server held: no layout");
+        let r = h.reports(3, T0);
         assert_eq!(r[1], DeviceReport { index: 1, errors: 1, held: true });
         assert_eq!(r[2], DeviceReport { index: 2, errors: 2, held: true });
         // A hold of zero counts without holding.
         let h = DeviceHealth::default();
-        h.report(&[err(1, nfsstat4::NFS4ERR_NXIO)], index, Duration::ZERO);
-        assert!(h.usable(1));
-        assert_eq!(h.reports(2)[1].errors, 1);
+        h.report(&[err(1, nfsstat4::NFS4ERR_NXIO)], index, Duration::ZERO, T0);
+        assert!(h.usable(1, T0));
+        assert_eq!(h.reports(2, T0)[1].errors, 1);
+        // The hold ends with its time.
+        let h = DeviceHealth::default();
+        h.report(&[err(1, nfsstat4::NFS4ERR_NXIO)], index, Duration::from_secs(30), T0);
+        assert!(!h.usable(1, T0 + Duration::from_secs(29)) && h.usable(1, T0 + Duration::from_secs(30)));
     }
 }

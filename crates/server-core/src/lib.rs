@@ -15,6 +15,7 @@ pub mod clock;
 mod cluster;
 pub mod devices;
 mod drc;
+mod jobs;
 pub mod exports;
 pub mod fh;
 mod mount;
@@ -31,8 +32,9 @@ mod shared_locks;
 mod shared_shares;
 pub mod state;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
+pub use jobs::{Jobs, NoJobs};
 pub use placement::Placement;
 pub use portmap::uaddr;
 pub use record::Record;
@@ -155,6 +157,8 @@ pub struct Core {
     pub(crate) shared_delegs: shared_delegs::SharedDelegs,
     /// Records whose header was read ([`Core::parse`]).
     records_parsed: std::sync::atomic::AtomicU64,
+    /// Where background work runs ([`Core::with_jobs`]).
+    pub(crate) jobs: Arc<dyn Jobs>,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -215,9 +219,11 @@ impl Core {
             tracing::info!("no courtesy time for expired NFSv4 clients: other servers share an export");
             settings.nfs4.courtesy_secs = 0;
         }
+        // No clock, back channel or stable store until the embedding
+        // server gives its own (`with_nfs4_env`).
         let v4 = Arc::new(state::State4::new(
             settings.nfs4.clone(),
-            Arc::new(SystemClock::default()),
+            Arc::new(ManualClock::default()),
             Arc::new(NoBackchannel),
             Arc::new(MemStore::default()),
         ));
@@ -246,6 +252,7 @@ impl Core {
             share_store: Default::default(),
             shared_delegs: Default::default(),
             records_parsed: Default::default(),
+            jobs: Arc::new(NoJobs),
         }
     }
 
@@ -260,6 +267,13 @@ impl Core {
     /// Whether a READ of `count` bytes should go out as a file region.
     pub(crate) fn sends_file(&self, count: u32) -> bool {
         self.sendfile && self.settings.read_sendfile_min > 0 && count >= self.settings.read_sendfile_min
+    }
+
+    /// Gives the core a place to run its background jobs (see [`Jobs`]);
+    /// without one, none runs. Call before serving.
+    pub fn with_jobs(mut self, jobs: Arc<dyn Jobs>) -> Core {
+        self.jobs = jobs;
+        self
     }
 
     /// Replaces the NFSv4 environment: the clock leases run on, the back
@@ -287,7 +301,7 @@ impl Core {
     /// Each pNFS data server's reported errors and whether it is held out
     /// of new layouts (empty without `pnfs_data_servers`).
     pub fn pnfs_devices(&self) -> Vec<devices::DeviceReport> {
-        self.devices.reports(self.settings.pnfs_data_servers.len())
+        self.devices.reports(self.settings.pnfs_data_servers.len(), self.v4.now())
     }
 
     /// The verifier WRITE and COMMIT currently return.

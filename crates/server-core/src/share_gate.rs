@@ -7,24 +7,26 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::Core;
 
-/// How often the thread looks for a client's denial to pass on, and at
+/// How often the watch looks for a client's denial to pass on, and at
 /// the store's mark (beside the store's own call, which a lapsed session
 /// can miss).
 const LOOK: Duration = Duration::from_millis(100);
 
 impl Core {
     /// Watches every shared export's store for another server's first
-    /// denial; `None` when there is none to watch or some store cannot say
+    /// denial; false when there is none to watch or some store cannot say
     /// (every open's modes are then held from the start, as before). Call
-    /// before serving, and not for a head of a cluster. The thread returned
-    /// ends at `stop`, or once this server may grant denials itself.
-    pub fn watch_share_denials(self: &Arc<Self>, stop: Arc<AtomicBool>) -> Option<JoinHandle<()>> {
-        shared(self).next()?;
+    /// before serving, and not for a head of a cluster. The watch runs as a
+    /// background job ([`crate::Jobs`]) and ends at `stop`, or once this
+    /// server may grant denials itself.
+    pub fn watch_share_denials(self: &Arc<Self>, stop: Arc<AtomicBool>) -> bool {
+        if shared(self).next().is_none() {
+            return false;
+        }
         let (tx, rx) = mpsc::channel::<()>();
         let tx = std::sync::Mutex::new(tx);
         let sink: vfs::ShareDenialSink = Arc::new(move || {
@@ -35,19 +37,19 @@ impl Core {
                 Ok(true) => {}
                 Ok(false) => {
                     unwatch(self);
-                    return None;
+                    return false;
                 }
                 Err(err) => {
                     tracing::warn!(export = %e.path, error = %err, "cannot watch for OPENs that deny on a shared file system: holding share modes in it from the start");
                     unwatch(self);
-                    return None;
+                    return false;
                 }
             }
         }
         self.defer_share_store();
         tracing::info!("no OPEN has denied on the shared file systems: holding no share modes there until one does");
         let core = self.clone();
-        let spawned = std::thread::Builder::new().name("nfsx-shares".into()).spawn(move || {
+        let started = self.jobs.start("nfsx-shares", Box::new(move || {
             let mut told = false;
             while !stop.load(Ordering::Acquire) {
                 let called = rx.recv_timeout(LOOK).is_ok();
@@ -75,18 +77,15 @@ impl Core {
                 }
             }
             unwatch(&core);
-        });
-        match spawned {
-            Ok(t) => Some(t),
-            Err(e) => {
-                // Holding every open's modes, but never told the others:
-                // OPENs that deny wait (DELAY) rather than meet their opens
-                // outside the store.
-                tracing::error!("cannot start the thread that watches for OPENs that deny: {e}");
-                self.start_share_store();
-                None
-            }
+        }));
+        if !started {
+            // Holding every open's modes, but never told the others:
+            // OPENs that deny wait (DELAY) rather than meet their opens
+            // outside the store.
+            tracing::error!("cannot start the job that watches for OPENs that deny");
+            self.start_share_store();
         }
+        started
     }
 }
 

@@ -9,7 +9,7 @@
 //! [`vfs::Vfs::delegation_return_deadline`]: the store (libcephfs) cuts a
 //! server off that keeps a recalled delegation too long.
 //!
-//! One thread does the giving back. The store's recall callback only
+//! One background job ([`crate::Jobs`]) does the giving back. The store's recall callback only
 //! queues the file (it runs inside the store's client, under its locks);
 //! DELEGRETURN queues it too, and the thread gives the store's delegation
 //! back once no delegation of this server's clients is left on the file.
@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use vfs::{FileId, Vfs};
@@ -80,7 +80,7 @@ impl Core {
         }
         let (export, id) = (file.0, file.1);
         let d = &self.shared_delegs;
-        let sender = d.thread.get_or_init(|| start(self.v4.clone(), d.files.clone()));
+        let sender = d.thread.get_or_init(|| start(&*self.jobs, self.v4.clone(), d.files.clone()));
         let mut sinks = d.sinks.lock();
         if !sinks.contains(&export) {
             let tx = sender.lock().clone();
@@ -117,31 +117,30 @@ impl Core {
     }
 }
 
-/// The thread ends with the last sender: the server's, and the sinks its
-/// file systems hold.
-fn start(st: Arc<State4>, files: Files) -> Mutex<mpsc::Sender<Settle>> {
+/// The job ends with the last sender: the server's, and the sinks its
+/// file systems hold. Its times are the core's clock's.
+fn start(jobs: &dyn crate::Jobs, st: Arc<State4>, files: Files) -> Mutex<mpsc::Sender<Settle>> {
     let (tx, rx) = mpsc::channel::<Settle>();
-    let spawned = std::thread::Builder::new().name("nfsx-delegs".into()).spawn(move || run(&st, &files, &rx));
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the thread that gives store delegations back: {e}");
+    if !jobs.start("nfsx-delegs", Box::new(move || run(&st, &files, &rx))) {
+        tracing::error!("cannot start the job that gives store delegations back");
     }
     Mutex::new(tx)
 }
 
 /// Recalled files waiting for their clients' returns, with their deadline.
-type Pending = HashMap<(u32, FileId), (Arc<dyn Vfs>, Instant)>;
+type Pending = HashMap<(u32, FileId), (Arc<dyn Vfs>, Duration)>;
 
 fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
     let mut pending: Pending = HashMap::new();
-    let mut swept = Instant::now();
+    let mut swept = st.now();
     loop {
-        let wait = if pending.is_empty() { SWEEP.saturating_sub(swept.elapsed()) } else { RECHECK };
+        let wait = if pending.is_empty() { SWEEP.saturating_sub(st.now().saturating_sub(swept)) } else { RECHECK };
         match rx.recv_timeout(wait) {
             Ok(s) if s.recalled => {
                 if let Some(h) = files.lock().get_mut(&(s.export, s.id)) {
                     h.recalled = true;
                 }
-                let deadline = Instant::now() + s.fs.delegation_return_deadline();
+                let deadline = st.now() + s.fs.delegation_return_deadline();
                 pending.entry((s.export, s.id)).or_insert((s.fs, deadline));
             }
             Ok(s) => {
@@ -151,9 +150,9 @@ fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
         pending.retain(|key, (fs, deadline)| !settle(st, files, fs, *key, Some(*deadline)));
-        if swept.elapsed() >= SWEEP {
+        if st.now().saturating_sub(swept) >= SWEEP {
             sweep(st, files);
-            swept = Instant::now();
+            swept = st.now();
         }
     }
 }
@@ -162,7 +161,7 @@ fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
 /// clients' is left on the file; for a recalled one (`deadline` set),
 /// recalls theirs first, and revokes them once the deadline has passed.
 /// True when the store's delegation is gone.
-fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), deadline: Option<Instant>) -> bool {
+fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), deadline: Option<Duration>) -> bool {
     let mut t = st.tables.lock();
     let Some(file) = files.lock().get(&key).map(|h| h.file) else {
         // None granted on it (or already given back): nothing to wait for.
@@ -173,7 +172,7 @@ fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), dea
         Some(_) => delegations::recall_conflicting(st, &mut t, file, None, true).is_ok(),
         None => !held(&t, file),
     };
-    let late = deadline.is_some_and(|d| Instant::now() >= d);
+    let late = deadline.is_some_and(|d| st.now() >= d);
     if !clear && !late {
         return false;
     }

@@ -125,7 +125,7 @@ impl Core {
         if work.is_empty() {
             return;
         }
-        let sender = self.releaser.get_or_init(start_releaser);
+        let sender = self.releaser.get_or_init(|| start_releaser(&*self.jobs));
         if sender.lock().send(work).is_err() {
             tracing::error!("the thread that releases shared locks is gone");
         }
@@ -139,25 +139,28 @@ pub(crate) enum Release {
     Share(Arc<dyn Vfs>, FileId, u64),
 }
 
-/// The one thread that makes the releases, in the order they came.
-fn start_releaser() -> parking_lot::Mutex<std::sync::mpsc::Sender<Vec<Release>>> {
+/// The one job that makes the releases, in the order they came.
+fn start_releaser(jobs: &dyn crate::Jobs) -> parking_lot::Mutex<std::sync::mpsc::Sender<Vec<Release>>> {
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Release>>();
-    let spawned = std::thread::Builder::new().name("nfsx-unlock".into()).spawn(move || {
-        for work in rx {
-            for r in work {
-                match r {
-                    Release::Locks(fs, id, key) => {
-                        if let Err(e) = fs.range_lock(id, key, RangeLock::Unlock, 0, u64::MAX) {
-                            tracing::warn!(file = id, error = %e, "could not release locks in the shared store");
+    let started = jobs.start(
+        "nfsx-unlock",
+        Box::new(move || {
+            for work in rx {
+                for r in work {
+                    match r {
+                        Release::Locks(fs, id, key) => {
+                            if let Err(e) = fs.range_lock(id, key, RangeLock::Unlock, 0, u64::MAX) {
+                                tracing::warn!(file = id, error = %e, "could not release locks in the shared store");
+                            }
                         }
+                        Release::Share(fs, id, key) => crate::shared_shares::set(&*fs, id, key, 0, 0),
                     }
-                    Release::Share(fs, id, key) => crate::shared_shares::set(&*fs, id, key, 0, 0),
                 }
             }
-        }
-    });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start a thread to release shared locks: {e}");
+        }),
+    );
+    if !started {
+        tracing::error!("cannot start the job that releases shared locks");
     }
     parking_lot::Mutex::new(tx)
 }

@@ -7,9 +7,11 @@
 //! not hold up the others on the connection.
 
 pub mod backchannel;
+pub mod clock;
 pub mod cluster;
 pub mod conn;
 pub mod exports;
+pub mod jobs;
 pub mod lone_poll;
 pub mod metrics;
 pub mod settings;
@@ -28,7 +30,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 
-use server_core::{Core, PeerInfo, ServicePorts, SystemClock};
+use server_core::{Core, PeerInfo, ServicePorts};
+
+use crate::clock::SystemClock;
 
 pub use cluster::ClusterError;
 pub use exports::{Backend, ExportError};
@@ -150,14 +154,19 @@ impl Server {
         let core = Arc::new(
             Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports)
                 .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
+                .with_jobs(Arc::new(jobs::Threads))
                 .with_sendfile(),
         );
         let cluster_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let cluster_stats = head.as_ref().map(|h| h.stats());
         let cluster_thread = match head {
             Some(h) => Some(h.follow(core.clone(), cluster_stop.clone())?),
-            // Alone: told of another server's first denial by the store.
-            None => core.watch_share_denials(cluster_stop.clone()),
+            // Alone: told of another server's first denial by the store
+            // (a background job that ends at `cluster_stop`).
+            None => {
+                core.watch_share_denials(cluster_stop.clone());
+                None
+            }
         };
         let (shutdown, _) = watch::channel(false);
         let spare = workers::Spare {

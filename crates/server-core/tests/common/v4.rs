@@ -149,8 +149,19 @@ pub fn env_with_nfs4(nfs4: Nfs4Settings, store: Arc<MemStore>) -> (Env, Arc<Manu
     let mut env = super::env_with("/export *(rw,insecure)\n", settings);
     let clock = Arc::new(ManualClock::default());
     let cb = Arc::new(RecordingBackchannel::default());
-    env.core = env.core.with_nfs4_env(clock.clone(), cb.clone(), store);
+    env.core = env.core.with_nfs4_env(clock.clone(), cb.clone(), store).with_jobs(Arc::new(TestThreads));
     (env, clock, cb)
+}
+
+/// Background jobs (an asynchronous COPY) on threads of their own, as the
+/// server runs them.
+pub struct TestThreads;
+
+impl server_core::Jobs for TestThreads {
+    fn start(&self, _name: &'static str, job: Box<dyn FnOnce() + Send>) -> bool {
+        std::thread::spawn(job);
+        true
+    }
 }
 
 pub fn exchange_id_as(env: &Env, cred: &Cred, name: &str, verifier: [u8; 8], flags: u32) -> EXCHANGE_ID4res {

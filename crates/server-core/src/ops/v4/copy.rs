@@ -124,7 +124,7 @@ fn start_async(cx: &Compound, src: &Obj, dst: &Obj, args: &COPY4args, count: u64
         writeverf: cx.core.write_verifier(),
     };
     let stateid = job.stateid.clone();
-    if !copy_async::spawn(&cx.core.v4, job, copy) {
+    if !copy_async::spawn(&*cx.core.jobs, &cx.core.v4, job, copy) {
         st.tables.lock().offloads.cancel(client, &stateid);
         return None;
     }

@@ -1,5 +1,6 @@
 //! The background half of an asynchronous COPY (RFC 7862 section 15.2.3):
-//! the copy runs on a thread of its own in chunks of `copy_sync_max`,
+//! the copy runs as a background job of the server ([`crate::Jobs`]), in
+//! chunks of `copy_sync_max`,
 //! publishing its progress for OFFLOAD_STATUS and checking for
 //! OFFLOAD_CANCEL between chunks; at the end the destination is flushed
 //! (so the result says FILE_SYNC4) and CB_OFFLOAD tells the client.
@@ -32,10 +33,11 @@ pub(super) struct Copy {
     pub writeverf: verifier4,
 }
 
-/// Starts `copy` on its own thread; false when no thread could be made.
-pub(super) fn spawn(st: &Arc<State4>, job: Arc<CopyJob>, copy: Copy) -> bool {
+/// Hands `copy` to the server's background jobs; false when it could not
+/// be started.
+pub(super) fn spawn(jobs: &dyn crate::Jobs, st: &Arc<State4>, job: Arc<CopyJob>, copy: Copy) -> bool {
     let st = Arc::downgrade(st);
-    std::thread::Builder::new().name("nfsx-copy".into()).spawn(move || run(&st, &job, &copy)).is_ok()
+    jobs.start("nfsx-copy", Box::new(move || run(&st, &job, &copy)))
 }
 
 fn run(st: &Weak<State4>, job: &CopyJob, c: &Copy) {

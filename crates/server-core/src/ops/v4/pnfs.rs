@@ -85,7 +85,7 @@ pub(super) fn data_server_of(fileid: u64, servers: usize) -> usize {
 /// spread, or the next one no client reported failing; None when every
 /// one is held out (the file's I/O then goes through this server).
 pub(super) fn choose_data_server(cx: &Compound, fileid: u64, servers: usize) -> Option<usize> {
-    cx.core.devices.choose(data_server_of(fileid, servers), servers)
+    cx.core.devices.choose(data_server_of(fileid, servers), servers, cx.state().now())
 }
 
 /// Takes a client's reports of failed I/O at data servers (LAYOUTERROR,
@@ -94,7 +94,7 @@ pub(super) fn take_error_reports(cx: &Compound, errors: &[device_error4]) {
     let Some(servers) = data_servers(cx) else { return };
     let hold = std::time::Duration::from_secs(cx.core.settings().pnfs_error_hold_secs.into());
     let index_of = |e: &device_error4| device_index(&e.de_deviceid).filter(|i| *i < servers.len());
-    cx.core.devices.report(errors, index_of, hold);
+    cx.core.devices.report(errors, index_of, hold, cx.state().now());
 }
 
 #[cfg(test)]
