@@ -27,6 +27,19 @@ pub const FH_LEN: usize = 40;
 const BODY_LEN: usize = 24;
 const TAG_LEN: usize = FH_LEN - BODY_LEN;
 
+/// A file handle as an NFSv4 compound holds it (and NFSv4.0 keeps it for
+/// replaying an OPEN): decoded and verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fh {
+    /// A directory of the pseudo file system (index into its nodes).
+    Pseudo(u32),
+    Obj {
+        export_id: u32,
+        id: vfs::FileId,
+        generation: u64,
+    },
+}
+
 /// What a handle names: an object of one export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HandleData {

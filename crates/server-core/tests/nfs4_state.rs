@@ -507,3 +507,33 @@ fn v41_new_opens_wait_for_reclaim_complete() {
     a.reclaim_complete(&env);
     ok(&open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0));
 }
+
+/// With `mandatory_locks`, READ and WRITE over a range another lock-owner
+/// holds a conflicting lock on are NFS4ERR_LOCKED (RFC 8881 section
+/// 9.1.4); the holder's own I/O under its lock stateid goes through, and
+/// so does I/O outside the range. Without it (the default) locks only
+/// stop other LOCKs.
+#[test]
+fn mandatory_locks_bind_io_over_their_range() {
+    for mandatory in [true, false] {
+        let nfs4 = server_core::state::Nfs4Settings { mandatory_locks: mandatory, ..Default::default() };
+        let env = env_with("/export *(rw,insecure)\n", server_core::CoreSettings { nfs4, ..Default::default() });
+        let mut a = Session::ready(&env, "a");
+        let mut b = Session::ready(&env, "b");
+        let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+        ok(&r);
+        let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+        let r = open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+        ok(&r);
+        let ob = open_res(&r, 2).stateid;
+        let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
+        ok(&r);
+        let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
+        let locked = if mandatory { nfsstat4::NFS4ERR_LOCKED } else { nfsstat4::NFS4_OK };
+        assert_eq!(b.run(&env, vec![putfh(&fh), write_op(&ob, 5, b"x")]).status, locked);
+        assert_eq!(b.run(&env, vec![putfh(&fh), read_op(&ob, 0, 4)]).status, locked);
+        assert_eq!(b.run(&env, vec![putfh(&fh), read_op(&anon(), 8, 4)]).status, locked, "special stateid");
+        ok(&b.run(&env, vec![putfh(&fh), write_op(&ob, 10, b"y")]));
+        ok(&a.run(&env, vec![putfh(&fh), write_op(&la.lock_stateid, 0, b"mine")]));
+    }
+}

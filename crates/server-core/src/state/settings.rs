@@ -57,6 +57,12 @@ pub struct Nfs4Settings {
     /// Operations allowed in one COMPOUND (`ca_maxoperations`; for minor
     /// version 0 longer compounds get NFS4ERR_RESOURCE).
     pub max_ops: u32,
+    /// Byte-range locks bind READ and WRITE too (RFC 8881 section 9.1.4,
+    /// mandatory locking): I/O over a range another lock-owner holds a
+    /// conflicting lock on gets NFS4ERR_LOCKED. Default false: locks are
+    /// advisory, as POSIX and Linux's server have them, and only stop
+    /// other LOCKs.
+    pub mandatory_locks: bool,
     /// Largest request and reply a session is offered (`ca_maxrequestsize`,
     /// `ca_maxresponsesize`).
     pub max_request_size: u32,
@@ -110,6 +116,7 @@ impl Default for Nfs4Settings {
             initial_target_slots: 64,
             max_cb_slots: 16,
             max_ops: 64,
+            mandatory_locks: false,
             max_request_size: 1024 * 1024 + 64 * 1024,
             max_response_size: 1024 * 1024 + 64 * 1024,
             max_cached_response: 64 * 1024,

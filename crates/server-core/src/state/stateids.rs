@@ -18,9 +18,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::lockmgr::{LockManager, LockOwner};
+use super::lockmgr::{LockKind, LockManager, LockOwner};
 use super::{FileKey, State4, Tables};
-use crate::ops::v4::Fh;
+use crate::fh::Fh;
 
 /// The server-chosen part of a stateid.
 pub(crate) type Other = [u8; 12];
@@ -601,9 +601,10 @@ impl Stateids {
 /// (RFC 8881 8.2 and 9.1.4): the special stateids, the seqid rules, share
 /// reservations (OPENMODE for the stateid's own access, LOCKED for other
 /// opens' deny modes against special stateids), and other clients'
-/// delegations (recalled, then DELAY). Byte-range locks are advisory and
-/// do not stop I/O. `client` is the session's client (4.1) or `None`
-/// (4.0). The stateid's client's lease is renewed.
+/// delegations (recalled, then DELAY), and, with `mandatory_locks`,
+/// other lock-owners' byte-range locks over `range` (offset, length).
+/// `client` is the session's client (4.1) or `None` (4.0). The
+/// stateid's client's lease is renewed.
 pub(crate) fn check_io(
     st: &State4,
     t: &mut Tables,
@@ -613,7 +614,6 @@ pub(crate) fn check_io(
     kind: IoKind,
     range: (u64, u64),
 ) -> Result<(), nfsstat4> {
-    let _ = range;
     let minor = if client.is_some() { 1 } else { 0 };
     let now = st.now();
     let write = kind == IoKind::Write;
@@ -629,6 +629,7 @@ pub(crate) fn check_io(
                     return Err(nfsstat4::NFS4ERR_LOCKED);
                 }
             }
+            locked_out(st, t, file, None, write, range)?;
             super::delegations::recall_conflicting(st, t, file, client, write)
         }
         None => {
@@ -637,6 +638,11 @@ pub(crate) fn check_io(
                 return Err(nfsstat4::NFS4ERR_BAD_STATEID);
             }
             let owner_client = e.client;
+            // The lock-owner doing the I/O: only a lock stateid names one.
+            let lock_owner = match &e.kind {
+                Kind::Lock(l) => Some(v4_lock_owner(e.client, &l.owner)),
+                _ => None,
+            };
             let (access, open_other) = match &e.kind {
                 Kind::Open(o) => {
                     if !o.confirmed {
@@ -664,9 +670,34 @@ pub(crate) fn check_io(
                     return Err(nfsstat4::NFS4ERR_LOCKED);
                 }
             }
+            locked_out(st, t, file, lock_owner.as_ref(), write, range)?;
             t.clients.renew(owner_client, now)?;
             super::delegations::recall_conflicting(st, t, file, Some(owner_client), write)
         }
+    }
+}
+
+/// With `mandatory_locks`, NFS4ERR_LOCKED when a lock-owner other than
+/// `owner` (`None`: I/O under an open, delegation or special stateid,
+/// which no lock belongs to) holds a lock over `range` that the I/O
+/// conflicts with: any lock for a write, a write lock for a read.
+fn locked_out(
+    st: &State4,
+    t: &Tables,
+    file: FileKey,
+    owner: Option<&LockOwner>,
+    write: bool,
+    (offset, length): (u64, u64),
+) -> Result<(), nfsstat4> {
+    if !st.settings.mandatory_locks || length == 0 {
+        return Ok(());
+    }
+    let (start, end) = super::lockmgr::range_of(offset, length).unwrap_or((offset, u64::MAX));
+    let nobody = LockOwner::V4 { client: u64::MAX, owner: Bytes::new() };
+    let kind = if write { LockKind::Write } else { LockKind::Read };
+    match t.locks.test(file, owner.unwrap_or(&nobody), kind, start, end) {
+        Some(_) => Err(nfsstat4::NFS4ERR_LOCKED),
+        None => Ok(()),
     }
 }
 

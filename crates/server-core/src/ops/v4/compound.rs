@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use proto::nfs4::*;
-use vfs::{FileId, VfsError};
+use vfs::VfsError;
 
 use super::pseudo::Child;
 use super::status::stat4;
@@ -27,17 +27,7 @@ fn denied4(d: crate::Denied) -> nfsstat4 {
 /// never take it (the transport numbers exports from 1).
 pub(crate) const PSEUDO_EXPORT_ID: u32 = u32::MAX;
 
-/// A file handle as the compound holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fh {
-    /// A directory of the pseudo file system (index into its nodes).
-    Pseudo(u32),
-    Obj {
-        export_id: u32,
-        id: FileId,
-        generation: u64,
-    },
-}
+pub(crate) use crate::fh::Fh;
 
 /// The session slot this compound runs in (set by SEQUENCE).
 #[derive(Debug, Clone)]
