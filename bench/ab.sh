@@ -42,9 +42,7 @@ ROWS=${ROWS:-rand-read-4k-16t rand-write-4k-16t seq-read-1m-4t seq-write-1m-4t}
 VERS=${VERS:-3}
 BASE=${BASE:-/var/tmp}
 W=$BASE/nfsx-ab
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-record_commit "$OUT"
+OUT=$(out_dir "$OUT")
 trap 'stop_all; rm -rf "$W"' EXIT
 rm -rf "$W"
 mkdir -p "$W"
@@ -64,18 +62,10 @@ declare -A CBIN=()
 variants=()
 read -ra client_specs <<<"${CLIENTS:-}"
 for v in "${client_specs[@]}"; do
-  name=${v%%[@:]*}
-  rest=${v#"$name"}
-  bin=$NFSX
-  if [[ $rest == @* ]]; then
-    bin=${rest#@}
-    bin=${bin%%:*}
-  fi
-  conf=
-  [[ $rest == *:* ]] && conf=${rest#*:}
-  printf '%b\n' "${conf//,/\\n}" >"$W/client-$name.toml"
-  CBIN[$name]=$bin
-  variants+=("$name")
+  parse_variant "$v"
+  printf '%s\n' "$V_CONF" >"$W/client-$V_NAME.toml"
+  CBIN[$V_NAME]=$V_BIN
+  variants+=("$V_NAME")
 done
 printf '%s\n' "${variants[@]}" >"$OUT/clients.txt"
 [[ ${#variants[@]} -gt 0 ]] || { variants=(default); CBIN[default]=$NFSX; : >"$W/client-default.toml"; }

@@ -46,9 +46,7 @@ ROWS=${ROWS:-seq rand metadata}
 VERS=${VERS:-4.1}
 BASE=${BASE:-/var/tmp}
 W=$BASE/nfsx-ceph-bench
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-record_commit "$OUT"
+OUT=$(out_dir "$OUT")
 rm -rf "$W"
 mkdir -p "$W"
 own_cluster=0
@@ -83,15 +81,8 @@ mkdirs "${names[@]}" ganesha
 T=()
 port=20801
 for h in "${heads[@]}"; do
-  name=${h%%[@:]*}
-  rest=${h#"$name"}
-  bin=$NFSX
-  if [[ $rest == @* ]]; then
-    bin=${rest#@}
-    bin=${bin%%:*}
-  fi
-  conf=
-  [[ $rest == *:* ]] && conf=${rest#*:}
+  parse_variant "$h"
+  name=$V_NAME bin=$V_BIN conf=$V_CONF
   d=$W/$name
   mkdir -p "$d/st"
   if [[ $conf == host ]]; then
@@ -100,7 +91,7 @@ for h in "${heads[@]}"; do
     src=$d/ex
     backend=()
   else
-    printf 'portmap_port = 0\n[ceph]\nconf = "%s"\n%b\n' "$CEPH_CONF" "${conf//,/\\n}" >"$d/nfsx.toml"
+    printf 'portmap_port = 0\n[ceph]\nconf = "%s"\n%s\n' "$CEPH_CONF" "$conf" >"$d/nfsx.toml"
     src=/$name
     backend=(--backend ceph)
   fi

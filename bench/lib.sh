@@ -41,6 +41,31 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # Every run records what it ran.
 record_commit() { git -C "$REPO" rev-parse HEAD >"$1/commit.txt" 2>/dev/null || true; }
 
+# The output folder OUT made, turned absolute (printed), with the commit measured.
+out_dir() {
+  mkdir -p "$1"
+  local abs
+  abs=$(cd "$1" && pwd)
+  record_commit "$abs"
+  echo "$abs"
+}
+
+# A variant spec NAME[@BINARY][:SETTING,SETTING...] (ab.sh's servers and
+# clients, ceph.sh's heads): sets V_NAME, V_BIN (default $NFSX) and V_CONF
+# (the settings, one per line).
+parse_variant() {
+  V_NAME=${1%%[@:]*}
+  local rest=${1#"$V_NAME"}
+  V_BIN=$NFSX
+  if [[ $rest == @* ]]; then
+    V_BIN=${rest#@}
+    V_BIN=${V_BIN%%:*}
+  fi
+  V_CONF=
+  [[ $rest == *:* ]] && V_CONF=${rest#*:}
+  V_CONF=$(printf '%b' "${V_CONF//,/\\n}")
+}
+
 # nfsx_start NAME DIR PORT [TOML] [BINARY]: nfsx (BINARY, default $NFSX)
 # serving DIR/ex on PORT at its defaults but `portmap_port = 0` (port 111
 # stays rpcbind's, which Ganesha needs) and the TOML lines given (`\n`

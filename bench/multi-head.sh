@@ -30,9 +30,7 @@ RUNS=${3:-5}
 export CEPH_OSD_SIZE=${CEPH_OSD_SIZE:-24G}
 HEADS_DIR=${HEADS_DIR:-/tmp/nfsx-heads}
 N=10.78.0
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-record_commit "$OUT"
+OUT=$(out_dir "$OUT")
 cd "$REPO" || exit 1
 trap 'scripts/heads.sh stop >/dev/null 2>&1' EXIT
 multi() {  # NAME ARGS...

@@ -31,9 +31,7 @@ WHAT=${1:?usage: profile.sh nfs-cat|walk-list|walk-stat|depth OUT [...]}
 OUT=${2:?OUT}
 . "$(dirname "$0")/lib.sh"
 BASE=${BASE:-/var/tmp}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-record_commit "$OUT"
+OUT=$(out_dir "$OUT")
 W=$BASE/nfsx-profile
 trap 'stop_all; rm -rf "$W" "/dev/shm/nfsx-profile"' EXIT
 rm -rf "$W"

@@ -36,9 +36,7 @@ V=${NFSVERS:-3}
 PLACE=${PLACE:-free}
 BASE=${BASE:-/dev/shm}
 [[ ${SYNC:-0} == 1 ]] || ASYNC=1
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-record_commit "$OUT"
+OUT=$(out_dir "$OUT")
 if [[ -z ${SMALLOPS:-} ]]; then
   SMALLOPS=$OUT/smallops
   cc -O2 -o "$SMALLOPS" "${SMALLOPS_SRC:-$REPO/../shared/peers/smallops.c}" -lnfs || exit 1

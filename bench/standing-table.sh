@@ -58,9 +58,7 @@ LISTSTAT_RUNS=${LISTSTAT_RUNS:-$RUNS}
 THREADS=${NFS4_BENCH_THREADS:-1,2,4,8,16,32,64,128,256,512}
 VERS_DATA=${VERS_DATA:-3 4.1}
 DATA_ROWS="rand-read-4k-16t rand-write-4k-16t seq-read-1m-4t seq-write-1m-4t sync-8k-16t"
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-record_commit "$OUT"
+OUT=$(out_dir "$OUT")
 trap stop_all EXIT
 step() { [[ " $STEPS " == *" $1 "* ]] && log "$1"; }
 

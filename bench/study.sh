@@ -51,9 +51,7 @@ STUDY=${1:?usage: study.sh STUDY OUT [RUNS]}
 OUT=${2:?OUT}
 . "$(dirname "$0")/lib.sh"
 BASE=${BASE:-/var/tmp}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-record_commit "$OUT"
+OUT=$(out_dir "$OUT")
 W=$BASE/nfsx-study
 mounts=()
 cleanup() {
