@@ -1,9 +1,27 @@
-//! What NFSv3 and NFSv4 COMMIT share: the write verifier's fate when the
-//! backend's flush fails.
+//! What NFSv3 and NFSv4 COMMIT share once each has checked the file and
+//! its own arguments: the flush, and the write verifier's fate when it
+//! fails (RFC 1813 section 3.3.21, RFC 8881 section 18.3). `count == 0`
+//! means "to the end of the file" in both (the backend contract says the
+//! same).
 
 use vfs::{FileId, VfsError};
 
+use super::Obj;
 use crate::Core;
+
+/// Flushes `count` bytes at `offset` of `o` to stable storage and returns
+/// the write verifier for the reply, read before the flush: a failure
+/// changes it from that value, so failures that overlap move it once. A
+/// backend error here reports a write that failed after it was
+/// acknowledged as UNSTABLE: it goes back to the client, and [`failed`]
+/// decides the verifier's fate.
+pub(crate) fn commit(core: &Core, o: &Obj, offset: u64, count: u32) -> Result<[u8; 8], VfsError> {
+    let verf = core.write_verifier();
+    o.fs().commit(o.id, offset, count).inspect_err(|e| {
+        failed(core, verf, &o.export.path, o.id, e);
+    })?;
+    Ok(verf)
+}
 
 /// Handles COMMIT's backend error `e` beyond its status: after a failed
 /// write-back ([`VfsError::WriteBack`]), data acknowledged as UNSTABLE may
@@ -12,7 +30,7 @@ use crate::Core;
 /// every client holding uncommitted data then resends it. Any other error
 /// (a stale handle, a file system that cannot flush, a cluster out of
 /// reach) left the data where it was. Returns whether it changed.
-pub(crate) fn failed(core: &Core, verf: [u8; 8], export: &str, fileid: FileId, e: &VfsError) -> bool {
+fn failed(core: &Core, verf: [u8; 8], export: &str, fileid: FileId, e: &VfsError) -> bool {
     let VfsError::WriteBack(errno) = e else {
         return false;
     };

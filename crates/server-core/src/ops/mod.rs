@@ -1,10 +1,15 @@
 //! Protocol operations, per NFS version, and what both versions share:
-//! an object resolved from a file handle with the caller's identity.
+//! an object resolved from a file handle with the caller's identity, and
+//! the rules of creating (`create`), writing (`write`) and committing
+//! (`commit`) that each version applies after its own checks, in neutral
+//! errors each maps to its own status.
 
 mod commit;
+mod create;
 mod listing;
 pub mod v3;
 pub mod v4;
+mod write;
 
 use vfs::{Attrs, FileId, FileType, Vfs};
 

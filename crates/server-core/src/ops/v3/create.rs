@@ -9,7 +9,8 @@
 use proto::nfs3::{createhow3, nfsstat3, CREATE3args, CREATE3res, CREATE3resfail, CREATE3resok};
 use vfs::{CreateHow, FileType};
 
-use super::{check_create_attrs, created, dir_for_create, new_owner, set_attrs, Created, Ctx};
+use super::{create_attrs, created, dir_for_create, Created, Ctx};
+use crate::ops::create::new_owner;
 use crate::auth::may_write;
 
 pub(super) fn create(ctx: &Ctx, a: CREATE3args) -> CREATE3res {
@@ -20,7 +21,7 @@ pub(super) fn create(ctx: &Ctx, a: CREATE3args) -> CREATE3res {
     };
     let how = match &a.how {
         createhow3::UNCHECKED(s) | createhow3::GUARDED(s) => {
-            let set = match set_attrs(s).and_then(|set| check_create_attrs(&dir.creds, &set).map(|()| set)) {
+            let set = match create_attrs(&dir, s) {
                 Ok(set) => set,
                 Err(s) => return fail((s, dir.wcc_unchanged())),
             };

@@ -2,7 +2,8 @@
 
 use proto::nfs3::{MKDIR3args, MKDIR3res, MKDIR3resfail, MKDIR3resok};
 
-use super::{check_create_attrs, created, dir_for_create, new_owner, set_attrs, Created, Ctx};
+use super::{create_attrs, created, dir_for_create, Created, Ctx};
+use crate::ops::create::new_owner;
 
 pub(super) fn mkdir(ctx: &Ctx, a: MKDIR3args) -> MKDIR3res {
     let fail = |(s, dir_wcc)| MKDIR3res::default(s, MKDIR3resfail { dir_wcc });
@@ -10,7 +11,7 @@ pub(super) fn mkdir(ctx: &Ctx, a: MKDIR3args) -> MKDIR3res {
         Ok(d) => d,
         Err(f) => return fail(f),
     };
-    let set = match set_attrs(&a.attributes).and_then(|set| check_create_attrs(&dir.creds, &set).map(|()| set)) {
+    let set = match create_attrs(&dir, &a.attributes) {
         Ok(set) => set,
         Err(s) => return fail((s, dir.wcc_unchanged())),
     };

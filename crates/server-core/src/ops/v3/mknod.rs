@@ -5,7 +5,8 @@
 use proto::nfs3::{mknoddata3, nfsstat3, MKNOD3args, MKNOD3res, MKNOD3resfail, MKNOD3resok};
 use vfs::NodeKind;
 
-use super::{check_create_attrs, created, dir_for_create, new_owner, set_attrs, Created, Ctx};
+use super::{create_attrs, created, dir_for_create, Created, Ctx};
+use crate::ops::create::new_owner;
 
 pub(super) fn mknod(ctx: &Ctx, a: MKNOD3args) -> MKNOD3res {
     let fail = |(s, dir_wcc)| MKNOD3res::default(s, MKNOD3resfail { dir_wcc });
@@ -24,7 +25,7 @@ pub(super) fn mknod(ctx: &Ctx, a: MKNOD3args) -> MKNOD3res {
     if is_device && !dir.creds.is_root() {
         return fail((nfsstat3::NFS3ERR_PERM, dir.wcc_unchanged()));
     }
-    let set = match set_attrs(sattr).and_then(|set| check_create_attrs(&dir.creds, &set).map(|()| set)) {
+    let set = match create_attrs(&dir, sattr) {
         Ok(set) => set,
         Err(s) => return fail((s, dir.wcc_unchanged())),
     };

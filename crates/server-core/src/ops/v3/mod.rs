@@ -32,7 +32,6 @@ use proto::rpc::auth_stat;
 use vfs::{Attrs, FileId, FileType, SetAttrs, SetTime, Timespec, Vfs, VfsError};
 use xdr::{Decode, Decoder, Encoder};
 
-use crate::auth::Creds;
 use crate::fh::HandleData;
 use crate::rpc::{run, Auth, Call, Dispatched};
 use crate::{Core, Denied, Export, WarnKind};
@@ -278,26 +277,12 @@ pub(crate) fn check_remove_name(core: &Core, name: &[u8]) -> Result<(), nfsstat3
     }
 }
 
-/// Attributes a non-root caller may give a new object: its own uid, and a
-/// group it belongs to.
-pub(crate) fn check_create_attrs(creds: &Creds, set: &SetAttrs) -> Result<(), nfsstat3> {
-    if creds.is_root() {
-        return Ok(());
-    }
-    if set.uid.is_some_and(|u| u != creds.uid) || set.gid.is_some_and(|g| !creds.in_group(g)) {
-        return Err(nfsstat3::NFS3ERR_PERM);
-    }
-    Ok(())
-}
-
-/// The owner of a new object in `dir`: the caller, with the directory's
-/// group when the directory is setgid (BSD group semantics).
-pub(crate) fn new_owner(dir: &Attrs, creds: &Creds) -> vfs::Owner {
-    let mut o = creds.owner();
-    if dir.mode & 0o2000 != 0 {
-        o.gid = dir.gid;
-    }
-    o
+/// The attributes CREATE, MKDIR, SYMLINK or MKNOD gives a new object in
+/// `dir`, if the caller may give them (`ops::create`).
+pub(crate) fn create_attrs(dir: &Obj, s: &sattr3) -> Result<SetAttrs, nfsstat3> {
+    let set = set_attrs(s)?;
+    crate::ops::create::check_attrs(&dir.creds, &set).map_err(stat)?;
+    Ok(set)
 }
 
 /// Every modifying procedure on a read-only export. Logged at debug: a

@@ -3,7 +3,8 @@
 
 use proto::nfs3::{nfsstat3, SYMLINK3args, SYMLINK3res, SYMLINK3resfail, SYMLINK3resok};
 
-use super::{check_create_attrs, created, dir_for_create, new_owner, set_attrs, Created, Ctx};
+use super::{create_attrs, created, dir_for_create, Created, Ctx};
+use crate::ops::create::new_owner;
 
 /// PATH_MAX: the longest target a POSIX system can store.
 const MAX_TARGET: usize = 4096;
@@ -20,7 +21,7 @@ pub(super) fn symlink(ctx: &Ctx, a: SYMLINK3args) -> SYMLINK3res {
     } else if target.len() > MAX_TARGET {
         Err(nfsstat3::NFS3ERR_NAMETOOLONG)
     } else {
-        set_attrs(&a.symlink.symlink_attributes).and_then(|set| check_create_attrs(&dir.creds, &set).map(|()| set))
+        create_attrs(&dir, &a.symlink.symlink_attributes)
     };
     let set = match checked {
         Ok(set) => set,

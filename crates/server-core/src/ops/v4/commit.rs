@@ -1,8 +1,5 @@
-//! COMMIT (RFC 8881 section 18.3). `count == 0` means "to the end of the
-//! file". As in NFSv3, a failed write-back here reports a write that
-//! failed after it was acknowledged as UNSTABLE: the write verifier is
-//! changed so that every client holding uncommitted data resends it
-//! (`ops::commit`).
+//! COMMIT (RFC 8881 section 18.3). The flush and the write verifier's
+//! fate when it fails are what both versions share (`ops::commit`).
 
 use proto::nfs4::*;
 use vfs::FileType;
@@ -27,12 +24,6 @@ pub(super) fn run(cx: &mut Compound, args: COMMIT4args) -> Result<COMMIT4resok, 
     if !may_write(&o.attrs, &o.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
-    let writeverf = cx.core.write_verifier();
-    match o.fs().commit(o.id, args.offset, args.count) {
-        Ok(()) => Ok(COMMIT4resok { writeverf }),
-        Err(e) => {
-            crate::ops::commit::failed(cx.core, writeverf, &o.export.path, o.id, &e);
-            Err(stat4(e))
-        }
-    }
+    let writeverf = crate::ops::commit::commit(cx.core, &o, args.offset, args.count).map_err(stat4)?;
+    Ok(COMMIT4resok { writeverf })
 }

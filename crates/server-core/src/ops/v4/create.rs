@@ -7,10 +7,11 @@ use proto::nfs4::*;
 use vfs::NodeKind;
 
 use super::attrs;
-use super::dirops::{check_create_attrs, cinfo, directory, new_owner, writable};
+use super::dirops::{cinfo, directory, writable};
 use super::status::stat4;
 use super::{check_name, Compound, Fh};
 use crate::auth::may_add_entry;
+use crate::ops::create;
 
 /// PATH_MAX: the longest target a POSIX system can store.
 const MAX_TARGET: usize = 4096;
@@ -24,11 +25,11 @@ pub(super) fn run(cx: &mut Compound, args: CREATE4args) -> Result<CREATE4resok, 
     directory(&dir, false)?;
     let name = check_name(cx.core, &args.objname)?;
     let (set, attrset) = attrs::decode_set(cx, &args.createattrs)?;
-    check_create_attrs(&dir.creds, &set)?;
+    create::check_attrs(&dir.creds, &set).map_err(stat4)?;
     if !may_add_entry(&dir.attrs, &dir.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
-    let owner = new_owner(&dir.attrs, &dir.creds);
+    let owner = create::new_owner(&dir.attrs, &dir.creds);
     let fs = dir.fs();
     let mknod = |kind: NodeKind| {
         let is_device = matches!(kind, NodeKind::CharDevice(..) | NodeKind::BlockDevice(..));

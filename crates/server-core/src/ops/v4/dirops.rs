@@ -1,12 +1,12 @@
 //! What the NFSv4 file-system operations share: the read-only and type
-//! checks, change_info4, and the owner and attributes of new objects
-//! (the same rules as NFSv3's, in NFSv4 statuses).
+//! checks, change_info4, and the recalls before a change. The owner and
+//! attributes of new objects follow the rules NFSv3 shares
+//! (`ops::create`).
 
 use proto::nfs4::*;
-use vfs::{Attrs, FileType, SetAttrs, Vfs};
+use vfs::{Attrs, FileType, Vfs};
 
 use super::{Compound, Obj};
-use crate::auth::Creds;
 
 /// Every change on a read-only export.
 pub(crate) fn writable(o: &Obj) -> Result<(), nfsstat4> {
@@ -33,28 +33,6 @@ pub(crate) fn directory(o: &Obj, symlink_err: bool) -> Result<(), nfsstat4> {
 pub(crate) fn cinfo(before: &Attrs, fs: &dyn Vfs, id: vfs::FileId) -> change_info4 {
     let after = fs.getattr(id).map_or(before.change, |a| a.change);
     change_info4 { atomic: false, before: before.change, after }
-}
-
-/// Attributes a non-root caller may give a new object: its own uid, and
-/// a group it belongs to.
-pub(crate) fn check_create_attrs(creds: &Creds, set: &SetAttrs) -> Result<(), nfsstat4> {
-    if creds.is_root() {
-        return Ok(());
-    }
-    if set.uid.is_some_and(|u| u != creds.uid) || set.gid.is_some_and(|g| !creds.in_group(g)) {
-        return Err(nfsstat4::NFS4ERR_PERM);
-    }
-    Ok(())
-}
-
-/// The owner of a new object in `dir`: the caller, with the directory's
-/// group when the directory is setgid.
-pub(crate) fn new_owner(dir: &Attrs, creds: &Creds) -> vfs::Owner {
-    let mut o = creds.owner();
-    if dir.mode & 0o2000 != 0 {
-        o.gid = dir.gid;
-    }
-    o
 }
 
 /// An object of the wrong type with no more specific error: NFSv4.0 says

@@ -80,8 +80,5 @@ pub(super) fn check(
 /// The end of `[offset, offset+length)`, refused with FBIG past the
 /// largest file the server stores (and when it overflows).
 pub(super) fn end_within(cx: &Compound, offset: u64, length: u64) -> Result<u64, nfsstat4> {
-    match offset.checked_add(length) {
-        Some(end) if end <= cx.core.settings().max_file_size => Ok(end),
-        _ => Err(nfsstat4::NFS4ERR_FBIG),
-    }
+    crate::ops::write::end_within(cx.core, offset, length).map_err(super::status::stat4)
 }

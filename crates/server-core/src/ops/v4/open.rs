@@ -19,6 +19,7 @@ use super::attrs;
 use super::status::stat4;
 use super::{check_name, Compound, Fh, Obj};
 use crate::auth::{may, may_add_entry, may_read, may_write};
+use crate::ops::create;
 use crate::shared_shares;
 use crate::state::delegations;
 use crate::state::opens::{check_share, share_conflicts};
@@ -186,7 +187,7 @@ fn by_name<'a>(cx: &Compound<'a>, name: &component4, how: Option<&createhow4>) -
     let (vhow, mut attrset, after_set) = match how {
         createhow4::UNCHECKED4(f) | createhow4::GUARDED4(f) => {
             let (mut set, mut bits) = create_attrs(cx, f)?;
-            crate::ops::v3::check_create_attrs(&dir.creds, &set).map_err(|_| nfsstat4::NFS4ERR_PERM)?;
+            create::check_attrs(&dir.creds, &set).map_err(stat4)?;
             if matches!(how, createhow4::GUARDED4(_)) {
                 (CreateHow::Guarded(set), bits, None)
             } else {
@@ -215,11 +216,11 @@ fn by_name<'a>(cx: &Compound<'a>, name: &component4, how: Option<&createhow4>) -
                 // The verifier lives in the times (RFC 8881 18.16.3).
                 return Err(nfsstat4::NFS4ERR_INVAL);
             }
-            crate::ops::v3::check_create_attrs(&dir.creds, &set).map_err(|_| nfsstat4::NFS4ERR_PERM)?;
+            create::check_attrs(&dir.creds, &set).map_err(stat4)?;
             (CreateHow::Exclusive(cva.cva_verf), bits, Some(set))
         }
     };
-    let owner = crate::ops::v3::new_owner(&dir.attrs, &dir.creds);
+    let owner = create::new_owner(&dir.attrs, &dir.creds);
     let (id, mut attrs) = dir.fs().create(dir.id, name, &vhow, owner).map_err(stat4)?;
     if let Some(set) = after_set {
         if set != SetAttrs::default() && attrs.ftype == FileType::Regular {
