@@ -10,8 +10,8 @@ use proto::nfs3::{createhow3, nfsstat3, CREATE3args, CREATE3res, CREATE3resfail,
 use vfs::{CreateHow, FileType};
 
 use super::{create_attrs, created, dir_for_create, Created, Ctx};
-use crate::ops::create::new_owner;
 use crate::auth::may_write;
+use crate::ops::create::new_owner;
 
 pub(super) fn create(ctx: &Ctx, a: CREATE3args) -> CREATE3res {
     let fail = |(s, dir_wcc)| CREATE3res::default(s, CREATE3resfail { dir_wcc });
