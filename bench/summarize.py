@@ -20,11 +20,16 @@ Markdown:
 - nfs41*.create_rate.json: the NFSv4.1 driver's creations per second.
 - the flush counters around a stable-write row: flushes per stable write.
 - cpu.tsv and percall.tsv: medians of each side's CPU per call.
+- tree-cpu.csv (tree-cpu.sh): per phase of the fuse-nfs tree workload, each
+  server's wall time, server CPU seconds and the client's, and nfsx's
+  server CPU per RPC.
 
 Ratios are nfsx over NFS-Ganesha (for times per operation, Ganesha's time
 over nfsx's), so above 1 nfsx is ahead. A per-run ratio compares run i of
 one server with run i of the other, taken minutes apart: on a machine whose
-speed drifts it is the figure to trust, and its range is shown.
+speed drifts it is the figure to trust, and its range is shown. tree-cpu.csv
+holds seconds spent on a fixed piece of work, so there the ratio is nfsx's
+seconds over Ganesha's: below 1 nfsx spends less.
 
 The second form summarises vs-ganesha.sh's samples alone, with the mean and
 95% confidence interval (Student's t) of every cell (bench/vs_csv.py).
@@ -296,6 +301,42 @@ def tsv_rows(out):
         table([head[i] for i in keys] + head[first_num:], lines)
 
 
+def tree_cpu_rows(out):
+    path = os.path.join(out, "tree-cpu.csv")
+    if not os.path.exists(path):
+        return
+    rows = list(csv.DictReader(open(path)))
+    good = [r for r in rows if r["ok"] == "1"]
+    failed = sorted({(int(r["run"]), r["target"]) for r in rows if r["ok"] != "1"})
+    lines = []
+    for phase in ("extract", "copy", "diff", "stat", "remove", "total"):
+        mine = [r for r in good if r["phase"] == phase]
+        if not mine:
+            continue
+        for col, what in (("wall_s", "wall s"), ("server_cpu_s", "server CPU s"), ("client_cpu_s", "fuse-nfs CPU s")):
+            by = {t: {int(r["run"]): float(r[col]) for r in mine if r["target"] == t} for t in ("nfsx", "ganesha")}
+            a = [v for _, v in sorted(by["nfsx"].items())]
+            b = [v for _, v in sorted(by["ganesha"].items())]
+            # Per-run ratios pair the runs both servers completed.
+            both = sorted(set(by["nfsx"]) & set(by["ganesha"]))
+            pa, pb = [by["nfsx"][k] for k in both], [by["ganesha"][k] for k in both]
+            r = ratio(pa, pb) if pb and st.median(pb) > 0 else "-"
+            per_rpc = "-"
+            if col == "server_cpu_s":
+                calls = [(float(x["server_cpu_s"]), float(x["server_rpcs"])) for x in mine
+                         if x["target"] == "nfsx" and x["server_rpcs"] not in ("", "0")]
+                if calls:
+                    per_rpc = f"{num(st.median(n for _, n in calls))} ({num(st.median(c * 1e6 / n for c, n in calls))})"
+            lines.append([phase, what, with_ci(a) if a else "-", with_ci(b) if b else "-", r, per_rpc])
+    print("tree-cpu.csv: fuse-nfs, NFSv3; seconds for the same work, so below 1 nfsx spends less")
+    print()
+    table(["phase", "measure", "nfsx median (mean ± 95% CI)", "Ganesha median (mean ± 95% CI)",
+           "nfsx / Ganesha (per run)", "nfsx RPCs (server µs each)"], lines)
+    if failed:
+        print("failed (left out): " + ", ".join(f"run {n} {t}" for n, t in failed))
+        print()
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -311,6 +352,7 @@ def main(argv):
     flush_rows(out)
     create41_rows(out)
     tsv_rows(out)
+    tree_cpu_rows(out)
     return 0
 
 
