@@ -16,14 +16,14 @@ impl Core {
     /// The flag that puts this server in grace while another head is:
     /// set and cleared by whoever follows the cluster's record.
     pub fn cluster_grace_flag(&self) -> Arc<AtomicBool> {
-        self.v4.tables.lock().grace.cluster.clone()
+        self.v4.lock_tables().grace.cluster.clone()
     }
 
     /// Whether this server's own clients (or ones it adopted) may still
     /// reclaim: its part of the cluster's grace period.
     pub fn in_local_grace(&self) -> bool {
         let now = self.v4.now();
-        self.v4.tables.lock().grace.local(now)
+        self.v4.lock_tables().grace.local(now)
     }
 
     /// Whether other servers share an export's file system, so that this
@@ -41,7 +41,7 @@ impl Core {
         if !self.shared_locks {
             return;
         }
-        clients::tidy(&self.v4, &mut self.v4.tables.lock());
+        clients::tidy(&self.v4, &mut self.v4.lock_tables());
         self.release_shared_locks();
     }
 
@@ -50,7 +50,7 @@ impl Core {
     pub fn adopt_clients(&self, records: Vec<Vec<u8>>) {
         let now = self.v4.now();
         let length = Duration::from_secs(self.v4.settings.grace_secs.into());
-        self.v4.tables.lock().grace.adopt(records, now, length);
+        self.v4.lock_tables().grace.adopt(records, now, length);
     }
 
     /// Ends the state of the clients with these owners (they move to
@@ -59,7 +59,7 @@ impl Core {
     pub fn release_clients(&self, owners: &[Vec<u8>]) -> usize {
         let mut released = 0;
         {
-            let mut t = self.v4.tables.lock();
+            let mut t = self.v4.lock_tables();
             let ids: Vec<u64> = t
                 .clients
                 .map

@@ -162,7 +162,7 @@ fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
 /// recalls theirs first, and revokes them once the deadline has passed.
 /// True when the store's delegation is gone.
 fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), deadline: Option<Duration>) -> bool {
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let Some(file) = files.lock().get(&key).map(|h| h.file) else {
         // None granted on it (or already given back): nothing to wait for.
         fs.undelegate(key.1);
@@ -187,7 +187,7 @@ fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), dea
 
 /// Gives back the store delegations no client's delegation stands behind.
 fn sweep(st: &State4, files: &Files) {
-    let t = st.tables.lock();
+    let t = st.lock_tables();
     let orphans: Vec<(u32, FileId)> = files.lock().iter().filter(|(_, h)| !held(&t, h.file)).map(|(k, _)| *k).collect();
     for key in orphans {
         let Some(h) = files.lock().remove(&key) else { continue };

@@ -92,7 +92,7 @@ pub(crate) fn sync(fs: &dyn Vfs, st: &State4, file: FileKey, owner: &LockOwner, 
     if !fs.shared() {
         return;
     }
-    let held = st.tables.lock().locks.owned_in(file, owner, start, end);
+    let held = st.lock_tables().locks.owned_in(file, owner, start, end);
     let key = owner_key(owner);
     let done = fs.range_lock(file.1, key, RangeLock::Unlock, start, end).and_then(|_| {
         held.iter().try_for_each(|l| {
@@ -113,7 +113,7 @@ impl Core {
             return;
         }
         let (released, shares) = {
-            let mut t = self.v4.tables.lock();
+            let mut t = self.v4.lock_tables();
             (std::mem::take(&mut t.locks.released), std::mem::take(&mut t.stateids.released_shares))
         };
         let fs_of = |file: &FileKey| Some(self.export_by_id(file.0)?.fs.clone());

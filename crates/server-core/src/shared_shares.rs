@@ -72,7 +72,7 @@ impl Core {
     pub fn start_share_store(&self) {
         let st = &self.share_store;
         let opens: Vec<Other> = {
-            let t = self.v4.tables.lock();
+            let t = self.v4.lock_tables();
             if st.publish.swap(true, Ordering::AcqRel) {
                 return;
             }
@@ -82,7 +82,7 @@ impl Core {
         for other in opens {
             // Each with the tables locked, as an OPEN takes them: a CLOSE
             // or an upgrade of the same open comes wholly before or after.
-            let t = self.v4.tables.lock();
+            let t = self.v4.lock_tables();
             let Some((file, o)) = t.stateids.ids.get(&other).and_then(|e| Some((e.file, e.open()?))) else {
                 continue;
             };

@@ -537,3 +537,20 @@ fn mandatory_locks_bind_io_over_their_range() {
         ok(&a.run(&env, vec![putfh(&fh), write_op(&la.lock_stateid, 0, b"mine")]));
     }
 }
+
+/// How often the NFSv4 state's one lock is taken by the commonest
+/// compound, SEQUENCE + PUTFH + READ: the figure that splitting the state
+/// into shards must bring to one. Today SEQUENCE takes it to claim the
+/// slot and again to cache the reply, and READ to check its stateid.
+#[test]
+fn a_read_compound_takes_the_state_lock_three_times() {
+    let env = rw_env();
+    let mut a = Session::ready(&env, "a");
+    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+    ok(&r);
+    let (sid, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+    ok(&a.run(&env, vec![putfh(&fh), write_op(&sid, 0, b"data")]));
+    let before = env.core.nfs4_state_locked();
+    ok(&a.run(&env, vec![putfh(&fh), read_op(&sid, 0, 4)]));
+    assert_eq!(env.core.nfs4_state_locked() - before, 3);
+}

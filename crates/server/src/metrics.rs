@@ -381,6 +381,13 @@ impl Collector for BackendCollector {
             MetricType::Counter,
         )?;
         ConstCounter::new(self.0.records_parsed()).encode(parsed)?;
+        let locked = encoder.encode_descriptor(
+            "nfsx_nfs4_state_locked",
+            "Times the NFSv4 state's lock was taken",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(self.0.nfs4_state_locked()).encode(locked)?;
         for (name, (c, series)) in by_name {
             let full = format!("nfsx_backend_{name}");
             let kind = if c.gauge { MetricType::Gauge } else { MetricType::Counter };

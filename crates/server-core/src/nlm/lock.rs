@@ -24,7 +24,7 @@ pub(super) fn lock(core: &Core, call: &Call, a: nlm4_lockargs) -> (nlm4_res, boo
         Ok(false) => return res(a.cookie, nlm4_stats::nlm4_denied),
         Err(_) => return res(a.cookie, nlm4_stats::nlm4_failed),
     }
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let stat = if !a.reclaim && t.grace.in_grace(st.now()) {
         nlm4_stats::nlm4_denied_grace_period
     } else {

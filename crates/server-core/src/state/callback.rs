@@ -197,7 +197,7 @@ fn send_cb(
 /// Returns whether it matched an outstanding callback.
 pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> bool {
     let st = &core.v4;
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     let Some(p) = t.sessions.pending.remove(&(conn, xid)) else { return false };
     // None: the call failed at the RPC level or the reply is garbage.

@@ -96,7 +96,7 @@ pub(crate) fn holder_attrs(
     requesting_client: Option<u64>,
 ) -> Result<Option<(u64, u64)>, nfsstat4> {
     let waiter = {
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         let holder =
             t.stateids.on_file(file).filter(|(_, e)| Some(e.client) != requesting_client).find_map(|(_, e)| {
                 match &e.kind {
@@ -115,7 +115,7 @@ pub(crate) fn holder_attrs(
     match waiter.wait(wait) {
         Some(answer) => Ok(answer),
         None => {
-            let mut t = st.tables.lock();
+            let mut t = st.lock_tables();
             recall_conflicting(st, &mut t, file, requesting_client, true).map(|()| None)
         }
     }

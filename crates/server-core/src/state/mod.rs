@@ -113,7 +113,11 @@ pub(crate) struct State4 {
     /// ids, session ids and stateids, so those from before a restart (or
     /// from another head) are recognised as stale.
     pub boot: u32,
-    pub tables: parking_lot::Mutex<Tables>,
+    /// Every table, under one lock for now: taken through
+    /// [`State4::lock_tables`], which counts the acquisitions, so that the
+    /// lock's traffic per request is measured while it is split up.
+    tables: parking_lot::Mutex<Tables>,
+    tables_locked: std::sync::atomic::AtomicU64,
     pub(crate) write_delegated: Arc<WriteDelegated>,
     /// Set when the lock table queued releases for a shared store, read
     /// without the tables' lock (`crate::shared_locks`).
@@ -190,7 +194,28 @@ impl State4 {
         let lock_releases = tables.locks.released_pending.clone();
         tables.stateids.shares_pending = lock_releases.clone();
         let tables = parking_lot::Mutex::new(tables);
-        State4 { settings, clock, backchannel, store, boot, tables, write_delegated, lock_releases }
+        State4 {
+            settings,
+            clock,
+            backchannel,
+            store,
+            boot,
+            tables,
+            tables_locked: Default::default(),
+            write_delegated,
+            lock_releases,
+        }
+    }
+
+    /// The tables, locked.
+    pub(crate) fn lock_tables(&self) -> parking_lot::MutexGuard<'_, Tables> {
+        self.tables_locked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.tables.lock()
+    }
+
+    /// How many times the tables' lock was taken.
+    pub fn tables_locked(&self) -> u64 {
+        self.tables_locked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether some client holds a write delegation on the file, read

@@ -12,7 +12,7 @@ pub(super) fn run(cx: &mut Compound, args: BACKCHANNEL_CTL4args) -> Result<(), n
         return Err(nfsstat4::NFS4ERR_INVAL);
     }
     let st = cx.state();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     let Some(s) = t.sessions.get_mut(&seq.sessionid) else { return Err(nfsstat4::NFS4ERR_BADSESSION) };
     s.cb_program = args.bca_cb_program;

@@ -10,7 +10,7 @@ use crate::state::{callback, clients};
 
 pub(super) fn run(cx: &mut Compound, args: BIND_CONN_TO_SESSION4args) -> Result<BIND_CONN_TO_SESSION4resok, nfsstat4> {
     let st = cx.state();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     let sid = args.bctsa_sessid;

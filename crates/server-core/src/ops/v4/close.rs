@@ -22,7 +22,7 @@ pub(super) fn run(cx: &mut Compound, args: CLOSE4args) -> Result<stateid4, nfsst
         Fh::Pseudo(_) => return Err(nfsstat4::NFS4ERR_ISDIR),
     };
     let minor = cx.minor;
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let owner = owner_of_open(&t.stateids, &sid.other);
     if minor == 0 {
         let Some(key) = owner.clone() else {

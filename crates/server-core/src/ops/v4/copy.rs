@@ -104,7 +104,7 @@ fn start_async(cx: &Compound, src: &Obj, dst: &Obj, args: &COPY4args, count: u64
     let st = cx.state();
     let settings = &st.settings;
     let job = {
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         if !crate::state::callback::has_backchannel(&t, client) || t.offloads.running() >= settings.max_async_copies {
             return None;
         }
@@ -125,7 +125,7 @@ fn start_async(cx: &Compound, src: &Obj, dst: &Obj, args: &COPY4args, count: u64
     };
     let stateid = job.stateid.clone();
     if !copy_async::spawn(&*cx.core.jobs, &cx.core.v4, job, copy) {
-        st.tables.lock().offloads.cancel(client, &stateid);
+        st.lock_tables().offloads.cancel(client, &stateid);
         return None;
     }
     Some(COPY4resok {

@@ -89,7 +89,7 @@ fn run(st: &Weak<State4>, job: &CopyJob, c: &Copy) {
         offload_info4::default(status, done)
     };
     let args = CB_OFFLOAD4args { coa_fh: c.dst_fh.clone(), coa_stateid: job.stateid.clone(), coa_offload_info };
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     if !callback::offload(&st, &mut t, job.client, args) {
         tracing::info!(
             client = format_args!("{:#x}", job.client),

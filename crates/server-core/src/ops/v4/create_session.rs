@@ -22,7 +22,7 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
     let set = &st.settings;
     let now = st.now();
     let principal = Principal::of(&cx.call.auth);
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     let id = args.csa_clientid;

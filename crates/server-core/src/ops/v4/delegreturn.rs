@@ -15,7 +15,7 @@ pub(super) fn run(cx: &mut Compound, args: DELEGRETURN4args) -> Result<(), nfsst
     }
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     let file = file_key(&obj);
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     delegations::delegreturn(st, &mut t, cx.minor, io_client(cx), &sid, file)?;
     drop(t);
     if obj.fs().shared() {

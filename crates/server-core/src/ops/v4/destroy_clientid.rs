@@ -7,7 +7,7 @@ use crate::state::clients;
 
 pub(super) fn run(cx: &mut Compound, args: DESTROY_CLIENTID4args) -> Result<(), nfsstat4> {
     let st = cx.state();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     let id = args.dca_clientid;

@@ -52,7 +52,7 @@ pub(crate) fn wrong_type(minor: u32) -> nfsstat4 {
 /// sees; the recall tells clients their layout no longer describes it.
 pub(crate) fn recall_layouts(cx: &Compound, file: crate::state::FileKey) {
     let st = cx.state();
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let holders = t.layouts.holders(file);
     if holders.is_empty() {
         return;
@@ -72,6 +72,6 @@ pub(crate) fn recall_layouts(cx: &Compound, file: crate::state::FileKey) {
 /// changing its attributes); NFS4ERR_DELAY while a recall is out.
 pub(crate) fn recall_delegations(cx: &Compound, file: crate::state::FileKey) -> Result<(), nfsstat4> {
     let st = cx.state();
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     crate::state::delegations::recall_conflicting(st, &mut t, file, cx.session_client(), true)
 }

@@ -34,7 +34,7 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
     let principal = Principal::of(&cx.call.auth);
     let st = cx.state();
     let now = st.now();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     let (conf, unconf) = t.clients.by_owner(&owner, false);

@@ -14,7 +14,7 @@ pub(super) fn run(cx: &mut Compound, args: FREE_STATEID4args) -> Result<(), nfss
         return Err(nfsstat4::NFS4ERR_BAD_STATEID);
     }
     let client = cx.session_client();
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     match t.stateids.find(st.boot, cx.minor, client, &sid) {
         Ok(_) | Err(nfsstat4::NFS4ERR_DELEG_REVOKED) => {}
         Err(e) => return Err(e),

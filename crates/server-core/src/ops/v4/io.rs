@@ -64,7 +64,7 @@ pub(super) fn check(
     let sid = cx.resolve_stateid(stateid)?;
     let st = cx.state();
     {
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         check_io(st, &mut t, io_client(cx), &sid, file_key(obj), kind, range)?;
     }
     let allowed = match kind {

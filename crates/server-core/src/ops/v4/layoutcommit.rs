@@ -17,7 +17,7 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTCOMMIT4args) -> Result<LAYOUTCO
     let sid = cx.resolve_stateid(&args.loca_stateid)?;
     let st = cx.state();
     {
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         if args.loca_reclaim && !t.grace.in_grace(st.now()) {
             return Err(nfsstat4::NFS4ERR_NO_GRACE);
         }

@@ -33,7 +33,7 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTGET4args) -> Result<LAYOUTGET4r
     let st = cx.state();
     let file = file_key(&o);
     let stateid = {
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         let crate::state::Tables { layouts, stateids, .. } = &mut *t;
         // The first LAYOUTGET of a file names an open, lock or delegation
         // stateid of it; later ones may name the layout stateid (18.43.3).

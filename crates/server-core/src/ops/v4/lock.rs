@@ -94,7 +94,7 @@ fn take_shared(cx: &mut Compound, args: &LOCK4args) -> Result<Option<Shared>, nf
         locker4::TRUE(otl) => v4_lock_owner(client_of(cx, otl.lock_owner.clientid), &otl.lock_owner.owner),
         locker4::FALSE(el) => {
             let Ok(sid) = cx.resolve_stateid(&el.lock_stateid) else { return Ok(None) };
-            let t = cx.state().tables.lock();
+            let t = cx.state().lock_tables();
             match t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) {
                 Some((client, Kind::Lock(l))) => v4_lock_owner(client, &l.owner),
                 _ => return Ok(None),
@@ -132,7 +132,7 @@ fn run_inner(cx: &mut Compound, args: LOCK4args, remote_conflict: Option<Lock>) 
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     check_regular(cx, &obj)?;
     let file = file_key(&obj);
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     // NFSv4.0 owners whose seqids this request advances.
     let mut seq: Vec<(OwnerSort, OwnerKey, u32)> = Vec::new();
     let (open_other, lock_owner_key, existing_lock) = match &args.locker {

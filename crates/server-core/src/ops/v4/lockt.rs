@@ -25,7 +25,7 @@ fn run_inner(cx: &mut Compound, args: LOCKT4args) -> Result<LOCKT4res, nfsstat4>
     check_regular(cx, &obj)?;
     let file = file_key(&obj);
     let client = client_of(cx, args.owner.clientid);
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     t.clients.renew(client, st.now())?;
     check_grace(cx, &mut t, client, false)?;
     let owner = v4_lock_owner(client, &args.owner.owner);

@@ -18,7 +18,7 @@ pub(super) fn run(cx: &mut Compound, args: LOCKU4args) -> Result<stateid4, nfsst
     check_regular(cx, &obj)?;
     let file = file_key(&obj);
     let fs = obj.export.fs.clone();
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) else {
         return Err(t
             .stateids

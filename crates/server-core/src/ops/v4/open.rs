@@ -90,7 +90,7 @@ pub(super) fn run(cx: &mut Compound, args: OPEN4args) -> Result<OPEN4resok, nfss
         return open(cx, client, &key, &args);
     }
     {
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         t.clients.renew(client, st.now())?;
         let check = match t.stateids.seqid_check(OwnerSort::Open, &key, args.seqid) {
             Err(nfsstat4::NFS4ERR_BAD_SEQID) => {
@@ -119,7 +119,7 @@ pub(super) fn run(cx: &mut Compound, args: OPEN4args) -> Result<OPEN4resok, nfss
     let r = open(cx, client, &key, &args);
     let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
     let fh = r.is_ok().then_some(cx.cfh).flatten();
-    st.tables.lock().stateids.seqid_record(OwnerSort::Open, &key, args.seqid, status, Replay::Open(r.clone(), fh));
+    st.lock_tables().stateids.seqid_record(OwnerSort::Open, &key, args.seqid, status, Replay::Open(r.clone(), fh));
     r
 }
 
@@ -256,7 +256,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         openflag4::default(_) => None,
     };
     {
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         let now = st.now();
         if minor >= 1 {
             t.clients.renew(client, now)?;
@@ -319,7 +319,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     if obj.fs().shared() {
         obj.fs().open_shared(obj.id, access & OPEN4_SHARE_ACCESS_WRITE != 0).map_err(stat4)?;
     }
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let deleg_claim = match &args.claim {
         CLAIM_DELEGATE_CUR(d) => Some(cx.resolve_stateid(&d.delegate_stateid)?),
         CLAIM_DELEG_CUR_FH(s) => Some(cx.resolve_stateid(s)?),
@@ -358,7 +358,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         let store_key = t.stateids.new_store_key(st.boot);
         drop(t);
         let reserved = shared_shares::reserve_new(core, fs, obj.id, store_key, all_access, all_deny)?;
-        t = st.tables.lock();
+        t = st.lock_tables();
         if t.stateids.opens_by.contains_key(&(key.clone(), file))
             || !share_conflicts(&t.stateids, file, None, all_access, all_deny).is_empty()
         {

@@ -13,7 +13,7 @@ pub(super) fn run(cx: &mut Compound, args: OPEN_CONFIRM4args) -> Result<OPEN_CON
     let sid = args.open_stateid.clone();
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     let file = file_key(&obj);
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let Some(key) = owner_of_open(&t.stateids, &sid.other) else {
         return Err(t.stateids.find(st.boot, 0, None, &sid).err().unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
     };

@@ -16,7 +16,7 @@ pub(super) fn run(cx: &mut Compound, args: OPEN_DOWNGRADE4args) -> Result<OPEN_D
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     let file = file_key(&obj);
     let minor = cx.minor;
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let owner = owner_of_open(&t.stateids, &sid.other).filter(|_| minor == 0);
     if minor == 0 {
         let Some(key) = owner.clone() else {

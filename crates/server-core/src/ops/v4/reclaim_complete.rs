@@ -13,7 +13,7 @@ pub(super) fn run(cx: &mut Compound, args: RECLAIM_COMPLETE4args) -> Result<(), 
         return Ok(());
     }
     let st = cx.state();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     let Some(c) = t.clients.get_mut(client) else { return Err(nfsstat4::NFS4ERR_STALE_CLIENTID) };
     if c.reclaim_complete {

@@ -10,7 +10,7 @@ use crate::state::stateids::{v4_lock_owner, OwnerKey};
 pub(super) fn run(cx: &mut Compound, args: RELEASE_LOCKOWNER4args) -> Result<(), nfsstat4> {
     let st = cx.state();
     let client = args.lock_owner.clientid;
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     t.clients.renew(client, st.now())?;
     if t.locks.holds_any(&v4_lock_owner(client, &args.lock_owner.owner)) {
         return Err(nfsstat4::NFS4ERR_LOCKS_HELD);

@@ -7,7 +7,7 @@ use crate::state::clients;
 
 pub(super) fn run(cx: &mut Compound, args: RENEW4args) -> Result<(), nfsstat4> {
     let st = cx.state();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     // No 4.0 callbacks are made, so CB_PATH_DOWN is never reported.

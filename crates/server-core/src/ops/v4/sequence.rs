@@ -33,7 +33,9 @@ pub(super) fn begin(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Beg
 fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<SEQUENCE4resok, Vec<Bytes>>, nfsstat4> {
     let st = cx.state();
     let now = st.now();
-    let mut guard = st.tables.lock();
+    // Computed before the lock, which every client's SEQUENCE takes.
+    let d = digest(raw);
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     let sid = args.sa_sessionid;
@@ -49,7 +51,6 @@ fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<
     if slotid as usize >= s.slots.len() {
         return Err(nfsstat4::NFS4ERR_BADSLOT);
     }
-    let d = digest(raw);
     let slot = &mut s.slots[slotid as usize];
     if args.sa_sequenceid == slot.seqid {
         if slot.busy {
@@ -109,7 +110,7 @@ fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<
 pub(super) fn finish(cx: &Compound, body: &[Bytes]) {
     let Some(seq) = &cx.seq else { return };
     let st = cx.state();
-    let mut t = st.tables.lock();
+    let mut t = st.lock_tables();
     let Some(s) = t.sessions.get_mut(&seq.sessionid) else { return };
     let len: usize = body.iter().map(|b| b.len()).sum();
     s.set_busy(seq.slotid as usize, false);

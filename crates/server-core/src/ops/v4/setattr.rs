@@ -37,7 +37,7 @@ fn set(cx: &Compound, args: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
         }
         let stateid = cx.resolve_stateid(&args.stateid)?;
         let st = cx.state();
-        let mut t = st.tables.lock();
+        let mut t = st.lock_tables();
         check_io(
             st,
             &mut t,

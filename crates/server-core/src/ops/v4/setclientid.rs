@@ -21,7 +21,7 @@ fn set(cx: &mut Compound, args: SETCLIENTID4args) -> Result<SETCLIENTID4resok, O
     let principal = Principal::of(&cx.call.auth);
     let st = cx.state();
     let now = st.now();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     let (conf, unconf) = t.clients.by_owner(&owner, true);

@@ -9,7 +9,7 @@ pub(super) fn run(cx: &mut Compound, args: SETCLIENTID_CONFIRM4args) -> Result<(
     let principal = Principal::of(&cx.call.auth);
     let st = cx.state();
     let now = st.now();
-    let mut guard = st.tables.lock();
+    let mut guard = st.lock_tables();
     let t = &mut *guard;
     clients::tidy(st, t);
     let id = args.clientid;
