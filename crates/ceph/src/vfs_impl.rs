@@ -128,73 +128,8 @@ impl Vfs for CephFs {
     }
 
     /// Other heads and Ceph clients change the same file system.
-    fn shared(&self) -> bool {
-        true
-    }
-
-    fn delegate(&self, id: FileId, write: bool) -> VfsResult<bool> {
-        self.guarded(|| self.do_delegate(id, write))
-    }
-
-    fn undelegate(&self, id: FileId) {
-        self.do_undelegate(id)
-    }
-
-    fn on_delegation_recall(&self, sink: DelegationRecallSink) {
-        self.delegs.set_sink(sink)
-    }
-
-    fn delegation_return_deadline(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(self.settings.delegation_return_secs)
-    }
-
-    fn range_lock(&self, id: FileId, owner: u64, lock: RangeLock, start: u64, end: u64) -> VfsResult<bool> {
-        self.guarded(|| self.do_range_lock(id, owner, lock, start, end))
-    }
-
-    fn range_test(
-        &self,
-        id: FileId,
-        owner: u64,
-        lock: RangeLock,
-        start: u64,
-        end: u64,
-    ) -> VfsResult<Option<(RangeLock, u64, u64)>> {
-        self.guarded(|| self.do_range_test(id, owner, lock, start, end))
-    }
-
-    fn share_reserve(&self, id: FileId, owner: u64, access: u32, deny: u32) -> VfsResult<bool> {
-        if !self.settings.share_reservations {
-            return Ok(true);
-        }
-        self.guarded(|| self.do_share_reserve(id, owner, access, deny))
-    }
-
-    fn open_shared(&self, id: FileId, write: bool) -> VfsResult<()> {
-        self.guarded(|| {
-            let n = self.node(id)?;
-            match write {
-                true => self.fh_write(&n, id),
-                false => n.fh(),
-            }
-            .map(|_| ())
-        })
-    }
-
-    fn watch_share_denials(&self, sink: ShareDenialSink) -> VfsResult<bool> {
-        self.gate.watch(&self.settings, self.instance.as_deref(), sink)
-    }
-
-    fn share_denials_marked(&self) -> VfsResult<bool> {
-        self.guarded(|| self.gate.marked())
-    }
-
-    fn unwatch_share_denials(&self) {
-        self.gate.unwatch()
-    }
-
-    fn mark_share_denials(&self) -> VfsResult<()> {
-        self.gate.mark(&self.settings, self.instance.as_deref())
+    fn shared_store(&self) -> Option<&dyn SharedStore> {
+        Some(self)
     }
 
     fn change_is_ctime(&self) -> bool {
@@ -272,5 +207,72 @@ impl Vfs for CephFs {
                 u64::from(self.health.away()),
             ),
         ]
+    }
+}
+
+impl SharedStore for CephFs {
+    fn delegate(&self, id: FileId, write: bool) -> VfsResult<bool> {
+        self.guarded(|| self.do_delegate(id, write))
+    }
+
+    fn undelegate(&self, id: FileId) {
+        self.do_undelegate(id)
+    }
+
+    fn on_delegation_recall(&self, sink: DelegationRecallSink) {
+        self.delegs.set_sink(sink)
+    }
+
+    fn delegation_return_deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.settings.delegation_return_secs)
+    }
+
+    fn range_lock(&self, id: FileId, owner: u64, lock: RangeLock, start: u64, end: u64) -> VfsResult<bool> {
+        self.guarded(|| self.do_range_lock(id, owner, lock, start, end))
+    }
+
+    fn range_test(
+        &self,
+        id: FileId,
+        owner: u64,
+        lock: RangeLock,
+        start: u64,
+        end: u64,
+    ) -> VfsResult<Option<(RangeLock, u64, u64)>> {
+        self.guarded(|| self.do_range_test(id, owner, lock, start, end))
+    }
+
+    fn share_reserve(&self, id: FileId, owner: u64, access: u32, deny: u32) -> VfsResult<bool> {
+        if !self.settings.share_reservations {
+            return Ok(true);
+        }
+        self.guarded(|| self.do_share_reserve(id, owner, access, deny))
+    }
+
+    fn open_shared(&self, id: FileId, write: bool) -> VfsResult<()> {
+        self.guarded(|| {
+            let n = self.node(id)?;
+            match write {
+                true => self.fh_write(&n, id),
+                false => n.fh(),
+            }
+            .map(|_| ())
+        })
+    }
+
+    fn watch_share_denials(&self, sink: ShareDenialSink) -> VfsResult<bool> {
+        self.gate.watch(&self.settings, self.instance.as_deref(), sink)
+    }
+
+    fn share_denials_marked(&self) -> VfsResult<bool> {
+        self.guarded(|| self.gate.marked())
+    }
+
+    fn unwatch_share_denials(&self) {
+        self.gate.unwatch()
+    }
+
+    fn mark_share_denials(&self) -> VfsResult<()> {
+        self.gate.mark(&self.settings, self.instance.as_deref())
     }
 }

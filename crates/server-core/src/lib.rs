@@ -210,7 +210,7 @@ impl Core {
             kept.push(x);
         }
         let mut settings = settings.sanitized();
-        let shared_locks = kept.iter().any(|x| x.fs.shared());
+        let shared_locks = kept.iter().any(|x| x.fs.shared_store().is_some());
         // A courtesy client's opens and locks stay in the shared store,
         // where a client of another server would meet them with no way to
         // have them expired: on such a server a lease that runs out ends

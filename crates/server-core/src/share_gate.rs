@@ -1,6 +1,6 @@
 //! Share modes for a server over shared file systems that is not a head
 //! of a cluster: it learns of another server's first OPEN that denies from
-//! the store itself ([`vfs::Vfs::watch_share_denials`]), and until then
+//! the store itself ([`vfs::SharedStore::watch_share_denials`]), and until then
 //! holds no share modes there, as heads of a cluster do until their shared
 //! record says a client denied (see `shared_shares`).
 
@@ -32,8 +32,8 @@ impl Core {
         let sink: vfs::ShareDenialSink = Arc::new(move || {
             let _ = tx.lock().map(|t| t.send(()));
         });
-        for e in shared(self) {
-            match e.fs.watch_share_denials(sink.clone()) {
+        for (e, store) in shared(self) {
+            match store.watch_share_denials(sink.clone()) {
                 Ok(true) => {}
                 Ok(false) => {
                     unwatch(self);
@@ -53,7 +53,7 @@ impl Core {
             let mut told = false;
             while !stop.load(Ordering::Acquire) {
                 let called = rx.recv_timeout(LOOK).is_ok();
-                let marked = !told && shared(&core).any(|e| e.fs.share_denials_marked().unwrap_or(false));
+                let marked = !told && shared(&core).any(|(_, s)| s.share_denials_marked().unwrap_or(false));
                 if (called || marked) && !told {
                     tracing::info!("another server is granting an OPEN that denies: holding share modes in the shared file systems from now on");
                     core.start_share_store();
@@ -66,7 +66,7 @@ impl Core {
                         unwatch(&core);
                         told = true;
                     }
-                    let marks = shared(&core).map(|e| e.fs.mark_share_denials());
+                    let marks = shared(&core).map(|(_, s)| s.mark_share_denials());
                     match marks.collect::<vfs::VfsResult<Vec<()>>>() {
                         Ok(_) => {
                             core.allow_share_denials();
@@ -89,11 +89,11 @@ impl Core {
     }
 }
 
-fn shared(core: &Core) -> impl Iterator<Item = &crate::Export> {
-    core.exports().iter().filter(|e| e.fs.shared())
+fn shared(core: &Core) -> impl Iterator<Item = (&crate::Export, &dyn vfs::SharedStore)> {
+    core.exports().iter().filter_map(|e| Some((e, e.fs.shared_store()?)))
 }
 
 /// Stops watching every export's store (the gate's client ends with it).
 fn unwatch(core: &Core) {
-    shared(core).for_each(|e| e.fs.unwatch_share_denials());
+    shared(core).for_each(|(_, s)| s.unwatch_share_denials());
 }

@@ -1,12 +1,12 @@
-//! Delegations on a file system other servers share ([`vfs::Vfs::shared`]).
+//! Delegations on a file system other servers share ([`vfs::Vfs::shared_store`]).
 //!
 //! This server cannot see the other servers' opens, so it hands out a
 //! delegation there only while it holds one in the store as well
-//! ([`vfs::Vfs::delegate`]): the store then makes the other servers'
+//! ([`vfs::SharedStore::delegate`]): the store then makes the other servers'
 //! conflicting requests wait and asks this server to give it back. The
 //! server recalls its clients' delegations on the file (CB_RECALL) and
 //! gives the store's back once they are returned, or revokes them after
-//! [`vfs::Vfs::delegation_return_deadline`]: the store (libcephfs) cuts a
+//! [`vfs::SharedStore::delegation_return_deadline`]: the store (libcephfs) cuts a
 //! server off that keeps a recalled delegation too long.
 //!
 //! One background job ([`crate::Jobs`]) does the giving back. The store's recall callback only
@@ -78,6 +78,7 @@ impl Core {
             // would recall the store's delegation: none is granted.
             return false;
         }
+        let Some(store) = fs.shared_store() else { return false };
         let (export, id) = (file.0, file.1);
         let d = &self.shared_delegs;
         let sender = d.thread.get_or_init(|| start(&*self.jobs, self.v4.clone(), d.files.clone()));
@@ -85,7 +86,7 @@ impl Core {
         if !sinks.contains(&export) {
             let tx = sender.lock().clone();
             let weak: Weak<dyn Vfs> = Arc::downgrade(fs);
-            fs.on_delegation_recall(Arc::new(move |id| {
+            store.on_delegation_recall(Arc::new(move |id| {
                 if let Some(fs) = weak.upgrade() {
                     let _ = tx.send(Settle { fs, export, id, recalled: true });
                 }
@@ -96,7 +97,7 @@ impl Core {
         if d.files.lock().get(&(export, id)).is_some_and(|h| h.recalled) {
             return false;
         }
-        match fs.delegate(id, write) {
+        match store.delegate(id, write) {
             Ok(true) => {
                 d.files.lock().insert((export, id), Held { file, recalled: false, fs: Arc::downgrade(fs) });
                 true
@@ -140,7 +141,8 @@ fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
                 if let Some(h) = files.lock().get_mut(&(s.export, s.id)) {
                     h.recalled = true;
                 }
-                let deadline = st.now() + s.fs.delegation_return_deadline();
+                let grace = s.fs.shared_store().map_or(Duration::ZERO, |x| x.delegation_return_deadline());
+                let deadline = st.now() + grace;
                 pending.entry((s.export, s.id)).or_insert((s.fs, deadline));
             }
             Ok(s) => {
@@ -165,7 +167,7 @@ fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), dea
     let mut t = st.lock_tables();
     let Some(file) = files.lock().get(&key).map(|h| h.file) else {
         // None granted on it (or already given back): nothing to wait for.
-        fs.undelegate(key.1);
+        undelegate(fs, key.1);
         return true;
     };
     let clear = match deadline {
@@ -181,7 +183,7 @@ fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), dea
         delegations::revoke_all_on(&mut t, file);
     }
     files.lock().remove(&key);
-    fs.undelegate(key.1);
+    undelegate(fs, key.1);
     true
 }
 
@@ -192,8 +194,14 @@ fn sweep(st: &State4, files: &Files) {
     for key in orphans {
         let Some(h) = files.lock().remove(&key) else { continue };
         if let Some(fs) = h.fs.upgrade() {
-            fs.undelegate(key.1);
+            undelegate(&fs, key.1);
         }
+    }
+}
+
+fn undelegate(fs: &Arc<dyn Vfs>, id: FileId) {
+    if let Some(store) = fs.shared_store() {
+        store.undelegate(id);
     }
 }
 

@@ -1,9 +1,9 @@
 //! Byte-range locks on a file system other servers share (several heads
-//! over one store, [`vfs::Vfs::shared`]).
+//! over one store, [`vfs::Vfs::shared_store`]).
 //!
 //! This server's lock table only knows the locks it granted, so on such a
 //! file system every lock is also taken in the store itself
-//! ([`vfs::Vfs::range_lock`]), where the other servers' locks are: a LOCK
+//! ([`vfs::SharedStore::range_lock`]), where the other servers' locks are: a LOCK
 //! first takes its range there, so a conflict with another head's client
 //! shows before anything changes here; after a LOCK that then failed here,
 //! a LOCKU or an NLM UNLOCK, the store is made to hold exactly what the
@@ -57,10 +57,8 @@ pub(crate) fn take(
     start: u64,
     end: u64,
 ) -> VfsResult<bool> {
-    if !fs.shared() {
-        return Ok(true);
-    }
-    fs.range_lock(id, owner_key(owner), range_lock(kind), start, end)
+    let Some(store) = fs.shared_store() else { return Ok(true) };
+    store.range_lock(id, owner_key(owner), range_lock(kind), start, end)
 }
 
 /// A lock another server's client holds in the store that conflicts with
@@ -74,10 +72,8 @@ pub(crate) fn test(
     start: u64,
     end: u64,
 ) -> VfsResult<Option<Lock>> {
-    if !fs.shared() {
-        return Ok(None);
-    }
-    let held = fs.range_test(id, owner_key(owner), range_lock(kind), start, end)?;
+    let Some(store) = fs.shared_store() else { return Ok(None) };
+    let held = store.range_test(id, owner_key(owner), range_lock(kind), start, end)?;
     Ok(held.map(|(lock, start, end)| Lock {
         owner: another_server(),
         kind: if lock == RangeLock::Read { LockKind::Read } else { LockKind::Write },
@@ -89,14 +85,12 @@ pub(crate) fn test(
 /// Makes the store hold what this server's table holds for `owner` on
 /// `start..=end` of `file`.
 pub(crate) fn sync(fs: &dyn Vfs, st: &State4, file: FileKey, owner: &LockOwner, start: u64, end: u64) {
-    if !fs.shared() {
-        return;
-    }
+    let Some(store) = fs.shared_store() else { return };
     let held = st.lock_tables().locks.owned_in(file, owner, start, end);
     let key = owner_key(owner);
-    let done = fs.range_lock(file.1, key, RangeLock::Unlock, start, end).and_then(|_| {
+    let done = store.range_lock(file.1, key, RangeLock::Unlock, start, end).and_then(|_| {
         held.iter().try_for_each(|l| {
-            fs.range_lock(file.1, key, range_lock(l.kind), l.start.max(start), l.end.min(end)).map(drop)
+            store.range_lock(file.1, key, range_lock(l.kind), l.start.max(start), l.end.min(end)).map(drop)
         })
     });
     if let Err(e) = done {
@@ -149,7 +143,8 @@ fn start_releaser(jobs: &dyn crate::Jobs) -> parking_lot::Mutex<std::sync::mpsc:
                 for r in work {
                     match r {
                         Release::Locks(fs, id, key) => {
-                            if let Err(e) = fs.range_lock(id, key, RangeLock::Unlock, 0, u64::MAX) {
+                            let Some(store) = fs.shared_store() else { continue };
+                            if let Err(e) = store.range_lock(id, key, RangeLock::Unlock, 0, u64::MAX) {
                                 tracing::warn!(file = id, error = %e, "could not release locks in the shared store");
                             }
                         }

@@ -1,9 +1,9 @@
 //! Share reservations (OPEN's deny modes) on a file system other servers
-//! share (several heads over one store, [`vfs::Vfs::shared`]).
+//! share (several heads over one store, [`vfs::Vfs::shared_store`]).
 //!
 //! This server's open table only knows the opens it granted, so on such a
 //! file system every open's access and deny modes are also held in the
-//! store ([`vfs::Vfs::share_reserve`]), where the other servers' are. An
+//! store ([`vfs::SharedStore::share_reserve`]), where the other servers' are. An
 //! OPEN takes them there once its own table found no conflict, before it
 //! is recorded, and an OPEN that fails after that puts the store back; a
 //! CLOSE releases an open's modes there before it answers, so that an open
@@ -86,8 +86,8 @@ impl Core {
             let Some((file, o)) = t.stateids.ids.get(&other).and_then(|e| Some((e.file, e.open()?))) else {
                 continue;
             };
-            let Some(export) = self.export_by_id(file.0) else { continue };
-            match export.fs.share_reserve(file.1, o.store_key, o.access, o.deny) {
+            let Some(store) = self.export_by_id(file.0).and_then(|e| e.fs.shared_store()) else { continue };
+            match store.share_reserve(file.1, o.store_key, o.access, o.deny) {
                 Ok(true) => {}
                 // None denies yet, so an access cannot conflict.
                 Ok(false) => tracing::warn!(file = file.1, "an open's share modes conflict in the shared store"),
@@ -116,7 +116,7 @@ impl Core {
     /// server holds its opens' share modes in the store, and whether it
     /// grants OPENs that deny.
     pub fn share_store_state(&self) -> Option<(bool, bool)> {
-        if !self.exports().iter().any(|e| e.fs.shared()) {
+        if !self.exports().iter().any(|e| e.fs.shared_store().is_some()) {
             return None;
         }
         let st = &self.share_store;
@@ -152,7 +152,7 @@ pub(crate) fn reserve(
     access: u32,
     deny: u32,
 ) -> Result<Reserved, nfsstat4> {
-    if !fs.shared() {
+    if fs.shared_store().is_none() {
         return Ok(Reserved { key: 0, before: (0, 0) });
     }
     let held = existing.and_then(|o| ids.ids.get(o)).and_then(|e| e.open()).map(|o| (o.store_key, o.access, o.deny));
@@ -179,7 +179,9 @@ pub(crate) fn reserve_new(
     if !core.publishes_shares() {
         return Ok(Reserved { key, before: (0, 0) });
     }
-    match fs.share_reserve(id, key, access, deny) {
+    // Without a store every reservation is this server's alone.
+    let Some(store) = fs.shared_store() else { return Ok(Reserved { key, before: (0, 0) }) };
+    match store.share_reserve(id, key, access, deny) {
         Ok(true) => Ok(Reserved { key, before: (0, 0) }),
         Ok(false) => Err(nfsstat4::NFS4ERR_SHARE_DENIED),
         Err(e) => Err(stat4(e)),
@@ -193,7 +195,7 @@ pub(crate) fn reserve_new(
 /// file its first try made.
 pub(crate) fn denial_ready(core: &Core, fs: &dyn Vfs, deny: u32) -> Result<(), nfsstat4> {
     let st = &core.share_store;
-    if deny == 0 || !fs.shared() || st.denials.load(Ordering::Acquire) {
+    if deny == 0 || fs.shared_store().is_none() || st.denials.load(Ordering::Acquire) {
         return Ok(());
     }
     if !st.wanted.swap(true, Ordering::AcqRel) {
@@ -214,10 +216,8 @@ pub(crate) fn undo(fs: &dyn Vfs, id: FileId, r: &Reserved) {
 /// `key` (both 0: none); a failure is logged: it leaves the store holding
 /// more than the table, which refuses more, never less.
 pub(crate) fn set(fs: &dyn Vfs, id: FileId, key: u64, access: u32, deny: u32) {
-    if key == 0 {
-        return;
-    }
-    if let Err(e) = fs.share_reserve(id, key, access, deny) {
+    let Some(store) = fs.shared_store().filter(|_| key != 0) else { return };
+    if let Err(e) = store.share_reserve(id, key, access, deny) {
         tracing::warn!(file = id, error = %e, "could not bring the shared store's share reservation in line with this server's");
     }
 }

@@ -32,13 +32,8 @@ pub use scope::RequestScope;
 
 pub mod uninit;
 
-/// Receives the ids of files whose store delegation is wanted back (see
-/// [`Vfs::delegate`]).
-pub type DelegationRecallSink = std::sync::Arc<dyn Fn(FileId) + Send + Sync>;
-
-/// Where a store tells a server that another server is about to grant an
-/// OPEN that denies ([`Vfs::watch_share_denials`]); it must only queue.
-pub type ShareDenialSink = std::sync::Arc<dyn Fn() + Send + Sync>;
+mod shared;
+pub use shared::{DelegationRecallSink, ShareDenialSink, SharedStore};
 
 /// Keeps a file reachable by its id after its last name is removed, for
 /// as long as it is held (see [`KeepUnlinked`]); dropping it lets the
@@ -266,127 +261,18 @@ pub trait Vfs: Send + Sync + 'static {
         Ok(false)
     }
 
-    /// Whether other servers may change this file system behind this one
-    /// (several heads over one distributed store). The server then grants
-    /// no NFSv4 delegations on it: it would not hear of the conflicting
-    /// access another head serves, so it could not recall them.
-    fn shared(&self) -> bool {
-        false
+    /// The backend's [`SharedStore`]: `Some` where other servers may change
+    /// this file system behind this one (several heads over one distributed
+    /// store). The server then grants no NFSv4 delegations on it but those
+    /// the store backs: it would not hear of the conflicting access another
+    /// head serves, so it could not recall them.
+    fn shared_store(&self) -> Option<&dyn SharedStore> {
+        None
     }
 
     /// The backend's [`KeepUnlinked`], if it can keep unlinked files.
     fn keeps_unlinked(&self) -> Option<&dyn KeepUnlinked> {
         None
-    }
-
-    /// For a [`Vfs::shared`] file system that can hold delegations in the
-    /// store: takes one on file `id` (`write`: for a write delegation), so
-    /// that other servers' (and the store's other clients') access that
-    /// would conflict with a delegation this server hands out waits until
-    /// it is given back.
-    /// `Ok(false)`: not now (someone else uses the file, or the store does
-    /// not offer them); the server then grants none. Taking one already
-    /// held is a no-op. When the store wants it back, the sink given to
-    /// [`Vfs::on_delegation_recall`] is called with `id`; the server then
-    /// recalls its own delegations on the file and calls
-    /// [`Vfs::undelegate`], at the latest [`Vfs::delegation_return_deadline`]
-    /// after the recall.
-    fn delegate(&self, _id: FileId, _write: bool) -> VfsResult<bool> {
-        Ok(false)
-    }
-
-    /// Gives back the store's delegation on `id` (none held: nothing).
-    fn undelegate(&self, _id: FileId) {}
-
-    /// Where the store's recalls go; called from any thread, possibly with
-    /// the store's own locks held, so it must only queue the id. Set once;
-    /// later calls are ignored.
-    fn on_delegation_recall(&self, _sink: DelegationRecallSink) {}
-
-    /// How long after a recall the store's delegation must be given back
-    /// (the server revokes its clients' delegations on the file by then).
-    fn delegation_return_deadline(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(5)
-    }
-
-    /// For a [`Vfs::shared`] file system: takes `lock` (or releases, with
-    /// [`RangeLock::Unlock`]) on `start..=end` of file `id` for `owner` in
-    /// the store itself, where the locks other servers grant are seen,
-    /// with POSIX semantics per owner (a new lock replaces what the owner
-    /// held in the range). `Ok(false)`: another owner there holds a
-    /// conflicting lock; nothing changed. The server keeps its own table
-    /// too and calls this only for shared file systems.
-    fn range_lock(&self, _id: FileId, _owner: u64, _lock: RangeLock, _start: u64, _end: u64) -> VfsResult<bool> {
-        Ok(true)
-    }
-
-    /// For a [`Vfs::shared`] file system: a lock that another owner holds
-    /// in the store and that conflicts with `lock` on `start..=end` of file
-    /// `id` for `owner` (its kind and range, `end` inclusive), or `None`.
-    /// LOCKT and NLM TEST ask it when this server's own table has no
-    /// conflict, so the locks other servers granted are seen too.
-    fn range_test(
-        &self,
-        _id: FileId,
-        _owner: u64,
-        _lock: RangeLock,
-        _start: u64,
-        _end: u64,
-    ) -> VfsResult<Option<(RangeLock, u64, u64)>> {
-        Ok(None)
-    }
-
-    /// For a [`Vfs::shared`] file system: makes `owner`'s share
-    /// reservation on file `id` (RFC 8881 section 9.7) `access`/`deny`
-    /// in the store itself, where the reservations other servers grant are
-    /// seen. The bits are OPEN's: [`SHARE_READ`] and [`SHARE_WRITE`];
-    /// both 0 releases the reservation. `Ok(false)`: another owner denies
-    /// an access newly asked for, or accesses what is newly denied;
-    /// nothing changed. The server keeps its own table too and calls this
-    /// only for shared file systems, after its own table found no conflict.
-    fn share_reserve(&self, _id: FileId, _owner: u64, _access: u32, _deny: u32) -> VfsResult<bool> {
-        Ok(true)
-    }
-
-    /// For a [`Vfs::shared`] file system: opens file `id` in the store (for
-    /// writing too with `write`) for an NFS OPEN whose share modes are not
-    /// held there, so that the store
-    /// knows it open as other servers see it (their delegations on it are
-    /// recalled, and none granted while it stays open).
-    fn open_shared(&self, _id: FileId, _write: bool) -> VfsResult<()> {
-        Ok(())
-    }
-
-    /// For a [`Vfs::shared`] file system, on a server that learns of the
-    /// others' denials from nowhere else: `Ok(true)` when the store says
-    /// no server has granted an OPEN that denies yet, and will tell this
-    /// one (calling `sink` once, from any thread, possibly with the
-    /// store's locks held) before any does. Until then an access cannot
-    /// conflict anywhere, so this server need not hold its opens' modes in
-    /// the store ([`Vfs::share_reserve`]); once told, it holds them (those
-    /// granted already first) and calls [`Vfs::unwatch_share_denials`],
-    /// which lets the other server go on. `Ok(false)`: a denial was
-    /// granted before, or the store cannot say; hold them from the start.
-    fn watch_share_denials(&self, _sink: ShareDenialSink) -> VfsResult<bool> {
-        Ok(false)
-    }
-
-    /// Whether the store says a denial was granted, for a server watching:
-    /// a check beside the sink, which a store may fail to call (a session
-    /// that lapsed while the server was stopped).
-    fn share_denials_marked(&self) -> VfsResult<bool> {
-        Ok(false)
-    }
-
-    /// Stops watching (no watch: nothing).
-    fn unwatch_share_denials(&self) {}
-
-    /// Before this server grants its first OPEN that denies, having
-    /// stopped watching and holding its own opens' modes in the store:
-    /// tells every server watching, and returns once each has stopped
-    /// watching, so all of them hold their opens' modes there. Blocking.
-    fn mark_share_denials(&self) -> VfsResult<()> {
-        Ok(())
     }
 
     /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2

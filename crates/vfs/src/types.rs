@@ -229,14 +229,14 @@ pub fn check_setattrs(ftype: FileType, set: &SetAttrs, max_size: u64) -> VfsResu
     Ok(())
 }
 
-/// Share reservation bits of [`crate::Vfs::share_reserve`], for access and
+/// Share reservation bits of [`crate::SharedStore::share_reserve`], for access and
 /// deny alike: the values of NFSv4's OPEN4_SHARE_ACCESS_* and
 /// OPEN4_SHARE_DENY_*.
 pub const SHARE_READ: u32 = 1;
 pub const SHARE_WRITE: u32 = 2;
 
 /// A POSIX byte-range lock as a backend shared with other servers takes it
-/// ([`crate::Vfs::range_lock`]).
+/// ([`crate::SharedStore::range_lock`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RangeLock {
     Read,

@@ -159,7 +159,7 @@ pub(crate) struct OpenState {
     /// Lock stateids derived from this open.
     pub locks: Vec<Other>,
     /// The owner number of this open's share reservation in a shared
-    /// store ([`vfs::Vfs::share_reserve`]); 0 when it holds none there.
+    /// store ([`vfs::SharedStore::share_reserve`]); 0 when it holds none there.
     pub store_key: u64,
 }
 

@@ -18,7 +18,7 @@ pub(super) fn run(cx: &mut Compound, args: DELEGRETURN4args) -> Result<(), nfsst
     let mut t = st.lock_tables();
     delegations::delegreturn(st, &mut t, cx.minor, io_client(cx), &sid, file)?;
     drop(t);
-    if obj.fs().shared() {
+    if obj.fs().shared_store().is_some() {
         cx.core.shared_delegation_returned(&obj.export.fs, file);
     }
     Ok(())

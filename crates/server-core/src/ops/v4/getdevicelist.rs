@@ -21,7 +21,7 @@ pub(super) fn run(cx: &mut Compound, args: GETDEVICELIST4args) -> Result<GETDEVI
     }
     let laid_out = match cx.cfh()? {
         Fh::Pseudo(_) => false,
-        fh => cx.resolve(fh)?.export.fs.shared(),
+        fh => cx.resolve(fh)?.export.fs.shared_store().is_some(),
     };
     let n = if laid_out { servers.len() } else { 0 };
     let verf = u64::from(cx.state().boot).to_be_bytes();

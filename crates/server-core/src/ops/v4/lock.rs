@@ -86,7 +86,7 @@ struct Shared {
 fn take_shared(cx: &mut Compound, args: &LOCK4args) -> Result<Option<Shared>, nfsstat4> {
     let Some((start, end)) = range_of(args.offset, args.length) else { return Ok(None) };
     let Ok(obj) = cx.cobj(nfsstat4::NFS4ERR_ISDIR) else { return Ok(None) };
-    if !obj.fs().shared() {
+    if obj.fs().shared_store().is_none() {
         return Ok(None);
     }
     let (fs, file, id) = (obj.export.fs.clone(), file_key(&obj), obj.id);

@@ -316,8 +316,8 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     // file is open here, for writing too if this OPEN writes (whether or
     // not it holds the share modes): another server's delegation that
     // conflicts is recalled, and none is granted while it is open.
-    if obj.fs().shared() {
-        obj.fs().open_shared(obj.id, access & OPEN4_SHARE_ACCESS_WRITE != 0).map_err(stat4)?;
+    if let Some(store) = obj.fs().shared_store() {
+        store.open_shared(obj.id, access & OPEN4_SHARE_ACCESS_WRITE != 0).map_err(stat4)?;
     }
     let mut t = st.lock_tables();
     let deleg_claim = match &args.claim {
@@ -354,7 +354,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     // checked again.
     let fs = obj.fs();
     let core = cx.core;
-    let reserved = if fs.shared() && existing.is_none() && core.publishes_shares() {
+    let reserved = if fs.shared_store().is_some() && existing.is_none() && core.publishes_shares() {
         let store_key = t.stateids.new_store_key(st.boot);
         drop(t);
         let reserved = shared_shares::reserve_new(core, fs, obj.id, store_key, all_access, all_deny)?;
@@ -388,7 +388,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     };
     let delegation = if deleg_claim.is_some() || !confirmed || matches!(args.claim, CLAIM_PREVIOUS(_)) {
         open_delegation4::OPEN_DELEGATE_NONE
-    } else if fs.shared() {
+    } else if fs.shared_store().is_some() {
         // Another head may serve a conflicting open this server never
         // hears of: only the store's delegation makes it wait for a recall.
         delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, |write| {

@@ -8,7 +8,7 @@
 //! (hence FF_FLAGS_NO_LAYOUTCOMMIT).
 //!
 //! Layouts are only given for regular files of exports whose backend is
-//! shared ([`vfs::Vfs::shared`]); elsewhere a data server would see
+//! shared ([`vfs::Vfs::shared_store`]); elsewhere a data server would see
 //! another file system.
 
 use std::net::SocketAddr;
@@ -34,7 +34,7 @@ pub(super) fn layout_file<'a>(cx: &Compound<'a>) -> Result<Obj<'a>, nfsstat4> {
     }
     let o = cx.cobj(nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE)?;
     match o.attrs.ftype {
-        FileType::Regular if o.export.fs.shared() => Ok(o),
+        FileType::Regular if o.export.fs.shared_store().is_some() => Ok(o),
         FileType::Regular => Err(nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE),
         FileType::Directory => Err(nfsstat4::NFS4ERR_ISDIR),
         _ => Err(nfsstat4::NFS4ERR_INVAL),

@@ -303,7 +303,7 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
         match n {
             FATTR4_SUPPORTED_ATTRS => supported.encode(&mut e),
             FATTR4_FS_LAYOUT_TYPES => {
-                let flex = matches!(s, Subject::Obj { export, .. } if export.fs.shared());
+                let flex = matches!(s, Subject::Obj { export, .. } if export.fs.shared_store().is_some());
                 let types = if flex { vec![layouttype4::LAYOUT4_FLEX_FILES] } else { vec![] };
                 types.encode(&mut e)
             }
