@@ -123,8 +123,8 @@ impl Vfs for CephFs {
         })
     }
 
-    fn deallocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
-        self.guarded(|| self.do_deallocate(id, offset, length))
+    fn data_ops(&self) -> Option<&dyn DataOps42> {
+        Some(self)
     }
 
     /// Other heads and Ceph clients change the same file system.
@@ -207,6 +207,58 @@ impl Vfs for CephFs {
                 u64::from(self.health.away()),
             ),
         ]
+    }
+}
+
+/// Of the NFSv4.2 data operations libcephfs offers hole punching; holes
+/// are not reported, nor space reserved, copied or cloned inside the
+/// cluster.
+impl DataOps42 for CephFs {
+    fn seek(&self, _id: FileId, _offset: u64, _what: SeekWhat) -> VfsResult<SeekResult> {
+        Err(VfsError::NotSupported)
+    }
+
+    fn read_sparse(&self, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)> {
+        read_unsparse(self, id, offset, count)
+    }
+
+    fn allocate(&self, _id: FileId, _offset: u64, _length: u64) -> VfsResult<Attrs> {
+        Err(VfsError::NotSupported)
+    }
+
+    fn deallocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs> {
+        self.guarded(|| self.do_deallocate(id, offset, length))
+    }
+
+    fn copy_range(
+        &self,
+        _src: FileId,
+        _src_offset: u64,
+        _dst: FileId,
+        _dst_offset: u64,
+        _count: u64,
+        _stable: Stability,
+    ) -> VfsResult<CopyResult> {
+        Err(VfsError::NotSupported)
+    }
+
+    fn clone_range(
+        &self,
+        _src: FileId,
+        _src_offset: u64,
+        _dst: FileId,
+        _dst_offset: u64,
+        _count: u64,
+    ) -> VfsResult<()> {
+        Err(VfsError::NotSupported)
+    }
+
+    fn clone_blksize(&self) -> Option<u32> {
+        None
+    }
+
+    fn advise(&self, _id: FileId, _offset: u64, _len: u64, _advice: Advice) -> VfsResult<bool> {
+        Ok(false)
     }
 }
 

@@ -125,7 +125,7 @@ pub trait Vfs: Send + Sync + 'static {
     }
 
     /// [`Vfs::read_region`], but only when the region holds no hole:
-    /// what [`Vfs::read_sparse`] would return as a single data segment
+    /// what [`DataOps42::read_sparse`] would return as a single data segment
     /// (READ_PLUS then answers with it from the page cache). `None` when
     /// a hole lies in it, or as for `read_region`.
     fn read_data_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
@@ -191,74 +191,10 @@ pub trait Vfs: Send + Sync + 'static {
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat>;
 
-    // NFSv4.2 (RFC 7862) and extended attributes (RFC 8276). A backend
-    // without them keeps the defaults, which say `NotSupported`.
-
-    /// The next data or hole at or after `offset` of a regular file;
-    /// `NxIo` when `offset` is past the end of the file.
-    fn seek(&self, _id: FileId, _offset: u64, _what: SeekWhat) -> VfsResult<SeekResult> {
-        Err(VfsError::NotSupported)
-    }
-
-    /// Reads up to `count` bytes as data and hole segments, with `eof` as
-    /// [`Vfs::read`] says it. A backend that cannot tell holes returns
-    /// one data segment.
-    fn read_sparse(&self, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)> {
-        let r = self.read(id, offset, count)?;
-        let segs = if r.data.is_empty() { Vec::new() } else { vec![Segment::Data { offset, data: r.data }] };
-        Ok((segs, r.eof))
-    }
-
-    /// Reserves space for `[offset, offset+length)`, growing the file if
-    /// that range ends past it (`fallocate` mode 0, ALLOCATE).
-    fn allocate(&self, _id: FileId, _offset: u64, _length: u64) -> VfsResult<Attrs> {
-        Err(VfsError::NotSupported)
-    }
-
-    /// Punches a hole in `[offset, offset+length)`, keeping the size;
-    /// reads of it return zeros (DEALLOCATE).
-    fn deallocate(&self, _id: FileId, _offset: u64, _length: u64) -> VfsResult<Attrs> {
-        Err(VfsError::NotSupported)
-    }
-
-    /// Copies `count` bytes (0: to the source's end of file) from `src` at
-    /// `src_offset` to `dst` at `dst_offset` inside the backend, reaching
-    /// at least `stable`. Ranges of one file must not overlap (`Invalid`).
-    fn copy_range(
-        &self,
-        _src: FileId,
-        _src_offset: u64,
-        _dst: FileId,
-        _dst_offset: u64,
-        _count: u64,
-        _stable: Stability,
-    ) -> VfsResult<CopyResult> {
-        Err(VfsError::NotSupported)
-    }
-
-    /// Makes `[dst_offset, dst_offset+count)` of `dst` share the source's
-    /// blocks (a reflink; `count` 0: to the source's end of file).
-    /// `NotSupported` where the file system cannot.
-    fn clone_range(
-        &self,
-        _src: FileId,
-        _src_offset: u64,
-        _dst: FileId,
-        _dst_offset: u64,
-        _count: u64,
-    ) -> VfsResult<()> {
-        Err(VfsError::NotSupported)
-    }
-
-    /// The block size clones must be aligned to, if the backend clones.
-    fn clone_blksize(&self) -> Option<u32> {
+    /// The backend's NFSv4.2 data operations ([`DataOps42`]), if it has
+    /// them.
+    fn data_ops(&self) -> Option<&dyn DataOps42> {
         None
-    }
-
-    /// Passes an access-pattern hint for `[offset, offset+len)` (`len` 0:
-    /// to the end) to the host; `Ok(false)` when the backend ignores it.
-    fn advise(&self, _id: FileId, _offset: u64, _len: u64, _advice: Advice) -> VfsResult<bool> {
-        Ok(false)
     }
 
     /// The backend's [`SharedStore`]: `Some` where other servers may change

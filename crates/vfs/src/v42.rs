@@ -2,9 +2,65 @@
 //! (RFC 8276) as the backend sees them: sparse files, server-side copy and
 //! clone, and the host's `user.` attribute namespace.
 
-use crate::{Stability, VfsError};
+use crate::{Attrs, FileId, Stability, Vfs, VfsError, VfsResult};
 
-/// What [`crate::Vfs::seek`] looks for (SEEK's `data_content4`).
+/// The data operations of NFSv4.2 (RFC 7862): sparse files, space
+/// reservation, server-side copy and clone, and access hints, for a
+/// backend that offers them ([`crate::Vfs::data_ops`]). Without it the
+/// server answers them as the protocol does for a server that has none.
+pub trait DataOps42: Send + Sync {
+    /// The next data or hole at or after `offset` of a regular file;
+    /// `NxIo` when `offset` is past the end of the file.
+    fn seek(&self, id: FileId, offset: u64, what: SeekWhat) -> VfsResult<SeekResult>;
+
+    /// Reads up to `count` bytes as data and hole segments, with `eof` as
+    /// [`crate::Vfs::read`] says it. A backend that cannot tell holes
+    /// returns one data segment ([`read_unsparse`]).
+    fn read_sparse(&self, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)>;
+
+    /// Reserves space for `[offset, offset+length)`, growing the file if
+    /// that range ends past it (`fallocate` mode 0, ALLOCATE).
+    fn allocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs>;
+
+    /// Punches a hole in `[offset, offset+length)`, keeping the size;
+    /// reads of it return zeros (DEALLOCATE).
+    fn deallocate(&self, id: FileId, offset: u64, length: u64) -> VfsResult<Attrs>;
+
+    /// Copies `count` bytes (0: to the source's end of file) from `src` at
+    /// `src_offset` to `dst` at `dst_offset` inside the backend, reaching
+    /// at least `stable`. Ranges of one file must not overlap (`Invalid`).
+    fn copy_range(
+        &self,
+        src: FileId,
+        src_offset: u64,
+        dst: FileId,
+        dst_offset: u64,
+        count: u64,
+        stable: Stability,
+    ) -> VfsResult<CopyResult>;
+
+    /// Makes `[dst_offset, dst_offset+count)` of `dst` share the source's
+    /// blocks (a reflink; `count` 0: to the source's end of file).
+    /// `NotSupported` where the file system cannot.
+    fn clone_range(&self, src: FileId, src_offset: u64, dst: FileId, dst_offset: u64, count: u64) -> VfsResult<()>;
+
+    /// The block size clones must be aligned to, if the backend clones.
+    fn clone_blksize(&self) -> Option<u32>;
+
+    /// Passes an access-pattern hint for `[offset, offset+len)` (`len` 0:
+    /// to the end) to the host; `Ok(false)` when the backend ignores it.
+    fn advise(&self, id: FileId, offset: u64, len: u64, advice: Advice) -> VfsResult<bool>;
+}
+
+/// A sparse read of a backend that cannot tell holes: what
+/// [`Vfs::read`] returns, as one data segment.
+pub fn read_unsparse(fs: &dyn Vfs, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)> {
+    let r = fs.read(id, offset, count)?;
+    let segs = if r.data.is_empty() { Vec::new() } else { vec![Segment::Data { offset, data: r.data }] };
+    Ok((segs, r.eof))
+}
+
+/// What [`DataOps42::seek`] looks for (SEEK's `data_content4`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeekWhat {
     Data,
@@ -29,7 +85,7 @@ pub enum Segment {
     Hole { offset: u64, length: u64 },
 }
 
-/// What [`crate::Vfs::copy_range`] did.
+/// What [`DataOps42::copy_range`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyResult {
     /// Bytes copied; fewer than asked only at the source's end of file.

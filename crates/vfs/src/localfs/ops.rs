@@ -230,6 +230,10 @@ impl Vfs for LocalFs {
         Some(self)
     }
 
+    fn data_ops(&self) -> Option<&dyn crate::DataOps42> {
+        Some(self)
+    }
+
     fn counters(&self) -> Vec<crate::Counter> {
         self.stats()
     }
@@ -693,8 +697,31 @@ impl Vfs for LocalFs {
         })
     }
 
-    // NFSv4.2 and extended attributes: see v42.rs and xattr.rs.
+    // Extended attributes: see xattr.rs.
 
+    fn xattr_support(&self) -> bool {
+        self.xattr_support_impl()
+    }
+
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.getxattr_impl(id, name)
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.setxattr_impl(id, name, value, how)
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.listxattrs_impl(id)
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.removexattr_impl(id, name)
+    }
+}
+
+// See v42.rs.
+impl crate::DataOps42 for LocalFs {
     fn seek(&self, id: FileId, offset: u64, what: SeekWhat) -> VfsResult<SeekResult> {
         self.seek_impl(id, offset, what)
     }
@@ -733,25 +760,5 @@ impl Vfs for LocalFs {
 
     fn advise(&self, id: FileId, offset: u64, len: u64, advice: crate::Advice) -> VfsResult<bool> {
         self.advise_impl(id, offset, len, advice)
-    }
-
-    fn xattr_support(&self) -> bool {
-        self.xattr_support_impl()
-    }
-
-    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
-        self.getxattr_impl(id, name)
-    }
-
-    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
-        self.setxattr_impl(id, name, value, how)
-    }
-
-    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
-        self.listxattrs_impl(id)
-    }
-
-    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
-        self.removexattr_impl(id, name)
     }
 }

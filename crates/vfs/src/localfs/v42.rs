@@ -1,6 +1,6 @@
 //! The NFSv4.2 data operations of [`LocalFs`] (RFC 7862): SEEK, READ_PLUS,
 //! ALLOCATE, DEALLOCATE, COPY and CLONE, each called in one line from the
-//! `impl Vfs` in ops.rs. Extended attributes are in [`super::xattr`].
+//! `impl DataOps42` in ops.rs. Extended attributes are in [`super::xattr`].
 //!
 //! Every one of them acts on the id's cached open file
 //! ([`LocalFs::file`]), so they get the type checks (a directory is

@@ -197,6 +197,10 @@ impl Vfs for MemFs {
         true
     }
 
+    fn data_ops(&self) -> Option<&dyn crate::DataOps42> {
+        Some(self)
+    }
+
     fn fsid(&self) -> u64 {
         self.settings.fsid
     }
@@ -437,8 +441,36 @@ impl Vfs for MemFs {
         })
     }
 
-    // NFSv4.2 and extended attributes: see v42.rs and xattr.rs.
+    // Extended attributes: see xattr.rs.
 
+    fn xattr_support(&self) -> bool {
+        true
+    }
+
+    /// MemFs counts changes (`Meta::change`) rather than using the ctime.
+    fn change_is_ctime(&self) -> bool {
+        false
+    }
+
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.getxattr_impl(id, name)
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.setxattr_impl(id, name, value, how)
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.listxattrs_impl(id)
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.removexattr_impl(id, name)
+    }
+}
+
+// See v42.rs.
+impl crate::DataOps42 for MemFs {
     fn seek(&self, id: FileId, offset: u64, what: SeekWhat) -> VfsResult<SeekResult> {
         self.seek_impl(id, offset, what)
     }
@@ -475,28 +507,8 @@ impl Vfs for MemFs {
         Some(super::v42::CLONE_BLKSIZE)
     }
 
-    fn xattr_support(&self) -> bool {
-        true
-    }
-
-    /// MemFs counts changes (`Meta::change`) rather than using the ctime.
-    fn change_is_ctime(&self) -> bool {
-        false
-    }
-
-    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
-        self.getxattr_impl(id, name)
-    }
-
-    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
-        self.setxattr_impl(id, name, value, how)
-    }
-
-    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
-        self.listxattrs_impl(id)
-    }
-
-    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
-        self.removexattr_impl(id, name)
+    /// Memory has no access pattern to tune.
+    fn advise(&self, _id: FileId, _offset: u64, _len: u64, _advice: crate::Advice) -> VfsResult<bool> {
+        Ok(false)
     }
 }

@@ -1,5 +1,5 @@
 //! The NFSv4.2 data operations of [`MemFs`] (RFC 7862), called in one line
-//! each from the `impl Vfs` in ops.rs. Extended attributes are in
+//! each from the `impl DataOps42` in ops.rs. Extended attributes are in
 //! [`super::xattr`].
 //!
 //! Holes are the chunks a file never had written (see [`super::data`]), so
@@ -235,7 +235,7 @@ impl MemFs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CreateHow, MemFsSettings, Owner, SetAttrs, Vfs};
+    use crate::{CreateHow, DataOps42, MemFsSettings, Owner, SetAttrs, Vfs};
 
     /// Holes are found at chunk granularity, a copy keeps them, and a
     /// punch that covers a whole chunk frees it.

@@ -45,7 +45,7 @@ fn flatten(start: u64, segs: &[Segment]) -> Vec<u8> {
     out
 }
 
-pub fn seek_data_and_hole<V: Vfs>(fs: &V) {
+pub fn seek_data_and_hole<V: Vfs + DataOps42>(fs: &V) {
     let d = scratch(fs, "seek");
     let f = sparse_file(fs, d, "sparse");
     let size = MIB + BLOCK as u64;
@@ -70,7 +70,7 @@ pub fn seek_data_and_hole<V: Vfs>(fs: &V) {
     assert_eq!(fs.seek(empty, 1, SeekWhat::Hole).unwrap_err(), VfsError::NxIo);
 }
 
-pub fn read_sparse_segments<V: Vfs>(fs: &V) {
+pub fn read_sparse_segments<V: Vfs + DataOps42>(fs: &V) {
     let d = scratch(fs, "readplus");
     let f = sparse_file(fs, d, "sparse");
     // Up to 1 MiB: the first block as data, then some hole.
@@ -97,7 +97,7 @@ pub fn read_sparse_segments<V: Vfs>(fs: &V) {
 
 /// A data region for READ_PLUS is offered only where no hole lies, and
 /// then holds what `read` returns, with the same `eof`.
-pub fn read_data_region_skips_holes<V: Vfs>(fs: &V) {
+pub fn read_data_region_skips_holes<V: Vfs + DataOps42>(fs: &V) {
     let d = scratch(fs, "dataregion");
     let f = sparse_file(fs, d, "sparse");
     let region_bytes = |r: &FileRegion| {
@@ -124,7 +124,7 @@ pub fn read_data_region_skips_holes<V: Vfs>(fs: &V) {
     assert!(fs.read_data_region(f, MIB + BLOCK as u64, 10).unwrap().is_none());
 }
 
-pub fn allocate_and_deallocate<V: Vfs>(fs: &V) {
+pub fn allocate_and_deallocate<V: Vfs + DataOps42>(fs: &V) {
     let d = scratch(fs, "allocate");
     let f = new_file(fs, d, "f");
     let a = fs.allocate(f, 0, 10_000).unwrap();
@@ -153,7 +153,7 @@ pub fn allocate_and_deallocate<V: Vfs>(fs: &V) {
     assert_eq!(fs.deallocate(f, u64::MAX - 1, 10).unwrap_err(), VfsError::FBig);
 }
 
-pub fn copy_range<V: Vfs>(fs: &V) {
+pub fn copy_range<V: Vfs + DataOps42>(fs: &V) {
     let d = scratch(fs, "copy");
     let src = new_file(fs, d, "src");
     let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
@@ -196,7 +196,7 @@ pub fn copy_range<V: Vfs>(fs: &V) {
 
 /// A backend that cannot clone says so (and reports no clone block size);
 /// one that can makes the destination read like the source.
-pub fn clone_range<V: Vfs>(fs: &V) {
+pub fn clone_range<V: Vfs + DataOps42>(fs: &V) {
     let d = scratch(fs, "clone");
     let src = new_file(fs, d, "src");
     let data = vec![9u8; 2 * BLOCK];

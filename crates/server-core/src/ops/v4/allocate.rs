@@ -15,6 +15,10 @@ pub(super) fn run(cx: &mut Compound, args: ALLOCATE4args) -> Result<(), nfsstat4
         return Err(nfsstat4::NFS4ERR_INVAL);
     }
     io::end_within(cx, args.aa_offset, args.aa_length)?;
-    obj.fs().allocate(obj.id, args.aa_offset, args.aa_length).map_err(stat4)?;
+    obj.fs()
+        .data_ops()
+        .ok_or(nfsstat4::NFS4ERR_NOTSUPP)?
+        .allocate(obj.id, args.aa_offset, args.aa_length)
+        .map_err(stat4)?;
     Ok(())
 }

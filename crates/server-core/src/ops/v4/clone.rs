@@ -23,7 +23,8 @@ pub(super) fn run(cx: &mut Compound, args: CLONE4args) -> Result<(), nfsstat4> {
     }
     // A backend that cannot tell its block size in advance still gets to
     // try: the file system refuses a misaligned clone itself.
-    if let Some(block) = dst.fs().clone_blksize().map(u64::from).filter(|b| *b > 0) {
+    let ops = dst.fs().data_ops();
+    if let Some(block) = ops.and_then(|o| o.clone_blksize()).map(u64::from).filter(|b| *b > 0) {
         let to_end = args.cl_src_offset + count == src.attrs.size;
         if args.cl_src_offset % block != 0 || args.cl_dst_offset % block != 0 || (count % block != 0 && !to_end) {
             return Err(nfsstat4::NFS4ERR_INVAL);
@@ -36,5 +37,7 @@ pub(super) fn run(cx: &mut Compound, args: CLONE4args) -> Result<(), nfsstat4> {
     if count == 0 {
         return Ok(());
     }
-    dst.fs().clone_range(src.id, args.cl_src_offset, dst.id, args.cl_dst_offset, count).map_err(stat4)
+    ops.ok_or(nfsstat4::NFS4ERR_NOTSUPP)?
+        .clone_range(src.id, args.cl_src_offset, dst.id, args.cl_dst_offset, count)
+        .map_err(stat4)
 }

@@ -81,6 +81,8 @@ fn copy(cx: &Compound, args: &COPY4args) -> Result<COPY4resok, nfsstat4> {
         vfs::CopyResult { count: 0, committed: Stability::FileSync }
     } else {
         dst.fs()
+            .data_ops()
+            .ok_or(nfsstat4::NFS4ERR_NOTSUPP)?
             .copy_range(src.id, args.ca_src_offset, dst.id, args.ca_dst_offset, count, Stability::Unstable)
             .map_err(stat4)?
     };

@@ -53,7 +53,11 @@ fn run(st: &Weak<State4>, job: &CopyJob, c: &Copy) {
             return;
         }
         let n = (c.count - done).min(c.chunk);
-        match c.fs.copy_range(c.src, c.src_offset + done, c.dst, c.dst_offset + done, n, Stability::Unstable) {
+        let copied = match c.fs.data_ops() {
+            Some(o) => o.copy_range(c.src, c.src_offset + done, c.dst, c.dst_offset + done, n, Stability::Unstable),
+            None => Err(vfs::VfsError::NotSupported),
+        };
+        match copied {
             Ok(r) => {
                 done += r.count;
                 job.copied.store(done, Ordering::Release);

@@ -15,6 +15,10 @@ pub(super) fn run(cx: &mut Compound, args: DEALLOCATE4args) -> Result<(), nfssta
         return Err(nfsstat4::NFS4ERR_INVAL);
     }
     io::end_within(cx, args.da_offset, args.da_length)?;
-    obj.fs().deallocate(obj.id, args.da_offset, args.da_length).map_err(stat4)?;
+    obj.fs()
+        .data_ops()
+        .ok_or(nfsstat4::NFS4ERR_NOTSUPP)?
+        .deallocate(obj.id, args.da_offset, args.da_length)
+        .map_err(stat4)?;
     Ok(())
 }

@@ -26,9 +26,11 @@ pub(super) fn run(cx: &mut Compound, args: IO_ADVISE4args) -> Result<IO_ADVISE4r
     let mut hints = Vec::new();
     let chosen = HINTS.iter().find(|(hint, _)| has(&args.iaa_hints, *hint as u32));
     let acted = match chosen {
-        Some((hint, advice)) => {
-            obj.fs().advise(obj.id, args.iaa_offset, args.iaa_count, *advice).map_err(stat4)?.then_some(*hint)
-        }
+        // A backend without the data operations takes no hints.
+        Some((hint, advice)) => match obj.fs().data_ops() {
+            Some(o) => o.advise(obj.id, args.iaa_offset, args.iaa_count, *advice).map_err(stat4)?.then_some(*hint),
+            None => None,
+        },
         None => None,
     };
     add(&mut hints, acted.unwrap_or(IO_ADVISE_type4::IO_ADVISE4_NORMAL) as u32);

@@ -111,7 +111,12 @@ fn read(obj: &Obj, args: &READ_PLUS4args, count: u32) -> Result<read_plus_res4, 
     if args.rpa_offset >= obj.attrs.size || count == 0 {
         return Ok(read_plus_res4 { rpr_eof: args.rpa_offset >= obj.attrs.size, rpr_contents: Vec::new() });
     }
-    let (segments, eof) = obj.fs().read_sparse(obj.id, args.rpa_offset, count).map_err(stat4)?;
+    let (segments, eof) = match obj.fs().data_ops() {
+        Some(o) => o.read_sparse(obj.id, args.rpa_offset, count),
+        // Without holes to tell, the data is all there is.
+        None => vfs::read_unsparse(obj.fs(), obj.id, args.rpa_offset, count),
+    }
+    .map_err(stat4)?;
     let end = args.rpa_offset + u64::from(count);
     let mut contents = Vec::with_capacity(segments.len());
     let mut next = args.rpa_offset;

@@ -16,6 +16,6 @@ pub(super) fn run(cx: &mut Compound, args: SEEK4args) -> Result<seek_res4, nfsst
         data_content4::NFS4_CONTENT_DATA => SeekWhat::Data,
         data_content4::NFS4_CONTENT_HOLE => SeekWhat::Hole,
     };
-    let r = obj.fs().seek(obj.id, args.sa_offset, what).map_err(stat4)?;
+    let r = obj.fs().data_ops().ok_or(nfsstat4::NFS4ERR_NOTSUPP)?.seek(obj.id, args.sa_offset, what).map_err(stat4)?;
     Ok(seek_res4 { sr_eof: r.eof, sr_offset: r.offset })
 }

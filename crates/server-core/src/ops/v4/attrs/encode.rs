@@ -361,13 +361,17 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
             }
             FATTR4_OPEN_ARGUMENTS => open_arguments().encode(&mut e),
             FATTR4_XATTR_SUPPORT => e.bool(matches!(s, Subject::Obj { export, .. } if export.fs.xattr_support())),
-            FATTR4_CLONE_BLKSIZE => match s {
-                Subject::Obj { export, .. } if export.fs.clone_blksize().is_some() => {
-                    e.u32(export.fs.clone_blksize().unwrap_or(0))
+            FATTR4_CLONE_BLKSIZE => {
+                let block = match s {
+                    Subject::Obj { export, .. } => export.fs.data_ops().and_then(|o| o.clone_blksize()),
+                    _ => None,
+                };
+                match block {
+                    Some(b) => e.u32(b),
+                    // No CLONE here: the attribute is not returned.
+                    None => drop_bit(&mut mask, n),
                 }
-                // No CLONE here: the attribute is not returned.
-                _ => drop_bit(&mut mask, n),
-            },
+            }
             FATTR4_SUPPATTR_EXCLCREAT => {
                 let mut m = Vec::new();
                 for a in EXCLCREAT {
