@@ -71,7 +71,10 @@ fn delay_proxy_adds_the_round_trip() {
     }
     assert_eq!((plain.len(), delayed.len()), (3, 3));
     assert!(delayed.iter().all(|d| *d >= 19_000.0), "COMMIT round trips through the proxy: {delayed:?} µs");
-    assert!(plain.iter().all(|p| *p < 19_000.0), "no delay without --delay: {plain:?} µs");
+    // A COMMIT can take 20 ms of its own on a loaded machine (ext4's
+    // flush): the best of the plain runs shows no delay was added.
+    let best = plain.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(best < 19_000.0, "no delay without --delay: {plain:?} µs");
 }
 
 #[test]
