@@ -9,8 +9,8 @@
 //! - Only the live tree is exported: the snapshot directory (`.snap`)
 //!   cannot be looked up, since a snapshot's inodes share their numbers
 //!   with the live ones.
-//! - Every call may wait on the network, so [`vfs::Vfs::resident`] says
-//!   false and the server runs all of them on its workers.
+//! - Every call may wait on the network, so it offers no
+//!   [`vfs::FastPaths`] and the server runs all of them on its workers.
 //! - Durability: a stable WRITE or COMMIT returns after `ceph_ll_fsync`,
 //!   when the OSDs hold the data; with `sync_metadata` a namespace change
 //!   returns after the metadata server has journaled it

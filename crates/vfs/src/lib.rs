@@ -8,9 +8,9 @@
 //! The trait is synchronous: a local file system blocks anyway, and the
 //! server calls it from worker threads, keeping the protocol cores free of
 //! any async runtime. The server calls it on a connection's own thread only
-//! for what the backend says needs no wait ([`Vfs::resident`],
-//! [`Vfs::read_cached`]); a backend whose calls wait on the network says
-//! false there and is always called from workers.
+//! for what the backend says needs no wait ([`FastPaths::resident`],
+//! [`FastPaths::read_cached`]); a backend whose calls wait on the network
+//! offers no [`FastPaths`] and is always called from workers.
 
 mod error;
 pub use error::*;
@@ -65,6 +65,34 @@ pub trait KeepUnlinked {
     fn keep_unlinked(&self, id: FileId) -> VfsResult<Kept>;
 }
 
+/// Answers a backend can give without waiting, or without copying: the
+/// server asks them first and goes the ordinary way (a worker thread,
+/// [`Vfs::read`]) where the backend has none or says `None`.
+pub trait FastPaths: Send + Sync {
+    /// Whether `getattr(id)` (and a lookup in `id`, for a directory whose
+    /// entries the host caches) can be answered without waiting on a disk
+    /// or the network. The server runs such requests on the connection's
+    /// own thread instead of handing them to a worker.
+    fn resident(&self, id: FileId) -> bool;
+
+    /// [`Vfs::read`], but only if it can be answered without waiting on a
+    /// disk (the data is in the page cache): `None` otherwise, and the
+    /// caller reads on a thread that may block.
+    fn read_cached(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<ReadResult>>;
+
+    /// What [`Vfs::read`] would return, as a region of an open file rather
+    /// than bytes in memory, for a transport that sends it from the page
+    /// cache; with the same `eof`. `None` when the backend has no such
+    /// file or nothing is to be read (the caller then uses `read`).
+    fn read_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>>;
+
+    /// [`FastPaths::read_region`], but only when the region holds no hole:
+    /// what [`DataOps42::read_sparse`] would return as a single data
+    /// segment (READ_PLUS then answers with it from the page cache).
+    /// `None` when a hole lies in it, or as for `read_region`.
+    fn read_data_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>>;
+}
+
 pub mod localfs;
 pub mod memfs;
 pub use localfs::{CreateDirFlush, LocalFs, LocalFsSettings};
@@ -87,15 +115,6 @@ pub trait Vfs: Send + Sync + 'static {
 
     fn getattr(&self, id: FileId) -> VfsResult<Attrs>;
 
-    /// Whether `getattr(id)` (and a lookup in `id`, for a directory whose
-    /// entries the host caches) can be answered without waiting on a disk
-    /// or the network. The server runs such requests on the connection's
-    /// own thread instead of handing them to a worker; a backend that
-    /// cannot tell says false and every request goes to a worker.
-    fn resident(&self, _id: FileId) -> bool {
-        false
-    }
-
     /// Applies `set` in one step as far as the platform allows; with
     /// `guard_ctime` the change is refused (`NotSync`) unless the object's
     /// ctime still equals it (NFSv3 SETATTR guard).
@@ -108,29 +127,6 @@ pub trait Vfs: Send + Sync + 'static {
     /// Reads up to `count` bytes; `eof` is true when the read reached the end
     /// of the file.
     fn read(&self, id: FileId, offset: u64, count: u32) -> VfsResult<ReadResult>;
-
-    /// [`Vfs::read`], but only if it can be answered without waiting on a
-    /// disk (the data is in the page cache): `None` otherwise, and the
-    /// caller reads on a thread that may block.
-    fn read_cached(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<ReadResult>> {
-        Ok(None)
-    }
-
-    /// What [`Vfs::read`] would return, as a region of an open file rather
-    /// than bytes in memory, for a transport that sends it from the page
-    /// cache; with the same `eof`. `None` when the backend has no such
-    /// file or nothing is to be read (the caller then uses `read`).
-    fn read_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
-        Ok(None)
-    }
-
-    /// [`Vfs::read_region`], but only when the region holds no hole:
-    /// what [`DataOps42::read_sparse`] would return as a single data segment
-    /// (READ_PLUS then answers with it from the page cache). `None` when
-    /// a hole lies in it, or as for `read_region`.
-    fn read_data_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
-        Ok(None)
-    }
 
     /// Writes `data` at `offset` with at least the requested stability and
     /// reports the stability actually reached.
@@ -190,6 +186,11 @@ pub trait Vfs: Send + Sync + 'static {
     }
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat>;
+
+    /// The backend's [`FastPaths`], if it has answers that need no wait.
+    fn fast_paths(&self) -> Option<&dyn FastPaths> {
+        None
+    }
 
     /// The backend's NFSv4.2 data operations ([`DataOps42`]), if it has
     /// them.

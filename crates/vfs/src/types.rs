@@ -133,7 +133,7 @@ impl Counter {
 
 /// Bytes of an open file, handed to a transport that sends them straight
 /// from the page cache (`sendfile`) instead of reading them into memory
-/// first; see [`crate::Vfs::read_region`].
+/// first; see [`crate::FastPaths::read_region`].
 #[derive(Clone)]
 pub struct FileRegion {
     pub fd: std::sync::Arc<dyn std::os::fd::AsFd + Send + Sync>,

@@ -276,7 +276,7 @@ impl Core {
             return Placement::Inline;
         }
         match self.export_by_id(export_id) {
-            Some(x) if x.fs.resident(fileid) => Placement::Inline,
+            Some(x) if x.fs.fast_paths().is_some_and(|f| f.resident(fileid)) => Placement::Inline,
             _ => Placement::Worker,
         }
     }

@@ -222,11 +222,11 @@ impl Vfs for LocalFs {
         Ok(self.attrs_of(&o.stx))
     }
 
-    fn resident(&self, id: FileId) -> bool {
-        self.is_cached(id)
+    fn keeps_unlinked(&self) -> Option<&dyn crate::KeepUnlinked> {
+        Some(self)
     }
 
-    fn keeps_unlinked(&self) -> Option<&dyn crate::KeepUnlinked> {
+    fn fast_paths(&self) -> Option<&dyn crate::FastPaths> {
         Some(self)
     }
 
@@ -326,51 +326,6 @@ impl Vfs for LocalFs {
         let size = self.size_after_read(id, &f)?;
         let eof = offset + data.len() as u64 >= size;
         Ok(ReadResult { data: Bytes::from(data), eof })
-    }
-
-    fn read_cached(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<ReadResult>> {
-        // Only a file already open: opening one may wait on the disk.
-        let Some(f) = self.cache.get(id) else {
-            return Ok(None);
-        };
-        if offset > MAX_OFFSET {
-            return Ok(Some(ReadResult { data: Bytes::new(), eof: true }));
-        }
-        let count = count.min(self.settings.max_read) as usize;
-        let buf = match crate::uninit::preadv2_once(f.fd.as_fd(), offset, count, ReadWriteFlags::NOWAIT) {
-            Ok(buf) => buf,
-            // tmpfs refuses RWF_NOWAIT; its data is all in memory.
-            Err(Errno::OPNOTSUPP) if self.memory_backed => {
-                crate::uninit::pread_up_to(f.fd.as_fd(), offset, count).map_err(errno)?
-            }
-            // Not all cached (AGAIN), or a kernel without RWF_NOWAIT.
-            Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return Ok(None),
-            Err(e) => return Err(errno(e)),
-        };
-        let size = self.size_after_read(id, &f)?;
-        let eof = offset + buf.len() as u64 >= size;
-        if buf.len() < count && !eof {
-            // Stopped at a page that is not cached: the rest needs a wait.
-            return Ok(None);
-        }
-        Ok(Some(ReadResult { data: Bytes::from(buf), eof }))
-    }
-
-    fn read_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
-        let f = self.file(id, false)?;
-        let size = self.size_after_read(id, &f)?;
-        if offset >= size || offset > MAX_OFFSET {
-            return Ok(None);
-        }
-        let len = u64::from(count.min(self.settings.max_read)).min(size - offset);
-        // len <= count, a u32.
-        let len = u32::try_from(len).unwrap_or(count);
-        let eof = offset + u64::from(len) >= size;
-        Ok(Some((FileRegion { fd: f, offset, len }, eof)))
-    }
-
-    fn read_data_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
-        self.read_data_region_impl(id, offset, count)
     }
 
     fn write(&self, id: FileId, offset: u64, data: &[u8], stable: Stability) -> VfsResult<WriteResult> {
@@ -760,5 +715,56 @@ impl crate::DataOps42 for LocalFs {
 
     fn advise(&self, id: FileId, offset: u64, len: u64, advice: crate::Advice) -> VfsResult<bool> {
         self.advise_impl(id, offset, len, advice)
+    }
+}
+
+impl crate::FastPaths for LocalFs {
+    fn resident(&self, id: FileId) -> bool {
+        self.is_cached(id)
+    }
+
+    fn read_cached(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<ReadResult>> {
+        // Only a file already open: opening one may wait on the disk.
+        let Some(f) = self.cache.get(id) else {
+            return Ok(None);
+        };
+        if offset > MAX_OFFSET {
+            return Ok(Some(ReadResult { data: Bytes::new(), eof: true }));
+        }
+        let count = count.min(self.settings.max_read) as usize;
+        let buf = match crate::uninit::preadv2_once(f.fd.as_fd(), offset, count, ReadWriteFlags::NOWAIT) {
+            Ok(buf) => buf,
+            // tmpfs refuses RWF_NOWAIT; its data is all in memory.
+            Err(Errno::OPNOTSUPP) if self.memory_backed => {
+                crate::uninit::pread_up_to(f.fd.as_fd(), offset, count).map_err(errno)?
+            }
+            // Not all cached (AGAIN), or a kernel without RWF_NOWAIT.
+            Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return Ok(None),
+            Err(e) => return Err(errno(e)),
+        };
+        let size = self.size_after_read(id, &f)?;
+        let eof = offset + buf.len() as u64 >= size;
+        if buf.len() < count && !eof {
+            // Stopped at a page that is not cached: the rest needs a wait.
+            return Ok(None);
+        }
+        Ok(Some(ReadResult { data: Bytes::from(buf), eof }))
+    }
+
+    fn read_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
+        let f = self.file(id, false)?;
+        let size = self.size_after_read(id, &f)?;
+        if offset >= size || offset > MAX_OFFSET {
+            return Ok(None);
+        }
+        let len = u64::from(count.min(self.settings.max_read)).min(size - offset);
+        // len <= count, a u32.
+        let len = u32::try_from(len).unwrap_or(count);
+        let eof = offset + u64::from(len) >= size;
+        Ok(Some((FileRegion { fd: f, offset, len }, eof)))
+    }
+
+    fn read_data_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
+        self.read_data_region_impl(id, offset, count)
     }
 }

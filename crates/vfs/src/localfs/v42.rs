@@ -21,7 +21,7 @@ use super::ops::MAX_OFFSET;
 use super::sys::{self, errno};
 use super::LocalFs;
 use crate::{
-    Attrs, CopyResult, FileId, FileRegion, SeekResult, SeekWhat, Segment, Stability, Vfs, VfsError, VfsResult,
+    Attrs, CopyResult, FastPaths, FileId, FileRegion, SeekResult, SeekWhat, Segment, Stability, VfsError, VfsResult,
 };
 
 /// Largest block written by the reflink probe.

@@ -193,8 +193,8 @@ impl Vfs for MemFs {
         ROOT
     }
 
-    fn resident(&self, _id: FileId) -> bool {
-        true
+    fn fast_paths(&self) -> Option<&dyn crate::FastPaths> {
+        Some(self)
     }
 
     fn data_ops(&self) -> Option<&dyn crate::DataOps42> {
@@ -510,5 +510,26 @@ impl crate::DataOps42 for MemFs {
     /// Memory has no access pattern to tune.
     fn advise(&self, _id: FileId, _offset: u64, _len: u64, _advice: crate::Advice) -> VfsResult<bool> {
         Ok(false)
+    }
+}
+
+/// Everything is in memory: every request on it can run on the
+/// connection's own thread, reads included, and there is no open file to
+/// send a region of.
+impl crate::FastPaths for MemFs {
+    fn resident(&self, _id: FileId) -> bool {
+        true
+    }
+
+    fn read_cached(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<ReadResult>> {
+        Ok(None)
+    }
+
+    fn read_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(crate::FileRegion, bool)>> {
+        Ok(None)
+    }
+
+    fn read_data_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(crate::FileRegion, bool)>> {
+        Ok(None)
     }
 }

@@ -45,11 +45,12 @@ fn flatten(start: u64, segs: &[Segment]) -> Vec<u8> {
     out
 }
 
-pub fn seek_data_and_hole<V: Vfs + DataOps42>(fs: &V) {
+pub fn seek_data_and_hole<V: Vfs>(fs: &V) {
+    let ops = fs.data_ops().expect("the NFSv4.2 data operations");
     let d = scratch(fs, "seek");
     let f = sparse_file(fs, d, "sparse");
     let size = MIB + BLOCK as u64;
-    let at = |o, w| fs.seek(f, o, w).unwrap();
+    let at = |o, w| ops.seek(f, o, w).unwrap();
     assert_eq!(at(0, SeekWhat::Data), SeekResult { offset: 0, eof: false });
     let hole = at(0, SeekWhat::Hole);
     assert!((BLOCK as u64..=MIB).contains(&hole.offset) && !hole.eof, "{hole:?}");
@@ -58,30 +59,31 @@ pub fn seek_data_and_hole<V: Vfs + DataOps42>(fs: &V) {
     assert_eq!(at(MIB, SeekWhat::Hole), SeekResult { offset: size, eof: true });
     assert_eq!(at(size, SeekWhat::Data), SeekResult { offset: size, eof: true });
     assert_eq!(at(size, SeekWhat::Hole), SeekResult { offset: size, eof: true });
-    assert_eq!(fs.seek(f, size + 1, SeekWhat::Data).unwrap_err(), VfsError::NxIo);
-    assert_eq!(fs.seek(f, size + 1, SeekWhat::Hole).unwrap_err(), VfsError::NxIo);
+    assert_eq!(ops.seek(f, size + 1, SeekWhat::Data).unwrap_err(), VfsError::NxIo);
+    assert_eq!(ops.seek(f, size + 1, SeekWhat::Hole).unwrap_err(), VfsError::NxIo);
     // Punching the last block leaves only the virtual hole after MIB / 2.
-    let a = fs.deallocate(f, MIB, BLOCK as u64).unwrap();
+    let a = ops.deallocate(f, MIB, BLOCK as u64).unwrap();
     assert_eq!(a.size, size);
     assert_eq!(at(MIB / 2, SeekWhat::Data), SeekResult { offset: size, eof: true });
-    assert_eq!(fs.seek(d, 0, SeekWhat::Data).unwrap_err(), VfsError::IsDir);
+    assert_eq!(ops.seek(d, 0, SeekWhat::Data).unwrap_err(), VfsError::IsDir);
     let empty = new_file(fs, d, "empty");
-    assert_eq!(fs.seek(empty, 0, SeekWhat::Data).unwrap(), SeekResult { offset: 0, eof: true });
-    assert_eq!(fs.seek(empty, 1, SeekWhat::Hole).unwrap_err(), VfsError::NxIo);
+    assert_eq!(ops.seek(empty, 0, SeekWhat::Data).unwrap(), SeekResult { offset: 0, eof: true });
+    assert_eq!(ops.seek(empty, 1, SeekWhat::Hole).unwrap_err(), VfsError::NxIo);
 }
 
-pub fn read_sparse_segments<V: Vfs + DataOps42>(fs: &V) {
+pub fn read_sparse_segments<V: Vfs>(fs: &V) {
+    let ops = fs.data_ops().expect("the NFSv4.2 data operations");
     let d = scratch(fs, "readplus");
     let f = sparse_file(fs, d, "sparse");
     // Up to 1 MiB: the first block as data, then some hole.
-    let (segs, eof) = fs.read_sparse(f, 0, MIB as u32).unwrap();
+    let (segs, eof) = ops.read_sparse(f, 0, MIB as u32).unwrap();
     assert!(!eof);
     assert!(segs.iter().any(|s| matches!(s, Segment::Hole { .. })), "{segs:?}");
     let flat = flatten(0, &segs);
     assert_eq!(flat.len() as u64, MIB, "segments cover the count, holes included");
     assert_eq!(flat, content(fs, f, 0, MIB as u32));
     // From inside the hole to the end of the file.
-    let (segs, eof) = fs.read_sparse(f, MIB - 100, 200 + BLOCK as u32).unwrap();
+    let (segs, eof) = ops.read_sparse(f, MIB - 100, 200 + BLOCK as u32).unwrap();
     assert!(eof);
     let flat = flatten(MIB - 100, &segs);
     assert_eq!(flat.len(), 100 + BLOCK);
@@ -89,15 +91,17 @@ pub fn read_sparse_segments<V: Vfs + DataOps42>(fs: &V) {
     assert_eq!(&flat[100..], &[b'b'; BLOCK][..]);
     assert!(matches!(segs.last(), Some(Segment::Data { .. })));
     // At and past the end.
-    let (segs, eof) = fs.read_sparse(f, MIB + BLOCK as u64, 10).unwrap();
+    let (segs, eof) = ops.read_sparse(f, MIB + BLOCK as u64, 10).unwrap();
     assert!(segs.is_empty() && eof);
-    assert!(fs.read_sparse(f, u64::MAX, 10).unwrap().1);
-    assert_eq!(fs.read_sparse(d, 0, 10).unwrap_err(), VfsError::IsDir);
+    assert!(ops.read_sparse(f, u64::MAX, 10).unwrap().1);
+    assert_eq!(ops.read_sparse(d, 0, 10).unwrap_err(), VfsError::IsDir);
 }
 
 /// A data region for READ_PLUS is offered only where no hole lies, and
 /// then holds what `read` returns, with the same `eof`.
-pub fn read_data_region_skips_holes<V: Vfs + DataOps42>(fs: &V) {
+pub fn read_data_region_skips_holes<V: Vfs>(fs: &V) {
+    // Without fast paths the server always reads.
+    let Some(fast) = fs.fast_paths() else { return };
     let d = scratch(fs, "dataregion");
     let f = sparse_file(fs, d, "sparse");
     let region_bytes = |r: &FileRegion| {
@@ -111,36 +115,37 @@ pub fn read_data_region_skips_holes<V: Vfs + DataOps42>(fs: &V) {
     use std::os::fd::AsFd;
     // Data only: the first block, and the last one up to the end.
     for (offset, count, eof) in [(0, BLOCK as u32, false), (100, 200, false), (MIB, 2 * BLOCK as u32, true)] {
-        if let Some((r, at_end)) = fs.read_data_region(f, offset, count).unwrap() {
+        if let Some((r, at_end)) = fast.read_data_region(f, offset, count).unwrap() {
             let read = fs.read(f, offset, count).unwrap();
             assert_eq!((r.offset, at_end), (offset, eof), "at {offset}");
             assert_eq!(region_bytes(&r), read.data.to_vec(), "at {offset}");
         }
     }
     // A hole inside: never a region.
-    assert!(fs.read_data_region(f, 0, MIB as u32).unwrap().is_none());
-    assert!(fs.read_data_region(f, MIB - 100, 200).unwrap().is_none());
+    assert!(fast.read_data_region(f, 0, MIB as u32).unwrap().is_none());
+    assert!(fast.read_data_region(f, MIB - 100, 200).unwrap().is_none());
     // Past the end: nothing.
-    assert!(fs.read_data_region(f, MIB + BLOCK as u64, 10).unwrap().is_none());
+    assert!(fast.read_data_region(f, MIB + BLOCK as u64, 10).unwrap().is_none());
 }
 
-pub fn allocate_and_deallocate<V: Vfs + DataOps42>(fs: &V) {
+pub fn allocate_and_deallocate<V: Vfs>(fs: &V) {
+    let ops = fs.data_ops().expect("the NFSv4.2 data operations");
     let d = scratch(fs, "allocate");
     let f = new_file(fs, d, "f");
-    let a = fs.allocate(f, 0, 10_000).unwrap();
+    let a = ops.allocate(f, 0, 10_000).unwrap();
     assert_eq!(a.size, 10_000);
     assert_eq!(fs.getattr(f).unwrap(), a, "fresh attributes returned");
     assert_eq!(content(fs, f, 0, 20_000), vec![0u8; 10_000]);
     // Inside the file: the size stays.
-    assert_eq!(fs.allocate(f, 100, 100).unwrap().size, 10_000);
-    assert_eq!(fs.allocate(f, 0, 0).unwrap_err(), VfsError::Invalid);
-    assert_eq!(fs.allocate(f, u64::MAX - 1, 10).unwrap_err(), VfsError::FBig);
-    assert_eq!(fs.allocate(f, i64::MAX as u64, 1).unwrap_err(), VfsError::FBig);
-    assert_eq!(fs.allocate(d, 0, 10).unwrap_err(), VfsError::IsDir);
+    assert_eq!(ops.allocate(f, 100, 100).unwrap().size, 10_000);
+    assert_eq!(ops.allocate(f, 0, 0).unwrap_err(), VfsError::Invalid);
+    assert_eq!(ops.allocate(f, u64::MAX - 1, 10).unwrap_err(), VfsError::FBig);
+    assert_eq!(ops.allocate(f, i64::MAX as u64, 1).unwrap_err(), VfsError::FBig);
+    assert_eq!(ops.allocate(d, 0, 10).unwrap_err(), VfsError::IsDir);
 
     fs.write(f, 0, &[7u8; 10_000], Stability::Unstable).unwrap();
     let before = fs.getattr(f).unwrap();
-    let a = fs.deallocate(f, 100, 5000).unwrap();
+    let a = ops.deallocate(f, 100, 5000).unwrap();
     assert_eq!(a.size, 10_000, "the size stays");
     assert!(a.change >= before.change);
     let data = content(fs, f, 0, 10_000);
@@ -148,12 +153,13 @@ pub fn allocate_and_deallocate<V: Vfs + DataOps42>(fs: &V) {
     assert_eq!(&data[100..5100], &[0u8; 5000][..]);
     assert_eq!(&data[5100..], &[7u8; 4900][..]);
     // Past the end: nothing to punch, the size stays.
-    assert_eq!(fs.deallocate(f, 20_000, 100).unwrap().size, 10_000);
-    assert_eq!(fs.deallocate(f, 0, 0).unwrap_err(), VfsError::Invalid);
-    assert_eq!(fs.deallocate(f, u64::MAX - 1, 10).unwrap_err(), VfsError::FBig);
+    assert_eq!(ops.deallocate(f, 20_000, 100).unwrap().size, 10_000);
+    assert_eq!(ops.deallocate(f, 0, 0).unwrap_err(), VfsError::Invalid);
+    assert_eq!(ops.deallocate(f, u64::MAX - 1, 10).unwrap_err(), VfsError::FBig);
 }
 
-pub fn copy_range<V: Vfs + DataOps42>(fs: &V) {
+pub fn copy_range<V: Vfs>(fs: &V) {
+    let ops = fs.data_ops().expect("the NFSv4.2 data operations");
     let d = scratch(fs, "copy");
     let src = new_file(fs, d, "src");
     let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
@@ -161,13 +167,13 @@ pub fn copy_range<V: Vfs + DataOps42>(fs: &V) {
 
     // Whole file (count 0).
     let all = new_file(fs, d, "all");
-    let r = fs.copy_range(src, 0, all, 0, 0, Stability::Unstable).unwrap();
+    let r = ops.copy_range(src, 0, all, 0, 0, Stability::Unstable).unwrap();
     assert_eq!(r, CopyResult { count: 100_000, committed: Stability::Unstable });
     assert_eq!(content(fs, all, 0, 200_000), data);
 
     // Part of it, stable, to an offset: the gap before it reads as zeros.
     let part = new_file(fs, d, "part");
-    let r = fs.copy_range(src, 1000, part, 500, 2000, Stability::FileSync).unwrap();
+    let r = ops.copy_range(src, 1000, part, 500, 2000, Stability::FileSync).unwrap();
     assert_eq!(r, CopyResult { count: 2000, committed: Stability::FileSync });
     let got = content(fs, part, 0, 10_000);
     assert_eq!(got.len(), 2500);
@@ -176,45 +182,46 @@ pub fn copy_range<V: Vfs + DataOps42>(fs: &V) {
 
     // Past the source's end: short; wholly past it: nothing.
     let short = new_file(fs, d, "short");
-    let r = fs.copy_range(src, 99_000, short, 0, 5000, Stability::DataSync).unwrap();
+    let r = ops.copy_range(src, 99_000, short, 0, 5000, Stability::DataSync).unwrap();
     assert_eq!(r, CopyResult { count: 1000, committed: Stability::DataSync });
     assert_eq!(content(fs, short, 0, 5000), &data[99_000..]);
-    assert_eq!(fs.copy_range(src, 200_000, short, 0, 10, Stability::Unstable).unwrap().count, 0);
+    assert_eq!(ops.copy_range(src, 200_000, short, 0, 10, Stability::Unstable).unwrap().count, 0);
 
     // Within one file: overlapping is refused, apart is fine.
-    assert_eq!(fs.copy_range(src, 0, src, 10, 100, Stability::Unstable).unwrap_err(), VfsError::Invalid);
-    assert_eq!(fs.copy_range(src, 0, src, 0, 0, Stability::Unstable).unwrap_err(), VfsError::Invalid);
-    let r = fs.copy_range(src, 0, src, 100_000, 1000, Stability::Unstable).unwrap();
+    assert_eq!(ops.copy_range(src, 0, src, 10, 100, Stability::Unstable).unwrap_err(), VfsError::Invalid);
+    assert_eq!(ops.copy_range(src, 0, src, 0, 0, Stability::Unstable).unwrap_err(), VfsError::Invalid);
+    let r = ops.copy_range(src, 0, src, 100_000, 1000, Stability::Unstable).unwrap();
     assert_eq!(r.count, 1000);
     assert_eq!(fs.getattr(src).unwrap().size, 101_000);
     assert_eq!(content(fs, src, 100_000, 1000), &data[..1000]);
 
-    assert_eq!(fs.copy_range(d, 0, all, 0, 0, Stability::Unstable).unwrap_err(), VfsError::IsDir);
-    assert_eq!(fs.copy_range(src, 0, d, 0, 0, Stability::Unstable).unwrap_err(), VfsError::IsDir);
-    assert_eq!(fs.copy_range(src, 0, all, u64::MAX - 10, 100, Stability::Unstable).unwrap_err(), VfsError::FBig);
+    assert_eq!(ops.copy_range(d, 0, all, 0, 0, Stability::Unstable).unwrap_err(), VfsError::IsDir);
+    assert_eq!(ops.copy_range(src, 0, d, 0, 0, Stability::Unstable).unwrap_err(), VfsError::IsDir);
+    assert_eq!(ops.copy_range(src, 0, all, u64::MAX - 10, 100, Stability::Unstable).unwrap_err(), VfsError::FBig);
 }
 
 /// A backend that cannot clone says so (and reports no clone block size);
 /// one that can makes the destination read like the source.
-pub fn clone_range<V: Vfs + DataOps42>(fs: &V) {
+pub fn clone_range<V: Vfs>(fs: &V) {
+    let ops = fs.data_ops().expect("the NFSv4.2 data operations");
     let d = scratch(fs, "clone");
     let src = new_file(fs, d, "src");
     let data = vec![9u8; 2 * BLOCK];
     fs.write(src, 0, &data, Stability::Unstable).unwrap();
     let dst = new_file(fs, d, "dst");
-    match fs.clone_range(src, 0, dst, 0, 0) {
+    match ops.clone_range(src, 0, dst, 0, 0) {
         Err(VfsError::NotSupported) => {
-            assert_eq!(fs.clone_blksize(), None);
+            assert_eq!(ops.clone_blksize(), None);
             return;
         }
         r => r.unwrap(),
     }
-    assert!(fs.clone_blksize().is_some());
+    assert!(ops.clone_blksize().is_some());
     assert_eq!(content(fs, dst, 0, 3 * BLOCK as u32), data);
-    fs.clone_range(src, 0, dst, 2 * BLOCK as u64, BLOCK as u64).unwrap();
+    ops.clone_range(src, 0, dst, 2 * BLOCK as u64, BLOCK as u64).unwrap();
     assert_eq!(fs.getattr(dst).unwrap().size, 3 * BLOCK as u64);
-    assert_eq!(fs.clone_range(src, 0, src, 0, BLOCK as u64).unwrap_err(), VfsError::Invalid);
-    assert_eq!(fs.clone_range(src, 0, dst, 0, 3 * BLOCK as u64).unwrap_err(), VfsError::Invalid, "past EOF");
+    assert_eq!(ops.clone_range(src, 0, src, 0, BLOCK as u64).unwrap_err(), VfsError::Invalid);
+    assert_eq!(ops.clone_range(src, 0, dst, 0, 3 * BLOCK as u64).unwrap_err(), VfsError::Invalid, "past EOF");
 }
 
 /// Skips (with the reason) where the host file system keeps no `user.`

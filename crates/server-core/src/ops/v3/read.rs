@@ -92,7 +92,8 @@ pub(super) fn dispatch_special(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> D
         Err(res) => return finish(res, e),
     };
     if ctx.call.nowait {
-        return match o.fs().read_cached(o.id, a.offset, count) {
+        let cached = o.fs().fast_paths().map_or(Ok(None), |f| f.read_cached(o.id, a.offset, count));
+        return match cached {
             Ok(Some(r)) => finish(reply_ok(&o, r, count), e),
             Ok(None) => Dispatched::WouldBlock,
             Err(err) => {
@@ -106,7 +107,7 @@ pub(super) fn dispatch_special(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> D
     if !ctx.core.sends_file(count) || ctx.call.peer.tls != crate::TransportSecurity::Clear {
         return finish(read(ctx, a), e);
     }
-    match o.fs().read_region(o.id, a.offset, count) {
+    match o.fs().fast_paths().map_or(Ok(None), |f| f.read_region(o.id, a.offset, count)) {
         Ok(Some((region, eof))) if region.len <= count => {
             let attrs = o.post_op().or_else(|| Some(fattr(&o.attrs)));
             success_header(xid, e);

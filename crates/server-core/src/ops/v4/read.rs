@@ -80,7 +80,7 @@ pub(super) fn read_ahead(core: &Core, mut d: Decoder, minor: u32, ops: u32) -> O
     let h = core.fh.decode(&fh.object).ok()?;
     let export = core.export_by_id(h.export_id)?;
     let count = count.min(core.settings().rtmax);
-    let data = export.fs.read_cached(h.fileid, offset, count).ok()??;
+    let data = export.fs.fast_paths()?.read_cached(h.fileid, offset, count).ok()??;
     // READ_PLUS should answer zeros as a hole (RFC 7862 section 15.10.3):
     // a block of them may be one, which the worker's read finds out.
     if plus && has_zero_block(&data.data, offset) {
@@ -204,7 +204,8 @@ fn answer(cx: &mut Compound, args: &READ4args) -> Result<Answer, nfsstat4> {
         return Ok(Answer::Data(resok(r, count)));
     }
     if args.offset < obj.attrs.size {
-        if let Some((region, eof)) = obj.fs().read_region(obj.id, args.offset, count).map_err(stat4)? {
+        let region = obj.fs().fast_paths().map(|f| f.read_region(obj.id, args.offset, count));
+        if let Some((region, eof)) = region.transpose().map_err(stat4)?.flatten() {
             if region.len <= count {
                 return Ok(Answer::Region { eof, region });
             }

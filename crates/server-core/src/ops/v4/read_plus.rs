@@ -85,7 +85,8 @@ fn answer(cx: &mut Compound, args: &READ_PLUS4args) -> Result<Answer, nfsstat4> 
         return Ok(Answer::Contents(one_segment(r, args.rpa_offset, count)));
     }
     if args.rpa_offset < obj.attrs.size && count > 0 {
-        if let Some((region, eof)) = obj.fs().read_data_region(obj.id, args.rpa_offset, count).map_err(stat4)? {
+        let region = obj.fs().fast_paths().map(|f| f.read_data_region(obj.id, args.rpa_offset, count));
+        if let Some((region, eof)) = region.transpose().map_err(stat4)?.flatten() {
             if region.len > 0 && region.len <= count {
                 return Ok(Answer::Region { eof, region });
             }
