@@ -123,6 +123,10 @@ impl Vfs for CephFs {
         })
     }
 
+    fn xattrs(&self) -> Option<&dyn Xattrs> {
+        Some(self)
+    }
+
     fn data_ops(&self) -> Option<&dyn DataOps42> {
         Some(self)
     }
@@ -134,26 +138,6 @@ impl Vfs for CephFs {
 
     fn change_is_ctime(&self) -> bool {
         false
-    }
-
-    fn xattr_support(&self) -> bool {
-        true
-    }
-
-    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
-        self.guarded(|| self.do_getxattr(id, name))
-    }
-
-    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
-        self.guarded(|| self.do_setxattr(id, name, value, how))
-    }
-
-    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
-        self.guarded(|| self.do_listxattrs(id))
-    }
-
-    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
-        self.guarded(|| self.do_removexattr(id, name))
     }
 
     fn counters(&self) -> Vec<Counter> {
@@ -207,6 +191,24 @@ impl Vfs for CephFs {
                 u64::from(self.health.away()),
             ),
         ]
+    }
+}
+
+impl Xattrs for CephFs {
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.guarded(|| self.do_getxattr(id, name))
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.guarded(|| self.do_setxattr(id, name, value, how))
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.guarded(|| self.do_listxattrs(id))
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.guarded(|| self.do_removexattr(id, name))
     }
 }
 

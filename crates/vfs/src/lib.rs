@@ -192,6 +192,12 @@ pub trait Vfs: Send + Sync + 'static {
         None
     }
 
+    /// The backend's [`Xattrs`]: `Some` where it stores extended
+    /// attributes (RFC 8276).
+    fn xattrs(&self) -> Option<&dyn Xattrs> {
+        None
+    }
+
     /// The backend's NFSv4.2 data operations ([`DataOps42`]), if it has
     /// them.
     fn data_ops(&self) -> Option<&dyn DataOps42> {
@@ -216,30 +222,6 @@ pub trait Vfs: Send + Sync + 'static {
     /// `change_attr_type` TIME_METADATA) rather than a counter.
     fn change_is_ctime(&self) -> bool {
         true
-    }
-
-    /// Whether the backend stores extended attributes.
-    fn xattr_support(&self) -> bool {
-        false
-    }
-
-    /// The value of extended attribute `name` (without the `user.`
-    /// prefix); `NoXattr` when it is not set.
-    fn getxattr(&self, _id: FileId, _name: &[u8]) -> VfsResult<bytes::Bytes> {
-        Err(VfsError::NotSupported)
-    }
-
-    fn setxattr(&self, _id: FileId, _name: &[u8], _value: &[u8], _how: XattrSet) -> VfsResult<Attrs> {
-        Err(VfsError::NotSupported)
-    }
-
-    /// Names of the extended attributes set (without the prefix), sorted.
-    fn listxattrs(&self, _id: FileId) -> VfsResult<Vec<bytes::Bytes>> {
-        Err(VfsError::NotSupported)
-    }
-
-    fn removexattr(&self, _id: FileId, _name: &[u8]) -> VfsResult<Attrs> {
-        Err(VfsError::NotSupported)
     }
 
     /// The backend's own counters (caches, flushes), for metrics.

@@ -52,6 +52,21 @@ pub trait DataOps42: Send + Sync {
     fn advise(&self, id: FileId, offset: u64, len: u64, advice: Advice) -> VfsResult<bool>;
 }
 
+/// Extended attributes (RFC 8276) in the host's `user.` namespace
+/// ([`XATTR_USER_PREFIX`]); names come without the prefix.
+pub trait Xattrs: Send + Sync {
+    /// The value of extended attribute `name`; `NoXattr` when it is not
+    /// set.
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<bytes::Bytes>;
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs>;
+
+    /// Names of the extended attributes set, sorted.
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<bytes::Bytes>>;
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs>;
+}
+
 /// A sparse read of a backend that cannot tell holes: what
 /// [`Vfs::read`] returns, as one data segment.
 pub fn read_unsparse(fs: &dyn Vfs, id: FileId, offset: u64, count: u32) -> VfsResult<(Vec<Segment>, bool)> {

@@ -230,6 +230,11 @@ impl Vfs for LocalFs {
         Some(self)
     }
 
+    /// Only where the export's file system keeps `user.` attributes.
+    fn xattrs(&self) -> Option<&dyn crate::Xattrs> {
+        self.xattr_support_impl().then_some(self)
+    }
+
     fn data_ops(&self) -> Option<&dyn crate::DataOps42> {
         Some(self)
     }
@@ -651,28 +656,6 @@ impl Vfs for LocalFs {
             avail_files: s.f_favail,
         })
     }
-
-    // Extended attributes: see xattr.rs.
-
-    fn xattr_support(&self) -> bool {
-        self.xattr_support_impl()
-    }
-
-    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
-        self.getxattr_impl(id, name)
-    }
-
-    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
-        self.setxattr_impl(id, name, value, how)
-    }
-
-    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
-        self.listxattrs_impl(id)
-    }
-
-    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
-        self.removexattr_impl(id, name)
-    }
 }
 
 // See v42.rs.
@@ -766,5 +749,24 @@ impl crate::FastPaths for LocalFs {
 
     fn read_data_region(&self, id: FileId, offset: u64, count: u32) -> VfsResult<Option<(FileRegion, bool)>> {
         self.read_data_region_impl(id, offset, count)
+    }
+}
+
+// See xattr.rs.
+impl crate::Xattrs for LocalFs {
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.getxattr_impl(id, name)
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.setxattr_impl(id, name, value, how)
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.listxattrs_impl(id)
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.removexattr_impl(id, name)
     }
 }

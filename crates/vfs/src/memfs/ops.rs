@@ -197,6 +197,10 @@ impl Vfs for MemFs {
         Some(self)
     }
 
+    fn xattrs(&self) -> Option<&dyn crate::Xattrs> {
+        Some(self)
+    }
+
     fn data_ops(&self) -> Option<&dyn crate::DataOps42> {
         Some(self)
     }
@@ -441,31 +445,9 @@ impl Vfs for MemFs {
         })
     }
 
-    // Extended attributes: see xattr.rs.
-
-    fn xattr_support(&self) -> bool {
-        true
-    }
-
     /// MemFs counts changes (`Meta::change`) rather than using the ctime.
     fn change_is_ctime(&self) -> bool {
         false
-    }
-
-    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
-        self.getxattr_impl(id, name)
-    }
-
-    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
-        self.setxattr_impl(id, name, value, how)
-    }
-
-    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
-        self.listxattrs_impl(id)
-    }
-
-    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
-        self.removexattr_impl(id, name)
     }
 }
 
@@ -531,5 +513,24 @@ impl crate::FastPaths for MemFs {
 
     fn read_data_region(&self, _id: FileId, _offset: u64, _count: u32) -> VfsResult<Option<(crate::FileRegion, bool)>> {
         Ok(None)
+    }
+}
+
+// See xattr.rs.
+impl crate::Xattrs for MemFs {
+    fn getxattr(&self, id: FileId, name: &[u8]) -> VfsResult<Bytes> {
+        self.getxattr_impl(id, name)
+    }
+
+    fn setxattr(&self, id: FileId, name: &[u8], value: &[u8], how: XattrSet) -> VfsResult<Attrs> {
+        self.setxattr_impl(id, name, value, how)
+    }
+
+    fn listxattrs(&self, id: FileId) -> VfsResult<Vec<Bytes>> {
+        self.listxattrs_impl(id)
+    }
+
+    fn removexattr(&self, id: FileId, name: &[u8]) -> VfsResult<Attrs> {
+        self.removexattr_impl(id, name)
     }
 }

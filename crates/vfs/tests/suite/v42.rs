@@ -226,64 +226,60 @@ pub fn clone_range<V: Vfs>(fs: &V) {
 
 /// Skips (with the reason) where the host file system keeps no `user.`
 /// attributes.
-fn xattrs_here<V: Vfs>(fs: &V) -> bool {
-    if !fs.xattr_support() {
+fn xattrs_here<V: Vfs>(fs: &V) -> Option<&dyn Xattrs> {
+    if fs.xattrs().is_none() {
         eprintln!("skipped: this file system stores no user extended attributes");
     }
-    fs.xattr_support()
+    fs.xattrs()
 }
 
 pub fn xattrs<V: Vfs>(fs: &V) {
-    if !xattrs_here(fs) {
-        return;
-    }
+    let Some(x) = xattrs_here(fs) else { return };
     let d = scratch(fs, "xattr");
     let f = new_file(fs, d, "f");
-    assert_eq!(fs.listxattrs(f).unwrap(), Vec::<bytes::Bytes>::new());
+    assert_eq!(x.listxattrs(f).unwrap(), Vec::<bytes::Bytes>::new());
     let before = fs.getattr(f).unwrap();
-    let a = fs.setxattr(f, b"color", b"blue", XattrSet::Either).unwrap();
+    let a = x.setxattr(f, b"color", b"blue", XattrSet::Either).unwrap();
     assert!(a.ctime >= before.ctime && a.change >= before.change);
-    assert_eq!(&fs.getxattr(f, b"color").unwrap()[..], b"blue");
-    assert_eq!(fs.setxattr(f, b"color", b"red", XattrSet::Create).unwrap_err(), VfsError::Exists);
-    fs.setxattr(f, b"color", b"red", XattrSet::Replace).unwrap();
-    assert_eq!(&fs.getxattr(f, b"color").unwrap()[..], b"red");
-    assert_eq!(fs.setxattr(f, b"shape", b"x", XattrSet::Replace).unwrap_err(), VfsError::NoXattr);
-    assert_eq!(fs.getxattr(f, b"shape").unwrap_err(), VfsError::NoXattr);
-    fs.setxattr(f, b"empty", b"", XattrSet::Create).unwrap();
-    assert!(fs.getxattr(f, b"empty").unwrap().is_empty());
-    fs.setxattr(f, b"b", b"2", XattrSet::Either).unwrap();
-    fs.setxattr(f, b"a", &[0u8, 1, 255], XattrSet::Either).unwrap();
-    assert_eq!(&fs.getxattr(f, b"a").unwrap()[..], &[0u8, 1, 255][..], "values are bytes");
-    let names = fs.listxattrs(f).unwrap();
+    assert_eq!(&x.getxattr(f, b"color").unwrap()[..], b"blue");
+    assert_eq!(x.setxattr(f, b"color", b"red", XattrSet::Create).unwrap_err(), VfsError::Exists);
+    x.setxattr(f, b"color", b"red", XattrSet::Replace).unwrap();
+    assert_eq!(&x.getxattr(f, b"color").unwrap()[..], b"red");
+    assert_eq!(x.setxattr(f, b"shape", b"x", XattrSet::Replace).unwrap_err(), VfsError::NoXattr);
+    assert_eq!(x.getxattr(f, b"shape").unwrap_err(), VfsError::NoXattr);
+    x.setxattr(f, b"empty", b"", XattrSet::Create).unwrap();
+    assert!(x.getxattr(f, b"empty").unwrap().is_empty());
+    x.setxattr(f, b"b", b"2", XattrSet::Either).unwrap();
+    x.setxattr(f, b"a", &[0u8, 1, 255], XattrSet::Either).unwrap();
+    assert_eq!(&x.getxattr(f, b"a").unwrap()[..], &[0u8, 1, 255][..], "values are bytes");
+    let names = x.listxattrs(f).unwrap();
     assert_eq!(names.iter().map(|n| &n[..]).collect::<Vec<_>>(), vec![&b"a"[..], b"b", b"color", b"empty"]);
-    fs.removexattr(f, b"b").unwrap();
-    assert_eq!(fs.removexattr(f, b"b").unwrap_err(), VfsError::NoXattr);
-    assert_eq!(fs.listxattrs(f).unwrap().len(), 3);
+    x.removexattr(f, b"b").unwrap();
+    assert_eq!(x.removexattr(f, b"b").unwrap_err(), VfsError::NoXattr);
+    assert_eq!(x.listxattrs(f).unwrap().len(), 3);
     // Directories have them too.
-    fs.setxattr(d, b"dir", b"yes", XattrSet::Create).unwrap();
-    assert_eq!(fs.listxattrs(d).unwrap(), vec![bytes::Bytes::from_static(b"dir")]);
+    x.setxattr(d, b"dir", b"yes", XattrSet::Create).unwrap();
+    assert_eq!(x.listxattrs(d).unwrap(), vec![bytes::Bytes::from_static(b"dir")]);
 }
 
 pub fn xattr_limits<V: Vfs>(fs: &V) {
-    if !xattrs_here(fs) {
-        return;
-    }
+    let Some(x) = xattrs_here(fs) else { return };
     let d = scratch(fs, "xattrlimits");
     let f = new_file(fs, d, "f");
     let longest = vec![b'n'; XATTR_NAME_MAX];
-    fs.setxattr(f, &longest, b"v", XattrSet::Create).unwrap();
-    assert_eq!(&fs.getxattr(f, &longest).unwrap()[..], b"v");
+    x.setxattr(f, &longest, b"v", XattrSet::Create).unwrap();
+    assert_eq!(&x.getxattr(f, &longest).unwrap()[..], b"v");
     let too_long = vec![b'n'; XATTR_NAME_MAX + 1];
-    assert_eq!(fs.setxattr(f, &too_long, b"v", XattrSet::Either).unwrap_err(), VfsError::NameTooLong);
-    assert_eq!(fs.getxattr(f, &too_long).unwrap_err(), VfsError::NameTooLong);
-    assert_eq!(fs.setxattr(f, b"", b"v", XattrSet::Either).unwrap_err(), VfsError::Invalid);
-    assert_eq!(fs.getxattr(f, b"a\0b").unwrap_err(), VfsError::Invalid);
+    assert_eq!(x.setxattr(f, &too_long, b"v", XattrSet::Either).unwrap_err(), VfsError::NameTooLong);
+    assert_eq!(x.getxattr(f, &too_long).unwrap_err(), VfsError::NameTooLong);
+    assert_eq!(x.setxattr(f, b"", b"v", XattrSet::Either).unwrap_err(), VfsError::Invalid);
+    assert_eq!(x.getxattr(f, b"a\0b").unwrap_err(), VfsError::Invalid);
     let big = vec![0u8; XATTR_SIZE_MAX + 1];
-    assert_eq!(fs.setxattr(f, b"big", &big, XattrSet::Either).unwrap_err(), VfsError::XattrTooBig);
-    assert_eq!(fs.getxattr(f, b"big").unwrap_err(), VfsError::NoXattr);
+    assert_eq!(x.setxattr(f, b"big", &big, XattrSet::Either).unwrap_err(), VfsError::XattrTooBig);
+    assert_eq!(x.getxattr(f, b"big").unwrap_err(), VfsError::NoXattr);
     // Linux keeps user attributes off symbolic links.
     let (l, _) = fs.symlink(d, b"link", b"f", &SetAttrs::default(), super::OWNER).unwrap();
-    assert_eq!(fs.getxattr(l, b"x").unwrap_err(), VfsError::NoXattr);
-    assert!(fs.listxattrs(l).unwrap().is_empty());
-    assert_eq!(fs.setxattr(l, b"x", b"v", XattrSet::Either).unwrap_err(), VfsError::Perm);
+    assert_eq!(x.getxattr(l, b"x").unwrap_err(), VfsError::NoXattr);
+    assert!(x.listxattrs(l).unwrap().is_empty());
+    assert_eq!(x.setxattr(l, b"x", b"v", XattrSet::Either).unwrap_err(), VfsError::Perm);
 }

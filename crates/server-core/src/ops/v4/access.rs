@@ -37,7 +37,7 @@ pub(super) fn run(cx: &mut Compound, args: ACCESS4args) -> Result<ACCESS4resok, 
         Fh::Pseudo(_) => (true, false),
         fh => {
             let o = cx.resolve(fh)?;
-            (o.is_dir(), cx.minor >= 2 && o.fs().xattr_support())
+            (o.is_dir(), cx.minor >= 2 && o.fs().xattrs().is_some())
         }
     };
     let mut meaningful = if is_dir { KNOWN & !ACCESS4_EXECUTE } else { KNOWN & !(ACCESS4_LOOKUP | ACCESS4_DELETE) };

@@ -9,10 +9,10 @@ use super::{xattrs, Compound};
 use crate::auth::may_read;
 
 pub(super) fn run(cx: &mut Compound, args: GETXATTR4args) -> Result<xattrvalue4, nfsstat4> {
-    let obj = xattrs::object(cx)?;
+    let (obj, store) = xattrs::object(cx)?;
     let name = xattrs::name(&args.gxa_name)?;
     if !may_read(&obj.attrs, &obj.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
-    obj.fs().getxattr(obj.id, name).map_err(stat4)
+    store.getxattr(obj.id, name).map_err(stat4)
 }

@@ -15,11 +15,11 @@ use crate::auth::may_read;
 const FIXED: usize = 16;
 
 pub(super) fn run(cx: &mut Compound, args: LISTXATTRS4args) -> Result<LISTXATTRS4resok, nfsstat4> {
-    let obj = xattrs::object(cx)?;
+    let (obj, store) = xattrs::object(cx)?;
     if !may_read(&obj.attrs, &obj.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
-    let names = obj.fs().listxattrs(obj.id).map_err(stat4)?;
+    let names = store.listxattrs(obj.id).map_err(stat4)?;
     let start = usize::try_from(args.lxa_cookie).map_err(|_| nfsstat4::NFS4ERR_BAD_COOKIE)?;
     if start > names.len() {
         return Err(nfsstat4::NFS4ERR_BAD_COOKIE);

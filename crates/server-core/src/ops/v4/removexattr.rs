@@ -11,13 +11,13 @@ use super::{xattrs, Compound};
 use crate::auth::may_write;
 
 pub(super) fn run(cx: &mut Compound, args: REMOVEXATTR4args) -> Result<change_info4, nfsstat4> {
-    let obj = xattrs::object(cx)?;
+    let (obj, store) = xattrs::object(cx)?;
     let name = xattrs::name(&args.rxa_name)?;
     writable(&obj)?;
     if !may_write(&obj.attrs, &obj.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
     recall_delegations(cx, file_key(&obj))?;
-    let after = obj.fs().removexattr(obj.id, name).map_err(stat4)?;
+    let after = store.removexattr(obj.id, name).map_err(stat4)?;
     Ok(xattrs::cinfo(&obj, &after))
 }

@@ -14,7 +14,7 @@ use super::{xattrs, Compound};
 use crate::auth::may_write;
 
 pub(super) fn run(cx: &mut Compound, args: SETXATTR4args) -> Result<change_info4, nfsstat4> {
-    let obj = xattrs::object(cx)?;
+    let (obj, store) = xattrs::object(cx)?;
     let name = xattrs::name(&args.sxa_key)?;
     writable(&obj)?;
     if args.sxa_value.len() > vfs::XATTR_SIZE_MAX {
@@ -29,6 +29,6 @@ pub(super) fn run(cx: &mut Compound, args: SETXATTR4args) -> Result<change_info4
         setxattr_option4::SETXATTR4_CREATE => XattrSet::Create,
         setxattr_option4::SETXATTR4_REPLACE => XattrSet::Replace,
     };
-    let after = obj.fs().setxattr(obj.id, name, &args.sxa_value, how).map_err(stat4)?;
+    let after = store.setxattr(obj.id, name, &args.sxa_value, how).map_err(stat4)?;
     Ok(xattrs::cinfo(&obj, &after))
 }

@@ -9,13 +9,12 @@ use proto::nfs4::*;
 use super::status::stat4;
 use super::{Compound, Obj};
 
-/// The current object, if extended attributes can be kept on it.
-pub(super) fn object<'a>(cx: &Compound<'a>) -> Result<Obj<'a>, nfsstat4> {
+/// The current object, if extended attributes can be kept on it, and
+/// where they are.
+pub(super) fn object<'a>(cx: &Compound<'a>) -> Result<(Obj<'a>, &'a dyn vfs::Xattrs), nfsstat4> {
     let obj = cx.cobj(nfsstat4::NFS4ERR_NOTSUPP)?;
-    if !obj.fs().xattr_support() {
-        return Err(nfsstat4::NFS4ERR_NOTSUPP);
-    }
-    Ok(obj)
+    let store = obj.fs().xattrs().ok_or(nfsstat4::NFS4ERR_NOTSUPP)?;
+    Ok((obj, store))
 }
 
 /// A name as RFC 8276 section 8.1 allows it: UTF-8 (a component4), not

@@ -360,7 +360,7 @@ pub(crate) fn encode(cx: &Compound, s: &Subject, request: &[u32]) -> Result<fatt
                 kind.encode(&mut e)
             }
             FATTR4_OPEN_ARGUMENTS => open_arguments().encode(&mut e),
-            FATTR4_XATTR_SUPPORT => e.bool(matches!(s, Subject::Obj { export, .. } if export.fs.xattr_support())),
+            FATTR4_XATTR_SUPPORT => e.bool(matches!(s, Subject::Obj { export, .. } if export.fs.xattrs().is_some())),
             FATTR4_CLONE_BLKSIZE => {
                 let block = match s {
                     Subject::Obj { export, .. } => export.fs.data_ops().and_then(|o| o.clone_blksize()),
