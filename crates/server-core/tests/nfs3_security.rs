@@ -281,8 +281,17 @@ fn commit_failure(err: vfs::VfsError, status: nfsstat3, verifier_changes: bool) 
         fn readdir(&self, d: FileId, c: u64, m: usize) -> VfsResult<ReadDir> {
             self.0.readdir(d, c, m)
         }
+        fn readdir_plus(&self, d: FileId, c: u64, m: usize) -> VfsResult<ReadDirPlus> {
+            self.0.readdir_plus(d, c, m)
+        }
         fn fsstat(&self, id: FileId) -> VfsResult<FsStat> {
             self.0.fsstat(id)
+        }
+        fn change_is_ctime(&self) -> bool {
+            self.0.change_is_ctime()
+        }
+        fn counters(&self) -> Vec<Counter> {
+            self.0.counters()
         }
     }
     let fs = Arc::new(FailingCommit(

@@ -170,20 +170,10 @@ pub trait Vfs: Send + Sync + 'static {
     fn readdir(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDir>;
 
     /// [`Vfs::readdir`] with every entry's object as [`Vfs::lookup`] finds
-    /// it, for READDIRPLUS and NFSv4 READDIR. The default looks each name
-    /// up; a backend that can read attributes while it lists overrides it.
-    fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus> {
-        let rd = self.readdir(dir, cookie, max_entries)?;
-        let entries = rd
-            .entries
-            .into_iter()
-            .map(|entry| {
-                let obj = self.lookup(dir, &entry.name);
-                DirEntryPlus { entry, obj }
-            })
-            .collect();
-        Ok(ReadDirPlus { entries, eof: rd.eof })
-    }
+    /// it, for READDIRPLUS and NFSv4 READDIR. A backend that cannot read
+    /// attributes while it lists looks each name up
+    /// ([`readdir_plus_by_lookup`]).
+    fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus>;
 
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat>;
 
@@ -220,12 +210,23 @@ pub trait Vfs: Send + Sync + 'static {
 
     /// Whether [`Attrs::change`] is the object's ctime (NFSv4.2
     /// `change_attr_type` TIME_METADATA) rather than a counter.
-    fn change_is_ctime(&self) -> bool {
-        true
-    }
+    fn change_is_ctime(&self) -> bool;
 
     /// The backend's own counters (caches, flushes), for metrics.
-    fn counters(&self) -> Vec<Counter> {
-        Vec::new()
-    }
+    fn counters(&self) -> Vec<Counter>;
+}
+
+/// [`Vfs::readdir_plus`] for a backend that learns an entry's object only
+/// by looking its name up.
+pub fn readdir_plus_by_lookup(fs: &dyn Vfs, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<ReadDirPlus> {
+    let rd = fs.readdir(dir, cookie, max_entries)?;
+    let entries = rd
+        .entries
+        .into_iter()
+        .map(|entry| {
+            let obj = fs.lookup(dir, &entry.name);
+            DirEntryPlus { entry, obj }
+        })
+        .collect();
+    Ok(ReadDirPlus { entries, eof: rd.eof })
 }

@@ -243,6 +243,11 @@ impl Vfs for LocalFs {
         self.stats()
     }
 
+    /// The change attribute is the host's ctime.
+    fn change_is_ctime(&self) -> bool {
+        true
+    }
+
     /// The guard is compared against a fresh statx and then the changes
     /// are applied: another writer can slip in between (a window of a few
     /// system calls), which the NFSv3 guard cannot fully exclude without a

@@ -429,6 +429,11 @@ impl Vfs for MemFs {
         Ok(ReadDir { entries, eof })
     }
 
+    /// Attributes live beside the entries, not in them: each is looked up.
+    fn readdir_plus(&self, dir: FileId, cookie: u64, max_entries: usize) -> VfsResult<crate::ReadDirPlus> {
+        crate::readdir_plus_by_lookup(self, dir, cookie, max_entries)
+    }
+
     fn fsstat(&self, id: FileId) -> VfsResult<FsStat> {
         self.getattr(id)?;
         let total = self.budget.limit();
@@ -448,6 +453,11 @@ impl Vfs for MemFs {
     /// MemFs counts changes (`Meta::change`) rather than using the ctime.
     fn change_is_ctime(&self) -> bool {
         false
+    }
+
+    /// Nothing is cached or flushed.
+    fn counters(&self) -> Vec<crate::Counter> {
+        Vec::new()
     }
 }
 
