@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -208,6 +208,29 @@ struct Recipe {
     clock: Arc<ManualClock>,
 }
 
+impl Recipe {
+    /// The core of boot number `boot` (0 first), calling back through `wire`.
+    fn core(&self, wire: &Arc<Wire>, boot: u64) -> Core {
+        let parsed = parse_exports("/export *(rw,insecure)\n").expect("exports");
+        let exports = parsed
+            .entries
+            .into_iter()
+            .map(|e| Export { id: 1, path: e.path, fs: self.fs.clone(), rules: e.rules })
+            .collect();
+        let settings = CoreSettings { nfs4: self.nfs4.clone(), ..CoreSettings::default() };
+        // A new write verifier each boot, as a restarted server's.
+        let verifier = (0x5645_5246_0000_0000u64 + boot).to_be_bytes();
+        // Listeners come and go on any port: portmap names none (0), and a
+        // client then uses the port it asked on.
+        let ports = ServicePorts { tcp: 0, udp: None };
+        Core::new(settings, exports, [7; 32], verifier, ports).with_nfs4_env(
+            self.clock.clone(),
+            Arc::new(Callbacks(wire.clone())),
+            self.store.clone(),
+        )
+    }
+}
+
 struct Shared {
     wire: Arc<Wire>,
     core: Mutex<Arc<Core>>,
@@ -215,11 +238,11 @@ struct Shared {
     boots: AtomicU64,
     /// Serialises moving the core's clock up to tokio's.
     clock_step: Mutex<()>,
-    /// While the server is down (rebooting), new connections close at once.
-    down: AtomicBool,
+    /// False while the server is down (rebooting): connections made then
+    /// wait to be accepted. (Closing them at once would have the client
+    /// connect again without a pause, round after round.)
+    up: watch::Sender<bool>,
     next_conn: AtomicU64,
-    /// The first listener's port: the core names it in portmap replies.
-    port: Mutex<u16>,
 }
 
 impl Shared {
@@ -231,26 +254,6 @@ impl Shared {
         if target > now {
             self.recipe.clock.advance(target - now);
         }
-    }
-
-    fn build_core(&self) -> Core {
-        let r = &self.recipe;
-        let boot = self.boots.load(Ordering::Relaxed);
-        let parsed = parse_exports("/export *(rw,insecure)\n").expect("exports");
-        let exports = parsed
-            .entries
-            .into_iter()
-            .map(|e| Export { id: 1, path: e.path, fs: r.fs.clone(), rules: e.rules })
-            .collect();
-        let settings = CoreSettings { nfs4: r.nfs4.clone(), ..CoreSettings::default() };
-        // A new write verifier each boot, as a restarted server's.
-        let verifier = (0x5645_5246_0000_0000u64 + boot).to_be_bytes();
-        let port = *self.port.lock();
-        Core::new(settings, exports, [7; 32], verifier, ServicePorts { tcp: port, udp: None }).with_nfs4_env(
-            r.clock.clone(),
-            Arc::new(Callbacks(self.wire.clone())),
-            r.store.clone(),
-        )
     }
 
     /// Runs one record through the core; the reply, if any.
@@ -286,6 +289,7 @@ pub struct Port {
     accept: JoinHandle<()>,
 }
 
+/// Dropping a port closes its listener; its connections go on, unpaused.
 impl Drop for Port {
     fn drop(&mut self) {
         self.accept.abort();
@@ -298,8 +302,8 @@ impl Port {
         format!("nfs://127.0.0.1:{}/export?version=4.1", self.addr.port())
     }
 
-    /// Mounts the export through this listener (no portmapper: the core's
-    /// would name the first listener's port).
+    /// Mounts the export through this listener, without asking portmap
+    /// first (a connection less).
     pub async fn mount(&self) -> Client {
         self.mount_with(settings()).await
     }
@@ -357,21 +361,16 @@ impl Bridge {
             start: Instant::now(),
         });
         let recipe = Recipe { nfs4, fs, store: Arc::new(MemStore::default()), clock: Arc::new(ManualClock::default()) };
-        // A placeholder until the first listener's port is known: nothing
-        // reaches the core before then.
-        let placeholder =
-            Core::new(CoreSettings::default(), Vec::new(), [0; 32], [0; 8], ServicePorts { tcp: 0, udp: None });
+        let core = recipe.core(&wire, 0);
         let shared = Arc::new(Shared {
             wire,
-            core: Mutex::new(Arc::new(placeholder)),
+            core: Mutex::new(Arc::new(core)),
             recipe,
             boots: AtomicU64::new(0),
             clock_step: Mutex::new(()),
-            down: AtomicBool::new(false),
+            up: watch::Sender::new(true),
             next_conn: AtomicU64::new(0),
-            port: Mutex::new(0),
         });
-        *shared.core.lock() = Arc::new(shared.build_core());
         let ticker = tokio::spawn(async {
             loop {
                 tokio::time::sleep(TICK).await;
@@ -389,10 +388,6 @@ impl Bridge {
             *n += 1;
             *n - 1
         };
-        if index == 0 {
-            *self.shared.port.lock() = addr.port();
-            *self.shared.core.lock() = Arc::new(self.shared.build_core());
-        }
         let paused = Arc::new(watch::Sender::new(false));
         let accept = tokio::spawn(accept(listener, index, self.shared.clone(), paused.clone()));
         Port { addr, index, paused, shared: self.shared.clone(), accept }
@@ -462,33 +457,46 @@ impl Bridge {
     /// not answered, and after a second (a new boot, whose ids differ from
     /// the old ones: they carry its start in seconds) a new core serves
     /// the same export and stable store, in its grace period if clients
-    /// held state.
+    /// held state. Connections made meanwhile are accepted once it is up.
     pub async fn reboot(&self) {
-        self.shared.down.store(true, Ordering::Release);
+        self.shared.up.send_replace(false);
         for c in self.shared.wire.conns.lock().values() {
             c.kill.notify_one();
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         self.shared.sync_clock();
-        self.shared.boots.fetch_add(1, Ordering::Relaxed);
-        *self.shared.core.lock() = Arc::new(self.shared.build_core());
-        self.shared.down.store(false, Ordering::Release);
+        let boot = self.shared.boots.fetch_add(1, Ordering::Relaxed) + 1;
+        *self.shared.core.lock() = Arc::new(self.shared.recipe.core(&self.shared.wire, boot));
+        self.shared.up.send_replace(true);
     }
 }
 
 async fn accept(listener: TcpListener, index: usize, shared: Arc<Shared>, paused: Arc<watch::Sender<bool>>) {
+    let mut up = shared.up.subscribe();
     while let Ok((sock, _)) = listener.accept().await {
-        if shared.down.load(Ordering::Acquire) {
-            continue; // dropped: closed at once
-        }
+        let _ = up.wait_for(|u| *u).await;
         let _ = sock.set_nodelay(true);
         let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
         tokio::spawn(serve(id, index, sock, shared.clone(), paused.subscribe()));
     }
 }
 
+/// A port that is gone (dropped) pauses nothing any more.
+fn gone(paused: &watch::Receiver<bool>) -> bool {
+    paused.has_changed().is_err()
+}
+
 async fn unpaused(paused: &mut watch::Receiver<bool>) {
-    let _ = paused.wait_for(|p| !*p).await;
+    if !gone(paused) {
+        let _ = paused.wait_for(|p| !*p).await;
+    }
+}
+
+/// Returns once the port is paused; never if it cannot be any more.
+async fn until_paused(paused: &mut watch::Receiver<bool>) {
+    if gone(paused) || paused.wait_for(|p| *p).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 async fn serve(id: u64, port: usize, sock: TcpStream, shared: Arc<Shared>, mut paused: watch::Receiver<bool>) {
@@ -527,7 +535,7 @@ async fn serve(id: u64, port: usize, sock: TcpStream, shared: Arc<Shared>, mut p
             },
             _ = kill.notified() => break 'conn true,
             // Paused while waiting: stop reading until resumed.
-            _ = paused.wait_for(|p| *p) => continue,
+            _ = until_paused(&mut paused) => continue,
         }
         loop {
             match framer.next_record() {
