@@ -180,9 +180,6 @@ async fn a_client_cut_off_past_its_lease_loses_its_state_and_starts_again() {
 }
 
 #[tokio::test(start_paused = true)]
-#[ignore = "client bug: an open whose reclaim fails (NFS4ERR_NO_GRACE after the lease ran out) is dropped and \
-            I/O through it goes on under the anonymous stateid (nfs41/opens.rs, reclaim_opens), so the \
-            client's WRITE replaces what another client wrote after the state was lost, and succeeds"]
 async fn io_on_an_open_lost_with_the_lease_fails_instead_of_writing_over_another_client() {
     within(async {
         // The clients and A's listener stay: only the open is lost.

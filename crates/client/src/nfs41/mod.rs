@@ -85,6 +85,12 @@ pub struct Nfs41 {
     /// Stateids replaced by a recovery (old `other` → the new stateid),
     /// for requests that were built before it and are sent again.
     pub(crate) remapped: Mutex<HashMap<[u8; 12], proto::nfs4::stateid4>>,
+    /// Files whose open a recovery could not reclaim (the lease ran out,
+    /// or the server's grace period was over): I/O through that open
+    /// fails (RFC 8881 section 8.4.3) until the file is opened again,
+    /// rather than going on under the anonymous stateid over what other
+    /// clients wrote meanwhile.
+    pub(crate) lost: Mutex<std::collections::HashSet<Bytes>>,
     /// Lock stateids by (file, lock owner).
     pub(crate) locks: Mutex<HashMap<(Bytes, u64), proto::nfs4::stateid4>>,
     /// Locks taken on this client alone under a write delegation (RFC

@@ -139,6 +139,7 @@ impl Nfs41 {
         let nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok)) = res else {
             return Err(Error::Invalid("OPEN result missing from the reply".into()));
         };
+        self.lost.lock().remove(fh);
         {
             let mut opens = self.opens.lock();
             let e = opens.entry(fh.clone()).or_insert(OpenState {
@@ -512,11 +513,12 @@ impl Nfs41 {
                     }
                 }
                 Err(e) => {
-                    // I/O on it goes on with the anonymous stateid.
-                    tracing::warn!("could not reclaim an open after the server restarted: {e}");
-                    if let Some(o) = self.opens.lock().remove(&fh) {
-                        self.remapped.lock().insert(o.stateid.other, ANONYMOUS);
-                    }
+                    // The open is lost: its I/O fails until the file is
+                    // opened again (see `Nfs41::lost`). Requests built
+                    // before keep the old stateid, which the server refuses.
+                    tracing::warn!("could not reclaim an open after the server restarted or the lease ran out: {e}");
+                    self.opens.lock().remove(&fh);
+                    self.lost.lock().insert(fh.clone());
                 }
             }
         }

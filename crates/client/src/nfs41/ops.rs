@@ -264,6 +264,9 @@ impl Nfs41 {
         write: bool,
         make: impl Fn(stateid4) -> Vec<nfs_argop4>,
     ) -> Result<Results> {
+        if self.lost.lock().contains(fh) {
+            return Err(Error::Nfs4 { op: if write { "WRITE" } else { "READ" }, status: nfsstat4::NFS4ERR_IO });
+        }
         let mut tries = 0;
         loop {
             let stateid = self.io_stateid(fh, write);

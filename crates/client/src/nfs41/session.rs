@@ -189,6 +189,7 @@ impl Nfs41 {
             opens: Mutex::default(),
             delegations: Mutex::default(),
             remapped: Mutex::default(),
+            lost: Mutex::default(),
             locks: Mutex::default(),
             local_locks: Mutex::default(),
             lock_gates: (0..super::locks::LOCK_GATES).map(|_| tokio::sync::Mutex::new(())).collect(),
