@@ -2,6 +2,7 @@
 
 use std::ffi::{c_int, CString};
 use std::ptr;
+use std::time::{Duration, Instant};
 
 use vfs::{VfsError, VfsResult};
 
@@ -61,6 +62,17 @@ fn out_of_reach(errno: c_int) -> bool {
     matches!(errno, libc::ENOTCONN | libc::ESHUTDOWN | libc::ETIMEDOUT | libc::ECONNREFUSED)
 }
 
+/// The pause between tries to end a session while the metadata server
+/// restarts: it goes through replay and reconnect in seconds.
+const RECLAIM_RETRY: Duration = Duration::from_secs(1);
+
+/// Whether a failed `ceph_start_reclaim` may succeed on a new handle
+/// later: the session was refused (EPERM: the metadata server restarted
+/// while it opened) or the cluster did not answer.
+fn retriable_reclaim(errno: c_int) -> bool {
+    errno == libc::EPERM || out_of_reach(errno)
+}
+
 impl Mount {
     /// Connects to the cluster and mounts `path`.
     /// `instance` names this head to the metadata server across its
@@ -81,7 +93,7 @@ impl Mount {
             e => e.to_string(),
         };
         if let Some(uuid) = instance {
-            m.take_over(uuid, settings.session_timeout_secs)
+            m.take_over(settings, uuid)
                 .map_err(|e| format!("cannot reach the Ceph cluster: {}", unreachable(e)))?;
         }
         let root = CString::new(path).map_err(|_| "path holds NUL".to_string())?;
@@ -100,22 +112,51 @@ impl Mount {
     }
 
     /// Ends the session another head left under client uuid `uuid` (it
-    /// died, and a live head took it over): the metadata server drops its
-    /// capabilities and locks and blocklists it, so it cannot write again
-    /// should it only have been cut off. `Ok(false)`: no such session.
+    /// died, and a live head took it over, or it is this head's previous
+    /// process): the metadata server drops its capabilities and locks and
+    /// blocklists it, so it cannot write again should it only have been
+    /// cut off. `Ok(false)`: no such session.
+    ///
+    /// A metadata server restarting as this runs refuses the new client's
+    /// session (libcephfs reports EPERM) or does not answer yet; it then
+    /// keeps the old session for its owner to reclaim and serves no one
+    /// until that happens. So a refused or unanswered try is made again on
+    /// a fresh handle, every [`RECLAIM_RETRY`], for up to
+    /// `mount_timeout_secs`.
     pub fn end_session(settings: &CephSettings, uuid: &str) -> Result<bool, String> {
-        let m = Mount::configured(settings)?;
-        let c = cstr(uuid.as_bytes()).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(settings.mount_timeout_secs.max(1).into());
+        loop {
+            match Mount::try_end_session(settings, uuid) {
+                Ok(ended) => return Ok(ended),
+                Err(rc) if retriable_reclaim(rc) && Instant::now() + RECLAIM_RETRY < deadline => {
+                    tracing::debug!(instance = uuid, error = %VfsError::from_errno(rc), "the metadata server refused to end a session yet; trying again");
+                    std::thread::sleep(RECLAIM_RETRY);
+                }
+                Err(rc) => return Err(format!("cannot end Ceph session {uuid}: {}", VfsError::from_errno(rc))),
+            }
+        }
+    }
+
+    /// One try of [`Mount::end_session`] on a new handle; `Err(errno)`.
+    fn try_end_session(settings: &CephSettings, uuid: &str) -> Result<bool, c_int> {
+        let m = Mount::configured(settings).map_err(|e| {
+            tracing::warn!(error = %e, "cannot configure a Ceph client");
+            libc::EINVAL
+        })?;
+        let c = cstr(uuid.as_bytes()).map_err(|_| libc::EINVAL)?;
         // SAFETY: a created, configured handle, never mounted; a C string.
         unsafe {
-            check((m.api.ceph_init)(m.cm)).map_err(|e| format!("cannot reach the Ceph cluster: {e}"))?;
+            let rc = (m.api.ceph_init)(m.cm);
+            if rc < 0 {
+                return Err(-rc);
+            }
             match (m.api.ceph_start_reclaim)(m.cm, c.as_ptr(), ffi::CEPH_RECLAIM_RESET) {
                 0 => {
                     (m.api.ceph_finish_reclaim)(m.cm);
                     Ok(true)
                 }
                 rc if -rc == libc::ENOENT => Ok(false),
-                rc => Err(format!("cannot end Ceph session {uuid}: {}", VfsError::from_errno(-rc))),
+                rc => Err(-rc),
             }
         }
     }
@@ -180,24 +221,21 @@ impl Mount {
         Ok(m)
     }
 
-    fn take_over(&mut self, uuid: &str, session_timeout: u32) -> VfsResult<()> {
+    /// Ends the session this head's previous process left (see
+    /// [`Mount::end_session`]) and names this handle's session after it.
+    fn take_over(&mut self, settings: &CephSettings, uuid: &str) -> VfsResult<()> {
         let api = self.api;
         let c = cstr(uuid.as_bytes())?;
+        match Mount::end_session(settings, uuid) {
+            Ok(true) => tracing::info!(instance = uuid, "ended the session of this head's previous process"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(instance = uuid, error = %e, "could not end an earlier session"),
+        }
         // SAFETY: a created, configured, not yet mounted handle and a C string.
         unsafe {
             check((api.ceph_init)(self.cm))?;
-            match (api.ceph_start_reclaim)(self.cm, c.as_ptr(), ffi::CEPH_RECLAIM_RESET) {
-                0 => {
-                    (api.ceph_finish_reclaim)(self.cm);
-                    tracing::info!(instance = uuid, "ended the session of this head's previous process");
-                }
-                rc if -rc == libc::ENOENT => {}
-                rc => {
-                    tracing::warn!(instance = uuid, error = %VfsError::from_errno(-rc), "could not end an earlier session")
-                }
-            }
             (api.ceph_set_uuid)(self.cm, c.as_ptr());
-            (api.ceph_set_session_timeout)(self.cm, session_timeout);
+            (api.ceph_set_session_timeout)(self.cm, settings.session_timeout_secs);
         }
         Ok(())
     }

@@ -303,17 +303,32 @@ fn main() -> anyhow::Result<()> {
                 .build()
                 .context("starting the async runtime")?;
             let cfg = server::ServeConfig { dir, backend, exports_file: exports, settings };
-            runtime.block_on(serve(cfg))
+            let stopped = runtime.block_on(serve(cfg))?;
+            // The connections' tasks, and the core they hold, go with the
+            // runtime; the jobs that still hold it end after them.
+            drop(runtime);
+            if let Some(stopped) = stopped {
+                stopped.wait_for_jobs();
+            }
+            Ok(())
         }
     }
 }
 
-async fn serve(cfg: server::ServeConfig) -> anyhow::Result<()> {
-    let server = server::Server::start(cfg).await?;
-    wait_for_signal().await?;
+async fn serve(cfg: server::ServeConfig) -> anyhow::Result<Option<server::Stopped>> {
+    let mut signals = Signals::listen()?;
+    let server = tokio::select! {
+        // A server that has started is stopped as below, never dropped.
+        biased;
+        started = server::Server::start(cfg) => started?,
+        _ = signals.recv() => {
+            tracing::info!("stopped while starting");
+            return Ok(None);
+        }
+    };
+    signals.recv().await;
     tracing::info!("shutting down: finishing requests in flight");
-    server.shutdown().await;
-    Ok(())
+    Ok(Some(server.shutdown().await))
 }
 
 async fn mount_nfs(
@@ -340,7 +355,7 @@ async fn mount_nfs(
             tracing::info!(dir = %dir.display(), "unmounted");
             session.join().context("the mount's request loop failed")
         }
-        r = wait_for_signal() => match r {
+        r = async { Signals::listen()?.recv().await; anyhow::Ok(()) } => match r {
             Err(e) => Err(e),
             Ok(()) => {
                 tracing::info!(dir = %dir.display(), "unmounting");
@@ -373,13 +388,26 @@ async fn mount_nfs(
     ended
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, listened for from the moment `nfsx serve` starts:
+/// a signal that comes while the exports are being mounted (a Ceph
+/// cluster may take its mount_timeout_secs) stops the server as cleanly
+/// as one that comes later, rather than ending the process with its file
+/// systems still mounted.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals { term: signal(SignalKind::terminate())?, int: signal(SignalKind::interrupt())? })
     }
-    Ok(())
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }

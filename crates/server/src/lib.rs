@@ -109,6 +109,31 @@ pub struct Server {
     /// The thread that follows it, holding the core (and so the mounted
     /// file systems) until it sees `cluster_stop`.
     cluster_thread: Option<std::thread::JoinHandle<()>>,
+    /// The core's background jobs, waited for once the server stops.
+    jobs: Arc<jobs::Threads>,
+}
+
+/// A server that has stopped serving; its background jobs may still hold
+/// the core, and with it the mounted file systems.
+#[must_use = "wait for the background jobs, or a Ceph export stays mounted until the process ends"]
+pub struct Stopped {
+    jobs: Arc<jobs::Threads>,
+    limit: Duration,
+}
+
+impl Stopped {
+    /// Waits (up to the shutdown grace period) for the core's background
+    /// jobs to end. Call once every other holder of the core is gone (the
+    /// async runtime dropped): the last job to end then drops the core and
+    /// unmounts the file systems, ending a Ceph export's session at once
+    /// rather than leaving its capabilities to the metadata server's
+    /// timeout.
+    pub fn wait_for_jobs(self) {
+        let left = self.jobs.wait(self.limit);
+        if left > 0 {
+            tracing::warn!(jobs = left, "background jobs still running at exit");
+        }
+    }
 }
 
 impl Server {
@@ -151,10 +176,11 @@ impl Server {
             Some(h) => h.store(),
             None => Arc::new(stable::FileStore::open(&state_dir)?),
         };
+        let jobs = Arc::new(jobs::Threads::default());
         let core = Arc::new(
             Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports)
                 .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
-                .with_jobs(Arc::new(jobs::Threads))
+                .with_jobs(jobs.clone())
                 .with_sendfile(),
         );
         let cluster_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -213,12 +239,12 @@ impl Server {
             tls = shared.tls.is_some(),
             "nfsx serving NFS (MOUNT v3, NLM and portmap beside NFSv3)"
         );
-        Ok(Server { shared, local_addr, portmap_addr, tasks, cluster_stop, cluster_thread })
+        Ok(Server { shared, local_addr, portmap_addr, tasks, cluster_stop, cluster_thread, jobs })
     }
 
     /// Stops accepting, lets requests in flight finish (up to the grace
-    /// period), then returns.
-    pub async fn shutdown(self) {
+    /// period), then returns what is left to wait for.
+    pub async fn shutdown(self) -> Stopped {
         let _ = self.shared.shutdown.send(true);
         self.cluster_stop.store(true, std::sync::atomic::Ordering::Release);
         for t in &self.tasks {
@@ -244,6 +270,8 @@ impl Server {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
         tracing::info!("nfsx stopped");
+        let limit = Duration::from_millis(self.shared.settings.shutdown_grace_ms);
+        Stopped { jobs: self.jobs, limit }
     }
 }
 

@@ -123,3 +123,19 @@ fn nfsx_client_workloads_and_a_restart() {
     let out = run("nfs-cat", &[&srv.url("/keep")], MIN);
     assert_eq!(ok(&out, "nfs-cat after restart"), "across a restart");
 }
+
+/// A head stopped with SIGTERM unmounts its export and its share-denial
+/// gate before it exits, ending both Ceph sessions: a session left open
+/// keeps its capabilities until the MDS times it out, and other heads of
+/// the same directories wait that long.
+#[test]
+#[ignore = "needs a Ceph cluster (scripts/ceph.sh start)"]
+fn a_stopped_head_ends_its_ceph_sessions() {
+    let (conf, path) = ceph_dir("stop");
+    let mut srv = ceph_server(&conf, &path);
+    let status = srv.sigterm();
+    assert!(status.success(), "nfsx exited with {status}:\n{}", srv.log_text());
+    let log = srv.log_text();
+    let after_stop = log.split_once("nfsx stopped").map_or("", |(_, rest)| rest);
+    assert_eq!(after_stop.matches("CephFS unmounted").count(), 2, "export and gate not both unmounted:\n{log}");
+}
