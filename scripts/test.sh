@@ -124,10 +124,7 @@ count readme "${readme_passed:-0}" "${readme_failed:-0}" "${readme_skipped:-0}"
 mds_test=failures::acknowledged_creations_survive_head_and_mds_killed_together
 ceph_tests() { # CMD ID
   "$1" "$2" --release -p vfs-ceph --test conformance -- --ignored
-  # One at a time: beside another test's heads on this two-core machine,
-  # delegations::read_delegations_on_two_heads_at_once once waited over
-  # 30 s for its first reply (alone it takes 4 s); the cause is not found.
-  "$1" "$2" --release -p nfsx --test ceph -- --ignored --test-threads=1 --skip heads:: --skip "$mds_test"
+  "$1" "$2" --release -p nfsx --test ceph -- --ignored --skip heads:: --skip "$mds_test"
   # Kills and restarts the MDS: alone, after every other test of the cluster.
   "$1" "$2" --release -p nfsx --test ceph -- --ignored --test-threads=1 --exact "$mds_test"
 }
