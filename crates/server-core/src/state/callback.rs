@@ -9,7 +9,9 @@ use proto::nfs4::*;
 use proto::rpc::{reply_body, reply_data};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
-use super::sessions::{BackChannel, CbSlot, CbState, MAX_QUEUED_RECALLS};
+use parking_lot::Mutex;
+
+use super::sessions::{BackChannel, CbSlot, CbState, Session, MAX_QUEUED_RECALLS};
 use super::stateids::Kind;
 use super::{State4, Tables};
 use crate::Core;
@@ -101,56 +103,64 @@ fn call_header(e: &mut Encoder, xid: u32, program: u32, proc_: u32, sec: &callba
 /// security flavour we can use.
 pub(crate) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64) -> bool {
     let max_cb = st.settings.max_cb_slots;
-    let Some(s) = t.sessions.get_mut(session) else { return false };
-    let Some(sec) = usable_sec(&s.cb_sec) else { return false };
-    let slots = s.back.ca_maxrequests.clamp(1, max_cb);
-    let queue = s.backchannel.take().map(|b| b.queue).unwrap_or_default();
-    s.backchannel = Some(BackChannel {
-        conn,
-        program: s.cb_program,
-        sec,
-        state: CbState::Unknown,
-        slots: vec![CbSlot::default(); slots as usize],
-        max_ops: s.back.ca_maxoperations,
-        queue,
-    });
-    let sid = *session;
-    t.sessions.pending.retain(|_, p| p.session != sid);
-    probe(st, t, &sid);
+    let Some(cell) = st.sessions.get(session) else { return false };
+    let client = {
+        let mut s = cell.lock();
+        let Some(sec) = usable_sec(&s.cb_sec) else { return false };
+        let slots = s.back.ca_maxrequests.clamp(1, max_cb);
+        let queue = s.backchannel.take().map(|b| b.queue).unwrap_or_default();
+        s.backchannel = Some(BackChannel {
+            conn,
+            program: s.cb_program,
+            sec,
+            state: CbState::Unknown,
+            slots: vec![CbSlot::default(); slots as usize],
+            max_ops: s.back.ca_maxoperations,
+            queue,
+        });
+        s.client
+    };
+    t.callbacks.pending.retain(|_, p| p.session != *session);
+    probe(st, t, session);
+    refresh_path(st, t, client);
     true
 }
 
 /// Sends CB_NULL on `session`'s back channel.
 pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
-    let xid = t.sessions.next_xid();
-    let Some(s) = t.sessions.get_mut(session) else { return };
+    let xid = t.callbacks.next_xid();
+    let Some(cell) = st.sessions.get(session) else { return };
+    let mut s = cell.lock();
     let client = s.client;
     let Some(bc) = s.backchannel.as_mut() else { return };
     let mut e = Encoder::with_capacity(64);
     call_header(&mut e, xid, bc.program, CB_NULL, &bc.sec);
     let conn = bc.conn;
     if st.backchannel.send(conn, e.into_segments()) {
-        t.sessions
+        t.callbacks
             .pending
             .insert((conn, xid), Pending { session: *session, client, slot: None, getattr: None, recall: None });
     } else {
         bc.state = CbState::Down;
+        drop(s);
+        refresh_path(st, t, client);
     }
 }
 
-/// Encodes CB_COMPOUND { CB_SEQUENCE, `op` } for slot `slot` and sends
-/// it. False if the connection is gone.
+/// Encodes CB_COMPOUND { CB_SEQUENCE, `op` } for slot `slot` of session
+/// `s` (locked by the caller) and sends it. False if the connection is
+/// gone: the back channel is then marked down, and the caller, once it
+/// lets go of the session, calls [`refresh_path`].
 fn send_cb(
     st: &State4,
     t: &mut Tables,
-    session: &sessionid4,
+    s: &mut Session,
     slot: u32,
     op: nfs_cb_argop4,
     getattr: Option<Arc<HolderAttrs>>,
 ) -> bool {
-    let xid = t.sessions.next_xid();
-    let Some(s) = t.sessions.get_mut(session) else { return false };
-    let client = s.client;
+    let xid = t.callbacks.next_xid();
+    let (session, client) = (s.id, s.client);
     // The minor version the client ID was created with (RFC 8881
     // section 20.2.3).
     let minorversion = t.clients.get(client).map_or(1, |c| c.minor.max(1));
@@ -164,7 +174,7 @@ fn send_cb(
         callback_ident: 0,
         argarray: vec![
             nfs_cb_argop4::OP_CB_SEQUENCE(CB_SEQUENCE4args {
-                csa_sessionid: *session,
+                csa_sessionid: session,
                 csa_sequenceid: seqid,
                 csa_slotid: slot,
                 csa_highest_slotid: highest.unwrap_or(i) as u32,
@@ -188,7 +198,7 @@ fn send_cb(
         nfs_cb_argop4::OP_CB_RECALL(r) => Some(r.stateid.clone()),
         _ => None,
     };
-    t.sessions.pending.insert((conn, xid), Pending { session: *session, client, slot: Some(slot), getattr, recall });
+    t.callbacks.pending.insert((conn, xid), Pending { session, client, slot: Some(slot), getattr, recall });
     true
 }
 
@@ -199,7 +209,7 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
     let st = &core.v4;
     let mut guard = st.lock_tables();
     let t = &mut *guard;
-    let Some(p) = t.sessions.pending.remove(&(conn, xid)) else { return false };
+    let Some(p) = t.callbacks.pending.remove(&(conn, xid)) else { return false };
     // None: the call failed at the RPC level or the reply is garbage.
     let accepted = match reply_body::decode(&mut body) {
         Ok(reply_body::MSG_ACCEPTED(a)) => matches!(a.reply_data, reply_data::SUCCESS),
@@ -216,8 +226,8 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
     if let (Some(recalled), Some(r)) = (&p.recall, &compound) {
         recall_answered(t, recalled, r);
     }
-    let sid = p.session;
-    let Some(s) = t.sessions.get_mut(&sid) else { return true };
+    let Some(cell) = st.sessions.get(&p.session) else { return true };
+    let mut s = cell.lock();
     let Some(bc) = s.backchannel.as_mut() else { return true };
     match p.slot {
         None => {
@@ -252,14 +262,14 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
     }
     if bc.state == CbState::Down {
         bc.queue.clear();
-        return true;
-    }
-    // A slot came free: send the next queued callback.
-    if let Some(slot) = bc.slots.iter().position(|x| x.busy.is_none()) {
+    } else if let Some(slot) = bc.slots.iter().position(|x| x.busy.is_none()) {
+        // A slot came free: send the next queued callback.
         if let Some(op) = bc.queue.pop_front() {
-            send_cb(st, t, &sid, slot as u32, op, None);
+            send_cb(st, t, &mut s, slot as u32, op, None);
         }
     }
+    drop(s);
+    refresh_path(st, t, p.client);
     true
 }
 
@@ -327,50 +337,61 @@ pub(crate) fn getattr(st: &State4, t: &mut Tables, client: u64, fh: &nfs_fh4, wa
     proto::bitmap4::add(&mut attr_request, FATTR4_CHANGE);
     proto::bitmap4::add(&mut attr_request, FATTR4_SIZE);
     let op = nfs_cb_argop4::OP_CB_GETATTR(CB_GETATTR4args { fh: fh.clone(), attr_request });
-    let Some(sid) = backchannel_of(t, client) else { return false };
-    let Some(bc) = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()) else { return false };
-    match bc.slots.iter().position(|x| x.busy.is_none()) {
-        Some(slot) => send_cb(st, t, &sid, slot as u32, op, Some(waiter)),
-        None => false,
+    let Some(cell) = backchannel_of(st, client) else { return false };
+    let mut s = cell.lock();
+    let Some(slot) = s.backchannel.as_ref().and_then(|bc| bc.slots.iter().position(|x| x.busy.is_none())) else {
+        return false;
+    };
+    let sent = send_cb(st, t, &mut s, slot as u32, op, Some(waiter));
+    drop(s);
+    if !sent {
+        refresh_path(st, t, client);
     }
+    sent
 }
 
 /// The session whose back channel callbacks to `client` go on: one that
 /// answered, else one not yet probed.
-fn backchannel_of(t: &Tables, client: u64) -> Option<sessionid4> {
-    let mut candidates: Vec<(u8, sessionid4)> = t
+fn backchannel_of(st: &State4, client: u64) -> Option<Arc<Mutex<Session>>> {
+    let mut candidates: Vec<(u8, sessionid4, Arc<Mutex<Session>>)> = st
         .sessions
-        .map
-        .values()
-        .filter(|s| s.client == client)
-        .filter_map(|s| {
+        .of_client(client)
+        .into_iter()
+        .filter_map(|cell| {
+            let s = cell.lock();
             let bc = s.backchannel.as_ref()?;
             if bc.max_ops < 2 {
                 return None;
             }
-            match bc.state {
-                CbState::Up => Some((0, s.id)),
-                CbState::Unknown => Some((1, s.id)),
-                CbState::Down => None,
-            }
+            let rank = match bc.state {
+                CbState::Up => 0,
+                CbState::Unknown => 1,
+                CbState::Down => return None,
+            };
+            let id = s.id;
+            drop(s);
+            Some((rank, id, cell))
         })
         .collect();
-    candidates.sort();
-    candidates.first().map(|&(_, sid)| sid)
+    candidates.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    candidates.into_iter().next().map(|(_, _, cell)| cell)
 }
 
 /// Sends `op` behind a CB_SEQUENCE over one of `client`'s back channels,
 /// or queues it there while every slot is busy.
 fn send_to_client(st: &State4, t: &mut Tables, client: u64, op: nfs_cb_argop4) -> bool {
     loop {
-        let Some(sid) = backchannel_of(t, client) else { return false };
-        let Some(bc) = t.sessions.get_mut(&sid).and_then(|s| s.backchannel.as_mut()) else { return false };
+        let Some(cell) = backchannel_of(st, client) else { return false };
+        let mut s = cell.lock();
+        let Some(bc) = s.backchannel.as_mut() else { return false };
         match bc.slots.iter().position(|x| x.busy.is_none()) {
             Some(slot) => {
-                if send_cb(st, t, &sid, slot as u32, op.clone(), None) {
+                if send_cb(st, t, &mut s, slot as u32, op.clone(), None) {
                     return true;
                 }
                 // That connection is gone (marked down): try another.
+                drop(s);
+                refresh_path(st, t, client);
             }
             None => {
                 if bc.queue.len() >= MAX_QUEUED_RECALLS {
@@ -385,15 +406,37 @@ fn send_to_client(st: &State4, t: &mut Tables, client: u64, op: nfs_cb_argop4) -
 
 /// Whether `client` has a back channel that answered (CB_PATH_DOWN
 /// otherwise); delegations are only granted to such clients.
-pub(crate) fn has_backchannel(t: &Tables, client: u64) -> bool {
-    t.sessions
-        .map
-        .values()
-        .any(|s| s.client == client && s.backchannel.as_ref().is_some_and(|b| b.state == CbState::Up))
+pub(crate) fn has_backchannel(st: &State4, client: u64) -> bool {
+    st.sessions
+        .of_client(client)
+        .iter()
+        .any(|cell| cell.lock().backchannel.as_ref().is_some_and(|b| b.state == CbState::Up))
 }
 
-/// Whether `client` has any back channel not known to be down (for
-/// SEQ4_STATUS_CB_PATH_DOWN).
-pub(crate) fn path_up(t: &Tables, client: u64) -> bool {
-    t.sessions.map.values().any(|s| s.client == client && s.back_bound())
+/// Records in `client`'s lease whether it has any back channel not known
+/// to be down (SEQUENCE's SEQ4_STATUS_CB_PATH_DOWN), after a back
+/// channel was bound, answered, failed or went with its session. Call
+/// holding no session's lock.
+pub(crate) fn refresh_path(st: &State4, t: &Tables, client: u64) {
+    let Some(c) = t.clients.get(client) else { return };
+    let up = st.sessions.of_client(client).iter().any(|cell| cell.lock().back_bound());
+    c.lease.set_path_up(up);
+}
+
+/// Callbacks sent and not answered, by (connection, xid), and the xid
+/// counter.
+#[derive(Debug, Default)]
+pub(crate) struct Callbacks {
+    pub pending: std::collections::HashMap<(u64, u32), Pending>,
+    xid: u32,
+}
+
+impl Callbacks {
+    pub fn next_xid(&mut self) -> u32 {
+        self.xid = self.xid.wrapping_add(1);
+        if self.xid == 0 {
+            self.xid = 1;
+        }
+        self.xid
+    }
 }

@@ -7,11 +7,13 @@
 //! with EXCHANGE_ID or SETCLIENTID, or when too many pile up.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use proto::nfs4::{netaddr4, nfsstat4, sessionid4, CREATE_SESSION4resok};
 
+use super::lease::Lease;
 use super::{State4, Tables};
 use crate::rpc::Auth;
 
@@ -52,7 +54,10 @@ pub(crate) struct Client {
     pub confirmed: bool,
     /// State was taken away; only the next request's error is left.
     pub expired: bool,
-    pub last_renew: Duration,
+    /// The lease, sticky status flags and back-channel state, shared with
+    /// the client's sessions so that SEQUENCE reads and renews them
+    /// without the tables' lock.
+    pub lease: Arc<Lease>,
     /// The CREATE_SESSION slot (RFC 8881 18.36.4): the last sequence id
     /// and its cached successful result (`None`: SEQ_MISORDERED).
     pub cs_seq: u32,
@@ -62,9 +67,6 @@ pub(crate) struct Client {
     /// Owner was in the stable store when the server started.
     pub reclaimable: bool,
     pub reclaim_complete: bool,
-    /// `sr_status_flags` bits that stay set until cleared
-    /// (e.g. SEQ4_STATUS_RECALLABLE_STATE_REVOKED).
-    pub status_flags: u32,
     /// The owner's record is in the stable store on this client's behalf.
     pub recorded: bool,
 }
@@ -86,7 +88,7 @@ pub(crate) struct Clients {
 }
 
 /// How often the courtesy sweep runs at most.
-const SWEEP_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 impl Clients {
     /// Renews `client`'s lease (any operation by a client renews it) and
@@ -102,7 +104,7 @@ impl Clients {
         if !c.confirmed {
             return Err(nfsstat4::NFS4ERR_STALE_CLIENTID);
         }
-        c.last_renew = c.last_renew.max(now);
+        c.lease.renew(now);
         Ok(())
     }
 
@@ -110,7 +112,7 @@ impl Clients {
     /// state may be taken when it conflicts with another client).
     pub fn lease_expired(&self, client: u64, now: Duration, lease: Duration) -> bool {
         match self.map.get(&client) {
-            Some(c) => c.expired || now.saturating_sub(c.last_renew) > lease,
+            Some(c) => c.expired || now.saturating_sub(c.lease.last_renew()) > lease,
             None => true,
         }
     }
@@ -121,6 +123,7 @@ impl Clients {
         if let Some(c) = self.map.get_mut(&client) {
             if !c.expired {
                 c.expired = true;
+                c.lease.set_gone();
                 c.reclaimable = false;
                 c.cs_reply = None;
                 self.pending_expired.push(client);
@@ -142,14 +145,14 @@ impl Clients {
     /// Sets sticky `sr_status_flags` bits for `client` (e.g.
     /// SEQ4_STATUS_RECALLABLE_STATE_REVOKED after a delegation was revoked).
     pub fn set_status_flags(&mut self, client: u64, flags: u32) {
-        if let Some(c) = self.map.get_mut(&client) {
-            c.status_flags |= flags;
+        if let Some(c) = self.map.get(&client) {
+            c.lease.set_status_flags(flags);
         }
     }
 
     pub fn clear_status_flags(&mut self, client: u64, flags: u32) {
-        if let Some(c) = self.map.get_mut(&client) {
-            c.status_flags &= !flags;
+        if let Some(c) = self.map.get(&client) {
+            c.lease.clear_status_flags(flags);
         }
     }
 
@@ -220,14 +223,13 @@ impl Clients {
                 minor,
                 confirmed: false,
                 expired: false,
-                last_renew: now,
+                lease: Arc::new(Lease::new(now)),
                 cs_seq: 0,
                 cs_reply: None,
                 sessions: Vec::new(),
                 v40: None,
                 reclaimable: false,
                 reclaim_complete: false,
-                status_flags: 0,
                 recorded: false,
             },
         );
@@ -237,7 +239,9 @@ impl Clients {
     /// Removes a record outright (no tombstone): unconfirmed records that
     /// are replaced, old incarnations, DESTROY_CLIENTID.
     pub fn remove(&mut self, client: u64) -> Option<Client> {
-        self.map.remove(&client)
+        let c = self.map.remove(&client)?;
+        c.lease.set_gone();
+        Some(c)
     }
 }
 
@@ -258,7 +262,7 @@ pub(crate) fn tidy(st: &State4, t: &mut Tables) {
             if c.expired {
                 continue;
             }
-            let idle = now.saturating_sub(c.last_renew);
+            let idle = now.saturating_sub(c.lease.last_renew());
             if !c.confirmed {
                 if idle > lease {
                     stale_unconfirmed.push(c.id);
@@ -279,7 +283,7 @@ pub(crate) fn tidy(st: &State4, t: &mut Tables) {
         let tomb = t.clients.map.values().filter(|c| c.expired).count();
         if tomb > max {
             let mut ts: Vec<(Duration, u64)> =
-                t.clients.map.values().filter(|c| c.expired).map(|c| (c.last_renew, c.id)).collect();
+                t.clients.map.values().filter(|c| c.expired).map(|c| (c.lease.last_renew(), c.id)).collect();
             ts.sort();
             for (_, id) in ts.into_iter().take(tomb - max) {
                 t.clients.map.remove(&id);
@@ -307,12 +311,11 @@ pub(crate) fn tidy(st: &State4, t: &mut Tables) {
 pub(crate) fn forget_sessions(st: &State4, t: &mut Tables, client: u64) {
     let ids = match t.clients.map.get_mut(&client) {
         Some(c) => std::mem::take(&mut c.sessions),
-        None => t.sessions.ids_of(client),
+        None => st.sessions.of_client(client).iter().map(|s| s.lock().id).collect(),
     };
     for id in ids {
-        t.sessions.remove(&id);
+        st.forget_session(t, &id);
     }
-    let _ = st;
 }
 
 /// Writes `owner` to the stable store (once).
@@ -358,8 +361,8 @@ pub(crate) fn make_room(st: &State4, t: &mut Tables) -> bool {
         .clients
         .map
         .values()
-        .filter(|c| !c.expired && now.saturating_sub(c.last_renew) > lease)
-        .min_by_key(|c| c.last_renew)
+        .filter(|c| !c.expired && now.saturating_sub(c.lease.last_renew()) > lease)
+        .min_by_key(|c| c.lease.last_renew())
         .map(|c| (c.id, c.confirmed));
     match oldest {
         Some((id, confirmed)) => {

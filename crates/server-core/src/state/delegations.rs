@@ -194,7 +194,7 @@ pub(crate) fn grant(
     if blocked {
         return none(open_none_delegation4::WND4_CONTENTION(false));
     }
-    if !callback::has_backchannel(t, client)
+    if !callback::has_backchannel(st, client)
         || t.stateids.delegations_of(client) >= st.settings.max_delegations_per_client
     {
         return none(open_none_delegation4::WND4_RESOURCE(false));

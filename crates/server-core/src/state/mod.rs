@@ -1,6 +1,8 @@
 //! NFSv4 server state (RFC 8881 sections 2.10, 8, 9, 10): clients,
 //! sessions, stateids, share reservations, byte-range locks, delegations,
-//! leases and the grace period. All of it sits behind one mutex that is
+//! leases and the grace period. Sessions are each under a lock of their
+//! own, beside the client's lease ([`lease::Lease`]), so that SEQUENCE
+//! touches only its session; the other tables sit behind one mutex that is
 //! held for table updates only, never across backend I/O, so state
 //! changes of different owners are not serialised behind each other's I/O.
 
@@ -11,6 +13,7 @@ pub(crate) mod clients;
 pub(crate) mod delegations;
 pub(crate) mod grace;
 pub(crate) mod layouts;
+pub(crate) mod lease;
 pub(crate) mod lockmgr;
 pub(crate) mod offload;
 pub(crate) mod opens;
@@ -22,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use proto::nfs4::sessionid4;
 
 use crate::clock::Clock;
 pub use settings::{DelegationPolicy, Nfs4Settings, OwnerFormat};
@@ -95,7 +99,7 @@ impl StableStore for MemStore {
 #[derive(Default)]
 pub(crate) struct Tables {
     pub clients: clients::Clients,
-    pub sessions: sessions::Sessions,
+    pub callbacks: callback::Callbacks,
     pub grace: grace::Grace,
     pub stateids: stateids::Stateids,
     pub locks: lockmgr::LockManager,
@@ -118,6 +122,12 @@ pub(crate) struct State4 {
     /// lock's traffic per request is measured while it is split up.
     tables: parking_lot::Mutex<Tables>,
     tables_locked: std::sync::atomic::AtomicU64,
+    /// Every session, each under its own lock (outside the tables).
+    pub sessions: sessions::SessionTable,
+    /// When SEQUENCE last had the tables tidied (microseconds of the
+    /// clock): it takes their lock for that at most every
+    /// [`clients::SWEEP_EVERY`].
+    last_tidy_us: std::sync::atomic::AtomicU64,
     pub(crate) write_delegated: Arc<WriteDelegated>,
     /// Set when the lock table queued releases for a shared store, read
     /// without the tables' lock (`crate::shared_locks`).
@@ -202,6 +212,8 @@ impl State4 {
             boot,
             tables,
             tables_locked: Default::default(),
+            sessions: Default::default(),
+            last_tidy_us: Default::default(),
             write_delegated,
             lock_releases,
         }
@@ -211,6 +223,33 @@ impl State4 {
     pub(crate) fn lock_tables(&self) -> parking_lot::MutexGuard<'_, Tables> {
         self.tables_locked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.tables.lock()
+    }
+
+    /// Expires clients past their courtesy time and drops what expired
+    /// clients left ([`clients::tidy`]) if that was last done over
+    /// [`clients::SWEEP_EVERY`] ago: SEQUENCE, which otherwise takes no
+    /// table lock, calls this so that a server whose clients only renew
+    /// still expires the silent ones.
+    pub(crate) fn tidy_if_due(&self) {
+        use std::sync::atomic::Ordering;
+        let now = u64::try_from(self.now().as_micros()).unwrap_or(u64::MAX);
+        let last = self.last_tidy_us.load(Ordering::Relaxed);
+        let every = clients::SWEEP_EVERY.as_micros() as u64;
+        if now.saturating_sub(last) < every && last != 0 {
+            return;
+        }
+        if self.last_tidy_us.compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            clients::tidy(self, &mut self.lock_tables());
+        }
+    }
+
+    /// Removes session `id` (its callbacks in flight go with it); its
+    /// client, or `None` if there was no such session.
+    pub(crate) fn forget_session(&self, t: &mut Tables, id: &sessionid4) -> Option<u64> {
+        let client = self.sessions.take(id)?;
+        t.callbacks.pending.retain(|_, p| p.session != *id);
+        callback::refresh_path(self, t, client);
+        Some(client)
     }
 
     /// How many times the tables' lock was taken.

@@ -2,10 +2,15 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
 use proto::nfs4::{callback_sec_parms4, channel_attrs4, nfs_cb_argop4, sessionid4};
+
+use super::lease::Lease;
 
 /// What a slot remembers of its last request.
 #[derive(Debug, Clone)]
@@ -103,6 +108,11 @@ pub(crate) const TARGET_WINDOW: Duration = Duration::from_secs(1);
 pub(crate) struct Session {
     pub id: sessionid4,
     pub client: u64,
+    /// The client's lease, renewed by SEQUENCE without the tables' lock.
+    pub lease: Arc<Lease>,
+    /// Removed from the table: a SEQUENCE that found it just before
+    /// answers BADSESSION rather than run in a dead session.
+    pub destroyed: bool,
     pub flags: u32,
     pub fore: channel_attrs4,
     pub back: channel_attrs4,
@@ -126,6 +136,7 @@ impl Session {
     pub fn new(
         id: sessionid4,
         client: u64,
+        lease: Arc<Lease>,
         fore: channel_attrs4,
         back: channel_attrs4,
         initial_target: u32,
@@ -136,6 +147,8 @@ impl Session {
         Session {
             id,
             client,
+            lease,
+            destroyed: false,
             flags: 0,
             fore,
             back,
@@ -210,52 +223,54 @@ impl Session {
     }
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Sessions {
-    pub map: HashMap<sessionid4, Session>,
-    counter: u64,
-    /// Callbacks sent and not answered, by (connection, xid).
-    pub pending: HashMap<(u64, u32), super::callback::Pending>,
-    pub cb_xid: u32,
+/// A session behind its own lock, with the client it belongs to (which
+/// never changes) beside it, so that finding a client's sessions locks
+/// none of them.
+type Entry = (u64, Arc<Mutex<Session>>);
+
+/// Every session, each under a lock of its own: a compound's SEQUENCE
+/// locks only its session. Lock order: the tables, then this table, then
+/// a session; nothing takes the tables or this table's write lock while
+/// it holds a session.
+#[derive(Default)]
+pub(crate) struct SessionTable {
+    map: RwLock<HashMap<sessionid4, Entry>>,
+    counter: AtomicU64,
 }
 
-impl Sessions {
+impl SessionTable {
     /// A new session id: the boot time, a counter and the client id, so
     /// ids never repeat within or across server instances.
-    pub fn new_id(&mut self, boot: u32, client: u64) -> sessionid4 {
-        self.counter += 1;
+    pub fn new_id(&self, boot: u32, client: u64) -> sessionid4 {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let mut id = [0u8; 16];
         id[..4].copy_from_slice(&boot.to_be_bytes());
-        id[4..12].copy_from_slice(&self.counter.to_be_bytes());
+        id[4..12].copy_from_slice(&n.to_be_bytes());
         id[12..].copy_from_slice(&(client as u32).to_be_bytes());
         id
     }
 
-    pub fn get(&self, id: &sessionid4) -> Option<&Session> {
-        self.map.get(id)
+    pub fn insert(&self, s: Session) -> Arc<Mutex<Session>> {
+        let (id, client) = (s.id, s.client);
+        let s = Arc::new(Mutex::new(s));
+        self.map.write().insert(id, (client, s.clone()));
+        s
     }
 
-    pub fn get_mut(&mut self, id: &sessionid4) -> Option<&mut Session> {
-        self.map.get_mut(id)
+    pub fn get(&self, id: &sessionid4) -> Option<Arc<Mutex<Session>>> {
+        self.map.read().get(id).map(|(_, s)| s.clone())
     }
 
-    pub fn ids_of(&self, client: u64) -> Vec<sessionid4> {
-        self.map.values().filter(|s| s.client == client).map(|s| s.id).collect()
+    /// The sessions of `client` (none locked).
+    pub fn of_client(&self, client: u64) -> Vec<Arc<Mutex<Session>>> {
+        self.map.read().values().filter(|(c, _)| *c == client).map(|(_, s)| s.clone()).collect()
     }
 
-    /// Removes a session and forgets its outstanding callbacks.
-    pub fn remove(&mut self, id: &sessionid4) -> Option<Session> {
-        let s = self.map.remove(id)?;
-        self.pending.retain(|_, p| p.session != *id);
-        Some(s)
-    }
-
-    pub fn next_xid(&mut self) -> u32 {
-        self.cb_xid = self.cb_xid.wrapping_add(1);
-        if self.cb_xid == 0 {
-            self.cb_xid = 1;
-        }
-        self.cb_xid
+    /// Removes a session and marks it destroyed; its client.
+    pub(super) fn take(&self, id: &sessionid4) -> Option<u64> {
+        let (client, s) = self.map.write().remove(id)?;
+        s.lock().destroyed = true;
+        Some(client)
     }
 }
 
@@ -294,7 +309,7 @@ mod tests {
     /// fuzz target: `peak * 4` with peak near u32::MAX).
     #[test]
     fn forged_slot_use_keeps_the_target_in_the_table() {
-        let mut s = Session::new([0; 16], 1, channel(8), channel(2), 4, Duration::ZERO);
+        let mut s = Session::new([0; 16], 1, Arc::default(), channel(8), channel(2), 4, Duration::ZERO);
         s.adjust_target(Duration::ZERO, u32::MAX);
         assert!(s.target <= 8);
         for i in 1..200u64 {

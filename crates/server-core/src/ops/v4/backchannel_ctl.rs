@@ -14,10 +14,13 @@ pub(super) fn run(cx: &mut Compound, args: BACKCHANNEL_CTL4args) -> Result<(), n
     let st = cx.state();
     let mut guard = st.lock_tables();
     let t = &mut *guard;
-    let Some(s) = t.sessions.get_mut(&seq.sessionid) else { return Err(nfsstat4::NFS4ERR_BADSESSION) };
+    let cell = st.sessions.get(&seq.sessionid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
+    let mut s = cell.lock();
     s.cb_program = args.bca_cb_program;
     s.cb_sec = args.bca_sec_parms;
-    if let Some(conn) = s.backchannel.as_ref().map(|b| b.conn) {
+    let bound = s.backchannel.as_ref().map(|b| b.conn);
+    drop(s);
+    if let Some(conn) = bound {
         callback::bind(st, t, &seq.sessionid, conn);
     }
     Ok(())

@@ -14,10 +14,10 @@ pub(super) fn run(cx: &mut Compound, args: BIND_CONN_TO_SESSION4args) -> Result<
     let t = &mut *guard;
     clients::tidy(st, t);
     let sid = args.bctsa_sessid;
-    let Some(s) = t.sessions.get(&sid) else { return Err(nfsstat4::NFS4ERR_BADSESSION) };
-    let client = s.client;
+    let cell = st.sessions.get(&sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
+    let client = cell.lock().client;
     if t.clients.confirmed(client).is_none() {
-        t.sessions.remove(&sid);
+        st.forget_session(t, &sid);
         return Err(nfsstat4::NFS4ERR_BADSESSION);
     }
     use channel_dir_from_client4 as C;
@@ -34,9 +34,10 @@ pub(super) fn run(cx: &mut Compound, args: BIND_CONN_TO_SESSION4args) -> Result<
         }
         back = false;
     }
-    let s = t.sessions.get_mut(&sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
+    let mut s = cell.lock();
     s.conns.retain(|b| b.conn != conn);
     s.conns.push(ConnBinding { conn, fore, back });
+    drop(s);
     let _ = t.clients.renew(client, st.now());
     let dir = match (fore, back) {
         (true, true) => channel_dir_from_server4::CDFS4_BOTH,

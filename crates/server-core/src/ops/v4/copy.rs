@@ -107,7 +107,7 @@ fn start_async(cx: &Compound, src: &Obj, dst: &Obj, args: &COPY4args, count: u64
     let settings = &st.settings;
     let job = {
         let mut t = st.lock_tables();
-        if !crate::state::callback::has_backchannel(&t, client) || t.offloads.running() >= settings.max_async_copies {
+        if !crate::state::callback::has_backchannel(st, client) || t.offloads.running() >= settings.max_async_copies {
             return None;
         }
         let other = t.stateids.new_other(st.boot);

@@ -101,23 +101,20 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
         clients::record(st, t, id);
     }
 
-    let sid = t.sessions.new_id(st.boot, id);
-    let mut session = Session::new(sid, id, fore.clone(), back.clone(), set.initial_target_slots, now);
+    let sid = st.sessions.new_id(st.boot, id);
+    let lease = t.clients.get(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?.lease.clone();
+    let mut session = Session::new(sid, id, lease, fore.clone(), back.clone(), set.initial_target_slots, now);
     session.cb_program = args.csa_cb_program;
     session.cb_sec = args.csa_sec_parms.clone();
     let want_back = args.csa_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0;
     session.conns.push(ConnBinding { conn: cx.conn(), fore: true, back: false });
-    t.sessions.map.insert(sid, session);
+    let cell = st.sessions.insert(session);
     let mut flags = 0;
     if want_back && callback::bind(st, t, &sid, cx.conn()) {
         flags |= CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
-        if let Some(s) = t.sessions.get_mut(&sid) {
-            s.conns[0].back = true;
-        }
+        cell.lock().conns[0].back = true;
     }
-    if let Some(s) = t.sessions.get_mut(&sid) {
-        s.flags = flags;
-    }
+    cell.lock().flags = flags;
     let res = CREATE_SESSION4resok {
         csr_sessionid: sid,
         csr_sequence: args.csa_sequence,
@@ -129,6 +126,6 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
     c.sessions.push(sid);
     c.cs_seq = args.csa_sequence;
     c.cs_reply = Some(res.clone());
-    c.last_renew = c.last_renew.max(now);
+    c.lease.renew(now);
     Ok(res)
 }

@@ -11,18 +11,21 @@ pub(super) fn run(cx: &mut Compound, args: DESTROY_SESSION4args) -> Result<(), n
     let t = &mut *guard;
     clients::tidy(st, t);
     let sid = args.dsa_sessionid;
-    let Some(s) = t.sessions.get(&sid) else { return Err(nfsstat4::NFS4ERR_BADSESSION) };
-    let client = s.client;
-    // Another compound still running in the session (other than the one
-    // destroying it) must finish first.
-    let own_slot = cx.seq.as_ref().filter(|q| q.sessionid == sid).map(|q| q.slotid as usize);
-    if s.slots.iter().enumerate().any(|(i, x)| x.busy && Some(i) != own_slot) {
-        return Err(nfsstat4::NFS4ERR_DELAY);
-    }
-    t.sessions.remove(&sid);
+    let cell = st.sessions.get(&sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
+    let client = {
+        let s = cell.lock();
+        // Another compound still running in the session (other than the
+        // one destroying it) must finish first.
+        let own_slot = cx.seq.as_ref().filter(|q| q.sessionid == sid).map(|q| q.slotid as usize);
+        if s.slots.iter().enumerate().any(|(i, x)| x.busy && Some(i) != own_slot) {
+            return Err(nfsstat4::NFS4ERR_DELAY);
+        }
+        s.client
+    };
+    st.forget_session(t, &sid);
     if let Some(c) = t.clients.get_mut(client) {
         c.sessions.retain(|x| *x != sid);
-        c.last_renew = c.last_renew.max(st.now());
+        c.lease.renew(st.now());
     }
     Ok(())
 }

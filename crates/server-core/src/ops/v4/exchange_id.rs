@@ -68,7 +68,7 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
         if c.principal != principal {
             return Err(nfsstat4::NFS4ERR_PERM);
         }
-        c.last_renew = c.last_renew.max(now);
+        c.lease.renew(now);
         return Ok(reply(id, c.cs_seq.wrapping_add(1), true));
     }
     if let Some(id) = conf {
@@ -76,7 +76,7 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
         if c.principal == principal {
             if c.verifier == verifier {
                 // Case 2: a retry, or trunking discovery.
-                c.last_renew = c.last_renew.max(now);
+                c.lease.renew(now);
                 return Ok(reply(id, c.cs_seq.wrapping_add(1), true));
             }
             // Case 5: client restart; the old record goes once the new

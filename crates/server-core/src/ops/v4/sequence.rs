@@ -7,7 +7,6 @@ use proto::nfs4::*;
 use super::compound::SeqCtx;
 use super::Compound;
 use crate::state::sessions::{digest, Cached};
-use crate::state::{callback, clients};
 
 /// What SEQUENCE at the head of a compound decided.
 pub(super) enum Begin {
@@ -28,25 +27,24 @@ pub(super) fn begin(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Beg
     }
 }
 
-/// `Ok(Ok)`: run; `Ok(Err(body))`: replay.
+/// `Ok(Ok)`: run; `Ok(Err(body))`: replay. Touches only the session
+/// (under its own lock) and the client's lease: no table lock, except
+/// once every `clients::SWEEP_EVERY` to tidy the client table.
 #[allow(clippy::type_complexity)]
 fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<SEQUENCE4resok, Vec<Bytes>>, nfsstat4> {
     let st = cx.state();
     let now = st.now();
-    // Computed before the lock, which every client's SEQUENCE takes.
+    st.tidy_if_due();
     let d = digest(raw);
-    let mut guard = st.lock_tables();
-    let t = &mut *guard;
-    clients::tidy(st, t);
     let sid = args.sa_sessionid;
-    let Some(s) = t.sessions.get(&sid) else { return Err(nfsstat4::NFS4ERR_BADSESSION) };
-    let client = s.client;
-    if t.clients.confirmed(client).is_none() {
-        // The client expired or was destroyed: its sessions are gone.
-        t.sessions.remove(&sid);
+    let cell = st.sessions.get(&sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
+    let mut s = cell.lock();
+    // The client expired or was destroyed (its sessions leave the table
+    // at the next tidy), or the session was destroyed after we found it.
+    if s.destroyed || s.lease.is_gone() {
         return Err(nfsstat4::NFS4ERR_BADSESSION);
     }
-    let s = t.sessions.get_mut(&sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
+    let client = s.client;
     let slotid = args.sa_slotid;
     if slotid as usize >= s.slots.len() {
         return Err(nfsstat4::NFS4ERR_BADSLOT);
@@ -79,14 +77,14 @@ fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<
     s.set_busy(slotid as usize, true);
     let in_use = s.busy_slots().max(args.sa_highest_slotid.saturating_add(1));
     s.adjust_target(now, in_use);
-    let res = SEQUENCE4resok {
-        sr_sessionid: sid,
-        sr_sequenceid: args.sa_sequenceid,
-        sr_slotid: slotid,
-        sr_highest_slotid: s.slots.len() as u32 - 1,
-        sr_target_highest_slotid: s.target - 1,
-        sr_status_flags: 0,
-    };
+    s.lease.renew(now);
+    let mut flags = s.lease.status_flags();
+    if !s.lease.path_up() {
+        flags |= SEQ4_STATUS_CB_PATH_DOWN;
+    }
+    if !s.back_bound() {
+        flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
+    }
     cx.seq = Some(SeqCtx {
         sessionid: sid,
         slotid,
@@ -95,23 +93,21 @@ fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<
         max_response: s.fore.ca_maxresponsesize,
         max_cached: s.fore.ca_maxresponsesize_cached,
     });
-    let _ = t.clients.renew(client, now);
-    let mut flags = t.clients.get(client).map_or(0, |c| c.status_flags);
-    if !callback::path_up(t, client) {
-        flags |= SEQ4_STATUS_CB_PATH_DOWN;
-    }
-    if !t.sessions.get(&sid).is_some_and(|s| s.back_bound()) {
-        flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
-    }
-    Ok(Ok(SEQUENCE4resok { sr_status_flags: flags, ..res }))
+    Ok(Ok(SEQUENCE4resok {
+        sr_sessionid: sid,
+        sr_sequenceid: args.sa_sequenceid,
+        sr_slotid: slotid,
+        sr_highest_slotid: s.slots.len() as u32 - 1,
+        sr_target_highest_slotid: s.target - 1,
+        sr_status_flags: flags,
+    }))
 }
 
 /// Stores the reply body in the slot and releases it.
 pub(super) fn finish(cx: &Compound, body: &[Bytes]) {
     let Some(seq) = &cx.seq else { return };
-    let st = cx.state();
-    let mut t = st.lock_tables();
-    let Some(s) = t.sessions.get_mut(&seq.sessionid) else { return };
+    let Some(cell) = cx.state().sessions.get(&seq.sessionid) else { return };
+    let mut s = cell.lock();
     let len: usize = body.iter().map(|b| b.len()).sum();
     s.set_busy(seq.slotid as usize, false);
     let Some(slot) = s.slots.get_mut(seq.slotid as usize) else { return };

@@ -53,7 +53,7 @@ fn set(cx: &mut Compound, args: SETCLIENTID4args) -> Result<SETCLIENTID4resok, O
             let k = confirm(id);
             let c = t.clients.get_mut(id).ok_or(None)?;
             c.v40 = Some(V40 { confirm: k, callback: args.callback.cb_location });
-            c.last_renew = c.last_renew.max(now);
+            c.lease.renew(now);
             return Ok(SETCLIENTID4resok { clientid: id, setclientid_confirm: k });
         }
         // Otherwise a client reboot: a new record, confirmed later.

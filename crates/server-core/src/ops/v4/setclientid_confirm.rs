@@ -46,7 +46,7 @@ pub(super) fn run(cx: &mut Compound, args: SETCLIENTID_CONFIRM4args) -> Result<(
     c.confirmed = true;
     c.reclaimable = known;
     c.recorded = recorded;
-    c.last_renew = c.last_renew.max(now);
+    c.lease.renew(now);
     clients::record(st, t, id);
     Ok(())
 }
