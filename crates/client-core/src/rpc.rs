@@ -340,19 +340,28 @@ impl RpcCore {
     /// same bytes, so a server's duplicate-request cache recognises them
     /// and an NFSv4.1 request keeps its slot and sequence id, as a retry
     /// must (RFC 8881 section 2.10.6).
-    pub fn on_disconnect(&mut self) {
+    pub fn on_disconnect(&mut self, now: Nanos) -> Vec<Completion> {
         let mut sent: Vec<u32> = self.pending.iter().filter(|(_, p)| p.first_sent.is_some()).map(|(x, _)| *x).collect();
         let next = self.next_xid;
         sent.sort_by_key(|x| x.wrapping_sub(next)); // oldest first, across wraparound
         let pending = &self.pending;
         self.queue.retain(|x| pending.get(x).is_some_and(|p| p.first_sent.is_none()));
+        let mut failed = Vec::new();
         for xid in sent.into_iter().rev() {
-            if let Some(p) = self.pending.get_mut(&xid) {
-                p.deadline = None;
-                self.queue.push_front(xid);
+            let Some(p) = self.pending.get_mut(&xid) else { continue };
+            if p.transmissions > self.settings.retrans {
+                // Sent as often as a timeout would allow, and every
+                // connection broke before a reply: a server that drops
+                // each connection must not keep the call forever.
+                let why = format!("sent {} times; each connection broke before a reply", p.transmissions);
+                failed.push(self.finish_failed(xid, RpcError::Disconnected(why), now));
+                continue;
             }
+            p.deadline = None;
+            self.queue.push_front(xid);
         }
         self.in_flight = 0;
+        failed
     }
 
     /// Fails every outstanding call (the connection cannot be re-established).

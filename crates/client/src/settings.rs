@@ -28,7 +28,10 @@ pub struct ClientSettings {
     pub reconnect_timeout_ms: u64,
     /// Longest pause between reconnect attempts (they start at 50 ms and
     /// double), in ms: how late a client may notice that a server (or a
-    /// head taking over its address) is back. Default 500.
+    /// head taking over its address) is back. The same pauses come before
+    /// dialling again after a connection that broke within a second of
+    /// being made, so a server that drops every connection is not
+    /// redialled in a loop. Default 500.
     pub reconnect_max_pause_ms: u64,
     /// AUTH_SYS identity; default the process's effective uid and gid.
     pub uid: Option<u32>,

@@ -438,6 +438,14 @@ enum Stop {
     Broken(String),
 }
 
+/// The first pause between reconnect attempts; they double up to
+/// `reconnect_max_pause`.
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+
+/// A connection that breaks sooner than this after it was made counts as
+/// flapping: the next dial waits a pause that doubles while it goes on.
+const HEALTHY_AFTER: Duration = Duration::from_secs(1);
+
 /// How the task writes on the current connection.
 enum Sink {
     /// Through `Shared::out`, as callers do.
@@ -452,13 +460,39 @@ impl Task {
     }
 
     async fn run(mut self, mut stream: Stream) {
+        // The pause before redialling after a connection that broke soon
+        // after it was made (`None`: the last one lasted).
+        let mut flap_pause: Option<Duration> = None;
         loop {
             let (rd, wr) = stream.split();
+            let up_since = Instant::now();
             match self.serve(rd, wr).await {
                 Stop::Closed => return,
                 Stop::Broken(why) => {
                     tracing::debug!(addr = %self.params.addr, "connection broken: {why}");
                     self.disconnect();
+                    // A server that accepts and then drops every
+                    // connection (or answers each with garbage) would have
+                    // the client redial at once, forever, at full CPU.
+                    if up_since.elapsed() < HEALTHY_AFTER {
+                        let pause = flap_pause.map_or(FIRST_PAUSE, |p| (p * 2).min(self.params.reconnect_max_pause));
+                        flap_pause = Some(pause);
+                        tokio::time::sleep(pause).await;
+                        if self.shared.rpc.lock().core.outstanding() == 0 {
+                            // Nothing waits on this server: dial again
+                            // for the next call only.
+                            match self.wait_for_call_then_dial().await {
+                                Some(s) => {
+                                    stream = s;
+                                    self.shared.reconnects.send_modify(|n| *n += 1);
+                                    continue;
+                                }
+                                None => return,
+                            }
+                        }
+                    } else {
+                        flap_pause = None;
+                    }
                     match self.reconnect().await {
                         Some(s) => {
                             stream = s;
@@ -490,17 +524,22 @@ impl Task {
 
     /// Everything sent on the broken connection is to be sent again, and
     /// callers stop writing until the next one is up.
+    /// Calls already sent as often as `retrans` allows fail here.
     fn disconnect(&mut self) {
-        let mut rpc = self.shared.rpc.lock();
-        rpc.core.on_disconnect();
-        let mut out = self.shared.out.lock();
-        *out = Out::default();
+        let now = self.now();
+        let done = {
+            let mut rpc = self.shared.rpc.lock();
+            let failed = rpc.core.on_disconnect(now);
+            *self.shared.out.lock() = Out::default();
+            rpc.finish(failed)
+        };
+        answer(done);
     }
 
     /// Retries with doubling pauses until `reconnect_timeout` has passed.
     async fn reconnect(&mut self) -> Option<Stream> {
         let give_up = Instant::now() + self.params.reconnect_timeout;
-        let mut pause = Duration::from_millis(50);
+        let mut pause = FIRST_PAUSE;
         loop {
             match dial(&self.params).await {
                 Ok(s) => return Some(s),

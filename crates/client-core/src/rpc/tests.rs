@@ -100,10 +100,33 @@ fn disconnect_resends_everything_in_order() {
     for _ in 0..2 {
         c.poll_transmit(0).unwrap();
     }
-    c.on_disconnect();
+    assert!(c.on_disconnect(1).is_empty());
     let resent: Vec<u32> = std::iter::from_fn(|| c.poll_transmit(1).map(|r| xid_of(&r))).collect();
     assert_eq!(resent, xids);
     assert_eq!(c.stats().ops["GETATTR"].retransmissions, 2);
+}
+
+/// A server that drops every connection before it answers: the call is
+/// sent `retrans + 1` times, as a timeout would allow, then fails, rather
+/// than being resent on new connections forever.
+#[test]
+fn a_call_whose_connections_all_break_fails_after_its_retransmissions() {
+    let mut c = core(8);
+    let a = c.call(NFS, 3, 1, vec![], 0);
+    let mut sends = 0;
+    for t in 0..10 {
+        if c.poll_transmit(t * MS).is_some() {
+            sends += 1;
+        }
+        let failed = c.on_disconnect(t * MS);
+        if let Some(f) = failed.first() {
+            assert_eq!(f.xid, a);
+            assert!(matches!(&f.result, Err(RpcError::Disconnected(_))), "{:?}", f.result);
+            assert_eq!(sends, 3, "retrans 2: three sends");
+            return;
+        }
+    }
+    panic!("the call was resent {sends} times and never failed");
 }
 
 fn flat(record: &[Bytes]) -> Vec<u8> {
@@ -119,7 +142,7 @@ fn a_call_expiring_on_a_silent_connection_finds_it_dead() {
     let e = c.poll_timers(100 * MS);
     assert!(e.failed.is_empty() && e.reconnect, "nothing came back for a whole timeout");
     // The transport closes the connection and makes another.
-    c.on_disconnect();
+    assert!(c.on_disconnect(100 * MS).is_empty());
     c.on_connected(105 * MS);
     let again = c.poll_transmit(105 * MS).unwrap();
     assert_eq!(flat(&again), first, "same xid, same bytes");
@@ -186,7 +209,7 @@ fn a_dead_connection_resends_everything_outstanding_in_order() {
     // the fourth never went out.
     let e = c.poll_timers(100 * MS);
     assert!(e.reconnect && e.failed.is_empty());
-    c.on_disconnect();
+    assert!(c.on_disconnect(100 * MS).is_empty());
     c.on_connected(101 * MS);
     let resent: Vec<Vec<Bytes>> = std::iter::from_fn(|| c.poll_transmit(101 * MS)).collect();
     assert_eq!(resent.iter().map(|r| xid_of(r)).collect::<Vec<_>>(), xids);
