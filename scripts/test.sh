@@ -70,12 +70,15 @@ count() { # ID PASSED FAILED SKIPPED
 }
 
 # `cargo test ARGS`, its output also into the log; its `test result:` lines
-# count for stage ID (ignored tests as skipped).
+# count for stage ID (ignored tests as skipped). A failing test does not
+# stop the run: every stage runs and the summary is printed, then the run
+# fails (`runs_failed` also catches a build that failed before any test).
+runs_failed=()
 run_tests() { # ID ARGS...
   local id=$1 from
   shift
   from=$(($(wc -l <"$log") + 1))
-  cargo test "$@" 2>&1 | tee -a "$log"
+  cargo test --no-fail-fast "$@" 2>&1 | tee -a "$log" || runs_failed+=("cargo test $*")
   # shellcheck disable=SC2046
   count "$id" $(tail -n "+$from" "$log" | awk '/^test result:/ {p += $4; f += $6; i += $8} END {print p + 0, f + 0, i + 0}')
 }
@@ -211,6 +214,11 @@ for id in "${stages[@]}"; do
   total_skipped=$((total_skipped + skipped[$id]))
 done
 echo "tests: ${total_passed} passed, ${total_failed} failed, ${total_skipped} skipped"
+if ((${#runs_failed[@]})); then
+  printf 'failed:\n' >&2
+  printf '  %s\n' "${runs_failed[@]}" >&2
+  exit 1
+fi
 if ((readme_rc != 0)); then
   echo "the README's commands do not work as written (see the FAIL lines above)" >&2
   exit 1
