@@ -10,17 +10,31 @@ use super::Obj;
 use crate::Core;
 
 /// Flushes `count` bytes at `offset` of `o` to stable storage and returns
-/// the write verifier for the reply, read before the flush: a failure
-/// changes it from that value, so failures that overlap move it once. A
-/// backend error here reports a write that failed after it was
-/// acknowledged as UNSTABLE: it goes back to the client, and [`failed`]
-/// decides the verifier's fate.
+/// the write verifier for the reply. A backend error here reports a write
+/// that failed after it was acknowledged as UNSTABLE: it goes back to the
+/// client, and [`failed`] decides the verifier's fate.
 pub(crate) fn commit(core: &Core, o: &Obj, offset: u64, count: u32) -> Result<[u8; 8], VfsError> {
-    let verf = core.write_verifier();
-    o.fs().commit(o.id, offset, count).inspect_err(|e| {
-        failed(core, verf, &o.export.path, o.id, e);
+    flush_then_verifier(core, &o.export.path, o.id, || o.fs().commit(o.id, offset, count))
+}
+
+/// [`commit`] around the backend's `flush`. A failure changes the verifier
+/// from the value read before the flush, so that failures that overlap
+/// move it once. A success returns the verifier read after the flush: a
+/// concurrent COMMIT's failure may have taken this one's lost data with
+/// it (the file system reports a write-back error to one flush only), and
+/// its new verifier makes the client resend rather than trust a COMMIT
+/// that did not see the loss.
+fn flush_then_verifier(
+    core: &Core,
+    export: &str,
+    fileid: FileId,
+    flush: impl FnOnce() -> Result<(), VfsError>,
+) -> Result<[u8; 8], VfsError> {
+    let before = core.write_verifier();
+    flush().inspect_err(|e| {
+        failed(core, before, export, fileid, e);
     })?;
-    Ok(verf)
+    Ok(core.write_verifier())
 }
 
 /// Handles COMMIT's backend error `e` beyond its status: after a failed
@@ -68,5 +82,23 @@ mod tests {
         // changed it is the same loss: the verifier moves once.
         assert!(failed(&core, verf, "/m", 2, &VfsError::WriteBack(Errno::EIO)));
         assert_eq!(core.write_verifier(), changed);
+    }
+
+    /// Another COMMIT's write-back fails while this one flushes, and this
+    /// flush succeeds (the error went to the other): the reply carries the
+    /// changed verifier, so the client resends what it wrote before.
+    #[test]
+    fn a_commit_overlapping_a_failed_one_answers_the_new_verifier() {
+        let core = core();
+        let before = core.write_verifier();
+        let verf = flush_then_verifier(&core, "/m", 2, || {
+            failed(&core, before, "/m", 2, &VfsError::WriteBack(Errno::EIO));
+            Ok(())
+        })
+        .unwrap();
+        assert_ne!(verf, before);
+        assert_eq!(verf, core.write_verifier());
+        // Undisturbed, the verifier stays.
+        assert_eq!(flush_then_verifier(&core, "/m", 2, || Ok(())).unwrap(), verf);
     }
 }
