@@ -21,33 +21,11 @@ use server_core::{CoreSettings, ManualClock, MemStore};
 type A = nfs_argop4;
 type R = nfs_resop4;
 
-const CURRENT: stateid4 = stateid4 { seqid: 1, other: [0; 12] };
-
-fn name(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn putfh(fh: &nfs_fh4) -> A {
-    A::OP_PUTFH(PUTFH4args { object: fh.clone() })
-}
-
 /// Opens (creating) `file` in /export for reading and writing and writes
 /// `data`: the handle, the open stateid and OPEN's rflags.
 fn open_write(env: &Env, s: &mut Session, owner: &str, file: &str, data: &[u8]) -> (nfs_fh4, stateid4, u32) {
-    let open = OPEN4args {
-        seqid: 0,
-        share_access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-        share_deny: 0,
-        owner: open_owner4 { clientid: 0, owner: name(owner) },
-        openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
-        claim: open_claim4::CLAIM_NULL(name(file)),
-    };
-    let write = A::OP_WRITE(WRITE4args {
-        stateid: CURRENT,
-        offset: 0,
-        stable: stable_how4::FILE_SYNC4,
-        data: Bytes::copy_from_slice(data),
-    });
+    let open = open_args(0, 0, owner, file, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG, 0, true);
+    let write = write_op(&CURRENT_STATEID, 0, data);
     let r = s.run(env, vec![putfh(&env.mount("/export").data), A::OP_OPEN(open), A::OP_GETFH, write]);
     ok(&r);
     let R::OP_OPEN(OPEN4res::NFS4_OK(o)) = &r.resarray[1] else { panic!("{r:?}") };

@@ -17,20 +17,7 @@ use server_core::{CoreSettings, NfsVersion};
 type A = nfs_argop4;
 type R = nfs_resop4;
 
-const CURRENT: stateid4 = stateid4 { seqid: 1, other: [0; 12] };
-const ANON: stateid4 = stateid4 { seqid: 0, other: [0; 12] };
-
-fn name(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn mask(bits: &[u32]) -> Vec<u32> {
-    let mut m = vec![0u32; 3];
-    for b in bits {
-        m[(*b / 32) as usize] |= 1 << (b % 32);
-    }
-    m
-}
+const ANON: stateid4 = ANON_STATEID;
 
 fn has(m: &[u32], bit: u32) -> bool {
     m.get((bit / 32) as usize).is_some_and(|w| w & (1 << (bit % 32)) != 0)
@@ -46,14 +33,7 @@ fn on_both(case: impl Fn(&Env)) {
 /// OPEN of `file` by `owner` with `share_access`, created if missing
 /// (UNCHECKED4, no attributes).
 fn open_create(owner: &str, file: &str, share_access: u32) -> OPEN4args {
-    OPEN4args {
-        seqid: 0,
-        share_access,
-        share_deny: 0,
-        owner: open_owner4 { clientid: 0, owner: name(owner) },
-        openhow: openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default())),
-        claim: open_claim4::CLAIM_NULL(name(file)),
-    }
+    open_args(0, 0, owner, file, share_access, 0, true)
 }
 
 /// Creates `file` in /export through OPEN at minor version 2 (read and
@@ -62,22 +42,13 @@ fn create(env: &Env, s: &mut Session, file: &str, data: &[u8]) -> (nfs_fh4, stat
     let open = open_create("owner", file, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
     let mut ops = vec![A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data }), A::OP_OPEN(open), A::OP_GETFH];
     if !data.is_empty() {
-        ops.push(A::OP_WRITE(WRITE4args {
-            stateid: CURRENT,
-            offset: 0,
-            stable: stable_how4::FILE_SYNC4,
-            data: Bytes::copy_from_slice(data),
-        }));
+        ops.push(write_op(&CURRENT_STATEID, 0, data));
     }
     let r = s.run(env, ops);
     ok(&r);
     let R::OP_OPEN(OPEN4res::NFS4_OK(o)) = &r.resarray[1] else { panic!("{r:?}") };
     let R::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[2] else { panic!("{r:?}") };
     (fh.object.clone(), o.stateid.clone())
-}
-
-fn putfh(fh: &nfs_fh4) -> A {
-    A::OP_PUTFH(PUTFH4args { object: fh.clone() })
 }
 
 fn last(r: &COMPOUND4res) -> &R {

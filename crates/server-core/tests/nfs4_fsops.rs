@@ -14,20 +14,8 @@ use xdr::{Decode, Decoder};
 
 type Op = nfs_argop4;
 
-fn name(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
 fn lookup(s: &str) -> Op {
     Op::OP_LOOKUP(LOOKUP4args { objname: name(s) })
-}
-
-fn mask(bits: &[u32]) -> Vec<u32> {
-    let mut m = vec![0u32; 3];
-    for b in bits {
-        m[(*b / 32) as usize] |= 1 << (b % 32);
-    }
-    m
 }
 
 fn getattr(bits: &[u32]) -> Op {

@@ -42,10 +42,6 @@ fn ok_(r: &COMPOUND4res) {
     ok(r)
 }
 
-fn name(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
 /// The export's root as the current file handle (two operations, so
 /// that the results of what follows sit at fixed indexes). The handle
 /// comes from MOUNT: NFSv3 and NFSv4 handles are the same.
@@ -53,41 +49,8 @@ fn export_ops(env: &Env) -> Vec<nfs_argop4> {
     vec![A::OP_PUTROOTFH, A::OP_PUTFH(PUTFH4args { object: env.mount("/export").data })]
 }
 
-fn open_args(
-    seqid: u32,
-    client: clientid4,
-    owner: &str,
-    file: &str,
-    access: u32,
-    deny: u32,
-    create: bool,
-) -> OPEN4args {
-    OPEN4args {
-        seqid,
-        share_access: access,
-        share_deny: deny,
-        owner: open_owner4 { clientid: client, owner: name(owner) },
-        openhow: if create {
-            openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4::default()))
-        } else {
-            openflag4::default(opentype4::OPEN4_NOCREATE)
-        },
-        claim: open_claim4::CLAIM_NULL(name(file)),
-    }
-}
-
 fn open_res(r: &COMPOUND4res, i: usize) -> OPEN4resok {
-    match &r.resarray[i] {
-        R::OP_OPEN(OPEN4res::NFS4_OK(ok)) => ok.clone(),
-        other => panic!("OPEN failed: {other:?}"),
-    }
-}
-
-fn fh_res(r: &COMPOUND4res, i: usize) -> nfs_fh4 {
-    match &r.resarray[i] {
-        R::OP_GETFH(GETFH4res::NFS4_OK(ok)) => ok.object.clone(),
-        other => panic!("GETFH failed: {other:?}"),
-    }
+    opened(r, i).clone()
 }
 
 /// A 4.0 open (confirmed when the server asks): (file handle, stateid).
@@ -126,25 +89,8 @@ fn open40(
     (fh, sid)
 }
 
-fn putfh(fh: &nfs_fh4) -> nfs_argop4 {
-    A::OP_PUTFH(PUTFH4args { object: fh.clone() })
-}
-
-fn write_op(sid: &stateid4, offset: u64, data: &[u8]) -> nfs_argop4 {
-    A::OP_WRITE(WRITE4args {
-        stateid: sid.clone(),
-        offset,
-        stable: stable_how4::FILE_SYNC4,
-        data: Bytes::copy_from_slice(data),
-    })
-}
-
-fn read_op(sid: &stateid4, offset: u64, count: u32) -> nfs_argop4 {
-    A::OP_READ(READ4args { stateid: sid.clone(), offset, count })
-}
-
 fn anon() -> stateid4 {
-    stateid4 { seqid: 0, other: [0; 12] }
+    ANON_STATEID
 }
 
 #[test]
@@ -258,29 +204,6 @@ fn v40_share_deny_conflict_and_downgrade() {
     ops.push(A::OP_OPEN(open_args(s2, c2, "b", "shared", OPEN4_SHARE_ACCESS_WRITE, 0, false)));
     ok(&env.compound(0, ops));
     let _ = s1;
-}
-
-fn lock_new(
-    seq_open: u32,
-    open: &stateid4,
-    client: clientid4,
-    owner: &str,
-    kind: nfs_lock_type4,
-    off: u64,
-    len: u64,
-) -> nfs_argop4 {
-    A::OP_LOCK(LOCK4args {
-        locktype: kind,
-        reclaim: false,
-        offset: off,
-        length: len,
-        locker: locker4::TRUE(open_to_lock_owner4 {
-            open_seqid: seq_open,
-            open_stateid: open.clone(),
-            lock_seqid: 0,
-            lock_owner: lock_owner4 { clientid: client, owner: name(owner) },
-        }),
-    })
 }
 
 #[test]

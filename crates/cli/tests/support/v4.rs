@@ -21,6 +21,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::nfs4::*;
 use proto::rpc::*;
+// Only what the suites used from here before: these names are glob
+// imported into function bodies, where they would shadow the callers'
+// own (`name`, `ok`).
+use test_support::nfs4::{
+    channel, create_session_args, exchange_id_args, fh_res, lock_new, open_args, without_sequence, Session,
+};
+pub use test_support::nfs4::{ok as ok_res, opened, walk, Transport};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 pub const NFS4: u32 = 100003;
@@ -67,35 +74,26 @@ pub struct Conn {
     pub refuse_recalls: Arc<AtomicU32>,
 }
 
-#[derive(Debug, Clone)]
+/// The session's slot kept for returning recalled delegations: the
+/// callback thread sends on it while callers hold the other slots.
+#[derive(Debug)]
 pub struct AutoReturn {
-    pub sessionid: sessionid4,
+    pub session: Session,
     pub slot: u32,
-    pub seq: u32,
 }
 
 /// DELEGRETURN for a recall, on the connection's reserved slot.
 fn return_delegation(conn: &Conn, recall: Recall) {
-    let seq = {
+    let ops = vec![
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: recall.fh }),
+        nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: recall.stateid }),
+    ];
+    let (minor, ops) = {
         let mut a = conn.auto_return.lock().unwrap();
         let Some(a) = a.as_mut() else { return };
-        a.seq += 1;
-        SEQUENCE4args {
-            sa_sessionid: a.sessionid,
-            sa_sequenceid: a.seq,
-            sa_slotid: a.slot,
-            sa_highest_slotid: a.slot,
-            sa_cachethis: true,
-        }
+        (a.session.minor, a.session.sequenced(a.slot, a.slot, ops))
     };
-    let r = conn.compound(
-        1,
-        vec![
-            nfs_argop4::OP_SEQUENCE(seq),
-            nfs_argop4::OP_PUTFH(PUTFH4args { object: recall.fh }),
-            nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: recall.stateid }),
-        ],
-    );
+    let r = conn.compound(minor, ops);
     assert_eq!(r.status, nfsstat4::NFS4_OK, "DELEGRETURN after a recall failed: {r:?}");
 }
 
@@ -424,8 +422,12 @@ impl Conn {
             other => panic!("call not accepted: {other:?}"),
         }
     }
+}
 
-    pub fn compound(&self, minor: u32, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+/// Every call goes as AUTH_SYS root (`cred`), the principal the servers
+/// under test export to.
+impl Transport for Conn {
+    fn compound(&self, minor: u32, ops: Vec<nfs_argop4>) -> COMPOUND4res {
         let args = COMPOUND4args { tag: Bytes::new(), minorversion: minor, argarray: ops };
         let body = Self::body_of(self.call_raw(self.next_xid(), 1, &xdr::to_bytes(&args)));
         COMPOUND4res::decode(&mut Decoder::new(body)).expect("COMPOUND4res")
@@ -438,24 +440,16 @@ pub struct Client41 {
     pub conn: Arc<Conn>,
     pub clientid: clientid4,
     pub sessionid: sessionid4,
-    /// Sequence id last used on each slot the server granted.
-    pub seq: Mutex<Vec<u32>>,
+    /// Locked only while a SEQUENCE is made, so that callers on other
+    /// slots send at the same time; the last slot granted is not in it
+    /// but kept for returning delegations (`AutoReturn`).
+    session: Mutex<Session>,
 }
 
-pub fn ok_res(r: &COMPOUND4res) {
-    assert_eq!(r.status, nfsstat4::NFS4_OK, "compound failed: {:?}", r.resarray.last());
-}
-
-fn channel(slots: u32) -> channel_attrs4 {
-    channel_attrs4 {
-        ca_headerpadsize: 0,
-        ca_maxrequestsize: 1 << 20,
-        ca_maxresponsesize: 1 << 20,
-        ca_maxresponsesize_cached: 64 << 10,
-        ca_maxoperations: 16,
-        ca_maxrequests: slots,
-        ca_rdma_ird: vec![],
-    }
+/// What these clients ask for in a channel: at most 16 operations a
+/// compound.
+fn channel16(slots: u32) -> channel_attrs4 {
+    channel_attrs4 { ca_maxoperations: 16, ..channel(slots) }
 }
 
 impl Client41 {
@@ -520,48 +514,24 @@ impl Client41 {
     }
 
     fn incarnation_on(conn: Arc<Conn>, owner: &str, slots: u32, verifier: [u8; 8]) -> Client41 {
-        let r = conn.compound(
-            1,
-            vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
-                eia_clientowner: client_owner4 {
-                    co_verifier: verifier,
-                    co_ownerid: Bytes::copy_from_slice(owner.as_bytes()),
-                },
-                eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
-                eia_state_protect: state_protect4_a::SP4_NONE,
-                eia_client_impl_id: vec![],
-            })],
-        );
-        ok_res(&r);
-        let nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::NFS4_OK(eid)) = &r.resarray[0] else { panic!("{r:?}") };
-        let r = conn.compound(
-            1,
-            vec![nfs_argop4::OP_CREATE_SESSION(CREATE_SESSION4args {
-                csa_clientid: eid.eir_clientid,
-                csa_sequence: eid.eir_sequenceid,
-                csa_flags: CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
-                csa_fore_chan_attrs: channel(slots),
-                csa_back_chan_attrs: channel(2),
-                csa_cb_program: CB_PROGRAM,
-                csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
-            })],
-        );
-        ok_res(&r);
-        let nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::NFS4_OK(cs)) = &r.resarray[0] else { panic!("{r:?}") };
-        let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(2) as usize;
+        let eid = exchange_id_args(owner, verifier, EXCHGID4_FLAG_USE_NON_PNFS);
+        let mut session = Session::establish(&*conn, 1, eid, |id, seq| CREATE_SESSION4args {
+            csa_fore_chan_attrs: channel16(slots),
+            csa_back_chan_attrs: channel16(2),
+            csa_cb_program: CB_PROGRAM,
+            ..create_session_args(id, seq, CREATE_SESSION4_FLAG_CONN_BACK_CHAN, slots)
+        });
+        let granted = session.slots().max(2);
         // The last slot is kept for returning delegations.
-        *conn.auto_return.lock().unwrap() =
-            Some(AutoReturn { sessionid: cs.csr_sessionid, slot: granted as u32 - 1, seq: 0 });
-        Client41 {
-            conn,
-            clientid: eid.eir_clientid,
-            sessionid: cs.csr_sessionid,
-            seq: Mutex::new(vec![0; granted - 1]),
-        }
+        let reserved =
+            Session { clientid: session.clientid, sessionid: session.sessionid, seq: vec![0; granted], minor: 1 };
+        *conn.auto_return.lock().unwrap() = Some(AutoReturn { session: reserved, slot: granted as u32 - 1 });
+        session.seq = vec![0; granted - 1];
+        Client41 { conn, clientid: session.clientid, sessionid: session.sessionid, session: Mutex::new(session) }
     }
 
     pub fn slots(&self) -> usize {
-        self.seq.lock().unwrap().len()
+        self.session.lock().unwrap().slots()
     }
 
     /// The next SEQUENCE on slot 0.
@@ -569,17 +539,12 @@ impl Client41 {
         self.sequence_on(0)
     }
 
+    /// The next SEQUENCE on `slot`, naming the reserved slot as the
+    /// highest in use.
     pub fn sequence_on(&self, slot: usize) -> nfs_argop4 {
-        let mut s = self.seq.lock().unwrap();
-        let highest = s.len() as u32;
-        s[slot] += 1;
-        nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
-            sa_sessionid: self.sessionid,
-            sa_sequenceid: s[slot],
-            sa_slotid: slot as u32,
-            sa_highest_slotid: highest,
-            sa_cachethis: true,
-        })
+        let mut s = self.session.lock().unwrap();
+        let highest = s.slots() as u32;
+        s.sequence_hi(slot as u32, highest)
     }
 
     /// `ops` after a SEQUENCE; the SEQUENCE result is removed so indexes
@@ -604,32 +569,21 @@ impl Client41 {
     }
 
     /// `ops` after a SEQUENCE on `slot` (one caller per slot at a time).
+    /// A failed SEQUENCE fails the test: these tests never expect one.
     pub fn run_on(&self, slot: usize, ops: Vec<nfs_argop4>) -> COMPOUND4res {
         let mut all = vec![self.sequence_on(slot)];
         all.extend(ops);
-        let mut r = self.conn.compound(1, all);
-        assert!(!r.resarray.is_empty(), "SEQUENCE missing from the reply: {r:?}");
-        if let nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(s)) = &r.resarray[0] {
-            panic!("SEQUENCE failed: {s:?}");
+        let r = self.conn.compound(1, all);
+        match r.resarray.first() {
+            None => panic!("SEQUENCE missing from the reply: {r:?}"),
+            Some(nfs_resop4::OP_SEQUENCE(SEQUENCE4res::default(s))) => panic!("SEQUENCE failed: {s:?}"),
+            Some(_) => without_sequence(r),
         }
-        r.resarray.remove(0);
-        r
     }
 
     pub fn reclaim_complete(&self) {
         ok_res(&self.run(vec![nfs_argop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4args { rca_one_fs: false })]));
     }
-}
-
-/// PUTROOTFH and a LOOKUP per component of `path`.
-pub fn walk(path: &std::path::Path) -> Vec<nfs_argop4> {
-    let mut ops = vec![nfs_argop4::OP_PUTROOTFH];
-    for c in path.components().skip(1) {
-        ops.push(nfs_argop4::OP_LOOKUP(LOOKUP4args {
-            objname: Bytes::copy_from_slice(c.as_os_str().as_encoded_bytes()),
-        }));
-    }
-    ops
 }
 
 pub fn open_owner(client: &Client41, name: &str) -> open_owner4 {
@@ -639,19 +593,7 @@ pub fn open_owner(client: &Client41, name: &str) -> open_owner4 {
 /// OPEN (creating with UNCHECKED4 when `create`) of `name` in the
 /// current directory, with `access` (OPEN4_SHARE_ACCESS_*).
 pub fn open_op(client: &Client41, owner: &str, name: &str, access: u32, create: bool) -> nfs_argop4 {
-    let openhow = if create {
-        openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(fattr4 { attrmask: vec![], attr_vals: Bytes::new() }))
-    } else {
-        openflag4::default(opentype4::OPEN4_NOCREATE)
-    };
-    nfs_argop4::OP_OPEN(OPEN4args {
-        seqid: 0,
-        share_access: access,
-        share_deny: OPEN4_SHARE_DENY_NONE,
-        owner: open_owner(client, owner),
-        openhow,
-        claim: open_claim4::CLAIM_NULL(Bytes::copy_from_slice(name.as_bytes())),
-    })
+    nfs_argop4::OP_OPEN(open_args(0, client.clientid, owner, name, access, OPEN4_SHARE_DENY_NONE, create))
 }
 
 /// OPEN with CLAIM_PREVIOUS (read and write) of the current file by
@@ -667,29 +609,10 @@ pub fn reclaim_open_op(client: &Client41, owner: &str) -> nfs_argop4 {
     })
 }
 
-/// The OPEN result at `i`.
-pub fn opened(r: &COMPOUND4res, i: usize) -> &OPEN4resok {
-    match &r.resarray[i] {
-        nfs_resop4::OP_OPEN(OPEN4res::NFS4_OK(ok)) => ok,
-        other => panic!("OPEN failed: {other:?}"),
-    }
-}
-
 /// A LOCK of `offset, length` for write by the new lock-owner `owner`,
 /// from the open `open`.
 pub fn lock_op(c: &Client41, open: &stateid4, owner: &str, offset: u64, length: u64) -> nfs_argop4 {
-    nfs_argop4::OP_LOCK(LOCK4args {
-        locktype: nfs_lock_type4::WRITE_LT,
-        reclaim: false,
-        offset,
-        length,
-        locker: locker4::TRUE(open_to_lock_owner4 {
-            open_seqid: 0,
-            open_stateid: open.clone(),
-            lock_seqid: 0,
-            lock_owner: lock_owner4 { clientid: c.clientid, owner: Bytes::copy_from_slice(owner.as_bytes()) },
-        }),
-    })
+    lock_new(0, open, c.clientid, owner, nfs_lock_type4::WRITE_LT, offset, length)
 }
 
 /// Opens `name` in the export (creating it) and returns (stateid, fh).
@@ -700,15 +623,10 @@ pub fn open_file(
     name: &str,
     access: u32,
 ) -> (stateid4, nfs_fh4) {
-    let ops = {
-        let mut ops = walk(&srv.export);
-        ops.extend([open_op(c, owner, name, access, true), nfs_argop4::OP_GETFH]);
-        ops
-    };
+    let mut ops = walk(&srv.export);
+    ops.extend([open_op(c, owner, name, access, true), nfs_argop4::OP_GETFH]);
     let n = ops.len();
     let r = c.run_retry(ops);
     ok_res(&r);
-    let st = opened(&r, n - 2).stateid.clone();
-    let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &r.resarray[n - 1] else { panic!() };
-    (st, fh.object.clone())
+    (opened(&r, n - 2).stateid.clone(), fh_res(&r, n - 1))
 }
