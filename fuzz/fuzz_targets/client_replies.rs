@@ -26,7 +26,9 @@ fuzz_target!(|data: &[u8]| {
             let _ = done.result.map(|b| b.len());
         }
         if i % 3 == 2 {
-            core.on_disconnect();
+            for failed in core.on_disconnect(2 + i as u64) {
+                assert!(failed.result.is_err());
+            }
             while core.poll_transmit(3).is_some() {}
         }
     }

@@ -480,15 +480,11 @@ impl Task {
                         tokio::time::sleep(pause).await;
                         if self.shared.rpc.lock().core.outstanding() == 0 {
                             // Nothing waits on this server: dial again
-                            // for the next call only.
-                            match self.wait_for_call_then_dial().await {
-                                Some(s) => {
-                                    stream = s;
-                                    self.shared.reconnects.send_modify(|n| *n += 1);
-                                    continue;
-                                }
-                                None => return,
-                            }
+                            // once a call comes, then as always (a hard
+                            // mount's call waits for the server).
+                            let Some(call) = self.calls.recv().await else { return };
+                            let now = self.now();
+                            self.shared.rpc.lock().start(call, now);
                         }
                     } else {
                         flap_pause = None;
