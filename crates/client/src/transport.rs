@@ -37,6 +37,8 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::rcvlowat::LowWater;
 
+mod redial;
+
 /// What a connection needs to know besides the RPC settings.
 #[derive(Debug, Clone)]
 pub struct ConnParams {
@@ -438,14 +440,6 @@ enum Stop {
     Broken(String),
 }
 
-/// The first pause between reconnect attempts; they double up to
-/// `reconnect_max_pause`.
-const FIRST_PAUSE: Duration = Duration::from_millis(50);
-
-/// A connection that breaks sooner than this after it was made counts as
-/// flapping: the next dial waits a pause that doubles while it goes on.
-const HEALTHY_AFTER: Duration = Duration::from_secs(1);
-
 /// How the task writes on the current connection.
 enum Sink {
     /// Through `Shared::out`, as callers do.
@@ -460,9 +454,7 @@ impl Task {
     }
 
     async fn run(mut self, mut stream: Stream) {
-        // The pause before redialling after a connection that broke soon
-        // after it was made (`None`: the last one lasted).
-        let mut flap_pause: Option<Duration> = None;
+        let mut flapping = redial::Flapping::new(self.params.reconnect_max_pause);
         loop {
             let (rd, wr) = stream.split();
             let up_since = Instant::now();
@@ -471,23 +463,8 @@ impl Task {
                 Stop::Broken(why) => {
                     tracing::debug!(addr = %self.params.addr, "connection broken: {why}");
                     self.disconnect();
-                    // A server that accepts and then drops every
-                    // connection (or answers each with garbage) would have
-                    // the client redial at once, forever, at full CPU.
-                    if up_since.elapsed() < HEALTHY_AFTER {
-                        let pause = flap_pause.map_or(FIRST_PAUSE, |p| (p * 2).min(self.params.reconnect_max_pause));
-                        flap_pause = Some(pause);
-                        tokio::time::sleep(pause).await;
-                        if self.shared.rpc.lock().core.outstanding() == 0 {
-                            // Nothing waits on this server: dial again
-                            // once a call comes, then as always (a hard
-                            // mount's call waits for the server).
-                            let Some(call) = self.calls.recv().await else { return };
-                            let now = self.now();
-                            self.shared.rpc.lock().start(call, now);
-                        }
-                    } else {
-                        flap_pause = None;
+                    if !self.pace_redial(&mut flapping, up_since.elapsed()).await {
+                        return;
                     }
                     match self.reconnect().await {
                         Some(s) => {
@@ -530,42 +507,6 @@ impl Task {
             rpc.finish(failed)
         };
         answer(done);
-    }
-
-    /// Retries with doubling pauses until `reconnect_timeout` has passed.
-    async fn reconnect(&mut self) -> Option<Stream> {
-        let give_up = Instant::now() + self.params.reconnect_timeout;
-        let mut pause = FIRST_PAUSE;
-        loop {
-            match dial(&self.params).await {
-                Ok(s) => return Some(s),
-                Err(e) if Instant::now() + pause >= give_up => {
-                    tracing::warn!(addr = %self.params.addr, "cannot reconnect: {e}");
-                    return None;
-                }
-                Err(_) => {}
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(self.params.reconnect_max_pause);
-        }
-    }
-
-    /// After giving up on a server: each new call gets one connect attempt,
-    /// failing at once if the server is still gone.
-    async fn wait_for_call_then_dial(&mut self) -> Option<Stream> {
-        loop {
-            let call = self.calls.recv().await?;
-            match dial(&self.params).await {
-                Ok(s) => {
-                    let now = self.now();
-                    self.shared.rpc.lock().start(call, now);
-                    return Some(s);
-                }
-                Err(e) => {
-                    let _ = call.reply.send(Err(RpcError::Disconnected(format!("{}: {e}", self.params.addr))));
-                }
-            }
-        }
     }
 
     /// Writes the records ready to go (calls queued behind the in-flight
