@@ -93,8 +93,7 @@ impl Mount {
             e => e.to_string(),
         };
         if let Some(uuid) = instance {
-            m.take_over(settings, uuid)
-                .map_err(|e| format!("cannot reach the Ceph cluster: {}", unreachable(e)))?;
+            m.take_over(settings, uuid).map_err(|e| format!("cannot reach the Ceph cluster: {}", unreachable(e)))?;
         }
         let root = CString::new(path).map_err(|_| "path holds NUL".to_string())?;
         // SAFETY: valid mount handle and C string.

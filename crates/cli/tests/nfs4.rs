@@ -365,3 +365,76 @@ fn a_caller_driven_connection_matches_replies_and_answers_recalls_while_idle() {
     }
     ok_res(&b.run(ops));
 }
+
+/// Another client's GETATTR of a file under a write delegation asks the
+/// holder with CB_GETATTR (RFC 8881 section 10.4.3) and waits for its
+/// answer without holding a server thread: the holder's size comes back;
+/// a holder that does not answer in time has its delegation recalled and
+/// the GETATTR is told to come back (NFS4ERR_DELAY) after
+/// `cb_getattr_wait_ms`. The metrics count both waits.
+#[test]
+fn getattr_of_a_write_delegated_file_waits_for_the_holders_answer() {
+    let mport = free_port();
+    let cfg = format!("metrics = \"127.0.0.1:{mport}\"\n{SHORT}");
+    let srv = TestServer::start(ServerOpts { extra_config: &cfg, ..Default::default() });
+    let a = Client41::connect_manual(srv.port, "holder");
+    let b = Client41::connect(srv.port, "asker");
+    // The server probes the back channel with CB_NULL before it trusts
+    // it with delegations; give the probe a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    let held = |name: &str| {
+        let access = OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG;
+        let ops = with(export_ops(&srv), vec![open_op(&a, "oa", name, access, true), nfs_argop4::OP_GETFH]);
+        let n = ops.len();
+        let r = a.run(ops);
+        ok_res(&r);
+        let open_delegation4::OPEN_DELEGATE_WRITE(_) = &opened(&r, n - 2).delegation else {
+            panic!("no write delegation: {:?}", opened(&r, n - 2).delegation)
+        };
+        fh_res(&r, n - 1)
+    };
+    let getattr = |fh: &nfs_fh4| {
+        let mut attr_request = Vec::new();
+        proto::bitmap4::add(&mut attr_request, FATTR4_SIZE);
+        let r = b.run(vec![
+            nfs_argop4::OP_PUTFH(PUTFH4args { object: fh.clone() }),
+            nfs_argop4::OP_GETATTR(GETATTR4args { attr_request }),
+        ]);
+        let size = match r.resarray.last() {
+            Some(nfs_resop4::OP_GETATTR(GETATTR4res::NFS4_OK(g))) => {
+                Some(u64::from_be_bytes(g.obj_attributes.attr_vals[..8].try_into().unwrap()))
+            }
+            _ => None,
+        };
+        (r.status, size)
+    };
+
+    // The holder wrote 5 bytes the server has not seen.
+    let fh = held("answered");
+    *a.conn.cb_getattr.lock().unwrap() = CbGetattr::Attrs { size: 5, change: 1 << 40 };
+    assert_eq!(getattr(&fh), (nfsstat4::NFS4_OK, Some(5)));
+
+    // A holder that cannot tell: the server's own size.
+    let fh = held("cannot-tell");
+    *a.conn.cb_getattr.lock().unwrap() = CbGetattr::NotSupp;
+    assert_eq!(getattr(&fh), (nfsstat4::NFS4_OK, Some(0)));
+
+    // A silent holder: DELAY once the wait (100 ms by default) is over,
+    // and the delegation is recalled.
+    let fh = held("silent");
+    *a.conn.cb_getattr.lock().unwrap() = CbGetattr::Silent;
+    let t = Instant::now();
+    assert_eq!(getattr(&fh).0, nfsstat4::NFS4ERR_DELAY);
+    assert!(t.elapsed() >= Duration::from_millis(100), "answered after {:?}", t.elapsed());
+    let recall = a.conn.recalls.lock().unwrap().recv_timeout(Duration::from_secs(5)).expect("a recall");
+    assert_eq!(recall.fh, fh);
+
+    let m = get_metrics(mport);
+    let count = |name: &str| {
+        m.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<f64>().ok()))
+            .unwrap_or_else(|| panic!("{name} missing from the metrics"))
+    };
+    assert_eq!(count("nfsx_requests_parked_total"), 3.0);
+    assert_eq!(count("nfsx_requests_woken_total"), 2.0);
+}

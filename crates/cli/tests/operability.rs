@@ -9,14 +9,6 @@ use std::time::{Duration, Instant};
 
 use support::*;
 
-fn get_metrics(port: u16) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    body
-}
-
 #[test]
 fn prometheus_metrics_count_procedures_and_latency() {
     let mport = free_port();

@@ -226,7 +226,28 @@ pub(crate) struct Ticket<'a> {
     finished: bool,
 }
 
+/// A ticket of a call that waits (parked): its entry stays in progress,
+/// and the call's reply is stored through [`Drc::reattach`] when it comes.
+#[derive(Debug)]
+pub(crate) struct Held {
+    key: Key,
+    seq: u64,
+}
+
+impl Drc {
+    pub(crate) fn reattach(&self, held: Held) -> Ticket<'_> {
+        Ticket { drc: self, key: held.key, seq: held.seq, finished: false }
+    }
+}
+
 impl Ticket<'_> {
+    /// Keeps the entry in progress without the ticket (which would end it
+    /// when dropped), for a call that goes on later.
+    pub(crate) fn hold(mut self) -> Held {
+        self.finished = true;
+        Held { key: self.key, seq: self.seq }
+    }
+
     /// Keeps `reply` for retransmissions; a missing or oversized reply
     /// removes the entry instead.
     pub(crate) fn finish(mut self, reply: Option<&[Bytes]>) {

@@ -21,6 +21,7 @@ mod jobs;
 mod mount;
 mod nlm;
 mod ops;
+mod park;
 mod placement;
 mod portmap;
 mod record;
@@ -35,6 +36,7 @@ pub mod state;
 pub use clock::{Clock, ManualClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use jobs::{Jobs, NoJobs};
+pub use park::{Parked, WaitId};
 pub use placement::Placement;
 pub use portmap::uaddr;
 pub use record::Record;
@@ -106,7 +108,7 @@ impl std::fmt::Debug for Export {
 }
 
 /// The result of one record.
-#[derive(Debug, Clone)]
+#[derive(Debug, Default)]
 pub struct Outcome {
     /// The reply record (without record marking) as segments for a
     /// vectored write; `None` when nothing must be sent (the record was a
@@ -123,6 +125,14 @@ pub struct Outcome {
     /// cache: a READ's data. Only set when the transport said it can
     /// ([`Core::with_sendfile`]); the record's length counts them.
     pub tail: Option<vfs::FileRegion>,
+    /// The call waits for an event before it can be answered (`reply` is
+    /// then `None`): the transport keeps it and runs it on with
+    /// [`Core::resume`] when one of [`Outcome::woken`] names it or its
+    /// [`Parked::timeout`] has passed, whichever comes first.
+    pub parked: Option<Box<Parked>>,
+    /// Parked calls this record gave what they waited for (a client's
+    /// answer to a callback): resume them.
+    pub woken: Vec<WaitId>,
 }
 
 /// The server's protocol state, shared by all connections.

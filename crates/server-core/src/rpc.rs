@@ -94,6 +94,9 @@ pub enum Dispatched {
     /// Run with [`Call::nowait`] and it would have to wait: nothing was
     /// done, run it again where waiting is allowed.
     WouldBlock,
+    /// An NFSv4 compound that waits for an event (a callback's answer):
+    /// nothing is sent yet, it runs on when resumed.
+    Parked(Box<crate::ops::v4::run::Progress>),
     /// Rejected for its credential (e.g. AUTH_NONE on an NFS procedure).
     AuthError {
         label: &'static str,
@@ -132,7 +135,7 @@ fn accepted_only(xid: u32, data: reply_data) -> Vec<Bytes> {
 }
 
 fn outcome(reply: Vec<Bytes>, label: &'static str, ok: bool) -> Outcome {
-    Outcome { reply: Some(reply), label, ok, tail: None }
+    Outcome { reply: Some(reply), label, ok, tail: None, ..Outcome::default() }
 }
 
 /// Parses the credential; `Err` is the auth_stat to reject with.
@@ -162,10 +165,9 @@ impl Core {
     pub fn handle_record(&self, record: &Record, peer: &PeerInfo) -> Outcome {
         // Without nowait no procedure gives up.
         let out = self.run_record(record, peer, false).unwrap_or(Outcome {
-            reply: None,
             label: "rpc.would_block",
             ok: false,
-            tail: None,
+            ..Outcome::default()
         });
         self.release_shared_locks();
         out
@@ -187,24 +189,24 @@ impl Core {
                     WarnKind::Garbage,
                     || tracing::warn!(peer = %peer.addr, "record too short for an RPC header"),
                 );
-                return Some(Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None });
+                return Some(Outcome { label: "rpc.garbage", ok: false, ..Outcome::default() });
             }
             Head::Reply { xid, at } => {
-                if crate::state::callback::on_reply(self, peer.conn, xid, record.decoder_at(at)) {
-                    return Some(Outcome { reply: None, label: "nfs4.cb_reply", ok: true, tail: None });
+                if let Some(woken) = crate::state::callback::on_reply(self, peer.conn, xid, record.decoder_at(at)) {
+                    return Some(Outcome { label: "nfs4.cb_reply", ok: true, woken, ..Outcome::default() });
                 }
                 self.warn(
                     WarnKind::Garbage,
                     || tracing::warn!(peer = %peer.addr, xid, mtype = 1, "record is not an RPC call; ignored"),
                 );
-                return Some(Outcome { reply: None, label: "rpc.reply", ok: false, tail: None });
+                return Some(Outcome { reply: None, label: "rpc.reply", ok: false, tail: None, ..Outcome::default() });
             }
             Head::Other { xid, mtype } => {
                 self.warn(
                     WarnKind::Garbage,
                     || tracing::warn!(peer = %peer.addr, xid, mtype, "record is not an RPC call; ignored"),
                 );
-                return Some(Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None });
+                return Some(Outcome { label: "rpc.garbage", ok: false, ..Outcome::default() });
             }
             Head::Mismatch { xid, rpcvers } => {
                 self.warn(
@@ -255,25 +257,39 @@ impl Core {
             Lookup::InProgress => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission of a call still running; dropped");
                 // Not an error: the first copy's reply answers it.
-                return Some(Outcome { reply: None, label: "rpc.drc_in_progress", ok: true, tail: None });
+                return Some(Outcome {
+                    reply: None,
+                    label: "rpc.drc_in_progress",
+                    ok: true,
+                    tail: None,
+                    ..Outcome::default()
+                });
             }
             Lookup::Replay(reply) => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission answered with the cached reply");
                 return Some(outcome(vec![reply], "rpc.drc_replay", true));
             }
         };
-        let out = self.dispatch(&call, &mut d)?;
-        if let Some(ticket) = ticket {
+        let mut out = self.dispatch(&call, &mut d)?;
+        self.settle(ticket, &mut out);
+        Some(out)
+    }
+
+    /// Stores `out`'s reply in the duplicate request cache, or, for a
+    /// parked call, keeps its entry in progress with it.
+    pub(crate) fn settle(&self, ticket: Option<crate::drc::Ticket<'_>>, out: &mut Outcome) {
+        let Some(ticket) = ticket else { return };
+        match out.parked.as_mut() {
+            Some(p) => p.ticket = Some(ticket.hold()),
             // A reply with a file tail is a READ, never cached; should one
             // be, it is not kept (its bytes are not all in memory).
-            ticket.finish(out.reply.as_deref().filter(|_| out.tail.is_none()));
+            None => ticket.finish(out.reply.as_deref().filter(|_| out.tail.is_none())),
         }
-        Some(out)
     }
 
     /// Runs a call whose header has been read; `d` is at its arguments.
     fn dispatch(&self, call: &Call, d: &mut Decoder) -> Option<Outcome> {
-        let Call { xid, prog, vers, proc_, peer, .. } = *call;
+        let Call { xid, prog, vers, peer, .. } = *call;
         // What the backend learns about an object in this call may serve
         // the call's next use of it, and nothing past the call.
         let _scope = vfs::RequestScope::enter();
@@ -315,11 +331,24 @@ impl Core {
                 ));
             }
         };
+        self.outcome_of(call, dispatched, e)
+    }
+
+    /// The outcome of a call a program's dispatcher ran (`None`: it would
+    /// have blocked), with the reply in `e`.
+    pub(crate) fn outcome_of(&self, call: &Call, dispatched: Dispatched, e: Encoder) -> Option<Outcome> {
+        let Call { xid, prog, vers, proc_, peer, .. } = *call;
         Some(match dispatched {
             Dispatched::WouldBlock => return None,
+            Dispatched::Parked(progress) => Outcome {
+                label: "nfs4.COMPOUND",
+                ok: true,
+                parked: Some(Box::new(crate::park::Parked::new(self, call, progress))),
+                ..Outcome::default()
+            },
             Dispatched::Done { label, ok } => outcome(e.into_segments(), label, ok),
             Dispatched::DoneWithFile { label, tail } => {
-                Outcome { reply: Some(e.into_segments()), label, ok: true, tail: Some(tail) }
+                Outcome { reply: Some(e.into_segments()), label, ok: true, tail: Some(tail), ..Outcome::default() }
             }
             Dispatched::ProcUnavail { label } => {
                 self.warn(
@@ -344,7 +373,7 @@ impl Core {
 
     fn undecodable(&self, peer: &PeerInfo, xid: u32) -> Outcome {
         self.warn(WarnKind::Garbage, || tracing::warn!(peer = %peer.addr, xid, "undecodable RPC call header"));
-        Outcome { reply: None, label: "rpc.garbage", ok: false, tail: None }
+        Outcome { label: "rpc.garbage", ok: false, ..Outcome::default() }
     }
 
     fn prog_mismatch(&self, call: &Call, low: u32, high: u32, label: &'static str) -> Outcome {

@@ -609,57 +609,70 @@ fn cb_getattr_reply(xid: u32, sessionid: sessionid4, attrs: Option<(u64, u64)>) 
 
 #[test]
 fn getattr_asks_a_write_delegations_holder() {
-    let (mut env, _clock, cb) = env_with_nfs4(Default::default(), Arc::new(server_core::MemStore::default()));
+    let (mut env, clock, cb) = env_with_nfs4(Default::default(), Arc::new(server_core::MemStore::default()));
     let mut holder = session_with_callbacks(&mut env, &cb);
     let (fh, _deleg) = create_delegated(&env, &mut holder, "f");
     let mut other = Session::ready_minor(&env, "other", 2);
-    let ask = |other: &mut Session| {
-        let r = other.run(
-            &env,
-            vec![putfh(&fh), A::OP_GETATTR(GETATTR4args { attr_request: mask(&[FATTR4_CHANGE, FATTR4_SIZE]) })],
-        );
-        let status = r.status;
-        let vals = match last(&r) {
-            R::OP_GETATTR(GETATTR4res::NFS4_OK(g)) => {
-                let v = &g.obj_attributes.attr_vals;
-                Some((u64::from_be_bytes(v[8..16].try_into().unwrap()), u64::from_be_bytes(v[..8].try_into().unwrap())))
-            }
-            _ => None,
-        };
-        (status, vals)
+    let getattr =
+        || vec![putfh(&fh), A::OP_GETATTR(GETATTR4args { attr_request: mask(&[FATTR4_CHANGE, FATTR4_SIZE]) })];
+    let size_and_change = |r: &COMPOUND4res| match r.resarray.last() {
+        Some(R::OP_GETATTR(GETATTR4res::NFS4_OK(g))) => {
+            let v = &g.obj_attributes.attr_vals;
+            Some((u64::from_be_bytes(v[8..16].try_into().unwrap()), u64::from_be_bytes(v[..8].try_into().unwrap())))
+        }
+        _ => None,
     };
-    // The holder answers the CB_GETATTR from another thread while the
-    // GETATTR waits: first with the server's own values, then as a
-    // holder that wrote 5 bytes, then with an error.
+    // The other client's GETATTR, as the transport sees it: parked,
+    // holding no thread, while CB_GETATTR goes to the holder.
+    let ask = |other: &mut Session| {
+        let args = COMPOUND4args { tag: Bytes::new(), minorversion: 2, argarray: other.sequenced(0, 0, getattr()) };
+        let record = call_record(env.next_xid(), NFS, 4, 1, &user(), &xdr::to_bytes(&args));
+        let out = env.core.handle(record, &env.peer);
+        assert!(out.reply.is_none(), "nothing is sent while the GETATTR waits");
+        out.parked.expect("the GETATTR waits for the holder")
+    };
+    let finish = |out: server_core::Outcome| {
+        let r: COMPOUND4res = parse_reply(out).result();
+        (r.status, size_and_change(&r))
+    };
     let server_change = {
         let r =
             holder.run(&env, vec![putfh(&fh), A::OP_GETATTR(GETATTR4args { attr_request: mask(&[FATTR4_CHANGE]) })]);
         let R::OP_GETATTR(GETATTR4res::NFS4_OK(g)) = last(&r) else { panic!() };
         u64::from_be_bytes(g.obj_attributes.attr_vals[..8].try_into().unwrap())
     };
+    // The holder answers with the server's own values, then as a holder
+    // that wrote 5 bytes, then with an error: each answer names the parked
+    // GETATTR, which then runs on from where it stopped.
     for (answer, want) in [
         (Some((0, server_change)), Some((0, server_change))),
         (Some((5, server_change + 7)), Some((5, server_change + 8))),
         (None, Some((0, server_change))),
     ] {
         let seen = cb_getattrs_sent(&cb).len();
-        let (status, vals) = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                wait_for("CB_GETATTR", || cb_getattrs_sent(&cb).len() > seen);
-                let (xid, sent_fh) = cb_getattrs_sent(&cb).pop().unwrap();
-                assert_eq!(sent_fh, fh);
-                let mut peer = env.peer.clone();
-                peer.conn = 7;
-                env.core.handle(cb_getattr_reply(xid, holder.sessionid, answer), &peer);
-            });
-            ask(&mut other)
-        });
+        let parked = ask(&mut other);
+        assert_eq!(cb_getattrs_sent(&cb).len(), seen + 1);
+        let (xid, sent_fh) = cb_getattrs_sent(&cb).pop().unwrap();
+        assert_eq!(sent_fh, fh);
+        let mut peer = env.peer.clone();
+        peer.conn = 7;
+        let woke = env.core.handle(cb_getattr_reply(xid, holder.sessionid, answer), &peer);
+        assert_eq!(woke.woken, vec![parked.wait_id()], "the answer wakes the GETATTR");
+        let (status, vals) = finish(env.core.resume(parked, &env.peer));
         assert_eq!((status, vals), (nfsstat4::NFS4_OK, want), "holder answered {answer:?}");
     }
-    // A holder that does not answer: its delegation is recalled and the
-    // GETATTR told to come back.
-    let (status, _) = ask(&mut other);
+    // A holder that does not answer: once the GETATTR's time is up its
+    // delegation is recalled and the GETATTR told to come back; an answer
+    // after that wakes nobody.
+    let parked = ask(&mut other);
+    assert_eq!(parked.timeout(), std::time::Duration::from_millis(100), "cb_getattr_wait_ms");
+    let (xid, _) = cb_getattrs_sent(&cb).pop().unwrap();
+    clock.advance(parked.timeout());
+    let (status, _) = finish(env.core.resume(parked, &env.peer));
     assert_eq!(status, nfsstat4::NFS4ERR_DELAY);
+    let mut peer = env.peer.clone();
+    peer.conn = 7;
+    assert!(env.core.handle(cb_getattr_reply(xid, holder.sessionid, Some((1, 1))), &peer).woken.is_empty());
 }
 
 /// A `SEQUENCE, PUTFH, READ` compound tried on the connection's thread

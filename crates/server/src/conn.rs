@@ -27,6 +27,8 @@ use crate::slots::Slot;
 use crate::tls::Start;
 use crate::Shared;
 
+pub(crate) mod parked;
+
 pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::warn!(peer = %peer.addr, "TCP_NODELAY failed: {e}");
@@ -368,7 +370,7 @@ fn to_worker(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, 
 }
 
 /// Runs one record and sends its reply; on whichever thread it is called.
-fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Record, permit: InFlight) {
+fn run(shared: &Arc<Shared>, peer: &Arc<PeerInfo>, sink: &Arc<ReplySink>, record: Record, permit: InFlight) {
     let start = Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.core.handle_record(&record, peer)));
     match outcome {
@@ -380,8 +382,23 @@ fn run(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, record: Record, permi
     }
 }
 
-/// Records a finished request and sends its reply.
-fn finish(shared: &Shared, peer: &PeerInfo, sink: &ReplySink, out: Outcome, permit: InFlight, start: Instant) {
+/// Records a finished request and sends its reply, or keeps it while it
+/// waits (parked); resumes the parked requests it answered.
+fn finish(
+    shared: &Arc<Shared>,
+    peer: &Arc<PeerInfo>,
+    sink: &Arc<ReplySink>,
+    mut out: Outcome,
+    permit: InFlight,
+    start: Instant,
+) {
+    for wait in std::mem::take(&mut out.woken) {
+        parked::wake(shared, wait);
+    }
+    if let Some(p) = out.parked.take() {
+        parked::park(shared, parked::Waiting { parked: p, peer: peer.clone(), sink: sink.clone(), permit, start });
+        return;
+    }
     shared.metrics.record(out.label, out.ok, start.elapsed());
     let InFlight { permit, running } = permit;
     // This request still counts itself.
@@ -457,7 +474,7 @@ fn done(shared: &Shared) {
 /// held until the reply is written (so replies the socket has not taken
 /// count against the connection's requests in flight), and its mark in
 /// the count of requests still running, cleared once the reply is made.
-struct InFlight {
+pub(crate) struct InFlight {
     permit: OwnedSemaphorePermit,
     running: Running,
 }

@@ -94,6 +94,8 @@ pub struct Shared {
     /// Requests running in place without a hand-off now
     /// (`max_requests_in_place_direct`).
     pub in_place_direct: std::sync::atomic::AtomicUsize,
+    /// Requests waiting for a client's answer to a callback.
+    pub(crate) parking: conn::parked::Parking,
     resolve_hostnames: bool,
 }
 
@@ -214,6 +216,7 @@ impl Server {
             in_place: Default::default(),
             lone_pollers: Default::default(),
             in_place_direct: Default::default(),
+            parking: conn::parked::Parking::new(tokio::runtime::Handle::current()),
             resolve_hostnames,
         });
         let mut tasks = vec![tokio::spawn(accept_loop(listener, shared.clone()))];

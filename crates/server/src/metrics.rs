@@ -86,6 +86,11 @@ pub struct Metrics {
     /// Requests tried on the connection's thread that would have had to
     /// wait, and went to a worker (also counted there).
     pub requests_inline_fallback: Counter,
+    /// Requests the core parked to wait for a client's answer to a
+    /// callback (a GETATTR waiting on CB_GETATTR), and those of them
+    /// resumed by the answer rather than by their timeout.
+    pub requests_parked: Counter,
+    pub requests_woken: Counter,
     /// Replies the socket could not take at once, finished later by the
     /// connection's flusher.
     pub replies_deferred: Counter,
@@ -214,6 +219,16 @@ impl Metrics {
                 "nfsx_requests_inline_fallback",
                 "Requests tried inline (small READs) that would have waited and went to a worker",
                 &self.requests_inline_fallback,
+            ),
+            (
+                "nfsx_requests_parked",
+                "Requests that waited for a client's answer to a callback without holding a thread",
+                &self.requests_parked,
+            ),
+            (
+                "nfsx_requests_woken",
+                "Parked requests resumed by the answer they waited for (the others by their timeout)",
+                &self.requests_woken,
             ),
             (
                 "nfsx_replies_deferred",

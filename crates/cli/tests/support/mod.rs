@@ -335,3 +335,13 @@ pub fn namespace_round(url: &str, word: &str) {
     assert!(text.contains("mtime=1000000"), "{text}");
     assert!(text.contains("ls /d -> entries=4"), "{text}");
 }
+
+/// The Prometheus exposition a server's metrics listener serves.
+pub fn get_metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}

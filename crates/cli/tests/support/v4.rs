@@ -25,9 +25,9 @@ use proto::rpc::*;
 // imported into function bodies, where they would shadow the callers'
 // own (`name`, `ok`).
 use test_support::nfs4::{
-    channel, create_session_args, exchange_id_args, fh_res, lock_new, open_args, without_sequence, Session,
+    channel, create_session_args, exchange_id_args, lock_new, open_args, without_sequence, Session,
 };
-pub use test_support::nfs4::{ok as ok_res, opened, walk, Transport};
+pub use test_support::nfs4::{fh_res, ok as ok_res, opened, walk, Transport};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 pub const NFS4: u32 = 100003;
@@ -72,6 +72,20 @@ pub struct Conn {
     /// client answers a recall that overtook the OPEN reply granting the
     /// delegation); they are reported all the same.
     pub refuse_recalls: Arc<AtomicU32>,
+    /// How CB_GETATTR is answered (as a write delegation's holder).
+    pub cb_getattr: Arc<Mutex<CbGetattr>>,
+}
+
+/// How a client answers CB_GETATTR.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CbGetattr {
+    /// NFS4ERR_NOTSUPP: the server's attributes stand.
+    #[default]
+    NotSupp,
+    /// The holder's size and change.
+    Attrs { size: u64, change: u64 },
+    /// No answer at all (the whole CB_COMPOUND goes unanswered).
+    Silent,
 }
 
 /// The session's slot kept for returning recalled delegations: the
@@ -142,6 +156,7 @@ fn answer_callback(
     w: &Mutex<TcpStream>,
     recalls: &mpsc::Sender<Recall>,
     refuse: &AtomicU32,
+    cb_getattr: CbGetattr,
 ) {
     let rpc_msg_body::CALL(call) = msg.body else { return };
     let mut e = Encoder::new();
@@ -183,6 +198,26 @@ fn answer_callback(
                     let _ = recalls.send(Recall { stateid: r.stateid, fh: r.fh, at: std::time::Instant::now() });
                     res.push(nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status }))
                 }
+                nfs_cb_argop4::OP_CB_GETATTR(_) => match cb_getattr {
+                    CbGetattr::Silent => return,
+                    CbGetattr::NotSupp => {
+                        res.push(nfs_cb_resop4::OP_CB_GETATTR(CB_GETATTR4res::default(nfsstat4::NFS4ERR_NOTSUPP)))
+                    }
+                    CbGetattr::Attrs { size, change } => {
+                        // fattr4 lists values in attribute-number order:
+                        // change (3) before size (4).
+                        let mut vals = Encoder::new();
+                        vals.u64(change);
+                        vals.u64(size);
+                        let mut attrmask = Vec::new();
+                        proto::bitmap4::add(&mut attrmask, FATTR4_CHANGE);
+                        proto::bitmap4::add(&mut attrmask, FATTR4_SIZE);
+                        let obj_attributes = fattr4 { attrmask, attr_vals: vals.into_bytes() };
+                        res.push(nfs_cb_resop4::OP_CB_GETATTR(CB_GETATTR4res::NFS4_OK(CB_GETATTR4resok {
+                            obj_attributes,
+                        })))
+                    }
+                },
                 _ => break,
             }
         }
@@ -198,6 +233,7 @@ struct Inbox {
     writer: Arc<Mutex<TcpStream>>,
     recalls: mpsc::Sender<Recall>,
     refuse: Arc<AtomicU32>,
+    cb_getattr: Arc<Mutex<CbGetattr>>,
 }
 
 impl Inbox {
@@ -209,7 +245,8 @@ impl Inbox {
         match msg.body {
             rpc_msg_body::REPLY(_) => Some((msg.xid, rec)),
             rpc_msg_body::CALL(_) => {
-                answer_callback(msg, &mut d, &self.writer, &self.recalls, &self.refuse);
+                let cb_getattr = *self.cb_getattr.lock().unwrap();
+                answer_callback(msg, &mut d, &self.writer, &self.recalls, &self.refuse, cb_getattr);
                 None
             }
         }
@@ -259,7 +296,7 @@ impl Conn {
         let pending: Pending = Arc::default();
         let (tx, rx) = mpsc::channel();
         let (rtx, rrx) = mpsc::channel::<Recall>();
-        let inbox = Inbox { writer: writer.clone(), recalls: rtx, refuse: Arc::default() };
+        let inbox = Inbox { writer: writer.clone(), recalls: rtx, refuse: Arc::default(), cb_getattr: Arc::default() };
         let conn = Arc::new(Conn {
             writer,
             pending: pending.clone(),
@@ -272,6 +309,7 @@ impl Conn {
             recalls: Mutex::new(rx),
             auto_return: Mutex::new(None),
             refuse_recalls: inbox.refuse.clone(),
+            cb_getattr: inbox.cb_getattr.clone(),
         });
         let weak = Arc::downgrade(&conn);
         // Recalls are handled off the thread that read them: returning one

@@ -93,7 +93,6 @@ impl Task {
             }
         }
     }
-
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 //!
 //! Each connection is one task: it frames records, runs each through
 //! `Core::handle` (on a blocking thread, as the server runs records on its
-//! workers, so a record that waits for a callback's answer, CB_GETATTR,
-//! does not keep the holder's answer from being read) and queues the reply;
+//! workers) and queues the reply; a call the core parks (a GETATTR waiting
+//! for CB_GETATTR's answer) is resumed by the record that answers it, or
+//! after its timeout on virtual time, as the server does;
 //! a writer task sends replies and the core's callbacks (its `Backchannel`)
 //! in turn. The core's clock is a `ManualClock` moved up to tokio's clock
 //! before every record, so leases, grace periods and recalls run on the
@@ -243,6 +244,9 @@ struct Shared {
     /// connect again without a pause, round after round.)
     up: watch::Sender<bool>,
     next_conn: AtomicU64,
+    /// Calls the core parked (a GETATTR waiting for CB_GETATTR's answer),
+    /// each woken by the record that answers it or by its timeout.
+    parked: Mutex<HashMap<server_core::WaitId, tokio::sync::oneshot::Sender<()>>>,
 }
 
 impl Shared {
@@ -256,8 +260,9 @@ impl Shared {
         }
     }
 
-    /// Runs one record through the core; the reply, if any.
-    async fn handle(&self, record: Bytes, peer: &PeerInfo, port: usize) -> Option<Vec<Bytes>> {
+    /// Runs one record through the core and sends its reply, if any, on
+    /// `tx` (later, for a call the core parks).
+    async fn handle(self: &Arc<Self>, record: Bytes, peer: &PeerInfo, port: usize, tx: &Replies) {
         self.sync_clock();
         let core = self.core.lock().clone();
         let boot = self.boots.load(Ordering::Relaxed) as u32;
@@ -265,20 +270,83 @@ impl Shared {
         let cb_reply = is_reply(&record);
         let p = peer.clone();
         let outcome = tokio::task::spawn_blocking(move || core.handle(record, &p)).await.expect("the core panicked");
+        for wait in &outcome.woken {
+            if let Some(wake) = self.parked.lock().remove(wait) {
+                let _ = wake.send(());
+            }
+        }
+        if let Some(parked) = outcome.parked {
+            self.park(parked, peer.clone(), port, boot, call, tx.clone());
+            return;
+        }
+        self.log(peer, port, boot, call, cb_reply, outcome.reply.as_deref());
+        if let Some(reply) = outcome.reply {
+            let _ = tx.send(reply);
+        }
+    }
+
+    /// Resumes `parked` once woken or timed out (on virtual time), and
+    /// sends its reply.
+    fn park(
+        self: &Arc<Self>,
+        mut parked: Box<server_core::Parked>,
+        peer: PeerInfo,
+        port: usize,
+        boot: u32,
+        call: Option<COMPOUND4args>,
+        tx: Replies,
+    ) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let (wake, woken) = tokio::sync::oneshot::channel();
+                me.parked.lock().insert(parked.wait_id(), wake);
+                let _ = tokio::time::timeout(parked.timeout(), woken).await;
+                me.parked.lock().remove(&parked.wait_id());
+                me.sync_clock();
+                let core = me.core.lock().clone();
+                let p = peer.clone();
+                let outcome =
+                    tokio::task::spawn_blocking(move || core.resume(parked, &p)).await.expect("the core panicked");
+                match outcome.parked {
+                    Some(again) => parked = again,
+                    None => {
+                        me.log(&peer, port, boot, call, false, outcome.reply.as_deref());
+                        if let Some(reply) = outcome.reply {
+                            let _ = tx.send(reply);
+                        }
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    fn log(
+        &self,
+        peer: &PeerInfo,
+        port: usize,
+        boot: u32,
+        call: Option<COMPOUND4args>,
+        cb_reply: bool,
+        reply: Option<&[Bytes]>,
+    ) {
         let at = self.wire.elapsed();
         {
             let mut log = self.wire.log.lock();
             if let Some(args) = call {
-                let reply = outcome.reply.as_ref().and_then(|r| decode_compound_reply(&join(r)));
+                let reply = reply.and_then(|r| decode_compound_reply(&join(r)));
                 log.compounds.push(Seen { at, conn: peer.conn, port, boot, args, reply });
             } else if cb_reply {
                 log.cb_replies.push((at, peer.conn));
             }
         }
         self.wire.changed.notify_waiters();
-        outcome.reply
     }
 }
+
+/// Where a connection's replies go to be written.
+type Replies = mpsc::UnboundedSender<Vec<Bytes>>;
 
 /// A listener into the bridge's core.
 pub struct Port {
@@ -370,6 +438,7 @@ impl Bridge {
             clock_step: Mutex::new(()),
             up: watch::Sender::new(true),
             next_conn: AtomicU64::new(0),
+            parked: Mutex::new(HashMap::new()),
         });
         let ticker = tokio::spawn(async {
             loop {
@@ -540,9 +609,7 @@ async fn serve(id: u64, port: usize, sock: TcpStream, shared: Arc<Shared>, mut p
         loop {
             match framer.next_record() {
                 Ok(Some(record)) => {
-                    if let Some(reply) = shared.handle(record, &peer, port).await {
-                        let _ = tx.send(reply);
-                    }
+                    shared.handle(record, &peer, port, &tx).await;
                 }
                 Ok(None) => break,
                 Err(_) => break 'conn false,

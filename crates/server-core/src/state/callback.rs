@@ -2,7 +2,6 @@
 //! CB_RECALL, CB_GETATTR, CB_OFFLOAD.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use proto::nfs4::*;
@@ -14,6 +13,7 @@ use parking_lot::Mutex;
 use super::sessions::{BackChannel, CbSlot, CbState, Session, MAX_QUEUED_RECALLS};
 use super::stateids::Kind;
 use super::{State4, Tables};
+use crate::park::{HolderAnswer, WaitId};
 use crate::Core;
 
 /// The callback program's version (RFC 8881 section 20).
@@ -26,39 +26,10 @@ pub(crate) struct Pending {
     pub client: u64,
     /// The back-channel slot of a CB_COMPOUND; `None` for CB_NULL.
     pub slot: Option<u32>,
-    /// A CB_GETATTR's waiter.
-    pub getattr: Option<Arc<HolderAttrs>>,
+    /// The call parked for a CB_GETATTR's answer.
+    pub getattr: Option<WaitId>,
     /// The delegation a CB_RECALL recalls.
     pub recall: Option<stateid4>,
-}
-
-/// The size and change a write delegation's holder reported in answer to
-/// CB_GETATTR (RFC 8881 section 10.4.3), for the GETATTR waiting on it.
-#[derive(Debug, Default)]
-pub(crate) struct HolderAttrs {
-    /// `Some(None)`: the holder answered, but with an error.
-    answer: parking_lot::Mutex<Option<Option<(u64, u64)>>>,
-    ready: parking_lot::Condvar,
-}
-
-impl HolderAttrs {
-    fn set(&self, v: Option<(u64, u64)>) {
-        *self.answer.lock() = Some(v);
-        self.ready.notify_all();
-    }
-
-    /// The holder's answer if it came within `timeout`: (size, change),
-    /// or `None` when it answered with an error.
-    pub fn wait(&self, timeout: Duration) -> Option<Option<(u64, u64)>> {
-        let deadline = std::time::Instant::now() + timeout;
-        let mut a = self.answer.lock();
-        while a.is_none() {
-            if self.ready.wait_until(&mut a, deadline).timed_out() {
-                break;
-            }
-        }
-        *a
-    }
 }
 
 /// Size and change from a CB_GETATTR reply's attributes (the two asked
@@ -157,7 +128,7 @@ fn send_cb(
     s: &mut Session,
     slot: u32,
     op: nfs_cb_argop4,
-    getattr: Option<Arc<HolderAttrs>>,
+    getattr: Option<WaitId>,
 ) -> bool {
     let xid = t.callbacks.next_xid();
     let (session, client) = (s.id, s.client);
@@ -204,31 +175,36 @@ fn send_cb(
 
 /// A reply record that arrived on connection `conn` (a client answering
 /// one of our callbacks); `body` starts after the xid and message type.
-/// Returns whether it matched an outstanding callback.
-pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> bool {
+/// Returns `None` when it matched no outstanding callback, else the
+/// parked calls it answered.
+pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> Option<Vec<WaitId>> {
     let st = &core.v4;
     let mut guard = st.lock_tables();
     let t = &mut *guard;
-    let Some(p) = t.callbacks.pending.remove(&(conn, xid)) else { return false };
+    let p = t.callbacks.pending.remove(&(conn, xid))?;
+    let mut woken = Vec::new();
     // None: the call failed at the RPC level or the reply is garbage.
     let accepted = match reply_body::decode(&mut body) {
         Ok(reply_body::MSG_ACCEPTED(a)) => matches!(a.reply_data, reply_data::SUCCESS),
         _ => false,
     };
     let compound = if accepted && p.slot.is_some() { CB_COMPOUND4res::decode(&mut body).ok() } else { None };
-    if let Some(w) = &p.getattr {
+    if let Some(w) = p.getattr {
         let answer = compound.as_ref().and_then(|r| match r.resarray.get(1) {
             Some(nfs_cb_resop4::OP_CB_GETATTR(CB_GETATTR4res::NFS4_OK(ok))) => size_and_change(&ok.obj_attributes),
             _ => None,
         });
-        w.set(answer);
+        let answer = answer.map_or(HolderAnswer::CannotTell, |(size, change)| HolderAnswer::Attrs { size, change });
+        if t.callbacks.answer(w, answer) {
+            woken.push(w);
+        }
     }
     if let (Some(recalled), Some(r)) = (&p.recall, &compound) {
         recall_answered(t, recalled, r);
     }
-    let Some(cell) = st.sessions.get(&p.session) else { return true };
+    let Some(cell) = st.sessions.get(&p.session) else { return Some(woken) };
     let mut s = cell.lock();
-    let Some(bc) = s.backchannel.as_mut() else { return true };
+    let Some(bc) = s.backchannel.as_mut() else { return Some(woken) };
     match p.slot {
         None => {
             bc.state = if accepted { CbState::Up } else { CbState::Down };
@@ -270,7 +246,7 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> b
     }
     drop(s);
     refresh_path(st, t, p.client);
-    true
+    Some(woken)
 }
 
 /// A CB_RECALL of `stateid` was answered `res`: a holder that says it does
@@ -329,10 +305,10 @@ pub(crate) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD
 }
 
 /// Sends CB_GETATTR for the size and change of `fh` to the holder of its
-/// write delegation; the answer goes to `waiter`. False when no back
+/// write delegation; the answer goes to parked call `waiter`. False when no back
 /// channel of the client has a free slot (no queueing: the GETATTR
 /// waiting on it would time out anyway).
-pub(crate) fn getattr(st: &State4, t: &mut Tables, client: u64, fh: &nfs_fh4, waiter: Arc<HolderAttrs>) -> bool {
+pub(crate) fn getattr(st: &State4, t: &mut Tables, client: u64, fh: &nfs_fh4, waiter: WaitId) -> bool {
     let mut attr_request = Vec::new();
     proto::bitmap4::add(&mut attr_request, FATTR4_CHANGE);
     proto::bitmap4::add(&mut attr_request, FATTR4_SIZE);
@@ -423,15 +399,51 @@ pub(crate) fn refresh_path(st: &State4, t: &Tables, client: u64) {
     c.lease.set_path_up(up);
 }
 
+/// What parked call `wait` waited for; [`HolderAnswer::NoAnswer`] when
+/// the answer did not come (in time). The wait ends with it.
+pub(crate) fn take_answer(st: &State4, wait: WaitId) -> HolderAnswer {
+    st.lock_tables().callbacks.waits.remove(&wait).flatten().unwrap_or(HolderAnswer::NoAnswer)
+}
+
 /// Callbacks sent and not answered, by (connection, xid), and the xid
-/// counter.
+/// counter; the answers that parked calls wait for.
 #[derive(Debug, Default)]
 pub(crate) struct Callbacks {
     pub pending: std::collections::HashMap<(u64, u32), Pending>,
     xid: u32,
+    /// Every parked call's answer, `None` until it comes; an entry lives
+    /// from the call's parking to its resumption, which the transport
+    /// always makes (at the latest when its timeout passes).
+    waits: std::collections::HashMap<WaitId, Option<HolderAnswer>>,
+    next_wait: u64,
 }
 
 impl Callbacks {
+    /// A new wait for a callback's answer.
+    pub fn new_wait(&mut self) -> WaitId {
+        self.next_wait += 1;
+        let w = WaitId(self.next_wait);
+        self.waits.insert(w, None);
+        w
+    }
+
+    /// Ends a wait whose callback could not be sent.
+    pub fn forget_wait(&mut self, wait: WaitId) {
+        self.waits.remove(&wait);
+    }
+
+    /// Records the answer of `wait`; false when nobody waits for it any
+    /// more (resumed without it).
+    fn answer(&mut self, wait: WaitId, answer: HolderAnswer) -> bool {
+        match self.waits.get_mut(&wait) {
+            Some(slot @ None) => {
+                *slot = Some(answer);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn next_xid(&mut self) -> u32 {
         self.xid = self.xid.wrapping_add(1);
         if self.xid == 0 {

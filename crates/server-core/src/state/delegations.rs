@@ -17,6 +17,7 @@ use proto::nfs4::*;
 use super::settings::DelegationPolicy;
 use super::stateids::{DelegState, Entry, Kind, Other};
 use super::{callback, FileKey, State4, Tables};
+use crate::park::{HolderAnswer, WaitId};
 
 /// Whether a delegation of another client conflicts with access
 /// `for_write` (any delegation) or reading (write delegations only).
@@ -82,43 +83,53 @@ pub(crate) fn recall_conflicting(
     }
 }
 
+/// What a GETATTR of another client gives for the size and change of a
+/// file under a write delegation (RFC 8881 section 10.4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HolderSays {
+    /// The server's own attributes: nobody else holds a write delegation
+    /// (or its return is under way), or the holder could not tell.
+    ServerAttrs,
+    /// The holder's size and change.
+    Attrs { size: u64, change: u64 },
+    /// CB_GETATTR is sent: park the compound until `WaitId` is answered.
+    Wait(WaitId),
+}
+
 /// The size and change of `file` as the holder of a write delegation on
-/// it sees them, for a GETATTR of another client (RFC 8881 section
-/// 10.4.3): CB_GETATTR, answered within `cb_getattr_wait_ms`. `Ok(None)`
-/// when no other client holds a write delegation (or its return is
-/// already under way), or the holder answered that it cannot tell: the
-/// server's attributes are then the ones to give. A holder that does not
-/// answer in time gets its delegation recalled and the caller
-/// NFS4ERR_DELAY, as for a conflicting OPEN.
+/// it sees them, for a GETATTR of another client: asked with CB_GETATTR,
+/// for which the GETATTR waits (parked, up to `cb_getattr_wait_ms`) and
+/// then comes back with `answer`. A holder that does not answer in time
+/// gets its delegation recalled and the caller NFS4ERR_DELAY, as for a
+/// conflicting OPEN.
 pub(crate) fn holder_attrs(
     st: &State4,
     file: FileKey,
     requesting_client: Option<u64>,
-) -> Result<Option<(u64, u64)>, nfsstat4> {
-    let waiter = {
-        let mut t = st.lock_tables();
-        let holder =
-            t.stateids.on_file(file).filter(|(_, e)| Some(e.client) != requesting_client).find_map(|(_, e)| {
-                match &e.kind {
-                    Kind::Deleg(d) if d.write && !d.revoked && d.recalled.is_none() => Some((e.client, d.fh.clone())),
-                    _ => None,
-                }
-            });
-        let Some((client, fh)) = holder else { return Ok(None) };
-        let waiter = std::sync::Arc::new(callback::HolderAttrs::default());
-        if !callback::getattr(st, &mut t, client, &fh, waiter.clone()) {
-            return recall_conflicting(st, &mut t, file, requesting_client, true).map(|()| None);
+    answer: Option<HolderAnswer>,
+) -> Result<HolderSays, nfsstat4> {
+    let mut t = st.lock_tables();
+    match answer {
+        Some(HolderAnswer::Attrs { size, change }) => return Ok(HolderSays::Attrs { size, change }),
+        Some(HolderAnswer::CannotTell) => return Ok(HolderSays::ServerAttrs),
+        Some(HolderAnswer::NoAnswer) => {
+            return recall_conflicting(st, &mut t, file, requesting_client, true).map(|()| HolderSays::ServerAttrs)
         }
-        waiter
-    };
-    let wait = std::time::Duration::from_millis(st.settings.cb_getattr_wait_ms.into());
-    match waiter.wait(wait) {
-        Some(answer) => Ok(answer),
-        None => {
-            let mut t = st.lock_tables();
-            recall_conflicting(st, &mut t, file, requesting_client, true).map(|()| None)
-        }
+        None => {}
     }
+    let holder = t.stateids.on_file(file).filter(|(_, e)| Some(e.client) != requesting_client).find_map(|(_, e)| {
+        match &e.kind {
+            Kind::Deleg(d) if d.write && !d.revoked && d.recalled.is_none() => Some((e.client, d.fh.clone())),
+            _ => None,
+        }
+    });
+    let Some((client, fh)) = holder else { return Ok(HolderSays::ServerAttrs) };
+    let wait = t.callbacks.new_wait();
+    if !callback::getattr(st, &mut t, client, &fh, wait) {
+        t.callbacks.forget_wait(wait);
+        return recall_conflicting(st, &mut t, file, requesting_client, true).map(|()| HolderSays::ServerAttrs);
+    }
+    Ok(HolderSays::Wait(wait))
 }
 
 /// Marks a delegation revoked: it no longer conflicts, and its stateid

@@ -61,6 +61,11 @@ pub(crate) struct Compound<'a> {
     /// A handle of this compound whose MAC was verified already (by the
     /// read ahead), so PUTFH of it does not verify it again.
     pub verified_fh: Option<(nfs_fh4, crate::fh::HandleData)>,
+    /// Set by an operation that must wait for an event before it can
+    /// answer: the compound is parked and the operation run again later.
+    pub park: Option<crate::park::WaitId>,
+    /// What a resumed compound's waiting operation waited for.
+    pub holder_answer: Option<crate::park::HolderAnswer>,
 }
 
 pub(crate) use crate::ops::Obj;
@@ -86,6 +91,8 @@ impl<'a> Compound<'a> {
             op_count: 0,
             read_ahead: None,
             verified_fh: None,
+            park: None,
+            holder_answer: None,
         }
     }
 

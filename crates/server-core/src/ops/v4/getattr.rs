@@ -14,6 +14,7 @@ use proto::nfs4::*;
 use super::attrs::{self, Subject};
 use super::open::io_client;
 use super::Compound;
+use crate::state::delegations::{holder_attrs, HolderSays};
 
 pub(super) fn run(cx: &mut Compound, args: GETATTR4args) -> Result<GETATTR4resok, nfsstat4> {
     let mut subject = Subject::current(cx)?;
@@ -24,10 +25,20 @@ pub(super) fn run(cx: &mut Compound, args: GETATTR4args) -> Result<GETATTR4resok
     if let (true, Subject::Obj { export, id, attrs: a }) = (asks, &mut subject) {
         if a.ftype == vfs::FileType::Regular {
             let key = (export.id, *id, a.generation);
-            if let Some((size, change)) = crate::state::delegations::holder_attrs(cx.state(), key, io_client(cx))? {
-                if size != a.size || change != a.change {
-                    a.size = size;
-                    a.change = a.change.max(change).wrapping_add(1);
+            let answer = cx.holder_answer.take();
+            match holder_attrs(cx.state(), key, io_client(cx), answer)? {
+                HolderSays::ServerAttrs => {}
+                HolderSays::Attrs { size, change } => {
+                    if size != a.size || change != a.change {
+                        a.size = size;
+                        a.change = a.change.max(change).wrapping_add(1);
+                    }
+                }
+                HolderSays::Wait(wait) => {
+                    // Run again once the holder answered (or did not in
+                    // time); this status is not sent.
+                    cx.park = Some(wait);
+                    return Err(nfsstat4::NFS4ERR_DELAY);
                 }
             }
         }
