@@ -8,6 +8,7 @@
 
 pub mod settings;
 
+mod api;
 pub(crate) mod callback;
 pub(crate) mod clients;
 pub(crate) mod delegations;

@@ -1,0 +1,15 @@
+//! The NFSv4 state as the operations use it: methods of [`super::State4`]
+//! in the protocol's terms (client ids, files, stateids, owners), each
+//! taking the locks it needs itself. The operations never see the tables
+//! or their locks, so that how the state is kept and locked (one lock
+//! today, shards by file next) can change behind this surface alone.
+
+mod cluster;
+mod clients;
+mod dirs;
+mod layouts;
+mod locks;
+mod nlm;
+mod offloads;
+mod opens;
+mod stateids;
