@@ -7,23 +7,20 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::state::clients;
 use crate::Core;
 
 impl Core {
     /// The flag that puts this server in grace while another head is:
     /// set and cleared by whoever follows the cluster's record.
     pub fn cluster_grace_flag(&self) -> Arc<AtomicBool> {
-        self.v4.lock_tables().grace.cluster.clone()
+        self.v4.cluster_grace_flag()
     }
 
     /// Whether this server's own clients (or ones it adopted) may still
     /// reclaim: its part of the cluster's grace period.
     pub fn in_local_grace(&self) -> bool {
-        let now = self.v4.now();
-        self.v4.lock_tables().grace.local(now)
+        self.v4.in_local_grace()
     }
 
     /// Whether other servers share an export's file system, so that this
@@ -41,41 +38,21 @@ impl Core {
         if !self.shared_locks {
             return;
         }
-        clients::tidy(&self.v4, &mut self.v4.lock_tables());
+        self.v4.expire_lapsed_clients();
         self.release_shared_locks();
     }
 
     /// Lets the clients of `records` (a dead head's) reclaim here, in a
     /// grace period of the usual length from now.
     pub fn adopt_clients(&self, records: Vec<Vec<u8>>) {
-        let now = self.v4.now();
-        let length = Duration::from_secs(self.v4.settings.grace_secs.into());
-        self.v4.lock_tables().grace.adopt(records, now, length);
+        self.v4.adopt_clients(records);
     }
 
     /// Ends the state of the clients with these owners (they move to
     /// another head, which they will reclaim it from): as if their leases
     /// had expired, their locks released in the shared store too.
     pub fn release_clients(&self, owners: &[Vec<u8>]) -> usize {
-        let mut released = 0;
-        {
-            let mut t = self.v4.lock_tables();
-            let ids: Vec<u64> = t
-                .clients
-                .map
-                .values()
-                .filter(|c| !c.expired && owners.iter().any(|o| o[..] == c.owner[..]))
-                .map(|c| c.id)
-                .collect();
-            for id in ids {
-                t.expire_client(id);
-                released += 1;
-            }
-            for o in owners {
-                t.grace.forget(o);
-            }
-            clients::tidy(&self.v4, &mut t);
-        }
+        let released = self.v4.release_clients(owners);
         self.release_shared_locks();
         released
     }

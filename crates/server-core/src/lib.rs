@@ -238,7 +238,7 @@ impl Core {
             Arc::new(MemStore::default()),
         ));
         let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
-        v4.lock_tables().locks.track_released = shared_locks;
+        v4.track_released_locks(shared_locks);
         let drc = drc::Drc::new(
             settings.drc_entries,
             settings.drc_max_reply_bytes,
@@ -296,7 +296,7 @@ impl Core {
         store: Arc<dyn StableStore>,
     ) -> Core {
         self.v4 = Arc::new(state::State4::new(self.settings.nfs4.clone(), clock, backchannel, store));
-        self.v4.lock_tables().locks.track_released = self.shared_locks;
+        self.v4.track_released_locks(self.shared_locks);
         self
     }
 

@@ -24,8 +24,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use vfs::{FileId, Vfs};
 
-use crate::state::stateids::Kind;
-use crate::state::{delegations, FileKey, State4, Tables};
+use crate::state::{FileKey, State4};
 use crate::Core;
 
 /// How often the thread looks again at files whose store delegation was
@@ -164,48 +163,31 @@ fn run(st: &State4, files: &Files, rx: &mpsc::Receiver<Settle>) {
 /// recalls theirs first, and revokes them once the deadline has passed.
 /// True when the store's delegation is gone.
 fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), deadline: Option<Duration>) -> bool {
-    let mut t = st.lock_tables();
-    let Some(file) = files.lock().get(&key).map(|h| h.file) else {
-        // None granted on it (or already given back): nothing to wait for.
+    let file = || files.lock().get(&key).map(|h| h.file);
+    st.settle_store_delegation(deadline, file, |granted| {
+        if granted {
+            files.lock().remove(&key);
+        }
         undelegate(fs, key.1);
-        return true;
-    };
-    let clear = match deadline {
-        Some(_) => delegations::recall_conflicting(st, &mut t, file, None, true).is_ok(),
-        None => !held(&t, file),
-    };
-    let late = deadline.is_some_and(|d| st.now() >= d);
-    if !clear && !late {
-        return false;
-    }
-    if !clear {
-        tracing::warn!(file = key.1, "delegations not returned in time for the shared store; revoked");
-        delegations::revoke_all_on(&mut t, file);
-    }
-    files.lock().remove(&key);
-    undelegate(fs, key.1);
-    true
+    })
 }
 
 /// Gives back the store delegations no client's delegation stands behind.
 fn sweep(st: &State4, files: &Files) {
-    let t = st.lock_tables();
-    let orphans: Vec<(u32, FileId)> = files.lock().iter().filter(|(_, h)| !held(&t, h.file)).map(|(k, _)| *k).collect();
-    for key in orphans {
-        let Some(h) = files.lock().remove(&key) else { continue };
-        if let Some(fs) = h.fs.upgrade() {
-            undelegate(&fs, key.1);
+    st.with_delegations_held(|held| {
+        let orphans: Vec<(u32, FileId)> =
+            files.lock().iter().filter(|(_, h)| !held(h.file)).map(|(k, _)| *k).collect();
+        for key in orphans {
+            let Some(h) = files.lock().remove(&key) else { continue };
+            if let Some(fs) = h.fs.upgrade() {
+                undelegate(&fs, key.1);
+            }
         }
-    }
+    });
 }
 
 fn undelegate(fs: &Arc<dyn Vfs>, id: FileId) {
     if let Some(store) = fs.shared_store() {
         store.undelegate(id);
     }
-}
-
-/// Whether a client of this server still holds a delegation on `file`.
-fn held(t: &Tables, file: FileKey) -> bool {
-    t.stateids.on_file(file).any(|(_, e)| matches!(&e.kind, Kind::Deleg(d) if !d.revoked))
 }

@@ -86,7 +86,7 @@ pub(crate) fn test(
 /// `start..=end` of `file`.
 pub(crate) fn sync(fs: &dyn Vfs, st: &State4, file: FileKey, owner: &LockOwner, start: u64, end: u64) {
     let Some(store) = fs.shared_store() else { return };
-    let held = st.lock_tables().locks.owned_in(file, owner, start, end);
+    let held = st.locks_held_in(file, owner, start, end);
     let key = owner_key(owner);
     let done = store.range_lock(file.1, key, RangeLock::Unlock, start, end).and_then(|_| {
         held.iter().try_for_each(|l| {
@@ -106,10 +106,7 @@ impl Core {
         if !self.shared_locks || !self.v4.lock_releases.swap(false, std::sync::atomic::Ordering::Acquire) {
             return;
         }
-        let (released, shares) = {
-            let mut t = self.v4.lock_tables();
-            (std::mem::take(&mut t.locks.released), std::mem::take(&mut t.stateids.released_shares))
-        };
+        let (released, shares) = self.v4.take_released();
         let fs_of = |file: &FileKey| Some(self.export_by_id(file.0)?.fs.clone());
         let work: Vec<Release> = released
             .iter()

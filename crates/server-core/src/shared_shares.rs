@@ -71,30 +71,24 @@ impl Core {
     /// those of the opens already recorded. Blocking (store requests).
     pub fn start_share_store(&self) {
         let st = &self.share_store;
-        let opens: Vec<Other> = {
-            let t = self.v4.lock_tables();
-            if st.publish.swap(true, Ordering::AcqRel) {
-                return;
-            }
-            t.stateids.ids.iter().filter(|(_, e)| e.open().is_some_and(|o| o.store_key != 0)).map(|(o, _)| *o).collect()
-        };
+        let Some(opens) = self.v4.publish_shares(&st.publish) else { return };
         tracing::info!(opens = opens.len(), "holding NFSv4 share modes in the shared store from now on");
         for other in opens {
             // Each with the tables locked, as an OPEN takes them: a CLOSE
             // or an upgrade of the same open comes wholly before or after.
-            let t = self.v4.lock_tables();
-            let Some((file, o)) = t.stateids.ids.get(&other).and_then(|e| Some((e.file, e.open()?))) else {
-                continue;
-            };
-            let Some(store) = self.export_by_id(file.0).and_then(|e| e.fs.shared_store()) else { continue };
-            match store.share_reserve(file.1, o.store_key, o.access, o.deny) {
-                Ok(true) => {}
-                // None denies yet, so an access cannot conflict.
-                Ok(false) => tracing::warn!(file = file.1, "an open's share modes conflict in the shared store"),
-                Err(e) => {
-                    tracing::warn!(file = file.1, error = %e, "could not hold an open's share modes in the shared store")
+            self.v4.with_open_shares(&other, |file, store_key, access, deny| {
+                let Some(store) = self.export_by_id(file.0).and_then(|e| e.fs.shared_store()) else { return };
+                match store.share_reserve(file.1, store_key, access, deny) {
+                    Ok(true) => {}
+                    // None denies yet, so an access cannot conflict.
+                    Ok(false) => tracing::warn!(file = file.1, "an open's share modes conflict in the shared store"),
+                    Err(e) => tracing::warn!(
+                        file = file.1,
+                        error = %e,
+                        "could not hold an open's share modes in the shared store"
+                    ),
                 }
-            }
+            });
         }
         st.published.store(true, Ordering::Release);
     }

@@ -2,7 +2,6 @@
 
 use proto::nlm::*;
 
-use crate::state::lockmgr::LockOwner;
 use crate::Core;
 
 pub(super) fn free_all(core: &Core, a: nlm4_notify) -> ((), bool) {
@@ -12,7 +11,6 @@ pub(super) fn free_all(core: &Core, a: nlm4_notify) -> ((), bool) {
 
 /// Releases all NLM locks of the host `name` (also on SM_NOTIFY).
 pub(crate) fn release_host(core: &Core, name: &[u8]) {
-    let mut t = core.v4.lock_tables();
-    t.locks.release_where(|o| matches!(o, LockOwner::Nlm { caller, .. } if caller[..] == *name));
+    core.v4.nlm_free_all(name);
     tracing::info!(host = %String::from_utf8_lossy(name), "released the NLM locks of a restarted client");
 }

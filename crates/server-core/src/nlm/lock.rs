@@ -6,7 +6,6 @@ use proto::nlm::*;
 use super::{file_of, kind, owner_of, range_of, res};
 use crate::rpc::Call;
 use crate::shared_locks;
-use crate::state::lockmgr::LockError;
 use crate::Core;
 
 pub(super) fn lock(core: &Core, call: &Call, a: nlm4_lockargs) -> (nlm4_res, bool) {
@@ -24,19 +23,7 @@ pub(super) fn lock(core: &Core, call: &Call, a: nlm4_lockargs) -> (nlm4_res, boo
         Ok(false) => return res(a.cookie, nlm4_stats::nlm4_denied),
         Err(_) => return res(a.cookie, nlm4_stats::nlm4_failed),
     }
-    let mut t = st.lock_tables();
-    let stat = if !a.reclaim && t.grace.in_grace(st.now()) {
-        nlm4_stats::nlm4_denied_grace_period
-    } else {
-        // NLM holders are not NFSv4 clients: the per-client cap does not
-        // apply to them (the lock manager only counts v4 owners).
-        match t.locks.lock(file, &owner, kind, start, end, usize::MAX) {
-            Ok(()) => nlm4_stats::nlm4_granted,
-            Err(LockError::Conflict(_)) => nlm4_stats::nlm4_denied,
-            Err(LockError::TooMany) => nlm4_stats::nlm4_denied_nolocks,
-        }
-    };
-    drop(t);
+    let stat = st.nlm_lock(file, &owner, kind, start, end, a.reclaim);
     if stat != nlm4_stats::nlm4_granted {
         shared_locks::sync(&*export.fs, st, file, &owner, start, end);
     }

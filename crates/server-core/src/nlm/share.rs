@@ -11,7 +11,7 @@ use crate::Core;
 pub(super) fn share(core: &Core, call: &Call, a: nlm4_shareargs, take: bool) -> (nlm4_shareres, bool) {
     let stat = match file_of(core, call, &a.share.fh) {
         Err(s) => s,
-        Ok(_) if take && !a.reclaim && core.v4.lock_tables().grace.in_grace(core.v4.now()) => {
+        Ok(_) if take && core.v4.nlm_grace_refuses(a.reclaim) => {
             nlm4_stats::nlm4_denied_grace_period
         }
         Ok(_) => nlm4_stats::nlm4_granted,

@@ -15,7 +15,7 @@ pub(super) fn test(core: &Core, call: &Call, a: nlm4_testargs) -> (nlm4_testres,
     };
     let (start, end) = range_of(&a.alock);
     let (owner, kind) = (owner_of(&a.alock), kind(a.exclusive));
-    let mut conflict = core.v4.lock_tables().locks.test(file, &owner, kind, start, end);
+    let mut conflict = core.v4.nlm_test(file, &owner, kind, start, end);
     if conflict.is_none() {
         // Another head's clients' locks are only in the shared store.
         if let Some(export) = core.export_by_id(file.0) {

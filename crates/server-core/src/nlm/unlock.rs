@@ -14,7 +14,7 @@ pub(super) fn unlock(core: &Core, call: &Call, a: nlm4_unlockargs) -> (nlm4_res,
     };
     let (start, end) = range_of(&a.alock);
     let owner = owner_of(&a.alock);
-    core.v4.lock_tables().locks.unlock(file, &owner, start, end);
+    core.v4.nlm_unlock(file, &owner, start, end);
     if let Some(export) = core.export_by_id(file.0) {
         shared_locks::sync(&*export.fs, &core.v4, file, &owner, start, end);
     }

@@ -29,7 +29,5 @@ pub(crate) fn recall_on(ctx: &Ctx, o: &Obj, id: FileId, attrs: &Attrs, for_write
     if !held {
         return Ok(());
     }
-    let mut t = st.lock_tables();
-    crate::state::delegations::recall_conflicting(st, &mut t, (o.export.id, id, attrs.generation), None, for_write)
-        .map_err(|_| nfsstat3::NFS3ERR_JUKEBOX)
+    st.recall_for_v3((o.export.id, id, attrs.generation), for_write).map_err(|_| nfsstat3::NFS3ERR_JUKEBOX)
 }

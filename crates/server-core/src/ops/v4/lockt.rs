@@ -3,7 +3,7 @@
 
 use proto::nfs4::*;
 
-use super::lock::{check_grace, denied, lock_kind};
+use super::lock::{denied, lock_kind};
 use super::open::{check_regular, client_of, file_key};
 use super::status::stat4;
 use super::Compound;
@@ -25,13 +25,9 @@ fn run_inner(cx: &mut Compound, args: LOCKT4args) -> Result<LOCKT4res, nfsstat4>
     check_regular(cx, &obj)?;
     let file = file_key(&obj);
     let client = client_of(cx, args.owner.clientid);
-    let mut t = st.lock_tables();
-    t.clients.renew(client, st.now())?;
-    check_grace(cx, &mut t, client, false)?;
     let owner = v4_lock_owner(client, &args.owner.owner);
     let kind = lock_kind(args.locktype);
-    let mut conflict = t.locks.test(file, &owner, kind, start, end);
-    drop(t);
+    let mut conflict = st.lockt(client, file, &owner, kind, start, end)?;
     if conflict.is_none() {
         // Another head's clients' locks are only in the shared store.
         conflict = shared_locks::test(obj.fs(), file.1, &owner, kind, start, end).map_err(stat4)?;

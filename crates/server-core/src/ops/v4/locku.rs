@@ -7,7 +7,7 @@ use super::open::{check_regular, file_key, io_client};
 use super::Compound;
 use crate::shared_locks;
 use crate::state::lockmgr::range_of;
-use crate::state::stateids::{v4_lock_owner, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
+use crate::state::Answer;
 
 pub(super) fn run(cx: &mut Compound, args: LOCKU4args) -> Result<stateid4, nfsstat4> {
     let st = cx.state();
@@ -18,40 +18,13 @@ pub(super) fn run(cx: &mut Compound, args: LOCKU4args) -> Result<stateid4, nfsst
     check_regular(cx, &obj)?;
     let file = file_key(&obj);
     let fs = obj.export.fs.clone();
-    let mut t = st.lock_tables();
-    let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) else {
-        return Err(t
-            .stateids
-            .find(st.boot, minor, io_client(cx), &sid)
-            .err()
-            .unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
+    let (r, owner) = match st.locku(minor, io_client(cx), &sid, file, args.seqid, start, end) {
+        Answer::Early(r) => return r,
+        Answer::Done(r, owner) => (r, owner),
     };
-    let key = OwnerKey { client, owner: l.owner.clone() };
-    if minor == 0 {
-        t.clients.renew(client, st.now())?;
-        match t.stateids.seqid_check(OwnerSort::Lock, &key, args.seqid)? {
-            SeqCheck::Replay(Replay::Locku(r)) => return r,
-            SeqCheck::Replay(_) => return Err(nfsstat4::NFS4ERR_BAD_SEQID),
-            SeqCheck::Go => {}
-        }
-    }
-    let r = (|| {
-        let e = t.stateids.find(st.boot, minor, io_client(cx), &sid)?;
-        if e.file != file {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-        t.clients.renew(client, st.now())?;
-        t.locks.unlock(file, &v4_lock_owner(client, &key.owner), start, end);
-        Ok(t.stateids.bump(&sid.other))
-    })();
-    if minor == 0 {
-        let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
-        t.stateids.seqid_record(OwnerSort::Lock, &key, args.seqid, status, Replay::Locku(r.clone()));
-    }
-    drop(t);
     if let Ok(s) = &r {
         cx.current_stateid = Some(s.clone());
-        shared_locks::sync(&*fs, st, file, &v4_lock_owner(client, &key.owner), start, end);
+        shared_locks::sync(&*fs, st, file, &owner, start, end);
     }
     r
 }

@@ -13,3 +13,5 @@ mod nlm;
 mod offloads;
 mod opens;
 mod stateids;
+
+pub(crate) use opens::Answer;

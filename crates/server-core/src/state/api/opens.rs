@@ -1,1 +1,441 @@
-//! (being filled)
+//! Opens (share reservations) as OPEN, OPEN_CONFIRM, OPEN_DOWNGRADE and
+//! CLOSE change them (RFC 8881 sections 9.7, 18.2, 18.16, 18.18; RFC 7530
+//! 9.1 for NFSv4.0's seqids). Each method takes the state's lock once;
+//! OPEN, which creates or opens the file and may ask a shared store with
+//! the state unlocked, comes in steps around that I/O.
+
+use proto::nfs4::*;
+
+use crate::fh::Fh;
+use crate::state::delegations;
+use crate::state::opens::{check_share, share_conflicts};
+use crate::state::stateids::{Kind, Other, OwnerKey, OwnerSort, Replay, SeqCheck, Stateids};
+use crate::state::{FileKey, State4, Tables};
+
+/// What an operation that may carry an NFSv4.0 seqid made of a request.
+pub(crate) enum Answer<T, X> {
+    /// Refused before anything changed, or a retransmission answered from
+    /// the owner's last reply (RFC 7530 9.1.8): the operation only
+    /// returns this.
+    Early(Result<T, nfsstat4>),
+    /// Processed: its result, and what the operation still does outside
+    /// the state (a shared store, the current stateid).
+    Done(Result<T, nfsstat4>, X),
+}
+
+/// The open-owner of an open stateid, live or (4.0) just closed.
+fn owner_of_open(ids: &Stateids, other: &Other) -> Option<OwnerKey> {
+    match ids.ids.get(other).map(|e| (e.client, &e.kind)) {
+        Some((client, Kind::Open(o))) => Some(OwnerKey { client, owner: o.owner.clone() }),
+        Some(_) => None,
+        None => ids.closed.get(other).cloned(),
+    }
+}
+
+/// The NFSv4.0 open-owner of `sid`, its lease renewed and the seqid
+/// checked (RFC 7530 9.1.7): `Err` with the answer to give at once
+/// (refused, or `replay` of the kept reply when it is a retransmission).
+fn owner_seqid<T>(
+    st: &State4,
+    t: &mut Tables,
+    sid: &stateid4,
+    seqid: seqid4,
+    replay: impl FnOnce(Replay) -> Option<Result<T, nfsstat4>>,
+) -> Result<OwnerKey, Result<T, nfsstat4>> {
+    let Some(key) = owner_of_open(&t.stateids, &sid.other) else {
+        return Err(Err(t.stateids.find(st.boot, 0, None, sid).err().unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID)));
+    };
+    t.clients.renew(key.client, st.now()).map_err(Err)?;
+    match t.stateids.seqid_check(OwnerSort::Open, &key, seqid).map_err(Err)? {
+        SeqCheck::Replay(r) => Err(replay(r).unwrap_or(Err(nfsstat4::NFS4ERR_BAD_SEQID))),
+        SeqCheck::Go => Ok(key),
+    }
+}
+
+/// Keeps an NFSv4.0 reply for the owner's retransmissions.
+pub(super) fn record<T: Clone>(
+    t: &mut Tables,
+    sort: OwnerSort,
+    key: &OwnerKey,
+    seqid: seqid4,
+    r: &Result<T, nfsstat4>,
+    kept: impl FnOnce(Result<T, nfsstat4>) -> Replay,
+) {
+    let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
+    t.stateids.seqid_record(sort, key, seqid, status, kept(r.clone()));
+}
+
+/// Takes the courtesy clients among `clients` away (their lease ran out
+/// and their state stands in the way of another client's request).
+pub(super) fn expire_courtesy(st: &State4, t: &mut Tables, me: u64, clients: &[u64]) -> bool {
+    let mut any = false;
+    for &c in clients {
+        if c != me && t.clients.lease_expired(c, st.now(), st.lease()) {
+            t.expire_client(c);
+            any = true;
+        }
+    }
+    any
+}
+
+/// An OPEN (RFC 8881 18.16) as the state records it, once the file is
+/// found or created.
+pub(crate) struct OpenRequest<'a> {
+    pub minor: u32,
+    pub client: u64,
+    pub owner: &'a OwnerKey,
+    pub file: FileKey,
+    /// The share modes, checked ([`check_share`]).
+    pub access: u32,
+    pub deny: u32,
+    /// `share_access` as sent, with the delegation the client wants.
+    pub share_access: u32,
+    /// The delegation a CLAIM_DELEGATE_CUR or CLAIM_DELEG_CUR_FH opens
+    /// under.
+    pub deleg_claim: Option<&'a stateid4>,
+    /// CLAIM_PREVIOUS: a reclaim, granted no delegation.
+    pub reclaim: bool,
+    /// The file's handle, for a delegation's recall.
+    pub fh: &'a nfs_fh4,
+}
+
+/// What OPEN asks of a store other servers share (`crate::shared_shares`,
+/// `crate::shared_delegs`) with the state locked, so that the store and
+/// the tables change together.
+pub(crate) trait OpenStore {
+    /// Share modes taken in the store for an open not yet recorded.
+    type Reserved;
+    /// The open's store key (0: none).
+    fn store_key(r: &Self::Reserved) -> u64;
+    /// Whether a new open's share modes are taken in the store with the
+    /// state unlocked ([`OpenStep::Reserve`]).
+    fn reserves_unlocked(&self) -> bool;
+    /// Takes `access`/`deny` in the store; `held`: the store key and modes
+    /// of the owner's open this one upgrades; `new_key` makes a new one's.
+    fn reserve(
+        &self,
+        held: Option<(u64, u32, u32)>,
+        new_key: &mut dyn FnMut() -> u64,
+        access: u32,
+        deny: u32,
+    ) -> Result<Self::Reserved, nfsstat4>;
+    /// Puts the store back as before `reserve`.
+    fn undo(&self, r: &Self::Reserved);
+    /// Whether a delegation (`write` or read) may be granted.
+    fn delegate(&self, write: bool) -> bool;
+}
+
+/// An OPEN recorded.
+pub(crate) struct OpenRecorded {
+    pub stateid: stateid4,
+    /// The owner is confirmed (else the client must OPEN_CONFIRM).
+    pub confirmed: bool,
+    pub delegation: open_delegation4,
+}
+
+/// How far [`State4::open_shares`] got.
+pub(crate) enum OpenStep {
+    Recorded(OpenRecorded),
+    /// A new open's share modes are to be taken in the store with the
+    /// state unlocked (it may be across the network), under `store_key`;
+    /// then [`State4::open_reserved`] records it.
+    Reserve { store_key: u64, access: u32, deny: u32 },
+}
+
+/// Records the OPEN whose share modes `reserved` holds in the store, and
+/// grants a delegation if one may be; on failure the store is put back.
+fn record_open<S: OpenStore>(
+    st: &State4,
+    t: &mut Tables,
+    req: &OpenRequest,
+    store: &S,
+    reserved: S::Reserved,
+) -> Result<OpenRecorded, nfsstat4> {
+    let (minor, key) = (req.minor, req.owner);
+    let confirmed = minor >= 1 || t.stateids.open_owners.get(key).is_some_and(|o| o.confirmed);
+    let recorded =
+        t.stateids.ensure_owner(OwnerSort::Open, key, st.settings.max_owners_per_client, minor).and_then(|()| {
+            let max = st.settings.max_stateids_per_client;
+            let store_key = S::store_key(&reserved);
+            t.stateids.open(st.boot, max, minor, key, req.file, req.access, req.deny, confirmed, store_key)
+        });
+    let opened = match recorded {
+        Ok(o) => o,
+        Err(e) => {
+            store.undo(&reserved);
+            return Err(e);
+        }
+    };
+    let delegation = if req.deleg_claim.is_some() || !confirmed || req.reclaim {
+        open_delegation4::OPEN_DELEGATE_NONE
+    } else {
+        // On a shared store, another head may serve a conflicting open this
+        // server never hears of: only the store's delegation makes it wait
+        // for a recall.
+        let (file, client, fh) = (req.file, req.client, req.fh);
+        delegations::grant(st, t, minor, file, client, fh, req.share_access, |write| store.delegate(write))
+    };
+    Ok(OpenRecorded { stateid: opened.stateid, confirmed, delegation })
+}
+
+impl State4 {
+    /// OPEN's NFSv4.0 seqid (RFC 7530 16.16.5): renews the client of open-
+    /// owner `key` and checks `seqid` (an unconfirmed owner with a wrong
+    /// one starts over), making sure the owner exists. `Some`: a
+    /// retransmission, with the kept reply and the handle it made current.
+    pub(crate) fn open_seqid(
+        &self,
+        key: &OwnerKey,
+        seqid: seqid4,
+    ) -> Result<Option<(Result<OPEN4resok, nfsstat4>, Option<Fh>)>, nfsstat4> {
+        let mut t = self.lock_tables();
+        t.clients.renew(key.client, self.now())?;
+        let check = match t.stateids.seqid_check(OwnerSort::Open, key, seqid) {
+            Err(nfsstat4::NFS4ERR_BAD_SEQID) => {
+                let Tables { stateids, locks, .. } = &mut *t;
+                if !stateids.reset_unconfirmed(key, locks) {
+                    return Err(nfsstat4::NFS4ERR_BAD_SEQID);
+                }
+                SeqCheck::Go
+            }
+            c => c?,
+        };
+        match check {
+            SeqCheck::Replay(Replay::Open(r, fh)) => Ok(Some((r, fh))),
+            SeqCheck::Replay(_) => Err(nfsstat4::NFS4ERR_BAD_SEQID),
+            SeqCheck::Go => {
+                t.stateids.ensure_owner(OwnerSort::Open, key, self.settings.max_owners_per_client, 0)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Keeps an NFSv4.0 OPEN's reply (and the handle it made current) for
+    /// the owner's retransmissions.
+    pub(crate) fn record_open_reply(&self, key: &OwnerKey, seqid: seqid4, r: &Result<OPEN4resok, nfsstat4>, fh: Option<Fh>) {
+        record(&mut self.lock_tables(), OwnerSort::Open, key, seqid, r, |r| Replay::Open(r, fh));
+    }
+
+    /// Whether `client` may OPEN with `claim` now, before the file is
+    /// looked up: reclaims (CLAIM_PREVIOUS) only in the grace period and
+    /// by clients that may reclaim, new opens only outside it and, in 4.1,
+    /// after RECLAIM_COMPLETE (RFC 8881 18.51.3). Renews a 4.1 client.
+    pub(crate) fn open_claim_allowed(&self, minor: u32, client: u64, claim: &open_claim4) -> Result<(), nfsstat4> {
+        use open_claim4::*;
+        let mut t = self.lock_tables();
+        let now = self.now();
+        if minor >= 1 {
+            t.clients.renew(client, now)?;
+        }
+        let in_grace = t.grace.in_grace(now);
+        match claim {
+            CLAIM_PREVIOUS(_) => {
+                if !in_grace || !t.clients.may_reclaim(client) {
+                    return Err(nfsstat4::NFS4ERR_NO_GRACE);
+                }
+            }
+            CLAIM_DELEGATE_PREV(_) | CLAIM_DELEG_PREV_FH => return Err(nfsstat4::NFS4ERR_NOTSUPP),
+            // An open under a delegation the client holds cannot conflict
+            // with anything being reclaimed.
+            CLAIM_DELEGATE_CUR(_) | CLAIM_DELEG_CUR_FH(_) => {}
+            CLAIM_NULL(_) | CLAIM_FH => {
+                // A 4.1 client must say RECLAIM_COMPLETE before its first
+                // new open, even with nothing to reclaim.
+                if in_grace || (minor >= 1 && !t.clients.reclaim_completed(client)) {
+                    return Err(nfsstat4::NFS4ERR_GRACE);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// OPEN's share reservation (RFC 8881 9.7, 18.16.3; RFC 7530 9.9):
+    /// recalls other clients' conflicting delegations (NFS4ERR_DELAY),
+    /// checks the share modes against the other opens of the file and the
+    /// owner's own (NFS4ERR_SHARE_DENIED), courtesy clients in the way
+    /// expired, then takes them in a shared store and records the open,
+    /// or says to take them there first with the state unlocked.
+    pub(crate) fn open_shares<S: OpenStore>(&self, req: &OpenRequest, store: &S) -> Result<OpenStep, nfsstat4> {
+        let (file, key, access, deny) = (req.file, req.owner, req.access, req.deny);
+        let mut t = self.lock_tables();
+        if let Some(ds) = req.deleg_claim {
+            let e = t.stateids.find(self.boot, req.minor, Some(req.client), ds)?;
+            if !matches!(e.kind, Kind::Deleg(_)) || e.file != file {
+                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+            }
+        }
+        let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
+        delegations::recall_conflicting(self, &mut t, file, Some(req.client), write)?;
+        let existing = t.stateids.opens_by.get(&(key.clone(), file)).copied();
+        let (all_access, all_deny) = match existing.and_then(|o| t.stateids.ids.get(&o)).and_then(|e| e.open()) {
+            // The owner's own open counts too (RFC 7530 9.9, 16.16.5): an
+            // upgrade may not access what that open denies nor deny what it
+            // accesses.
+            Some(o) if access & o.deny != 0 || deny & o.access != 0 => return Err(nfsstat4::NFS4ERR_SHARE_DENIED),
+            Some(o) => (o.access | access, o.deny | deny),
+            None => (access, deny),
+        };
+        let mut conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);
+        if !conflicts.is_empty() && expire_courtesy(self, &mut t, req.client, &conflicts) {
+            conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);
+        }
+        if !conflicts.is_empty() {
+            return Err(nfsstat4::NFS4ERR_SHARE_DENIED);
+        }
+        if existing.is_none() && store.reserves_unlocked() {
+            let store_key = t.stateids.new_store_key(self.boot);
+            return Ok(OpenStep::Reserve { store_key, access: all_access, deny: all_deny });
+        }
+        let held = existing.and_then(|o| t.stateids.ids.get(&o)).and_then(|e| e.open());
+        let held = held.map(|o| (o.store_key, o.access, o.deny));
+        let reserved = {
+            let ids = &mut t.stateids;
+            store.reserve(held, &mut || ids.new_store_key(self.boot), all_access, all_deny)?
+        };
+        record_open(self, &mut t, req, store, reserved).map(OpenStep::Recorded)
+    }
+
+    /// Records a new open whose share modes [`OpenStep::Reserve`] had taken
+    /// in the store with the state unlocked, checking the table again:
+    /// NFS4ERR_DELAY, the store put back, if the owner's other OPEN of the
+    /// file came first (retried, this one upgrades it) or a conflicting
+    /// open the store should have refused (the retry finds it here).
+    pub(crate) fn open_reserved<S: OpenStore>(
+        &self,
+        req: &OpenRequest,
+        store: &S,
+        reserved: S::Reserved,
+    ) -> Result<OpenRecorded, nfsstat4> {
+        let mut t = self.lock_tables();
+        if t.stateids.opens_by.contains_key(&(req.owner.clone(), req.file))
+            || !share_conflicts(&t.stateids, req.file, None, req.access, req.deny).is_empty()
+        {
+            drop(t);
+            store.undo(&reserved);
+            return Err(nfsstat4::NFS4ERR_DELAY);
+        }
+        record_open(self, &mut t, req, store, reserved)
+    }
+
+    /// CLOSE (RFC 8881 18.2; RFC 7530 16.2) of open `sid` on `file`:
+    /// drops the open and its byte-range locks. `Done` carries the store
+    /// key of the share modes to release in a shared store before the
+    /// reply (see `crate::shared_shares`), if any.
+    pub(crate) fn close(
+        &self,
+        minor: u32,
+        io_client: Option<u64>,
+        sid: &stateid4,
+        file: FileKey,
+        seqid: seqid4,
+    ) -> Answer<stateid4, Option<u64>> {
+        let mut t = self.lock_tables();
+        let owner = if minor == 0 {
+            match owner_seqid(self, &mut t, sid, seqid, |r| match r {
+                Replay::Close(r) => Some(r),
+                _ => None,
+            }) {
+                Ok(key) => Some(key),
+                Err(r) => return Answer::Early(r),
+            }
+        } else {
+            None
+        };
+        let mut released_share = None;
+        let r = (|| {
+            let e = t.stateids.find(self.boot, minor, io_client, sid)?;
+            if e.open().is_none() || e.file != file {
+                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+            }
+            let client = e.client;
+            // Released before the reply: an OPEN another client makes right
+            // after must not meet what this one held. (Nothing is held while
+            // the heads of a cluster keep no share modes in the store, and the
+            // release then asks the store nothing.)
+            let store_key = e.open().map_or(0, |o| o.store_key);
+            if minor >= 1 {
+                t.clients.renew(client, self.now())?;
+            }
+            let Tables { stateids, locks, .. } = &mut *t;
+            let s = stateids.close(&sid.other, locks, minor == 0)?;
+            if store_key != 0 && stateids.take_released_share(store_key) {
+                released_share = Some(store_key);
+            }
+            Ok(if minor == 0 { s } else { crate::state::stateids::invalid_stateid() })
+        })();
+        if let Some(key) = owner {
+            record(&mut t, OwnerSort::Open, &key, seqid, &r, Replay::Close);
+        }
+        Answer::Done(r, released_share)
+    }
+
+    /// OPEN_CONFIRM (RFC 7530 16.18): confirms the open-owner of `sid`, an
+    /// open of `file`, and its opens.
+    pub(crate) fn open_confirm(&self, sid: &stateid4, file: FileKey, seqid: seqid4) -> Answer<stateid4, ()> {
+        let mut t = self.lock_tables();
+        let key = match owner_seqid(self, &mut t, sid, seqid, |r| match r {
+            Replay::Confirm(r) => Some(r),
+            _ => None,
+        }) {
+            Ok(key) => key,
+            Err(r) => return Answer::Early(r),
+        };
+        let r = (|| {
+            let e = t.stateids.find(self.boot, 0, None, sid)?;
+            if e.open().is_none() || e.file != file {
+                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+            }
+            t.stateids.confirm(&sid.other)
+        })();
+        record(&mut t, OwnerSort::Open, &key, seqid, &r, Replay::Confirm);
+        Answer::Done(r, ())
+    }
+
+    /// OPEN_DOWNGRADE (RFC 8881 18.18; RFC 7530 16.19): narrows open `sid`
+    /// of `file` to `share_access`/`share_deny`, modes its OPENs used
+    /// (NFS4ERR_INVAL otherwise). `Done` carries, when narrowed, the
+    /// open's store key and the modes a shared store is to hold now.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open_downgrade(
+        &self,
+        minor: u32,
+        io_client: Option<u64>,
+        sid: &stateid4,
+        file: FileKey,
+        seqid: seqid4,
+        share_access: u32,
+        share_deny: u32,
+    ) -> Answer<stateid4, Option<(u64, u32, u32)>> {
+        let mut t = self.lock_tables();
+        let owner = if minor == 0 {
+            match owner_seqid(self, &mut t, sid, seqid, |r| match r {
+                Replay::Downgrade(r) => Some(r),
+                _ => None,
+            }) {
+                Ok(key) => Some(key),
+                Err(r) => return Answer::Early(r),
+            }
+        } else {
+            None
+        };
+        let mut narrowed = None;
+        let r = (|| {
+            let e = t.stateids.find(self.boot, minor, io_client, sid)?;
+            let Some(o) = e.open() else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
+            if e.file != file || !o.confirmed {
+                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+            }
+            let o_key = o.store_key;
+            let client = e.client;
+            t.clients.renew(client, self.now())?;
+            let (access, deny) = check_share(minor, share_access, share_deny)?;
+            let r = t.stateids.downgrade(&sid.other, access, deny)?;
+            narrowed = Some((o_key, access, deny));
+            Ok(r)
+        })();
+        if let Some(key) = owner {
+            record(&mut t, OwnerSort::Open, &key, seqid, &r, Replay::Downgrade);
+        }
+        Answer::Done(r, narrowed)
+    }
+}
