@@ -11,17 +11,5 @@ pub(super) fn run(cx: &mut Compound, args: BACKCHANNEL_CTL4args) -> Result<(), n
     if callback::usable_sec(&args.bca_sec_parms).is_none() {
         return Err(nfsstat4::NFS4ERR_INVAL);
     }
-    let st = cx.state();
-    let mut guard = st.lock_tables();
-    let t = &mut *guard;
-    let cell = st.sessions.get(&seq.sessionid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
-    let mut s = cell.lock();
-    s.cb_program = args.bca_cb_program;
-    s.cb_sec = args.bca_sec_parms;
-    let bound = s.backchannel.as_ref().map(|b| b.conn);
-    drop(s);
-    if let Some(conn) = bound {
-        callback::bind(st, t, &seq.sessionid, conn);
-    }
-    Ok(())
+    cx.state().backchannel_ctl(&seq.sessionid, args.bca_cb_program, args.bca_sec_parms)
 }

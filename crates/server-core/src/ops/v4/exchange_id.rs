@@ -5,7 +5,7 @@ use bytes::Bytes;
 use proto::nfs4::*;
 
 use super::Compound;
-use crate::state::clients::{self, Principal};
+use crate::state::clients::Principal;
 
 /// Flags a client may send.
 const CLIENT_FLAGS: u32 = EXCHGID4_FLAG_SUPP_MOVED_REFER
@@ -32,76 +32,25 @@ pub(super) fn run(cx: &mut Compound, args: EXCHANGE_ID4args) -> Result<EXCHANGE_
     }
     let update = args.eia_flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0;
     let principal = Principal::of(&cx.call.auth);
-    let st = cx.state();
-    let now = st.now();
-    let mut guard = st.lock_tables();
-    let t = &mut *guard;
-    clients::tidy(st, t);
-    let (conf, unconf) = t.clients.by_owner(&owner, false);
-    let reply = |id: u64, seq: u32, confirmed: bool| {
-        let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
-        // Also a pNFS metadata server when data servers are configured.
-        if super::pnfs::data_servers(cx).is_some() {
-            flags |= EXCHGID4_FLAG_USE_PNFS_MDS;
-        }
-        if confirmed {
-            flags |= EXCHGID4_FLAG_CONFIRMED_R;
-        }
-        let major = server_major(cx);
-        EXCHANGE_ID4resok {
-            eir_clientid: id,
-            eir_sequenceid: seq,
-            eir_flags: flags,
-            eir_state_protect: state_protect4_r::SP4_NONE,
-            eir_server_owner: server_owner4 { so_minor_id: 0, so_major_id: major.clone() },
-            eir_server_scope: major,
-            eir_server_impl_id: vec![],
-        }
-    };
-    if update {
-        // Cases 6-9.
-        let Some(id) = conf else { return Err(nfsstat4::NFS4ERR_NOENT) };
-        let c = t.clients.get_mut(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?;
-        if c.verifier != verifier {
-            return Err(nfsstat4::NFS4ERR_NOT_SAME);
-        }
-        if c.principal != principal {
-            return Err(nfsstat4::NFS4ERR_PERM);
-        }
-        c.lease.renew(now);
-        return Ok(reply(id, c.cs_seq.wrapping_add(1), true));
+    let id = cx.state().exchange_id(owner, verifier, principal, cx.minor, update)?;
+    let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
+    // Also a pNFS metadata server when data servers are configured.
+    if super::pnfs::data_servers(cx).is_some() {
+        flags |= EXCHGID4_FLAG_USE_PNFS_MDS;
     }
-    if let Some(id) = conf {
-        let c = t.clients.get_mut(id).ok_or(nfsstat4::NFS4ERR_SERVERFAULT)?;
-        if c.principal == principal {
-            if c.verifier == verifier {
-                // Case 2: a retry, or trunking discovery.
-                c.lease.renew(now);
-                return Ok(reply(id, c.cs_seq.wrapping_add(1), true));
-            }
-            // Case 5: client restart; the old record goes once the new
-            // one is confirmed by CREATE_SESSION.
-        } else {
-            // Case 3: collision with another principal.
-            let lease_ok = !t.clients.lease_expired(id, now, st.lease());
-            if lease_ok && (t.stateids.has_state(id) || t.clients.get(id).is_some_and(|c| !c.sessions.is_empty())) {
-                return Err(nfsstat4::NFS4ERR_CLID_INUSE);
-            }
-            clients::destroy(st, t, id);
-        }
+    if id.confirmed {
+        flags |= EXCHGID4_FLAG_CONFIRMED_R;
     }
-    // Cases 1, 4 and 5: a new unconfirmed record replaces any unconfirmed one.
-    if let Some(old) = unconf {
-        t.clients.remove(old);
-    }
-    t.clients.drop_tombstones_of(&owner);
-    if !clients::make_room(st, t) {
-        return Err(nfsstat4::NFS4ERR_DELAY);
-    }
-    let id = t.clients.insert(st.boot, owner, verifier, principal, cx.minor, now);
-    // CREATE_SESSION must come with eir_sequenceid: the slot starts one
-    // below it with a contrived SEQ_MISORDERED reply.
-    Ok(reply(id, 1, false))
+    let major = server_major(cx);
+    Ok(EXCHANGE_ID4resok {
+        eir_clientid: id.clientid,
+        eir_sequenceid: id.sequenceid,
+        eir_flags: flags,
+        eir_state_protect: state_protect4_r::SP4_NONE,
+        eir_server_owner: server_owner4 { so_minor_id: 0, so_major_id: major.clone() },
+        eir_server_scope: major,
+        eir_server_impl_id: vec![],
+    })
 }
 
 /// `so_major_id` and `eir_server_scope`: the address the client reached,

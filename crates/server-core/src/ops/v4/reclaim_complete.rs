@@ -12,16 +12,5 @@ pub(super) fn run(cx: &mut Compound, args: RECLAIM_COMPLETE4args) -> Result<(), 
         // server does not do: ignored (18.51.4).
         return Ok(());
     }
-    let st = cx.state();
-    let mut guard = st.lock_tables();
-    let t = &mut *guard;
-    let Some(c) = t.clients.get_mut(client) else { return Err(nfsstat4::NFS4ERR_STALE_CLIENTID) };
-    if c.reclaim_complete {
-        return Err(nfsstat4::NFS4ERR_COMPLETE_ALREADY);
-    }
-    c.reclaim_complete = true;
-    let owner = c.owner.clone();
-    t.grace.complete(&owner);
-    let _ = t.grace.in_grace(st.now());
-    Ok(())
+    cx.state().reclaim_complete(client)
 }

@@ -3,13 +3,8 @@
 use proto::nfs4::*;
 
 use super::Compound;
-use crate::state::clients;
 
 pub(super) fn run(cx: &mut Compound, args: RENEW4args) -> Result<(), nfsstat4> {
-    let st = cx.state();
-    let mut guard = st.lock_tables();
-    let t = &mut *guard;
-    clients::tidy(st, t);
     // No 4.0 callbacks are made, so CB_PATH_DOWN is never reported.
-    t.clients.renew(args.clientid, st.now())
+    cx.state().renew(args.clientid)
 }
