@@ -5,7 +5,6 @@ use proto::nfs4::*;
 
 use super::open::{file_key, io_client};
 use super::Compound;
-use crate::state::delegations;
 
 pub(super) fn run(cx: &mut Compound, args: DELEGRETURN4args) -> Result<(), nfsstat4> {
     let st = cx.state();
@@ -15,9 +14,7 @@ pub(super) fn run(cx: &mut Compound, args: DELEGRETURN4args) -> Result<(), nfsst
     }
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     let file = file_key(&obj);
-    let mut t = st.lock_tables();
-    delegations::delegreturn(st, &mut t, cx.minor, io_client(cx), &sid, file)?;
-    drop(t);
+    st.delegreturn(cx.minor, io_client(cx), &sid, file)?;
     if obj.fs().shared_store().is_some() {
         cx.core.shared_delegation_returned(&obj.export.fs, file);
     }

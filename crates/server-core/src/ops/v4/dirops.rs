@@ -51,27 +51,13 @@ pub(crate) fn wrong_type(minor: u32) -> nfsstat4 {
 /// layout cannot reach a file other than the one the metadata server
 /// sees; the recall tells clients their layout no longer describes it.
 pub(crate) fn recall_layouts(cx: &Compound, file: crate::state::FileKey) {
-    let st = cx.state();
-    let mut t = st.lock_tables();
-    let holders = t.layouts.holders(file);
-    if holders.is_empty() {
-        return;
-    }
-    let fh = cx.encode_fh(super::Fh::Obj { export_id: file.0, id: file.1, generation: file.2 });
-    let caller = cx.session_client();
-    for (client, stateid) in holders.into_iter().filter(|(c, _)| Some(*c) != caller) {
-        if !crate::state::callback::layout_recall(st, &mut t, client, &stateid, &fh) {
-            // No way to tell it: the layout is void anyway.
-            t.layouts.return_all_of_file(client, file);
-        }
-    }
+    let fh = || cx.encode_fh(super::Fh::Obj { export_id: file.0, id: file.1, generation: file.2 });
+    cx.state().recall_layouts(file, cx.session_client(), fh);
 }
 
 /// Recalls other clients' delegations on `file` before a change they
 /// would not see through their cached state (removing or renaming it,
 /// changing its attributes); NFS4ERR_DELAY while a recall is out.
 pub(crate) fn recall_delegations(cx: &Compound, file: crate::state::FileKey) -> Result<(), nfsstat4> {
-    let st = cx.state();
-    let mut t = st.lock_tables();
-    crate::state::delegations::recall_conflicting(st, &mut t, file, cx.session_client(), true)
+    cx.state().recall_delegations_for_change(file, cx.session_client())
 }

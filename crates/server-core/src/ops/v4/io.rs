@@ -12,7 +12,7 @@ use vfs::FileType;
 use super::open::{file_key, io_client};
 use super::{Compound, Obj};
 use crate::auth::{may_read, may_write};
-use crate::state::stateids::{check_io, IoKind};
+use crate::state::stateids::IoKind;
 
 /// The current object as a regular file to read: a directory is ISDIR
 /// (as for READ), other types INVAL.
@@ -62,11 +62,7 @@ pub(super) fn check(
     range: (u64, u64),
 ) -> Result<(), nfsstat4> {
     let sid = cx.resolve_stateid(stateid)?;
-    let st = cx.state();
-    {
-        let mut t = st.lock_tables();
-        check_io(st, &mut t, io_client(cx), &sid, file_key(obj), kind, range)?;
-    }
+    cx.state().check_io_stateid(io_client(cx), &sid, file_key(obj), kind, range)?;
     let allowed = match kind {
         IoKind::Read => may_read(&obj.attrs, &obj.creds),
         IoKind::Write => may_write(&obj.attrs, &obj.creds),

@@ -12,7 +12,7 @@ use super::dirops::writable;
 use super::status::stat4;
 use super::{Compound, Fh};
 use crate::auth::{check_setattr, filter_mode, SetattrDenied};
-use crate::state::stateids::{check_io, IoKind};
+use crate::state::stateids::IoKind;
 
 pub(super) fn run(cx: &mut Compound, args: SETATTR4args) -> SETATTR4res {
     match set(cx, &args) {
@@ -36,17 +36,8 @@ fn set(cx: &Compound, args: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
             _ => return Err(nfsstat4::NFS4ERR_INVAL),
         }
         let stateid = cx.resolve_stateid(&args.stateid)?;
-        let st = cx.state();
-        let mut t = st.lock_tables();
-        check_io(
-            st,
-            &mut t,
-            cx.session_client(),
-            &stateid,
-            super::open::file_key(&o),
-            IoKind::Write,
-            (size, u64::MAX),
-        )?;
+        let file = super::open::file_key(&o);
+        cx.state().check_io_stateid(cx.session_client(), &stateid, file, IoKind::Write, (size, u64::MAX))?;
     }
     super::dirops::recall_delegations(cx, super::open::file_key(&o))?;
     if set.size.is_some() {

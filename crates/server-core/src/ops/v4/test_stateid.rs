@@ -9,7 +9,5 @@ use super::Compound;
 pub(super) fn run(cx: &mut Compound, args: TEST_STATEID4args) -> Result<TEST_STATEID4resok, nfsstat4> {
     let st = cx.state();
     let client = cx.session_client().ok_or(nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)?;
-    let t = st.lock_tables();
-    let tsr_status_codes = args.ts_stateids.iter().map(|s| t.stateids.test(st.boot, client, s)).collect();
-    Ok(TEST_STATEID4resok { tsr_status_codes })
+    Ok(TEST_STATEID4resok { tsr_status_codes: st.test_stateids(client, &args.ts_stateids) })
 }
