@@ -15,16 +15,7 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTCOMMIT4args) -> Result<LAYOUTCO
     let o = layout_file(cx)?;
     let client = cx.session_client().ok_or(nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)?;
     let sid = cx.resolve_stateid(&args.loca_stateid)?;
-    let st = cx.state();
-    {
-        let mut t = st.lock_tables();
-        if args.loca_reclaim && !t.grace.in_grace(st.now()) {
-            return Err(nfsstat4::NFS4ERR_NO_GRACE);
-        }
-        if !t.layouts.check(client, file_key(&o), &sid)?.rw {
-            return Err(nfsstat4::NFS4ERR_BADIOMODE);
-        }
-    }
+    cx.state().layoutcommit(client, file_key(&o), &sid, args.loca_reclaim)?;
     let Some(last) = args.loca_last_write_offset else {
         return Ok(LAYOUTCOMMIT4resok { locr_newsize: None });
     };

@@ -16,7 +16,7 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTERROR4args) -> Result<(), nfsst
     let o = layout_file(cx)?;
     let client = cx.session_client().ok_or(nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)?;
     let sid = cx.resolve_stateid(&args.lea_stateid)?;
-    cx.state().lock_tables().layouts.check(client, file_key(&o), &sid)?;
+    cx.state().check_layout(client, file_key(&o), &sid)?;
     take_error_reports(cx, &args.lea_errors);
     Ok(())
 }

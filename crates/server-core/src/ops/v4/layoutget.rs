@@ -32,18 +32,7 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTGET4args) -> Result<LAYOUTGET4r
     let device = choose_data_server(cx, o.id, servers.len()).ok_or(nfsstat4::NFS4ERR_LAYOUTUNAVAILABLE)?;
     let st = cx.state();
     let file = file_key(&o);
-    let stateid = {
-        let mut t = st.lock_tables();
-        let crate::state::Tables { layouts, stateids, .. } = &mut *t;
-        // The first LAYOUTGET of a file names an open, lock or delegation
-        // stateid of it; later ones may name the layout stateid (18.43.3).
-        if layouts.is_layout(&sid) {
-            layouts.check(client, file, &sid)?;
-        } else if stateids.find(st.boot, cx.minor, Some(client), &sid)?.file != file {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-        layouts.grant(client, file, args.loga_iomode, || stateids.new_other(st.boot))
-    };
+    let stateid = st.layoutget(cx.minor, client, file, &sid, args.loga_iomode)?;
     let ds = ff_data_server4 {
         ffds_deviceid: device_id(device),
         ffds_efficiency: 0,

@@ -20,7 +20,7 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTRETURN4args) -> Result<layoutre
         layoutreturn4::LAYOUTRETURN4_FILE(f) => {
             let o = layout_file(cx)?;
             let sid = cx.resolve_stateid(&f.lrf_stateid)?;
-            st.lock_tables().layouts.return_file(client, file_key(&o), &sid)?;
+            st.layoutreturn_file(client, file_key(&o), &sid)?;
             // A flexible-file return may carry reports of failed I/O (RFC
             // 8435 section 9.1.1); the statistics in it are not kept.
             // A body that does not decode is ignored, not refused: the
@@ -33,9 +33,9 @@ pub(super) fn run(cx: &mut Compound, args: LAYOUTRETURN4args) -> Result<layoutre
         }
         layoutreturn4::default(layoutreturn_type4::LAYOUTRETURN4_FSID) => {
             let o = cx.cobj(nfsstat4::NFS4ERR_INVAL)?;
-            st.lock_tables().layouts.return_all(client, Some(o.export.id));
+            st.layoutreturn_all(client, Some(o.export.id));
         }
-        layoutreturn4::default(_) => st.lock_tables().layouts.return_all(client, None),
+        layoutreturn4::default(_) => st.layoutreturn_all(client, None),
     }
     // The client holds no layout of the file any more (18.44.3).
     Ok(None)
