@@ -105,15 +105,7 @@ fn start_async(cx: &Compound, src: &Obj, dst: &Obj, args: &COPY4args, count: u64
     let client = cx.session_client()?;
     let st = cx.state();
     let settings = &st.settings;
-    let job = {
-        let mut t = st.lock_tables();
-        if !crate::state::callback::has_backchannel(st, client) || t.offloads.running() >= settings.max_async_copies {
-            return None;
-        }
-        let other = t.stateids.new_other(st.boot);
-        let keep = st.lease();
-        t.offloads.start(client, other, st.now(), keep)
-    };
+    let job = st.start_offload(client)?;
     let copy = copy_async::Copy {
         fs: dst.export.fs.clone(),
         src: src.id,
@@ -127,7 +119,7 @@ fn start_async(cx: &Compound, src: &Obj, dst: &Obj, args: &COPY4args, count: u64
     };
     let stateid = job.stateid.clone();
     if !copy_async::spawn(&*cx.core.jobs, &cx.core.v4, job, copy) {
-        st.lock_tables().offloads.cancel(client, &stateid);
+        st.offload_cancel(client, &stateid);
         return None;
     }
     Some(COPY4resok {

@@ -17,7 +17,7 @@ use vfs::{FileId, Stability, Vfs};
 
 use super::status::stat4;
 use crate::state::offload::CopyJob;
-use crate::state::{callback, State4};
+use crate::state::State4;
 
 /// What one background copy works on.
 pub(super) struct Copy {
@@ -93,8 +93,7 @@ fn run(st: &Weak<State4>, job: &CopyJob, c: &Copy) {
         offload_info4::default(status, done)
     };
     let args = CB_OFFLOAD4args { coa_fh: c.dst_fh.clone(), coa_stateid: job.stateid.clone(), coa_offload_info };
-    let mut t = st.lock_tables();
-    if !callback::offload(&st, &mut t, job.client, args) {
+    if !st.cb_offload(job.client, args) {
         tracing::info!(
             client = format_args!("{:#x}", job.client),
             "CB_OFFLOAD could not be sent; the client can ask with OFFLOAD_STATUS"

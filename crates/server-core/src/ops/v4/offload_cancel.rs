@@ -9,7 +9,7 @@ use super::Compound;
 pub(super) fn run(cx: &mut Compound, args: OFFLOAD_CANCEL4args) -> Result<(), nfsstat4> {
     cx.cobj(nfsstat4::NFS4ERR_WRONG_TYPE)?;
     let client = cx.session_client().ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
-    if cx.state().lock_tables().offloads.cancel(client, &args.oca_stateid) {
+    if cx.state().offload_cancel(client, &args.oca_stateid) {
         Ok(())
     } else {
         Err(nfsstat4::NFS4ERR_BAD_STATEID)

@@ -13,7 +13,7 @@ use super::Compound;
 pub(super) fn run(cx: &mut Compound, args: OFFLOAD_STATUS4args) -> Result<OFFLOAD_STATUS4resok, nfsstat4> {
     cx.cobj(nfsstat4::NFS4ERR_WRONG_TYPE)?;
     let client = cx.session_client().ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
-    let job = cx.state().lock_tables().offloads.get(client, &args.osa_stateid).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+    let job = cx.state().offload_status(client, &args.osa_stateid).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
     Ok(OFFLOAD_STATUS4resok {
         osr_count: job.copied.load(Ordering::Acquire),
         osr_complete: job.finished().into_iter().collect(),
