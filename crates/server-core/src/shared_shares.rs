@@ -18,7 +18,6 @@ use proto::nfs4::nfsstat4;
 use vfs::{FileId, Vfs};
 
 use crate::ops::v4::status::stat4;
-use crate::state::stateids::{Other, Stateids};
 use crate::Core;
 
 /// Whether this server holds share modes in the shared store now.
@@ -132,29 +131,27 @@ pub(crate) struct Reserved {
     before: (u32, u32),
 }
 
-/// Holds `access`/`deny` in the store for the open `existing` upgrades
-/// (or a new one), with the tables locked: NFS4ERR_SHARE_DENIED when
+/// Holds `access`/`deny` in the store for an open, with the tables
+/// locked: `held` is the store key and modes of the owner's open this one
+/// upgrades, `new_key` makes a new open's key. NFS4ERR_SHARE_DENIED when
 /// another server's open conflicts.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn reserve(
     core: &Core,
     fs: &dyn Vfs,
     id: FileId,
-    ids: &mut Stateids,
-    boot: u32,
-    existing: Option<&Other>,
+    held: Option<(u64, u32, u32)>,
+    new_key: &mut dyn FnMut() -> u64,
     access: u32,
     deny: u32,
 ) -> Result<Reserved, nfsstat4> {
     if fs.shared_store().is_none() {
         return Ok(Reserved { key: 0, before: (0, 0) });
     }
-    let held = existing.and_then(|o| ids.ids.get(o)).and_then(|e| e.open()).map(|o| (o.store_key, o.access, o.deny));
     match held {
         Some((key, held_access, held_deny)) if key != 0 => {
             reserve_new(core, fs, id, key, access, deny).map(|r| Reserved { before: (held_access, held_deny), ..r })
         }
-        _ => reserve_new(core, fs, id, ids.new_store_key(boot), access, deny),
+        _ => reserve_new(core, fs, id, new_key(), access, deny),
     }
 }
 

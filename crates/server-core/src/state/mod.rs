@@ -28,7 +28,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::nfs4::sessionid4;
 
-pub(crate) use api::Answer;
+pub(crate) use api::{Answer, LockRange, Locker, OpenRequest, OpenStep, OpenStore};
 use crate::clock::Clock;
 pub use settings::{DelegationPolicy, Nfs4Settings, OwnerFormat};
 

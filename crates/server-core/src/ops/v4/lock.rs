@@ -10,45 +10,19 @@ use proto::nfs4::*;
 
 use std::sync::Arc;
 
-use super::open::{check_regular, client_of, expire_courtesy, file_key, io_client};
+use super::open::{check_regular, client_of, file_key, io_client};
 use super::status::stat4;
 use super::Compound;
 use crate::shared_locks;
-use crate::state::lockmgr::{range_of, Lock, LockError, LockKind, LockOwner};
-use crate::state::stateids::{resource_error, v4_lock_owner, Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
-use crate::state::{FileKey, Tables};
+use crate::state::lockmgr::{range_of, Lock, LockKind, LockOwner};
+use crate::state::stateids::{v4_lock_owner, OwnerKey};
+use crate::state::{Answer, FileKey, LockRange, Locker};
 
 pub(super) fn lock_kind(t: nfs_lock_type4) -> LockKind {
     match t {
         nfs_lock_type4::READ_LT | nfs_lock_type4::READW_LT => LockKind::Read,
         nfs_lock_type4::WRITE_LT | nfs_lock_type4::WRITEW_LT => LockKind::Write,
     }
-}
-
-/// The LOCK4denied of a conflicting lock.
-pub(super) fn denied(l: &Lock) -> LOCK4denied {
-    let owner = match &l.owner {
-        LockOwner::V4 { client, owner } => lock_owner4 { clientid: *client, owner: owner.clone() },
-        LockOwner::Nlm { oh, .. } => lock_owner4 { clientid: 0, owner: oh.clone() },
-    };
-    let locktype = match l.kind {
-        LockKind::Read => nfs_lock_type4::READ_LT,
-        LockKind::Write => nfs_lock_type4::WRITE_LT,
-    };
-    LOCK4denied { offset: l.start, length: l.length(), locktype, owner }
-}
-
-/// Checks the grace period for LOCK and LOCKT: reclaims only in grace
-/// (and only by clients that may reclaim), new locks only outside it.
-pub(super) fn check_grace(cx: &Compound, t: &mut Tables, client: u64, reclaim: bool) -> Result<(), nfsstat4> {
-    let in_grace = t.grace.in_grace(cx.state().now());
-    if reclaim && (!in_grace || !t.clients.may_reclaim(client)) {
-        return Err(nfsstat4::NFS4ERR_NO_GRACE);
-    }
-    if !reclaim && in_grace {
-        return Err(nfsstat4::NFS4ERR_GRACE);
-    }
-    Ok(())
 }
 
 pub(super) fn run(cx: &mut Compound, args: LOCK4args) -> LOCK4res {
@@ -94,11 +68,8 @@ fn take_shared(cx: &mut Compound, args: &LOCK4args) -> Result<Option<Shared>, nf
         locker4::TRUE(otl) => v4_lock_owner(client_of(cx, otl.lock_owner.clientid), &otl.lock_owner.owner),
         locker4::FALSE(el) => {
             let Ok(sid) = cx.resolve_stateid(&el.lock_stateid) else { return Ok(None) };
-            let t = cx.state().lock_tables();
-            match t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) {
-                Some((client, Kind::Lock(l))) => v4_lock_owner(client, &l.owner),
-                _ => return Ok(None),
-            }
+            let Some(owner) = cx.state().lock_owner_of(&sid) else { return Ok(None) };
+            owner
         }
     };
     let kind = lock_kind(args.locktype);
@@ -115,14 +86,6 @@ fn take_shared(cx: &mut Compound, args: &LOCK4args) -> Result<Option<Shared>, nf
     Ok(Some(Shared { fs, file, owner, start, end, conflict }))
 }
 
-fn status_of(r: &LOCK4res) -> nfsstat4 {
-    match r {
-        LOCK4res::NFS4_OK(_) => nfsstat4::NFS4_OK,
-        LOCK4res::NFS4ERR_DENIED(_) => nfsstat4::NFS4ERR_DENIED,
-        LOCK4res::default(s) => *s,
-    }
-}
-
 /// `remote_conflict`: the lock another server's client holds in a shared
 /// store, which refuses this one as a conflict here would.
 fn run_inner(cx: &mut Compound, args: LOCK4args, remote_conflict: Option<Lock>) -> Result<LOCK4res, nfsstat4> {
@@ -132,155 +95,22 @@ fn run_inner(cx: &mut Compound, args: LOCK4args, remote_conflict: Option<Lock>) 
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     check_regular(cx, &obj)?;
     let file = file_key(&obj);
-    let mut t = st.lock_tables();
-    // NFSv4.0 owners whose seqids this request advances.
-    let mut seq: Vec<(OwnerSort, OwnerKey, u32)> = Vec::new();
-    let (open_other, lock_owner_key, existing_lock) = match &args.locker {
-        locker4::TRUE(otl) => {
-            let open_sid = cx.resolve_stateid(&otl.open_stateid)?;
-            let e = t.stateids.ids.get(&open_sid.other);
-            if minor == 0 {
-                let Some(Kind::Open(o)) = e.map(|e| &e.kind) else {
-                    return Err(t
-                        .stateids
-                        .find(st.boot, 0, None, &open_sid)
-                        .err()
-                        .unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
-                };
-                let okey = OwnerKey { client: e.map(|e| e.client).unwrap_or(0), owner: o.owner.clone() };
-                t.clients.renew(okey.client, st.now())?;
-                match t.stateids.seqid_check(OwnerSort::Open, &okey, otl.open_seqid)? {
-                    SeqCheck::Replay(Replay::Lock(r)) => return Ok(r),
-                    SeqCheck::Replay(_) => return Err(nfsstat4::NFS4ERR_BAD_SEQID),
-                    SeqCheck::Go => {}
-                }
-                seq.push((OwnerSort::Open, okey, otl.open_seqid));
-            }
-            let client = client_of(cx, otl.lock_owner.clientid);
-            let lkey = OwnerKey { client, owner: otl.lock_owner.owner.clone() };
-            (open_sid, lkey, None)
-        }
-        locker4::FALSE(el) => {
-            let lock_sid = cx.resolve_stateid(&el.lock_stateid)?;
-            let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&lock_sid.other).map(|e| (e.client, &e.kind)) else {
-                return Err(t
-                    .stateids
-                    .find(st.boot, minor, io_client(cx), &lock_sid)
-                    .err()
-                    .unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID));
-            };
-            let lkey = OwnerKey { client, owner: l.owner.clone() };
-            let open = stateid4 { seqid: 0, other: l.open };
-            if minor == 0 {
-                t.clients.renew(client, st.now())?;
-                match t.stateids.seqid_check(OwnerSort::Lock, &lkey, el.lock_seqid)? {
-                    SeqCheck::Replay(Replay::Lock(r)) => return Ok(r),
-                    SeqCheck::Replay(_) => return Err(nfsstat4::NFS4ERR_BAD_SEQID),
-                    SeqCheck::Go => {}
-                }
-                seq.push((OwnerSort::Lock, lkey.clone(), el.lock_seqid));
-            }
-            (open, lkey, Some(lock_sid))
-        }
+    let locker = match &args.locker {
+        locker4::TRUE(otl) => Locker::New {
+            open: cx.resolve_stateid(&otl.open_stateid)?,
+            open_seqid: otl.open_seqid,
+            owner: OwnerKey { client: client_of(cx, otl.lock_owner.clientid), owner: otl.lock_owner.owner.clone() },
+            lock_seqid: otl.lock_seqid,
+        },
+        locker4::FALSE(el) => Locker::Existing { lock: cx.resolve_stateid(&el.lock_stateid)?, lock_seqid: el.lock_seqid },
     };
-    let r = (|| -> Result<LOCK4res, nfsstat4> {
-        let client = match &existing_lock {
-            None => {
-                // The open stateid as given (its seqid checked).
-                let e = t.stateids.find(st.boot, minor, io_client(cx), &open_other)?;
-                let Some(o) = e.open() else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
-                if e.file != file || !o.confirmed || e.client != lock_owner_key.client {
-                    return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-                }
-                e.client
-            }
-            Some(ls) => {
-                let e = t.stateids.find(st.boot, minor, io_client(cx), ls)?;
-                if e.file != file {
-                    return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-                }
-                e.client
-            }
-        };
-        t.clients.renew(client, st.now())?;
-        check_grace(cx, &mut t, client, args.reclaim)?;
-        let access = t.stateids.ids.get(&open_other.other).and_then(|e| e.open()).map(|o| o.access).unwrap_or(0);
-        let kind = lock_kind(args.locktype);
-        let needed = if kind == LockKind::Write { OPEN4_SHARE_ACCESS_WRITE } else { OPEN4_SHARE_ACCESS_READ };
-        if access & needed == 0 {
-            return Err(nfsstat4::NFS4ERR_OPENMODE);
-        }
-        let lock_other = match &existing_lock {
-            Some(ls) => ls.other,
-            None => {
-                t.stateids.ensure_owner(OwnerSort::Lock, &lock_owner_key, st.settings.max_owners_per_client, minor)?;
-                let r = t.stateids.lock_stateid(
-                    st.boot,
-                    st.settings.max_stateids_per_client,
-                    minor,
-                    &lock_owner_key.owner,
-                    &open_other.other,
-                );
-                match r {
-                    Ok(o) => o,
-                    Err(e) => {
-                        forget_idle_owner(&mut t, &lock_owner_key);
-                        return Err(e);
-                    }
-                }
-            }
-        };
-        let owner = v4_lock_owner(client, &lock_owner_key.owner);
-        let max = st.settings.max_locks_per_client;
-        let mut res = match remote_conflict {
-            Some(c) => Err(LockError::Conflict(c)),
-            None => t.locks.lock(file, &owner, kind, start, end, max),
-        };
-        if let Err(LockError::Conflict(c)) = &res {
-            if let Some(holder) = c.owner.client() {
-                if expire_courtesy(cx, &mut t, client, &[holder]) {
-                    res = t.locks.lock(file, &owner, kind, start, end, max);
-                }
-            }
-        }
-        match res {
-            Ok(()) => {
-                let stateid = t.stateids.bump(&lock_other);
-                Ok(LOCK4res::NFS4_OK(LOCK4resok { lock_stateid: stateid }))
-            }
-            Err(e) => {
-                // A lock stateid made for this request and left without
-                // locks is not kept.
-                let fresh = t.stateids.ids.get(&lock_other).is_some_and(|e| e.seqid == 0);
-                if fresh && !t.locks.holds_on(file, &owner) {
-                    t.stateids.remove(&lock_other);
-                }
-                match e {
-                    LockError::Conflict(c) => Ok(LOCK4res::NFS4ERR_DENIED(denied(&c))),
-                    LockError::TooMany => Err(resource_error(minor)),
-                }
-            }
-        }
-    })();
-    let r = r.unwrap_or_else(LOCK4res::default);
-    if minor == 0 {
-        let status = status_of(&r);
-        if let (locker4::TRUE(otl), LOCK4res::NFS4_OK(_)) = (&args.locker, &r) {
-            // The new lock-owner's seqid stream starts here.
-            seq.push((OwnerSort::Lock, lock_owner_key.clone(), otl.lock_seqid));
-        }
-        for (sort, key, seqid) in seq {
-            t.stateids.seqid_record(sort, &key, seqid, status, Replay::Lock(r.clone()));
-        }
-    }
+    let range = LockRange { file, kind: lock_kind(args.locktype), start, end, reclaim: args.reclaim };
+    let r = match st.lock4(minor, io_client(cx), &locker, &range, remote_conflict) {
+        Answer::Early(r) => return r,
+        Answer::Done(r, ()) => r?,
+    };
     if let LOCK4res::NFS4_OK(ok) = &r {
         cx.current_stateid = Some(ok.lock_stateid.clone());
     }
     Ok(r)
-}
-
-fn forget_idle_owner(t: &mut Tables, key: &OwnerKey) {
-    if t.stateids.lock_owners.get(key).is_some_and(|o| o.stateids == 0 && o.last.is_none()) {
-        t.stateids.lock_owners.remove(key);
-    }
 }

@@ -3,7 +3,7 @@
 
 use proto::nfs4::*;
 
-use super::lock::{denied, lock_kind};
+use super::lock::lock_kind;
 use super::open::{check_regular, client_of, file_key};
 use super::status::stat4;
 use super::Compound;
@@ -33,7 +33,7 @@ fn run_inner(cx: &mut Compound, args: LOCKT4args) -> Result<LOCKT4res, nfsstat4>
         conflict = shared_locks::test(obj.fs(), file.1, &owner, kind, start, end).map_err(stat4)?;
     }
     Ok(match conflict {
-        Some(c) => LOCKT4res::NFS4ERR_DENIED(denied(&c)),
+        Some(c) => LOCKT4res::NFS4ERR_DENIED(c.denied()),
         None => LOCKT4res::NFS4_OK,
     })
 }

@@ -21,10 +21,9 @@ use super::{check_name, Compound, Fh, Obj};
 use crate::auth::{may, may_add_entry, may_read, may_write};
 use crate::ops::create;
 use crate::shared_shares;
-use crate::state::delegations;
-use crate::state::opens::{check_share, share_conflicts};
-use crate::state::stateids::{Kind, OwnerKey, OwnerSort, Replay, SeqCheck};
-use crate::state::{FileKey, Tables};
+use crate::state::opens::check_share;
+use crate::state::stateids::OwnerKey;
+use crate::state::{FileKey, OpenRequest, OpenStep, OpenStore};
 
 /// The client a state-changing operation acts for: the session's in 4.1
 /// (the clientid in owners MUST be ignored), the owner's in 4.0.
@@ -68,20 +67,6 @@ fn check_type(cx: &Compound, obj: &Obj, v40_other: nfsstat4) -> Result<(), nfsst
     }
 }
 
-/// Takes the courtesy clients among `clients` away (their lease ran out
-/// and their state stands in the way of another client).
-pub(super) fn expire_courtesy(cx: &Compound, t: &mut Tables, me: clientid4, clients: &[u64]) -> bool {
-    let st = cx.state();
-    let mut any = false;
-    for &c in clients {
-        if c != me && t.clients.lease_expired(c, st.now(), st.lease()) {
-            t.expire_client(c);
-            any = true;
-        }
-    }
-    any
-}
-
 pub(super) fn run(cx: &mut Compound, args: OPEN4args) -> Result<OPEN4resok, nfsstat4> {
     let st = cx.state();
     let client = client_of(cx, args.owner.clientid);
@@ -89,37 +74,16 @@ pub(super) fn run(cx: &mut Compound, args: OPEN4args) -> Result<OPEN4resok, nfss
     if cx.minor >= 1 {
         return open(cx, client, &key, &args);
     }
-    {
-        let mut t = st.lock_tables();
-        t.clients.renew(client, st.now())?;
-        let check = match t.stateids.seqid_check(OwnerSort::Open, &key, args.seqid) {
-            Err(nfsstat4::NFS4ERR_BAD_SEQID) => {
-                // An unconfirmed owner starts over (RFC 7530 16.16.5).
-                let Tables { stateids, locks, .. } = &mut *t;
-                if !stateids.reset_unconfirmed(&key, locks) {
-                    return Err(nfsstat4::NFS4ERR_BAD_SEQID);
-                }
-                SeqCheck::Go
-            }
-            c => c?,
-        };
-        match check {
-            SeqCheck::Replay(Replay::Open(r, fh)) => {
-                if let (Ok(ok), Some(fh)) = (&r, fh) {
-                    cx.cfh = Some(fh);
-                    cx.current_stateid = Some(ok.stateid.clone());
-                }
-                return r;
-            }
-            SeqCheck::Replay(_) => return Err(nfsstat4::NFS4ERR_BAD_SEQID),
-            SeqCheck::Go => {}
+    if let Some((r, fh)) = st.open_seqid(&key, args.seqid)? {
+        if let (Ok(ok), Some(fh)) = (&r, fh) {
+            cx.cfh = Some(fh);
+            cx.current_stateid = Some(ok.stateid.clone());
         }
-        t.stateids.ensure_owner(OwnerSort::Open, &key, st.settings.max_owners_per_client, 0)?;
+        return r;
     }
     let r = open(cx, client, &key, &args);
-    let status = r.as_ref().err().copied().unwrap_or(nfsstat4::NFS4_OK);
     let fh = r.is_ok().then_some(cx.cfh).flatten();
-    st.lock_tables().stateids.seqid_record(OwnerSort::Open, &key, args.seqid, status, Replay::Open(r.clone(), fh));
+    st.record_open_reply(&key, args.seqid, &r, fh);
     r
 }
 
@@ -255,32 +219,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         openflag4::OPEN4_CREATE(how) => Some(how),
         openflag4::default(_) => None,
     };
-    {
-        let mut t = st.lock_tables();
-        let now = st.now();
-        if minor >= 1 {
-            t.clients.renew(client, now)?;
-        }
-        let in_grace = t.grace.in_grace(now);
-        match &args.claim {
-            CLAIM_PREVIOUS(_) => {
-                if !in_grace || !t.clients.may_reclaim(client) {
-                    return Err(nfsstat4::NFS4ERR_NO_GRACE);
-                }
-            }
-            CLAIM_DELEGATE_PREV(_) | CLAIM_DELEG_PREV_FH => return Err(nfsstat4::NFS4ERR_NOTSUPP),
-            // An open under a delegation the client holds cannot conflict
-            // with anything being reclaimed.
-            CLAIM_DELEGATE_CUR(_) | CLAIM_DELEG_CUR_FH(_) => {}
-            CLAIM_NULL(_) | CLAIM_FH => {
-                // A 4.1 client must say RECLAIM_COMPLETE before its first
-                // new open, even with nothing to reclaim (RFC 8881 18.51.3).
-                if in_grace || (minor >= 1 && !t.clients.reclaim_completed(client)) {
-                    return Err(nfsstat4::NFS4ERR_GRACE);
-                }
-            }
-        }
-    }
+    st.open_claim_allowed(minor, client, &args.claim)?;
     if let Some(Fh::Obj { export_id, .. }) = cx.cfh {
         if let Some(e) = cx.core.export_by_id(export_id) {
             shared_shares::denial_ready(cx.core, &*e.fs, deny)?;
@@ -319,85 +258,36 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     if let Some(store) = obj.fs().shared_store() {
         store.open_shared(obj.id, access & OPEN4_SHARE_ACCESS_WRITE != 0).map_err(stat4)?;
     }
-    let mut t = st.lock_tables();
     let deleg_claim = match &args.claim {
         CLAIM_DELEGATE_CUR(d) => Some(cx.resolve_stateid(&d.delegate_stateid)?),
         CLAIM_DELEG_CUR_FH(s) => Some(cx.resolve_stateid(s)?),
         _ => None,
     };
-    if let Some(ds) = &deleg_claim {
-        let e = t.stateids.find(st.boot, minor, Some(client), ds)?;
-        if !matches!(e.kind, Kind::Deleg(_)) || e.file != file {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-    }
-    delegations::recall_conflicting(st, &mut t, file, Some(client), access & OPEN4_SHARE_ACCESS_WRITE != 0)?;
-    let existing = t.stateids.opens_by.get(&(key.clone(), file)).copied();
-    let (all_access, all_deny) = match existing.and_then(|o| t.stateids.ids.get(&o)).and_then(|e| e.open()) {
-        // The owner's own open counts too (RFC 7530 9.9, 16.16.5): an
-        // upgrade may not access what that open denies nor deny what it
-        // accesses.
-        Some(o) if access & o.deny != 0 || deny & o.access != 0 => return Err(nfsstat4::NFS4ERR_SHARE_DENIED),
-        Some(o) => (o.access | access, o.deny | deny),
-        None => (access, deny),
+    let req = OpenRequest {
+        minor,
+        client,
+        owner: key,
+        file,
+        access,
+        deny,
+        share_access: args.share_access,
+        deleg_claim: deleg_claim.as_ref(),
+        reclaim: matches!(args.claim, CLAIM_PREVIOUS(_)),
+        fh: &nfh,
     };
-    let mut conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);
-    if !conflicts.is_empty() && expire_courtesy(cx, &mut t, client, &conflicts) {
-        conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);
-    }
-    if !conflicts.is_empty() {
-        return Err(nfsstat4::NFS4ERR_SHARE_DENIED);
-    }
-    // Where other servers share the file system, their opens are seen in
-    // the store only. A new open's modes are taken there with the tables
-    // unlocked (the store may be across the network), then the table is
-    // checked again.
-    let fs = obj.fs();
     let core = cx.core;
-    let reserved = if fs.shared_store().is_some() && existing.is_none() && core.publishes_shares() {
-        let store_key = t.stateids.new_store_key(st.boot);
-        drop(t);
-        let reserved = shared_shares::reserve_new(core, fs, obj.id, store_key, all_access, all_deny)?;
-        t = st.lock_tables();
-        if t.stateids.opens_by.contains_key(&(key.clone(), file))
-            || !share_conflicts(&t.stateids, file, None, all_access, all_deny).is_empty()
-        {
-            drop(t);
-            shared_shares::undo(fs, obj.id, &reserved);
-            // The owner's other OPEN of the file came first (retried, this
-            // one upgrades it), or a conflicting open the store should have
-            // refused (the retry finds it in the table).
-            return Err(nfsstat4::NFS4ERR_DELAY);
-        }
-        reserved
-    } else {
-        shared_shares::reserve(core, fs, obj.id, &mut t.stateids, st.boot, existing.as_ref(), all_access, all_deny)?
-    };
-    let confirmed = minor >= 1 || t.stateids.open_owners.get(key).is_some_and(|o| o.confirmed);
-    let recorded =
-        t.stateids.ensure_owner(OwnerSort::Open, key, st.settings.max_owners_per_client, minor).and_then(|()| {
-            let max = st.settings.max_stateids_per_client;
-            t.stateids.open(st.boot, max, minor, key, file, access, deny, confirmed, reserved.key)
-        });
-    let opened = match recorded {
-        Ok(o) => o,
-        Err(e) => {
-            shared_shares::undo(fs, obj.id, &reserved);
-            return Err(e);
+    let store = Store { core, obj, file };
+    let opened = match st.open_shares(&req, &store)? {
+        OpenStep::Recorded(o) => o,
+        OpenStep::Reserve { store_key, access, deny } => {
+            // Where other servers share the file system, their opens are
+            // seen in the store only: a new open's modes are taken there
+            // with the state unlocked (the store may be across the network).
+            let reserved = shared_shares::reserve_new(core, obj.fs(), obj.id, store_key, access, deny)?;
+            st.open_reserved(&req, &store, reserved)?
         }
     };
-    let delegation = if deleg_claim.is_some() || !confirmed || matches!(args.claim, CLAIM_PREVIOUS(_)) {
-        open_delegation4::OPEN_DELEGATE_NONE
-    } else if fs.shared_store().is_some() {
-        // Another head may serve a conflicting open this server never
-        // hears of: only the store's delegation makes it wait for a recall.
-        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, |write| {
-            core.take_shared_delegation(&obj.export.fs, file, write)
-        })
-    } else {
-        delegations::grant(st, &mut t, minor, file, client, &nfh, args.share_access, |_| true)
-    };
-    drop(t);
+    let (confirmed, fs) = (opened.confirmed, obj.fs());
     let mut rflags = OPEN4_RESULT_LOCKTYPE_POSIX;
     if !confirmed {
         rflags |= OPEN4_RESULT_CONFIRM;
@@ -407,5 +297,46 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
     }
     cx.cfh = Some(fh);
     cx.current_stateid = Some(opened.stateid.clone());
+    let delegation = opened.delegation;
     Ok(OPEN4resok { stateid: opened.stateid, cinfo: target.cinfo, rflags, attrset: target.attrset, delegation })
+}
+
+/// The shared store of the file an OPEN records, asked with the state
+/// locked (see `shared_shares` and `shared_delegs`).
+struct Store<'a, 'b> {
+    core: &'a crate::Core,
+    obj: &'b Obj<'a>,
+    file: FileKey,
+}
+
+impl OpenStore for Store<'_, '_> {
+    type Reserved = shared_shares::Reserved;
+
+    fn store_key(r: &Self::Reserved) -> u64 {
+        r.key
+    }
+
+    fn reserves_unlocked(&self) -> bool {
+        self.obj.fs().shared_store().is_some() && self.core.publishes_shares()
+    }
+
+    fn reserve(
+        &self,
+        held: Option<(u64, u32, u32)>,
+        new_key: &mut dyn FnMut() -> u64,
+        access: u32,
+        deny: u32,
+    ) -> Result<Self::Reserved, nfsstat4> {
+        shared_shares::reserve(self.core, self.obj.fs(), self.obj.id, held, new_key, access, deny)
+    }
+
+    fn undo(&self, r: &Self::Reserved) {
+        shared_shares::undo(self.obj.fs(), self.obj.id, r);
+    }
+
+    fn delegate(&self, write: bool) -> bool {
+        // Another head may serve a conflicting open this server never
+        // hears of: only the store's delegation makes it wait for a recall.
+        self.obj.fs().shared_store().is_none() || self.core.take_shared_delegation(&self.obj.export.fs, self.file, write)
+    }
 }

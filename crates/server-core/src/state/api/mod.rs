@@ -14,4 +14,5 @@ mod offloads;
 mod opens;
 mod stateids;
 
-pub(crate) use opens::Answer;
+pub(crate) use locks::{LockRange, Locker};
+pub(crate) use opens::{Answer, OpenRequest, OpenStep, OpenStore};

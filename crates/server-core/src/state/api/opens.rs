@@ -78,6 +78,9 @@ pub(super) fn expire_courtesy(st: &State4, t: &mut Tables, me: u64, clients: &[u
     any
 }
 
+/// An NFSv4.0 OPEN's kept reply and the handle it made current.
+type OpenReply = (Result<OPEN4resok, nfsstat4>, Option<Fh>);
+
 /// An OPEN (RFC 8881 18.16) as the state records it, once the file is
 /// found or created.
 pub(crate) struct OpenRequest<'a> {
@@ -187,7 +190,7 @@ impl State4 {
         &self,
         key: &OwnerKey,
         seqid: seqid4,
-    ) -> Result<Option<(Result<OPEN4resok, nfsstat4>, Option<Fh>)>, nfsstat4> {
+    ) -> Result<Option<OpenReply>, nfsstat4> {
         let mut t = self.lock_tables();
         t.clients.renew(key.client, self.now())?;
         let check = match t.stateids.seqid_check(OwnerSort::Open, key, seqid) {
