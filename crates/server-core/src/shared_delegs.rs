@@ -175,8 +175,7 @@ fn settle(st: &State4, files: &Files, fs: &Arc<dyn Vfs>, key: (u32, FileId), dea
 /// Gives back the store delegations no client's delegation stands behind.
 fn sweep(st: &State4, files: &Files) {
     st.with_delegations_held(|held| {
-        let orphans: Vec<(u32, FileId)> =
-            files.lock().iter().filter(|(_, h)| !held(h.file)).map(|(k, _)| *k).collect();
+        let orphans: Vec<(u32, FileId)> = files.lock().iter().filter(|(_, h)| !held(h.file)).map(|(k, _)| *k).collect();
         for key in orphans {
             let Some(h) = files.lock().remove(&key) else { continue };
             if let Some(fs) = h.fs.upgrade() {

@@ -11,9 +11,7 @@ use crate::Core;
 pub(super) fn share(core: &Core, call: &Call, a: nlm4_shareargs, take: bool) -> (nlm4_shareres, bool) {
     let stat = match file_of(core, call, &a.share.fh) {
         Err(s) => s,
-        Ok(_) if take && core.v4.nlm_grace_refuses(a.reclaim) => {
-            nlm4_stats::nlm4_denied_grace_period
-        }
+        Ok(_) if take && core.v4.nlm_grace_refuses(a.reclaim) => nlm4_stats::nlm4_denied_grace_period,
         Ok(_) => nlm4_stats::nlm4_granted,
     };
     (nlm4_shareres { cookie: a.cookie, stat, sequence: 0 }, stat == nlm4_stats::nlm4_granted)

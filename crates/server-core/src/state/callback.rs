@@ -72,7 +72,7 @@ fn call_header(e: &mut Encoder, xid: u32, program: u32, proc_: u32, sec: &callba
 /// Binds connection `conn` as `session`'s back channel (replacing any
 /// earlier one) and probes it with CB_NULL. False when the client gave no
 /// security flavour we can use.
-pub(crate) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64) -> bool {
+pub(super) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64) -> bool {
     let max_cb = st.settings.max_cb_slots;
     let Some(cell) = st.sessions.get(session) else { return false };
     let client = {
@@ -98,7 +98,7 @@ pub(crate) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64)
 }
 
 /// Sends CB_NULL on `session`'s back channel.
-pub(crate) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
+pub(super) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     let xid = t.callbacks.next_xid();
     let Some(cell) = st.sessions.get(session) else { return };
     let mut s = cell.lock();
@@ -274,7 +274,7 @@ fn recall_answered(t: &mut Tables, stateid: &stateid4, res: &CB_COMPOUND4res) {
 /// of its sessions' back channels. False when the client has no usable
 /// back channel (the caller then treats the delegation as unrecallable
 /// and revokes it once the lease passes).
-pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid4, fh: &nfs_fh4) -> bool {
+pub(super) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid4, fh: &nfs_fh4) -> bool {
     let op = nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args { stateid: stateid.clone(), truncate: false, fh: fh.clone() });
     send_to_client(st, t, client, op)
 }
@@ -282,7 +282,7 @@ pub(crate) fn recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid
 /// Sends CB_LAYOUTRECALL of `client`'s layout `stateid` of `fh` (RFC 8881
 /// section 20.3): the file was truncated or removed. False when the client
 /// has no usable back channel.
-pub(crate) fn layout_recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid4, fh: &nfs_fh4) -> bool {
+pub(super) fn layout_recall(st: &State4, t: &mut Tables, client: u64, stateid: &stateid4, fh: &nfs_fh4) -> bool {
     let op = nfs_cb_argop4::OP_CB_LAYOUTRECALL(CB_LAYOUTRECALL4args {
         clora_type: layouttype4::LAYOUT4_FLEX_FILES,
         clora_iomode: layoutiomode4::LAYOUTIOMODE4_ANY,
@@ -300,7 +300,7 @@ pub(crate) fn layout_recall(st: &State4, t: &mut Tables, client: u64, stateid: &
 /// Sends CB_OFFLOAD (the end of an asynchronous COPY, RFC 7862 section
 /// 16.1) to `client`. False when it has no usable back channel; the
 /// client then learns the result through OFFLOAD_STATUS.
-pub(crate) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD4args) -> bool {
+pub(super) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD4args) -> bool {
     send_to_client(st, t, client, nfs_cb_argop4::OP_CB_OFFLOAD(args))
 }
 
@@ -308,7 +308,7 @@ pub(crate) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD
 /// write delegation; the answer goes to parked call `waiter`. False when no back
 /// channel of the client has a free slot (no queueing: the GETATTR
 /// waiting on it would time out anyway).
-pub(crate) fn getattr(st: &State4, t: &mut Tables, client: u64, fh: &nfs_fh4, waiter: WaitId) -> bool {
+pub(super) fn getattr(st: &State4, t: &mut Tables, client: u64, fh: &nfs_fh4, waiter: WaitId) -> bool {
     let mut attr_request = Vec::new();
     proto::bitmap4::add(&mut attr_request, FATTR4_CHANGE);
     proto::bitmap4::add(&mut attr_request, FATTR4_SIZE);
@@ -393,7 +393,7 @@ pub(crate) fn has_backchannel(st: &State4, client: u64) -> bool {
 /// to be down (SEQUENCE's SEQ4_STATUS_CB_PATH_DOWN), after a back
 /// channel was bound, answered, failed or went with its session. Call
 /// holding no session's lock.
-pub(crate) fn refresh_path(st: &State4, t: &Tables, client: u64) {
+pub(super) fn refresh_path(st: &State4, t: &Tables, client: u64) {
     let Some(c) = t.clients.get(client) else { return };
     let up = st.sessions.of_client(client).iter().any(|cell| cell.lock().back_bound());
     c.lease.set_path_up(up);

@@ -249,7 +249,7 @@ impl Clients {
 /// lock (no timers): clients past lease plus courtesy time are expired,
 /// unconfirmed records older than a lease dropped, and expired clients'
 /// sessions and stable records removed.
-pub(crate) fn tidy(st: &State4, t: &mut Tables) {
+pub(super) fn tidy(st: &State4, t: &mut Tables) {
     let now = st.now();
     let due = t.clients.last_sweep.map_or(true, |l| now >= l + SWEEP_EVERY);
     if due {
@@ -308,7 +308,7 @@ pub(crate) fn tidy(st: &State4, t: &mut Tables) {
 }
 
 /// Drops every session of `client`, with their back channels.
-pub(crate) fn forget_sessions(st: &State4, t: &mut Tables, client: u64) {
+pub(super) fn forget_sessions(st: &State4, t: &mut Tables, client: u64) {
     let ids = match t.clients.map.get_mut(&client) {
         Some(c) => std::mem::take(&mut c.sessions),
         None => st.sessions.of_client(client).iter().map(|s| s.lock().id).collect(),
@@ -319,7 +319,7 @@ pub(crate) fn forget_sessions(st: &State4, t: &mut Tables, client: u64) {
 }
 
 /// Writes `owner` to the stable store (once).
-pub(crate) fn record(st: &State4, t: &mut Tables, client: u64) {
+pub(super) fn record(st: &State4, t: &mut Tables, client: u64) {
     let Some(c) = t.clients.map.get_mut(&client) else { return };
     if c.recorded {
         return;
@@ -330,14 +330,14 @@ pub(crate) fn record(st: &State4, t: &mut Tables, client: u64) {
 
 /// Removes `owner` from the stable store unless a live client of that
 /// owner still holds the record.
-pub(crate) fn unrecord(st: &State4, t: &Tables, owner: &[u8]) {
+pub(super) fn unrecord(st: &State4, t: &Tables, owner: &[u8]) {
     if !t.clients.map.values().any(|c| c.recorded && &c.owner[..] == owner) {
         st.store.remove(owner);
     }
 }
 
 /// Removes a client entirely: its state, sessions and stable record.
-pub(crate) fn destroy(st: &State4, t: &mut Tables, client: u64) {
+pub(super) fn destroy(st: &State4, t: &mut Tables, client: u64) {
     t.stateids.purge_client(client, &mut t.locks);
     t.layouts.return_all(client, None);
     forget_sessions(st, t, client);
@@ -351,7 +351,7 @@ pub(crate) fn destroy(st: &State4, t: &mut Tables, client: u64) {
 /// Makes room for one more client record when `max_clients` is reached:
 /// expired clients' tombstones first, then the client whose lease ran out
 /// longest ago. False when every client holds a valid lease.
-pub(crate) fn make_room(st: &State4, t: &mut Tables) -> bool {
+pub(super) fn make_room(st: &State4, t: &mut Tables) -> bool {
     if t.clients.live_count() < st.settings.max_clients {
         return true;
     }

@@ -32,7 +32,7 @@ fn conflicts(d: &DelegState, for_write: bool) -> bool {
 /// more) stands in the way; NFS4ERR_DELAY while a recall is outstanding.
 /// Delegations of expired clients are taken with their client's state;
 /// delegations not returned within a lease of their recall are revoked.
-pub(crate) fn recall_conflicting(
+pub(super) fn recall_conflicting(
     st: &State4,
     t: &mut Tables,
     file: FileKey,
@@ -135,7 +135,7 @@ pub(crate) fn holder_attrs(
 /// Marks a delegation revoked: it no longer conflicts, and its stateid
 /// stays (DELEG_REVOKED) until the client frees it.
 /// The holder learns of it through SEQUENCE's status flags.
-pub(crate) fn revoke(t: &mut Tables, other: &Other) {
+pub(super) fn revoke(t: &mut Tables, other: &Other) {
     let Some(e) = t.stateids.ids.get_mut(other) else { return };
     if let Kind::Deleg(d) = &mut e.kind {
         d.revoked = true;
@@ -146,7 +146,7 @@ pub(crate) fn revoke(t: &mut Tables, other: &Other) {
 
 /// Revokes every delegation on `file` (the shared store wants it back and
 /// its holders did not return it in time).
-pub(crate) fn revoke_all_on(t: &mut Tables, file: FileKey) {
+pub(super) fn revoke_all_on(t: &mut Tables, file: FileKey) {
     let found: Vec<Other> =
         t.stateids.on_file(file).filter(|(_, e)| matches!(e.kind, Kind::Deleg(_))).map(|(o, _)| *o).collect();
     for other in found {
@@ -162,7 +162,7 @@ pub(crate) fn revoke_all_on(t: &mut Tables, file: FileKey) {
 /// system other servers share takes the store's delegation there) says
 /// no.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn grant(
+pub(super) fn grant(
     st: &State4,
     t: &mut Tables,
     minor: u32,
@@ -244,7 +244,7 @@ pub(crate) fn grant(
 }
 
 /// DELEGRETURN: the delegation `s` of `client` on `file` goes.
-pub(crate) fn delegreturn(
+pub(super) fn delegreturn(
     st: &State4,
     t: &mut Tables,
     minor: u32,

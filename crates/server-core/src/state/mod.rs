@@ -5,6 +5,11 @@
 //! touches only its session; the other tables sit behind one mutex that is
 //! held for table updates only, never across backend I/O, so state
 //! changes of different owners are not serialised behind each other's I/O.
+//!
+//! Only this module sees the tables and their lock: the operations go
+//! through the methods of [`State4`] in `api/`, which say in the
+//! protocol's terms what they need, so that how the tables are kept and
+//! locked can change behind them.
 
 pub mod settings;
 
@@ -28,8 +33,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::nfs4::sessionid4;
 
-pub(crate) use api::{Answer, LockRange, Locker, OpenRequest, OpenStep, OpenStore};
 use crate::clock::Clock;
+pub(crate) use api::{Answer, LockRange, Locker, OpenRequest, OpenStep, OpenStore};
 pub use settings::{DelegationPolicy, Nfs4Settings, OwnerFormat};
 
 /// A file as state is kept for it: (export id, file id, generation). The
@@ -99,14 +104,14 @@ impl StableStore for MemStore {
 
 /// The tables, under one lock.
 #[derive(Default)]
-pub(crate) struct Tables {
-    pub clients: clients::Clients,
-    pub callbacks: callback::Callbacks,
-    pub grace: grace::Grace,
-    pub stateids: stateids::Stateids,
-    pub locks: lockmgr::LockManager,
-    pub offloads: offload::Offloads,
-    pub layouts: layouts::Layouts,
+struct Tables {
+    clients: clients::Clients,
+    callbacks: callback::Callbacks,
+    grace: grace::Grace,
+    stateids: stateids::Stateids,
+    locks: lockmgr::LockManager,
+    offloads: offload::Offloads,
+    layouts: layouts::Layouts,
 }
 
 pub(crate) struct State4 {
@@ -222,7 +227,7 @@ impl State4 {
     }
 
     /// The tables, locked.
-    pub(crate) fn lock_tables(&self) -> parking_lot::MutexGuard<'_, Tables> {
+    fn lock_tables(&self) -> parking_lot::MutexGuard<'_, Tables> {
         self.tables_locked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.tables.lock()
     }
@@ -247,7 +252,7 @@ impl State4 {
 
     /// Removes session `id` (its callbacks in flight go with it); its
     /// client, or `None` if there was no such session.
-    pub(crate) fn forget_session(&self, t: &mut Tables, id: &sessionid4) -> Option<u64> {
+    fn forget_session(&self, t: &mut Tables, id: &sessionid4) -> Option<u64> {
         let client = self.sessions.take(id)?;
         t.callbacks.pending.retain(|_, p| p.session != *id);
         callback::refresh_path(self, t, client);

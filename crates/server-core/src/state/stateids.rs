@@ -605,7 +605,7 @@ impl Stateids {
 /// other lock-owners' byte-range locks over `range` (offset, length).
 /// `client` is the session's client (4.1) or `None` (4.0). The
 /// stateid's client's lease is renewed.
-pub(crate) fn check_io(
+pub(super) fn check_io(
     st: &State4,
     t: &mut Tables,
     client: Option<u64>,

@@ -102,7 +102,9 @@ fn run_inner(cx: &mut Compound, args: LOCK4args, remote_conflict: Option<Lock>) 
             owner: OwnerKey { client: client_of(cx, otl.lock_owner.clientid), owner: otl.lock_owner.owner.clone() },
             lock_seqid: otl.lock_seqid,
         },
-        locker4::FALSE(el) => Locker::Existing { lock: cx.resolve_stateid(&el.lock_stateid)?, lock_seqid: el.lock_seqid },
+        locker4::FALSE(el) => {
+            Locker::Existing { lock: cx.resolve_stateid(&el.lock_stateid)?, lock_seqid: el.lock_seqid }
+        }
     };
     let range = LockRange { file, kind: lock_kind(args.locktype), start, end, reclaim: args.reclaim };
     let r = match st.lock4(minor, io_client(cx), &locker, &range, remote_conflict) {

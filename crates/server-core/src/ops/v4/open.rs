@@ -337,6 +337,7 @@ impl OpenStore for Store<'_, '_> {
     fn delegate(&self, write: bool) -> bool {
         // Another head may serve a conflicting open this server never
         // hears of: only the store's delegation makes it wait for a recall.
-        self.obj.fs().shared_store().is_none() || self.core.take_shared_delegation(&self.obj.export.fs, self.file, write)
+        self.obj.fs().shared_store().is_none()
+            || self.core.take_shared_delegation(&self.obj.export.fs, self.file, write)
     }
 }

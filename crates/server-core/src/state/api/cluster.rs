@@ -91,7 +91,14 @@ impl State4 {
         if publish.swap(true, Ordering::AcqRel) {
             return None;
         }
-        Some(t.stateids.ids.iter().filter(|(_, e)| e.open().is_some_and(|o| o.store_key != 0)).map(|(o, _)| *o).collect())
+        Some(
+            t.stateids
+                .ids
+                .iter()
+                .filter(|(_, e)| e.open().is_some_and(|o| o.store_key != 0))
+                .map(|(o, _)| *o)
+                .collect(),
+        )
     }
 
     /// Runs `f` with open `other`'s file, store key, access and deny with

@@ -131,8 +131,7 @@ impl State4 {
                 (open.clone(), owner.clone(), None)
             }
             Locker::Existing { lock, lock_seqid: seqid } => {
-                let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&lock.other).map(|e| (e.client, &e.kind))
-                else {
+                let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&lock.other).map(|e| (e.client, &e.kind)) else {
                     let e = t.stateids.find(self.boot, minor, io_client, lock).err();
                     return Answer::Early(Err(e.unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID)));
                 };

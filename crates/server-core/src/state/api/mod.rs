@@ -4,8 +4,8 @@
 //! or their locks, so that how the state is kept and locked (one lock
 //! today, shards by file next) can change behind this surface alone.
 
-mod cluster;
 mod clients;
+mod cluster;
 mod dirs;
 mod layouts;
 mod locks;

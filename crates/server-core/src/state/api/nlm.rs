@@ -38,7 +38,14 @@ impl State4 {
 
     /// NLM4_TEST: the lock of another owner than `owner` that conflicts
     /// with `kind` on `start..=end` of `file`.
-    pub(crate) fn nlm_test(&self, file: FileKey, owner: &LockOwner, kind: LockKind, start: u64, end: u64) -> Option<Lock> {
+    pub(crate) fn nlm_test(
+        &self,
+        file: FileKey,
+        owner: &LockOwner,
+        kind: LockKind,
+        start: u64,
+        end: u64,
+    ) -> Option<Lock> {
         self.lock_tables().locks.test(file, owner, kind, start, end)
     }
 

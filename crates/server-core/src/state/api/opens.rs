@@ -142,7 +142,11 @@ pub(crate) enum OpenStep {
     /// A new open's share modes are to be taken in the store with the
     /// state unlocked (it may be across the network), under `store_key`;
     /// then [`State4::open_reserved`] records it.
-    Reserve { store_key: u64, access: u32, deny: u32 },
+    Reserve {
+        store_key: u64,
+        access: u32,
+        deny: u32,
+    },
 }
 
 /// Records the OPEN whose share modes `reserved` holds in the store, and
@@ -186,11 +190,7 @@ impl State4 {
     /// owner `key` and checks `seqid` (an unconfirmed owner with a wrong
     /// one starts over), making sure the owner exists. `Some`: a
     /// retransmission, with the kept reply and the handle it made current.
-    pub(crate) fn open_seqid(
-        &self,
-        key: &OwnerKey,
-        seqid: seqid4,
-    ) -> Result<Option<OpenReply>, nfsstat4> {
+    pub(crate) fn open_seqid(&self, key: &OwnerKey, seqid: seqid4) -> Result<Option<OpenReply>, nfsstat4> {
         let mut t = self.lock_tables();
         t.clients.renew(key.client, self.now())?;
         let check = match t.stateids.seqid_check(OwnerSort::Open, key, seqid) {
@@ -215,7 +215,13 @@ impl State4 {
 
     /// Keeps an NFSv4.0 OPEN's reply (and the handle it made current) for
     /// the owner's retransmissions.
-    pub(crate) fn record_open_reply(&self, key: &OwnerKey, seqid: seqid4, r: &Result<OPEN4resok, nfsstat4>, fh: Option<Fh>) {
+    pub(crate) fn record_open_reply(
+        &self,
+        key: &OwnerKey,
+        seqid: seqid4,
+        r: &Result<OPEN4resok, nfsstat4>,
+        fh: Option<Fh>,
+    ) {
         record(&mut self.lock_tables(), OwnerSort::Open, key, seqid, r, |r| Replay::Open(r, fh));
     }
 
