@@ -134,3 +134,32 @@ fn no_promise_where_the_file_cannot_be_kept() {
     let mut c = Session::ready_minor(&env, "c", 2);
     assert_ne!(open_write(&env, &mut c, "o", "f", b"x").2 & OPEN4_RESULT_PRESERVE_UNLINKED, 0);
 }
+
+/// The promise holds whoever removes the name: an NFSv3 client's REMOVE,
+/// or its RENAME over the file, leaves the NFSv4.1 client's open file
+/// readable until it is closed.
+#[test]
+fn an_nfsv3_removal_keeps_the_promise() {
+    use proto::nfs3::*;
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_on("/export *(rw,insecure)\n", vec![localfs(&dir)]);
+    let mut a = Session::ready(&env, "a");
+    let (fh, sid, rflags) = open_write(&env, &mut a, "o", "f", b"kept by v4");
+    assert_ne!(rflags & OPEN4_RESULT_PRESERVE_UNLINKED, 0);
+    let (gfh, gsid, _) = open_write(&env, &mut a, "o", "g", b"kept too");
+    let root = env.mount("/export");
+    let at = |n: &str| diropargs3 { dir: root.clone(), name: Bytes::copy_from_slice(n.as_bytes()) };
+    let r: REMOVE3res = env.call(NFS, 3, NFS3_REMOVE, &REMOVE3args { object: at("f") }).result();
+    assert!(matches!(r, REMOVE3res::NFS3_OK(_)), "{r:?}");
+    std::fs::write(dir.path().join("export/h"), b"new g").unwrap();
+    let r: RENAME3res = env.call(NFS, 3, NFS3_RENAME, &RENAME3args { from: at("h"), to: at("g") }).result();
+    assert!(matches!(r, RENAME3res::NFS3_OK(_)), "{r:?}");
+    assert!(!dir.path().join("export/f").exists());
+    assert_eq!(std::fs::read(dir.path().join("export/g")).unwrap(), b"new g");
+    assert_eq!(&read(&env, &mut a, &fh, &sid)[..], b"kept by v4");
+    assert_eq!(&read(&env, &mut a, &gfh, &gsid)[..], b"kept too");
+    assert_eq!(numlinks(&env, &mut a, &fh), Ok(0));
+    close(&env, &mut a, &fh, &sid);
+    close(&env, &mut a, &gfh, &gsid);
+    assert_eq!(numlinks(&env, &mut a, &fh), Err(nfsstat4::NFS4ERR_STALE));
+}

@@ -136,6 +136,8 @@ pub(crate) struct State4 {
     /// [`clients::SWEEP_EVERY`].
     last_tidy_us: std::sync::atomic::AtomicU64,
     pub(crate) write_delegated: Arc<WriteDelegated>,
+    /// Files with opens or delegations (`Stateids::files_held`).
+    files_held: Arc<std::sync::atomic::AtomicUsize>,
     /// Set when the lock table queued releases for a shared store, read
     /// without the tables' lock (`crate::shared_locks`).
     pub lock_releases: Arc<std::sync::atomic::AtomicBool>,
@@ -208,6 +210,7 @@ impl State4 {
         let grace = Duration::from_secs(settings.grace_secs.into());
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
         let write_delegated = tables.stateids.write_delegated.clone();
+        let files_held = tables.stateids.files_held.clone();
         let lock_releases = tables.locks.released_pending.clone();
         tables.stateids.shares_pending = lock_releases.clone();
         let tables = parking_lot::Mutex::new(tables);
@@ -222,6 +225,7 @@ impl State4 {
             sessions: Default::default(),
             last_tidy_us: Default::default(),
             write_delegated,
+            files_held,
             lock_releases,
         }
     }
@@ -274,6 +278,12 @@ impl State4 {
     /// Whether any client holds a delegation of either kind.
     pub fn any_delegated(&self) -> bool {
         self.write_delegated.held.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+
+    /// Whether any file has opens or delegations, read without the
+    /// tables' lock.
+    pub fn any_file_state(&self) -> bool {
+        self.files_held.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 
     pub fn any_write_delegated(&self) -> bool {

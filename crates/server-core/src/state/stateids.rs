@@ -223,6 +223,9 @@ pub(crate) struct Stateids {
     pub(crate) locks_by: HashMap<(OwnerKey, FileKey), Other>,
     /// Open and delegation stateids per file.
     pub(crate) files: HashMap<FileKey, Vec<Other>>,
+    /// How many files `files` holds, readable without the tables' lock:
+    /// a removal need not ask about a file's opens while there are none.
+    pub(crate) files_held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Every stateid of each client.
     pub(crate) by_client: HashMap<u64, HashSet<Other>>,
     /// How many of each client's stateids are delegations.
@@ -276,6 +279,15 @@ impl Stateids {
         self.released_shares.len() != before
     }
 
+    /// Files `other` (an open or a delegation) to `file`.
+    fn file_push(&mut self, file: FileKey, other: Other) {
+        let v = self.files.entry(file).or_default();
+        if v.is_empty() {
+            self.files_held.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        v.push(other);
+    }
+
     pub(crate) fn new_other(&mut self, boot: u32) -> Other {
         self.next += 1;
         let mut o = [0u8; 12];
@@ -294,7 +306,7 @@ impl Stateids {
         self.by_client.entry(entry.client).or_default().insert(other);
         match &entry.kind {
             Kind::Open(o) => {
-                self.files.entry(entry.file).or_default().push(other);
+                self.file_push(entry.file, other);
                 let key = OwnerKey { client: entry.client, owner: o.owner.clone() };
                 self.open_owners.entry(key.clone()).or_default().stateids += 1;
                 self.opens_by.insert((key, entry.file), other);
@@ -308,7 +320,7 @@ impl Stateids {
                 }
             }
             Kind::Deleg(d) => {
-                self.files.entry(entry.file).or_default().push(other);
+                self.file_push(entry.file, other);
                 *self.delegs_by_client.entry(entry.client).or_default() += 1;
                 self.write_delegated.note_held(true);
                 if d.write {
@@ -344,11 +356,13 @@ impl Stateids {
             }
         }
         let kept = &mut self.kept_unlinked;
+        let held = &self.files_held;
         let mut unfile = |files: &mut HashMap<FileKey, Vec<Other>>| {
             if let Some(v) = files.get_mut(&e.file) {
                 v.retain(|o| o != other);
                 if v.is_empty() {
                     files.remove(&e.file);
+                    held.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     kept.remove(&e.file);
                 }
             }

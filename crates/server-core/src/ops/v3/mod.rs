@@ -420,6 +420,7 @@ pub(crate) fn remove_entry(
     at: &diropargs3,
     unlink: impl FnOnce(&dyn Vfs, FileId, &[u8]) -> vfs::VfsResult<()>,
 ) -> Result<wcc_data, (nfsstat3, wcc_data)> {
+    let mut removed = None;
     let dir = modifiable(ctx, &at.dir, |dir| {
         if !dir.is_dir() {
             return Err(nfsstat3::NFS3ERR_NOTDIR);
@@ -428,7 +429,10 @@ pub(crate) fn remove_entry(
         // Refused anyway: looked up too, so a missing name still says NOENT.
         let refused = !crate::auth::may_delete_entry(&dir.attrs, None, &dir.creds);
         let delegated = ctx.core.v4.any_delegated();
-        let victim = if refused || delegated || crate::auth::sticky_applies(&dir.attrs, &dir.creds) {
+        // An NFSv4 client may hold the file open under the promise that
+        // it outlives its last name (OPEN4_RESULT_PRESERVE_UNLINKED).
+        let opened = ctx.core.v4.any_file_state();
+        let victim = if refused || delegated || opened || crate::auth::sticky_applies(&dir.attrs, &dir.creds) {
             Some(dir.fs().lookup(dir.id, &at.name).map_err(stat)?)
         } else {
             None
@@ -436,12 +440,24 @@ pub(crate) fn remove_entry(
         if !crate::auth::may_delete_entry(&dir.attrs, victim.as_ref().map(|v| &v.1), &dir.creds) {
             return Err(nfsstat3::NFS3ERR_ACCES);
         }
-        match &victim {
-            Some((id, attrs)) if delegated => delegations::recall_on(ctx, dir, *id, attrs, true),
-            _ => Ok(()),
+        if let Some((id, attrs)) = &victim {
+            if delegated {
+                delegations::recall_on(ctx, dir, *id, attrs, true)?;
+            }
+            if opened {
+                removed = Some(((dir.export.id, *id, attrs.generation), attrs.nlink));
+            }
         }
+        Ok(())
     })?;
-    match unlink(dir.fs(), dir.id, &at.name) {
+    let fs = dir.fs();
+    let r = match removed {
+        Some((file, nlink)) => {
+            crate::state::unlinked::remove_keeping(&ctx.core.v4, fs, file, nlink, || unlink(fs, dir.id, &at.name))
+        }
+        None => unlink(fs, dir.id, &at.name),
+    };
+    match r {
         Ok(()) => Ok(dir.wcc()),
         Err(e) => Err((stat(e), dir.wcc())),
     }

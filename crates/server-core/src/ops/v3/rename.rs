@@ -54,6 +54,7 @@ pub(super) fn rename(ctx: &Ctx, a: RENAME3args) -> RENAME3res {
     if let Err(s) = recall_on(ctx, &from, victim_id, &victim, true) {
         return fail(s);
     }
+    let mut replaced_file = None;
     if let Ok((replaced_id, replaced)) = fs.lookup(to.id, &a.to.name) {
         if !may_delete_entry(&to.attrs, Some(&replaced), &to.creds) {
             return fail(nfsstat3::NFS3ERR_ACCES);
@@ -61,8 +62,18 @@ pub(super) fn rename(ctx: &Ctx, a: RENAME3args) -> RENAME3res {
         if let Err(s) = recall_on(ctx, &to, replaced_id, &replaced, true) {
             return fail(s);
         }
+        // Renamed over, an NFSv4 client's open file is kept as on REMOVE.
+        if replaced_id != victim_id {
+            replaced_file = Some(((to.export.id, replaced_id, replaced.generation), replaced.nlink));
+        }
     }
-    let r = fs.rename(from.id, &a.from.name, to.id, &a.to.name);
+    let rename = || fs.rename(from.id, &a.from.name, to.id, &a.to.name);
+    let r = match replaced_file {
+        Some((file, nlink)) if ctx.core.v4.any_file_state() => {
+            crate::state::unlinked::remove_keeping(&ctx.core.v4, fs, file, nlink, rename)
+        }
+        _ => rename(),
+    };
     // With from == to, both wcc_data describe the same directory: the
     // pre-op snapshot is shared and the post-op read once.
     let fromdir_wcc = from.wcc();
