@@ -18,6 +18,24 @@ async fn connect41(srv: &Srv) -> Client {
     Client::connect(&url41(srv), ClientSettings::default()).await.unwrap()
 }
 
+/// Opens `name` for reading and writing once the server grants `c` a
+/// delegation on it: the server grants none until the client's back
+/// channel answered its CB_NULL probe, which a loaded machine may not
+/// have done by the first OPEN.
+async fn open_delegated(c: &Client, name: &str) -> client::File {
+    let v41 = c.nfs41().expect("an NFSv4.1 client").clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let f = c.open(name, OpenOptions::read_write()).await.unwrap();
+        if v41.has_delegation(&f.handle().data) {
+            return f;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no delegation on {name} within 5 s");
+        f.close().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_behind_then_read_back_over_a_session() {
     let srv = Srv::start().await;
@@ -432,10 +450,11 @@ async fn locks_under_a_write_delegation_are_local_until_it_is_recalled() {
     let srv = Srv::start().await;
     std::fs::write(srv.path("f"), pattern(4096, 1)).unwrap();
     let a = connect41(&srv).await;
-    let mut fa = a.open("f", OpenOptions::read_write()).await.unwrap();
+    // nfsx grants a write delegation to a lone writer.
+    let mut fa = open_delegated(&a, "f").await;
     fa.write(0, b"a").await.unwrap();
     let v41 = a.nfs41().unwrap().clone();
-    assert!(v41.has_delegation(&fa.handle().data), "nfsx grants a write delegation to a lone writer");
+    assert!(v41.has_delegation(&fa.handle().data));
     let count = |c: &Client, op: &str| c.stats().ops.get(op).map_or(0, |o| o.count);
     assert_eq!(fa.lock(1, 0, 100, true, false).await.unwrap(), None);
     let c = fa.test_lock(2, 50, 1, false).await.unwrap().expect("owner 1's lock");
