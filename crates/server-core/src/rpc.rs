@@ -173,6 +173,12 @@ impl Core {
         out
     }
 
+    /// Tells the core that connection `conn` (`PeerInfo::conn`) closed:
+    /// the NFSv4.1 back channels bound to it are down from now on.
+    pub fn connection_closed(&self, conn: u64) {
+        crate::state::callback::connection_closed(&self.v4, conn);
+    }
+
     /// Runs `record` if it can finish without waiting on a disk; `None`
     /// when it would have to wait (nothing was done: run it with
     /// [`Core::handle_record`] on a thread that may block). For records

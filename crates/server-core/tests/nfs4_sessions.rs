@@ -365,3 +365,48 @@ fn back_channel_probe_and_reply() {
     let r = s.run_on(&env, 0, 0, vec![]);
     assert_eq!(seq_res(&r).sr_status_flags & SEQ4_STATUS_CB_PATH_DOWN, 0);
 }
+
+/// The connection a back channel is bound to closes: the client's next
+/// SEQUENCE says the path is down (so it binds another connection before
+/// a recall needs one), and binding one brings it back.
+#[test]
+fn a_closed_back_channel_connection_is_reported_down_at_once() {
+    let (mut env, _clock, cb) = env_with_nfs4(Nfs4Settings::default(), Arc::new(MemStore::default()));
+    env.peer.conn = 7;
+    let mut s = Session::with(&env, "callme", CREATE_SESSION4_FLAG_CONN_BACK_CHAN, 8);
+    let (_, probe) = cb.sent.lock().unwrap()[0].clone();
+    let msg = proto::rpc::rpc_msg::decode(&mut Decoder::new(probe)).unwrap();
+    let mut reply = xdr::Encoder::new();
+    for v in [msg.xid, 1, 0, 0, 0, 0] {
+        reply.u32(v);
+    }
+    env.raw(reply.into_bytes());
+    let r = s.run_on(&env, 0, 0, vec![]);
+    assert_eq!(seq_res(&r).sr_status_flags & SEQ4_STATUS_CB_PATH_DOWN, 0);
+    // Another connection closing changes nothing.
+    env.core.connection_closed(8);
+    let r = s.run_on(&env, 0, 0, vec![]);
+    assert_eq!(seq_res(&r).sr_status_flags & SEQ4_STATUS_CB_PATH_DOWN, 0);
+    env.core.connection_closed(7);
+    let r = s.run_on(&env, 0, 0, vec![]);
+    assert_ne!(seq_res(&r).sr_status_flags & SEQ4_STATUS_CB_PATH_DOWN, 0, "no callback had to fail first");
+    // The client binds a new connection for the back channel.
+    env.peer.conn = 9;
+    let bind = nfs_argop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4args {
+        bctsa_sessid: s.sessionid,
+        bctsa_dir: channel_dir_from_client4::CDFC4_BACK_OR_BOTH,
+        bctsa_use_conn_in_rdma_mode: false,
+    });
+    ok(&env.compound(1, vec![bind]));
+    let n = cb.sent.lock().unwrap().len();
+    let (conn, probe) = cb.sent.lock().unwrap()[n - 1].clone();
+    assert_eq!(conn, 9, "probed on the new connection");
+    let msg = proto::rpc::rpc_msg::decode(&mut Decoder::new(probe)).unwrap();
+    let mut reply = xdr::Encoder::new();
+    for v in [msg.xid, 1, 0, 0, 0, 0] {
+        reply.u32(v);
+    }
+    env.raw(reply.into_bytes());
+    let r = s.run_on(&env, 0, 0, vec![]);
+    assert_eq!(seq_res(&r).sr_status_flags & SEQ4_STATUS_CB_PATH_DOWN, 0);
+}

@@ -253,6 +253,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     }
     account(&shared, &entry, &mut held, 0);
     shared.connections.unregister(conn_id);
+    shared.core.connection_closed(conn_id);
     // Every permit back means every request has finished and its reply
     // has been written or dropped with a broken connection.
     let _ = permits.acquire_many(limit as u32).await;

@@ -399,6 +399,34 @@ pub(super) fn refresh_path(st: &State4, t: &Tables, client: u64) {
     c.lease.set_path_up(up);
 }
 
+/// Connection `conn` closed: the back channels bound to it are down at
+/// once, rather than at the first callback that fails on it, so that
+/// their clients' next SEQUENCE says SEQ4_STATUS_CB_PATH_DOWN and they
+/// bind a new connection (BIND_CONN_TO_SESSION, RFC 8881 section
+/// 2.10.3.1) before a recall needs it; callbacks sent on it will not be
+/// answered.
+pub(crate) fn connection_closed(st: &State4, conn: u64) {
+    let mut t = st.lock_tables();
+    t.callbacks.pending.retain(|(c, _), _| *c != conn);
+    let mut clients = Vec::new();
+    for cell in st.sessions.all() {
+        let mut s = cell.lock();
+        let client = s.client;
+        let Some(bc) = s.backchannel.as_mut().filter(|bc| bc.conn == conn) else { continue };
+        bc.state = CbState::Down;
+        bc.queue.clear();
+        for slot in &mut bc.slots {
+            slot.busy = None;
+        }
+        clients.push(client);
+    }
+    clients.sort_unstable();
+    clients.dedup();
+    for c in clients {
+        refresh_path(st, &t, c);
+    }
+}
+
 /// What parked call `wait` waited for; [`HolderAnswer::NoAnswer`] when
 /// the answer did not come (in time). The wait ends with it.
 pub(crate) fn take_answer(st: &State4, wait: WaitId) -> HolderAnswer {

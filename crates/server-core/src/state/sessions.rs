@@ -266,6 +266,11 @@ impl SessionTable {
         self.map.read().values().filter(|(c, _)| *c == client).map(|(_, s)| s.clone()).collect()
     }
 
+    /// Every session (none locked).
+    pub fn all(&self) -> Vec<Arc<Mutex<Session>>> {
+        self.map.read().values().map(|(_, s)| s.clone()).collect()
+    }
+
     /// Removes a session and marks it destroyed; its client.
     pub(super) fn take(&self, id: &sessionid4) -> Option<u64> {
         let (client, s) = self.map.write().remove(id)?;
