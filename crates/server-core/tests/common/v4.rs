@@ -91,3 +91,15 @@ pub fn exchange_id_as(env: &Env, cred: &Cred, name: &str, verifier: [u8; 8], fla
 pub fn create_session(env: &Env, args: CREATE_SESSION4args) -> CREATE_SESSION4res {
     test_support::nfs4::create_session(env, 1, args)
 }
+
+/// The client's answer to the CB_NULL probe in record `probe` (a
+/// back channel's first callback): accepted, success.
+pub fn cb_null_reply(probe: &Bytes) -> Bytes {
+    use xdr::Decode;
+    let msg = proto::rpc::rpc_msg::decode(&mut xdr::Decoder::new(probe.clone())).expect("a callback record");
+    let mut reply = xdr::Encoder::new();
+    for v in [msg.xid, 1, 0, 0, 0, 0] {
+        reply.u32(v);
+    }
+    reply.into_bytes()
+}

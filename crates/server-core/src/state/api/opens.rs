@@ -52,6 +52,21 @@ fn owner_seqid<T>(
     }
 }
 
+/// [`owner_seqid`] for NFSv4.0; NFSv4.1 has no owner seqids (`None`).
+fn v40_owner_seqid<T>(
+    st: &State4,
+    t: &mut Tables,
+    minor: u32,
+    sid: &stateid4,
+    seqid: seqid4,
+    replay: impl FnOnce(Replay) -> Option<Result<T, nfsstat4>>,
+) -> Result<Option<OwnerKey>, Result<T, nfsstat4>> {
+    if minor != 0 {
+        return Ok(None);
+    }
+    owner_seqid(st, t, sid, seqid, replay).map(Some)
+}
+
 /// Keeps an NFSv4.0 reply for the owner's retransmissions.
 pub(super) fn record<T: Clone>(
     t: &mut Tables,
@@ -339,16 +354,13 @@ impl State4 {
         seqid: seqid4,
     ) -> Answer<stateid4, Option<u64>> {
         let mut t = self.lock_tables();
-        let owner = if minor == 0 {
-            match owner_seqid(self, &mut t, sid, seqid, |r| match r {
-                Replay::Close(r) => Some(r),
-                _ => None,
-            }) {
-                Ok(key) => Some(key),
-                Err(r) => return Answer::Early(r),
-            }
-        } else {
-            None
+        let replayed = |r| match r {
+            Replay::Close(r) => Some(r),
+            _ => None,
+        };
+        let owner = match v40_owner_seqid(self, &mut t, minor, sid, seqid, replayed) {
+            Ok(owner) => owner,
+            Err(r) => return Answer::Early(r),
         };
         let mut released_share = None;
         let r = (|| {
@@ -416,16 +428,13 @@ impl State4 {
         share_deny: u32,
     ) -> Answer<stateid4, Option<(u64, u32, u32)>> {
         let mut t = self.lock_tables();
-        let owner = if minor == 0 {
-            match owner_seqid(self, &mut t, sid, seqid, |r| match r {
-                Replay::Downgrade(r) => Some(r),
-                _ => None,
-            }) {
-                Ok(key) => Some(key),
-                Err(r) => return Answer::Early(r),
-            }
-        } else {
-            None
+        let replayed = |r| match r {
+            Replay::Downgrade(r) => Some(r),
+            _ => None,
+        };
+        let owner = match v40_owner_seqid(self, &mut t, minor, sid, seqid, replayed) {
+            Ok(owner) => owner,
+            Err(r) => return Answer::Early(r),
         };
         let mut narrowed = None;
         let r = (|| {
