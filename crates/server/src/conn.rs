@@ -90,6 +90,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
     let mut polling = lone_poll::Adaptive::new(
         Duration::from_micros(shared.settings.lone_poll_us),
         shared.settings.lone_poll_max_quiet,
+        Duration::from_micros(shared.settings.lone_poll_worth_us),
     );
     let in_place_after = match tokio::runtime::Handle::current().runtime_flavor() {
         tokio::runtime::RuntimeFlavor::MultiThread => shared.settings.lone_requests_in_place_after,
@@ -127,7 +128,7 @@ pub async fn serve(stream: TcpStream, mut peer: PeerInfo, shared: Arc<Shared>) {
                     None
                 };
                 if let Some(found) = &found {
-                    polling.polled(found);
+                    polling.polled(found, start.elapsed());
                 }
                 if !matches!(found, Some(Polled::Ready)) {
                     lone_wait = Some(start);

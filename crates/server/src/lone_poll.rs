@@ -64,28 +64,46 @@ fn readable(fd: RawFd) -> bool {
 /// that thinks between requests, or sits idle, is not polled for at all).
 /// It polls again once a request arrives, while it sleeps, within the
 /// budget of the moment it started waiting: polling would have found it.
+///
+/// With a `worth` (`lone_poll_worth_us`), it also keeps a moving average
+/// of how long after the reply the next request came, polled for or not,
+/// and does not poll while that is above `worth`: a client whose next call
+/// comes tens of µs later keeps the thread spinning for each one, which
+/// costs more CPU than waking the thread would.
 #[derive(Debug)]
 pub struct Adaptive {
     budget: Duration,
     max_quiet: u32,
     quiet: u32,
+    worth: Duration,
+    /// The moving average of the waits, in ns (`None` before the first).
+    typical_ns: Option<u64>,
 }
 
+/// The weight of the newest wait in the moving average: 1/8.
+const TYPICAL_SHIFT: u32 = 3;
+
 impl Adaptive {
-    /// `max_quiet` 0: never stop polling.
-    pub fn new(budget: Duration, max_quiet: u32) -> Adaptive {
-        Adaptive { budget, max_quiet, quiet: 0 }
+    /// `max_quiet` 0: never stop polling for polls that ran out; `worth`
+    /// zero: never for slow ones.
+    pub fn new(budget: Duration, max_quiet: u32, worth: Duration) -> Adaptive {
+        Adaptive { budget, max_quiet, quiet: 0, worth, typical_ns: None }
     }
 
     /// Whether to poll before this wait.
     pub fn wants_poll(&self) -> bool {
-        !self.budget.is_zero() && (self.max_quiet == 0 || self.quiet < self.max_quiet)
+        let quiet = self.max_quiet != 0 && self.quiet >= self.max_quiet;
+        let slow = !self.worth.is_zero() && self.typical_ns.is_some_and(|t| t > self.worth.as_nanos() as u64);
+        !self.budget.is_zero() && !quiet && !slow
     }
 
-    /// What a poll found.
-    pub fn polled(&mut self, found: &Polled) {
+    /// What a poll found, `took` after it started.
+    pub fn polled(&mut self, found: &Polled, took: Duration) {
         match found {
-            Polled::Ready => self.quiet = 0,
+            Polled::Ready => {
+                self.quiet = 0;
+                self.note_wait(took);
+            }
             Polled::Quiet => self.quiet = self.quiet.saturating_add(1),
             Polled::NoSlot => {}
         }
@@ -97,6 +115,20 @@ impl Adaptive {
         if waited <= self.budget {
             self.quiet = 0;
         }
+        self.note_wait(waited);
+    }
+
+    fn note_wait(&mut self, waited: Duration) {
+        if self.worth.is_zero() {
+            return;
+        }
+        // A wait past the poll's budget counts as the budget: an idle
+        // client must not take ages to be believed fast again.
+        let w = waited.min(self.budget + self.budget).as_nanos() as u64;
+        self.typical_ns = Some(match self.typical_ns {
+            None => w,
+            Some(t) => t - (t >> TYPICAL_SHIFT) + (w >> TYPICAL_SHIFT),
+        });
     }
 }
 
@@ -122,6 +154,29 @@ mod tests {
         // Peeked, not read: the byte is still there.
         let mut buf = [0u8; 1];
         assert_eq!(std::io::Read::read(&mut &b, &mut buf).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_client_whose_calls_come_late_is_not_polled_for() {
+        let us = Duration::from_micros;
+        let mut a = Adaptive::new(us(50), 4, us(10));
+        assert!(a.wants_poll());
+        // Calls found 30 µs after the reply: after the first, no polls.
+        a.polled(&Polled::Ready, us(30));
+        assert!(!a.wants_poll());
+        // The client speeds up: once its waits average under 10 µs again,
+        // it is polled for.
+        let mut waits = 0;
+        while !a.wants_poll() {
+            a.arrived_after(us(3));
+            waits += 1;
+            assert!(waits < 64, "never polled again");
+        }
+        assert!(waits > 1, "one fast call is not a trend");
+        // Without a `worth`, late calls do not stop the polls.
+        let mut b = Adaptive::new(us(50), 4, Duration::ZERO);
+        b.polled(&Polled::Ready, us(45));
+        assert!(b.wants_poll());
     }
 
     #[test]

@@ -88,6 +88,12 @@ pub struct Settings {
     /// request comes within `lone_poll_us` of the start of a wait, as a
     /// poll would have found it (see `lone_poll::Adaptive`). 0: never stop.
     pub lone_poll_max_quiet: u32,
+    /// A connection whose next request has lately come more than this
+    /// long after the reply (µs, a moving average of the waits) stops
+    /// polling, until its requests come back faster: a poll that finds
+    /// the request late costs the server more CPU than the wake-up it
+    /// saves. 0: off (poll whenever `lone_poll_max_quiet` allows).
+    pub lone_poll_worth_us: u64,
     /// Connection threads polling at once, over all connections; a lone
     /// connection finding them all busy sleeps at once. Keep it below the
     /// cores, or polling takes CPU that requests need.
@@ -163,6 +169,7 @@ impl Default for Settings {
             max_requests_in_place_direct: 1,
             lone_poll_us: 50,
             lone_poll_max_quiet: 4,
+            lone_poll_worth_us: 0,
             max_lone_pollers: 1,
             worker_idle_secs: 10,
             worker_stall_ms: 500,
