@@ -300,11 +300,18 @@ impl Core {
         self
     }
 
-    /// How many times the NFSv4 state's lock was taken (today one lock
-    /// over every table; the count per request is what splitting it
-    /// must bring down).
+    /// How many times the lock over the NFSv4 state's tables (clients,
+    /// owners, callbacks, byte-range locks) was taken: what a request
+    /// shares with every other client's.
     pub fn nfs4_state_locked(&self) -> u64 {
         self.v4.tables_locked()
+    }
+
+    /// How many times a shard of the NFSv4 state of files (their
+    /// stateids) was locked: what a request shares only with requests on
+    /// files of the same shard.
+    pub fn nfs4_file_shards_locked(&self) -> u64 {
+        self.v4.shards_locked()
     }
 
     pub fn settings(&self) -> &CoreSettings {

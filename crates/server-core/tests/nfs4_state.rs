@@ -467,14 +467,19 @@ fn mandatory_locks_bind_io_over_their_range() {
 /// lock and renews the lease without a lock, so clients' compounds do not
 /// queue behind each other there.
 #[test]
-fn a_read_compound_takes_the_state_lock_once() {
+fn a_read_compound_takes_one_file_shard_and_not_the_tables() {
     let env = rw_env();
     let mut a = Session::ready(&env, "a");
     let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
     ok(&r);
     let (sid, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
     ok(&a.run(&env, vec![putfh(&fh), write_op(&sid, 0, b"data")]));
-    let before = env.core.nfs4_state_locked();
+    let (tables, shards) = (env.core.nfs4_state_locked(), env.core.nfs4_file_shards_locked());
     ok(&a.run(&env, vec![putfh(&fh), read_op(&sid, 0, 4)]));
-    assert_eq!(env.core.nfs4_state_locked() - before, 1);
+    assert_eq!(env.core.nfs4_state_locked() - tables, 0, "SEQUENCE+PUTFH+READ took the tables' lock");
+    assert_eq!(env.core.nfs4_file_shards_locked() - shards, 1, "SEQUENCE+PUTFH+READ took one file shard");
+    // A WRITE through the same open is the same path.
+    let (tables, shards) = (env.core.nfs4_state_locked(), env.core.nfs4_file_shards_locked());
+    ok(&a.run(&env, vec![putfh(&fh), write_op(&sid, 4, b"more")]));
+    assert_eq!((env.core.nfs4_state_locked() - tables, env.core.nfs4_file_shards_locked() - shards), (0, 1));
 }

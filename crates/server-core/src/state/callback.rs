@@ -11,7 +11,6 @@ use xdr::{Decode, Decoder, Encode, Encoder};
 use parking_lot::Mutex;
 
 use super::sessions::{BackChannel, CbSlot, CbState, Session, MAX_QUEUED_RECALLS};
-use super::stateids::Kind;
 use super::{State4, Tables};
 use crate::park::{HolderAnswer, WaitId};
 use crate::Core;
@@ -265,9 +264,7 @@ fn recall_answered(t: &mut Tables, stateid: &stateid4, res: &CB_COMPOUND4res) {
     if !matches!(status, nfsstat4::NFS4ERR_DELAY | nfsstat4::NFS4ERR_BADHANDLE | nfsstat4::NFS4ERR_BAD_STATEID) {
         return;
     }
-    if let Some(Kind::Deleg(d)) = t.stateids.ids.get_mut(&stateid.other).map(|e| &mut e.kind) {
-        d.recall_again = true;
-    }
+    t.stateids.update_deleg(&stateid.other, |d| d.recall_again = true);
 }
 
 /// Sends CB_RECALL for delegation `stateid` on `fh` to `client` over one

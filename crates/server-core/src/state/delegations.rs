@@ -25,6 +25,12 @@ fn conflicts(d: &DelegState, for_write: bool) -> bool {
     !d.revoked && (for_write || d.write)
 }
 
+/// Whether `e` is a delegation that conflicts with access `for_write` by
+/// another client than its holder.
+pub(super) fn conflicting(e: &Entry, for_write: bool) -> bool {
+    matches!(&e.kind, Kind::Deleg(d) if conflicts(d, for_write))
+}
+
 /// Recalls the delegations on `file` that conflict with a request of
 /// `requesting_client` (`None`: unknown, e.g. NFSv4.0 anonymous I/O or
 /// NFSv3) that reads, or changes (`for_write`) the file: data writes,
@@ -44,6 +50,7 @@ pub(super) fn recall_conflicting(
     let found: Vec<(Other, Entry)> = t
         .stateids
         .on_file(file)
+        .iter()
         .filter(|(_, e)| Some(e.client) != requesting_client)
         .filter(|(_, e)| matches!(&e.kind, Kind::Deleg(d) if conflicts(d, for_write)))
         .map(|(o, e)| (*o, e.clone()))
@@ -68,10 +75,10 @@ pub(super) fn recall_conflicting(
                 if !sent {
                     tracing::debug!(client = e.client, "delegation recall could not be sent");
                 }
-                if let Some(Kind::Deleg(d)) = t.stateids.ids.get_mut(&other).map(|e| &mut e.kind) {
+                t.stateids.update_deleg(&other, |d| {
                     d.recalled.get_or_insert(now);
                     d.recall_again = false;
-                }
+                });
                 wait = true;
             }
         }
@@ -117,12 +124,12 @@ pub(crate) fn holder_attrs(
         }
         None => {}
     }
-    let holder = t.stateids.on_file(file).filter(|(_, e)| Some(e.client) != requesting_client).find_map(|(_, e)| {
-        match &e.kind {
+    let holder = t.stateids.on_file(file).iter().filter(|(_, e)| Some(e.client) != requesting_client).find_map(
+        |(_, e)| match &e.kind {
             Kind::Deleg(d) if d.write && !d.revoked && d.recalled.is_none() => Some((e.client, d.fh.clone())),
             _ => None,
-        }
-    });
+        },
+    );
     let Some((client, fh)) = holder else { return Ok(HolderSays::ServerAttrs) };
     let wait = t.callbacks.new_wait();
     if !callback::getattr(st, &mut t, client, &fh, wait) {
@@ -136,10 +143,14 @@ pub(crate) fn holder_attrs(
 /// stays (DELEG_REVOKED) until the client frees it.
 /// The holder learns of it through SEQUENCE's status flags.
 pub(super) fn revoke(t: &mut Tables, other: &Other) {
-    let Some(e) = t.stateids.ids.get_mut(other) else { return };
-    if let Kind::Deleg(d) = &mut e.kind {
-        d.revoked = true;
-        let holder = e.client;
+    let holder = t.stateids.get_mut(other).and_then(|mut e| match &mut e.kind {
+        Kind::Deleg(d) => {
+            d.revoked = true;
+            Some(e.client)
+        }
+        _ => None,
+    });
+    if let Some(holder) = holder {
         t.clients.set_status_flags(holder, SEQ4_STATUS_RECALLABLE_STATE_REVOKED);
     }
 }
@@ -148,7 +159,7 @@ pub(super) fn revoke(t: &mut Tables, other: &Other) {
 /// its holders did not return it in time).
 pub(super) fn revoke_all_on(t: &mut Tables, file: FileKey) {
     let found: Vec<Other> =
-        t.stateids.on_file(file).filter(|(_, e)| matches!(e.kind, Kind::Deleg(_))).map(|(o, _)| *o).collect();
+        t.stateids.on_file(file).iter().filter(|(_, e)| matches!(e.kind, Kind::Deleg(_))).map(|(o, _)| *o).collect();
     for other in found {
         revoke(t, &other);
     }
@@ -197,7 +208,7 @@ pub(super) fn grant(
     // Read delegations coexist with other clients' read opens and read
     // delegations (nobody can write while they are held); a write
     // delegation tolerates no other client's open or delegation.
-    let blocked = t.stateids.on_file(file).any(|(_, e)| match &e.kind {
+    let blocked = t.stateids.on_file(file).iter().any(|(_, e)| match &e.kind {
         Kind::Open(o) => e.client != client && (write || o.access & OPEN4_SHARE_ACCESS_WRITE != 0),
         Kind::Deleg(d) => e.client == client || (!d.revoked && (write || d.write)),
         Kind::Lock(_) => false,
@@ -257,6 +268,7 @@ pub(super) fn delegreturn(
         return Err(nfsstat4::NFS4ERR_BAD_STATEID);
     }
     let holder = e.client;
+    drop(e);
     t.clients.renew(holder, st.now())?;
     t.stateids.remove(&s.other);
     Ok(())

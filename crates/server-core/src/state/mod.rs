@@ -1,12 +1,17 @@
 //! NFSv4 server state (RFC 8881 sections 2.10, 8, 9, 10): clients,
 //! sessions, stateids, share reservations, byte-range locks, delegations,
-//! leases and the grace period. Sessions are each under a lock of their
-//! own, beside the client's lease ([`lease::Lease`]), so that SEQUENCE
-//! touches only its session; the other tables sit behind one mutex that is
-//! held for table updates only, never across backend I/O, so state
-//! changes of different owners are not serialised behind each other's I/O.
+//! leases and the grace period. Three kinds of lock keep it:
+//! - each session under a lock of its own, beside its client's lease
+//!   ([`lease::Lease`]), so that SEQUENCE touches only its session;
+//! - the stateids of files in shards by file ([`shards`]), so that the
+//!   stateid check of READ and WRITE takes only its file's shard;
+//! - the other tables (clients, owners, callbacks, grace, byte-range
+//!   locks, layouts, copies) behind one mutex, taken by operations that
+//!   change state (OPEN, CLOSE, LOCK, DELEGRETURN...), held for table
+//!   updates only, never across backend I/O. A change takes the tables,
+//!   then one file's shard at a time.
 //!
-//! Only this module sees the tables and their lock: the operations go
+//! Only this module sees the tables and their locks: the operations go
 //! through the methods of [`State4`] in `api/`, which say in the
 //! protocol's terms what they need, so that how the tables are kept and
 //! locked can change behind them.
@@ -24,6 +29,7 @@ pub(crate) mod lockmgr;
 pub(crate) mod offload;
 pub(crate) mod opens;
 pub(crate) mod sessions;
+pub(crate) mod shards;
 pub(crate) mod stateids;
 pub(crate) mod unlinked;
 
@@ -124,11 +130,14 @@ pub(crate) struct State4 {
     /// ids, session ids and stateids, so those from before a restart (or
     /// from another head) are recognised as stale.
     pub boot: u32,
-    /// Every table, under one lock for now: taken through
-    /// [`State4::lock_tables`], which counts the acquisitions, so that the
-    /// lock's traffic per request is measured while it is split up.
+    /// The tables other than the shards, under one lock: taken through
+    /// [`State4::lock_tables`], which counts the acquisitions (tests pin
+    /// how many a request takes).
     tables: parking_lot::Mutex<Tables>,
     tables_locked: std::sync::atomic::AtomicU64,
+    /// The stateids, by file, each shard under its own lock (also
+    /// reached from the tables, which change them: [`shards`]).
+    shards: Arc<shards::FileShards>,
     /// Every session, each under its own lock (outside the tables).
     pub sessions: sessions::SessionTable,
     /// When SEQUENCE last had the tables tidied (microseconds of the
@@ -211,6 +220,7 @@ impl State4 {
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
         let write_delegated = tables.stateids.write_delegated.clone();
         let files_held = tables.stateids.files_held.clone();
+        let shards = tables.stateids.shards.clone();
         let lock_releases = tables.locks.released_pending.clone();
         tables.stateids.shares_pending = lock_releases.clone();
         let tables = parking_lot::Mutex::new(tables);
@@ -222,6 +232,7 @@ impl State4 {
             boot,
             tables,
             tables_locked: Default::default(),
+            shards,
             sessions: Default::default(),
             last_tidy_us: Default::default(),
             write_delegated,
@@ -266,6 +277,11 @@ impl State4 {
     /// How many times the tables' lock was taken.
     pub fn tables_locked(&self) -> u64 {
         self.tables_locked.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many times a shard of the files' state was locked.
+    pub fn shards_locked(&self) -> u64 {
+        self.shards.locked()
     }
 
     /// Whether some client holds a write delegation on the file, read

@@ -50,6 +50,7 @@ pub(crate) fn share_conflicts(
 ) -> Vec<u64> {
     let mut v: Vec<u64> = ids
         .on_file(file)
+        .iter()
         .filter(|(o, _)| Some(*o) != except)
         .filter_map(|(_, e)| {
             let o = e.open()?;
@@ -88,7 +89,7 @@ impl Stateids {
         store_key: u64,
     ) -> Result<Opened, nfsstat4> {
         if let Some(other) = self.opens_by.get(&(owner.clone(), file)).copied() {
-            if let Some(Kind::Open(o)) = self.ids.get_mut(&other).map(|e| &mut e.kind) {
+            let upgraded = self.update_open(&other, |o| {
                 o.access |= access;
                 o.deny |= deny;
                 if o.store_key == 0 {
@@ -96,6 +97,8 @@ impl Stateids {
                 }
                 o.access_seen |= 1 << access;
                 o.deny_seen |= 1 << deny;
+            });
+            if upgraded.is_some() {
                 let stateid = self.bump(&other);
                 return Ok(Opened { stateid, new: false });
             }
@@ -123,21 +126,22 @@ impl Stateids {
     /// checked): each must be a union of modes the OPENs behind the
     /// stateid used (RFC 8881 18.18.3), else NFS4ERR_INVAL.
     pub fn downgrade(&mut self, other: &Other, access: u32, deny: u32) -> Result<stateid4, nfsstat4> {
-        let Some(Kind::Open(o)) = self.ids.get_mut(other).map(|e| &mut e.kind) else {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        };
         let union_of = |seen: u8, want: u32| {
             (0..4u32).filter(|v| seen & (1 << v) != 0 && v & !want == 0).fold(0, |a, v| a | v) == want
         };
-        if !union_of(o.access_seen, access) || !union_of(o.deny_seen, deny) {
-            return Err(nfsstat4::NFS4ERR_INVAL);
-        }
-        o.access = access;
-        o.deny = deny;
-        o.access_seen &= (0..4u32).filter(|v| v & !access == 0).fold(0u8, |a, v| a | (1 << v));
-        o.deny_seen &= (0..4u32).filter(|v| v & !deny == 0).fold(0u8, |a, v| a | (1 << v));
-        o.access_seen |= 1 << access;
-        o.deny_seen |= 1 << deny;
+        self.update_open(other, |o| {
+            if !union_of(o.access_seen, access) || !union_of(o.deny_seen, deny) {
+                return Err(nfsstat4::NFS4ERR_INVAL);
+            }
+            o.access = access;
+            o.deny = deny;
+            o.access_seen &= (0..4u32).filter(|v| v & !access == 0).fold(0u8, |a, v| a | (1 << v));
+            o.deny_seen &= (0..4u32).filter(|v| v & !deny == 0).fold(0u8, |a, v| a | (1 << v));
+            o.access_seen |= 1 << access;
+            o.deny_seen |= 1 << deny;
+            Ok(())
+        })
+        .ok_or(nfsstat4::NFS4ERR_BAD_STATEID)??;
         Ok(self.bump(other))
     }
 
@@ -150,12 +154,18 @@ impl Stateids {
         locks: &mut LockManager,
         keep_for_replay: bool,
     ) -> Result<stateid4, nfsstat4> {
-        let e = self.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
-        let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
-        let (client, file, owner) = (e.client, e.file, o.owner.clone());
-        for l in o.locks.clone() {
-            if let Some(Kind::Lock(ls)) = self.ids.get(&l).map(|e| &e.kind) {
-                locks.unlock_file(file, &v4_lock_owner(client, &ls.owner));
+        let (client, file, owner, lock_ids) = {
+            let e = self.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+            let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
+            (e.client, e.file, o.owner.clone(), o.locks.clone())
+        };
+        for l in lock_ids {
+            let lock_owner = self.get(&l).and_then(|e| match &e.kind {
+                Kind::Lock(ls) => Some(ls.owner.clone()),
+                _ => None,
+            });
+            if let Some(lock_owner) = lock_owner {
+                locks.unlock_file(file, &v4_lock_owner(client, &lock_owner));
             }
         }
         let stateid = self.bump(other);
@@ -175,20 +185,20 @@ impl Stateids {
     /// OPEN_CONFIRM (NFSv4.0): confirms the owner of open `other` and its
     /// opens.
     pub fn confirm(&mut self, other: &Other) -> Result<stateid4, nfsstat4> {
-        let e = self.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
-        let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
-        if o.confirmed {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-        let key = OwnerKey { client: e.client, owner: o.owner.clone() };
+        let key = {
+            let e = self.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+            let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
+            if o.confirmed {
+                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+            }
+            OwnerKey { client: e.client, owner: o.owner.clone() }
+        };
         if let Some(ow) = self.open_owners.get_mut(&key) {
             ow.confirmed = true;
         }
         let mine: Vec<Other> = self.opens_by.iter().filter(|((k, _), _)| *k == key).map(|(_, o)| *o).collect();
         for m in mine {
-            if let Some(Kind::Open(o)) = self.ids.get_mut(&m).map(|e| &mut e.kind) {
-                o.confirmed = true;
-            }
+            self.update_open(&m, |o| o.confirmed = true);
         }
         Ok(self.bump(other))
     }
@@ -218,18 +228,21 @@ impl Stateids {
         owner: &Bytes,
         open: &Other,
     ) -> Result<Other, nfsstat4> {
-        let e = self.ids.get(open).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
-        if e.open().is_none() {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-        let key = OwnerKey { client: e.client, owner: owner.clone() };
-        if let Some(o) = self.locks_by.get(&(key, e.file)) {
+        let (client, file) = {
+            let e = self.get(open).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+            if e.open().is_none() {
+                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+            }
+            (e.client, e.file)
+        };
+        let key = OwnerKey { client, owner: owner.clone() };
+        if let Some(o) = self.locks_by.get(&(key, file)) {
             return Ok(*o);
         }
         let entry = Entry {
             seqid: 0,
-            client: e.client,
-            file: e.file,
+            client,
+            file,
             kind: Kind::Lock(super::stateids::LockState { owner: owner.clone(), open: *open }),
         };
         self.insert(boot, max_stateids, minor, entry).map_err(|_| resource_error(minor))
@@ -286,7 +299,7 @@ mod tests {
         let a = ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k1).unwrap();
         // An upgrade keeps the open's number.
         ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_WRITE, 0, true, k2).unwrap();
-        assert_eq!(ids.ids[&a.stateid.other].open().unwrap().store_key, k1);
+        assert_eq!(ids.get(&a.stateid.other).unwrap().open().unwrap().store_key, k1);
         let b = ids.open(BOOT, 100, 1, &key(1, "b"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k2).unwrap();
         ids.open(BOOT, 100, 1, &key(1, "c"), F, OPEN4_SHARE_ACCESS_READ, 0, true, 0).unwrap();
         ids.close(&a.stateid.other, &mut locks, false).unwrap();
@@ -309,7 +322,7 @@ mod tests {
         assert!(!b.new);
         assert_eq!(b.stateid.other, a.stateid.other);
         assert_eq!(b.stateid.seqid, 2);
-        let o = ids.ids[&a.stateid.other].open().unwrap().clone();
+        let o = ids.get(&a.stateid.other).unwrap().open().unwrap().clone();
         assert_eq!((o.access, o.deny), (OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_READ));
         // BOTH was never asked for alone but is the union of READ and WRITE.
         assert!(ids.downgrade(&a.stateid.other, OPEN4_SHARE_ACCESS_BOTH, 0).is_ok());
@@ -329,7 +342,7 @@ mod tests {
         let c = ids.close(&a.stateid.other, &mut locks, false).unwrap();
         assert_eq!(c.seqid, 5);
         assert!(locks.locks_on(F).is_empty());
-        assert!(!ids.ids.contains_key(&l));
+        assert!(ids.get(&l).is_none());
         assert!(!ids.has_state(1));
         assert!(ids.lock_owners.is_empty() && ids.open_owners.is_empty());
     }
@@ -341,16 +354,16 @@ mod tests {
         let k = key(1, "a");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k, 10, 0).unwrap();
         let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false, 0).unwrap();
-        assert!(!ids.ids[&a.stateid.other].open().unwrap().confirmed);
+        assert!(!ids.get(&a.stateid.other).unwrap().open().unwrap().confirmed);
         let s = ids.confirm(&a.stateid.other).unwrap();
         assert_eq!(s.seqid, 2);
-        assert!(ids.ids[&a.stateid.other].open().unwrap().confirmed);
+        assert!(ids.get(&a.stateid.other).unwrap().open().unwrap().confirmed);
         assert_eq!(ids.confirm(&a.stateid.other), Err(nfsstat4::NFS4ERR_BAD_STATEID));
         assert!(!ids.reset_unconfirmed(&k, &mut locks));
         let k2 = key(1, "b");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k2, 10, 0).unwrap();
         ids.open(BOOT, 100, 0, &k2, (1, 9, 1), OPEN4_SHARE_ACCESS_READ, 0, false, 0).unwrap();
         assert!(ids.reset_unconfirmed(&k2, &mut locks));
-        assert_eq!(ids.on_file((1, 9, 1)).count(), 0);
+        assert_eq!(ids.on_file((1, 9, 1)).iter().count(), 0);
     }
 }

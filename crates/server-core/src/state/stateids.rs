@@ -19,6 +19,7 @@ use bytes::Bytes;
 use proto::nfs4::*;
 
 use super::lockmgr::{LockKind, LockManager, LockOwner};
+use super::shards::{shard_of_file, shard_of_other, EntryGuard, FileEntries, FileShard, FileShards};
 use super::{FileKey, State4, Tables};
 use crate::fh::Fh;
 
@@ -214,16 +215,16 @@ impl Entry {
 #[derive(Debug, Default)]
 pub(crate) struct Stateids {
     next: u64,
-    pub(crate) ids: HashMap<Other, Entry>,
+    /// The entries of the stateids and the file index, by file
+    /// ([`super::shards`]).
+    pub(crate) shards: std::sync::Arc<FileShards>,
     pub(crate) open_owners: HashMap<OwnerKey, Owner>,
     pub(crate) lock_owners: HashMap<OwnerKey, Owner>,
     /// The open stateid of (open-owner, file).
     pub(crate) opens_by: HashMap<(OwnerKey, FileKey), Other>,
     /// The lock stateid of (lock-owner, file).
     pub(crate) locks_by: HashMap<(OwnerKey, FileKey), Other>,
-    /// Open and delegation stateids per file.
-    pub(crate) files: HashMap<FileKey, Vec<Other>>,
-    /// How many files `files` holds, readable without the tables' lock:
+    /// How many files the shards' `files` hold, readable without the tables' lock:
     /// a removal need not ask about a file's opens while there are none.
     pub(crate) files_held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Every stateid of each client.
@@ -279,21 +280,70 @@ impl Stateids {
         self.released_shares.len() != before
     }
 
-    /// Files `other` (an open or a delegation) to `file`.
-    fn file_push(&mut self, file: FileKey, other: Other) {
-        let v = self.files.entry(file).or_default();
+    /// Files `other` (an open or a delegation) to `file` in its shard.
+    fn file_push(&self, shard: &mut FileShard, file: FileKey, other: Other) {
+        let v = shard.files.entry(file).or_default();
         if v.is_empty() {
             self.files_held.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         v.push(other);
     }
 
-    pub(crate) fn new_other(&mut self, boot: u32) -> Other {
+    /// A new `other` in shard `shard`: the instance's stamp, then a
+    /// counter that never repeats, then the shard's number.
+    pub(crate) fn new_other(&mut self, boot: u32, shard: usize) -> Other {
         self.next += 1;
         let mut o = [0u8; 12];
         o[..4].copy_from_slice(&boot.to_be_bytes());
-        o[4..].copy_from_slice(&self.next.to_be_bytes());
+        o[4..].copy_from_slice(&((self.next << 8) | (shard as u64 & 0xff)).to_be_bytes());
         o
+    }
+
+    /// The entry of `other`, its shard held while it is used.
+    pub(crate) fn get(&self, other: &Other) -> Option<EntryGuard<'_>> {
+        self.shards.of_other(other).entry(other)
+    }
+
+    /// The entry of `other` to change (under the tables' lock, which the
+    /// `&mut` stands for).
+    pub(crate) fn get_mut(&mut self, other: &Other) -> Option<EntryGuard<'_>> {
+        self.shards.of_other(other).entry(other)
+    }
+
+    /// Every stateid whose entry satisfies `pred`, one shard at a time.
+    pub(crate) fn all_matching(&self, pred: impl Fn(&Entry) -> bool) -> Vec<Other> {
+        (0..super::shards::FILE_SHARDS)
+            .flat_map(|i| {
+                let shard = self.shards.lock(i);
+                shard.ids.iter().filter(|(_, e)| pred(e)).map(|(o, _)| *o).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Whether any stateid of `client` satisfies `pred`.
+    pub(crate) fn any_of_client(&self, client: u64, pred: impl Fn(&Entry) -> bool) -> bool {
+        self.by_client.get(&client).is_some_and(|set| set.iter().any(|o| self.get(o).is_some_and(|e| pred(&e))))
+    }
+
+    /// Runs `f` on the delegation state of `other`, if it is a delegation.
+    pub(crate) fn update_deleg<R>(&mut self, other: &Other, f: impl FnOnce(&mut DelegState) -> R) -> Option<R> {
+        match &mut self.get_mut(other)?.kind {
+            Kind::Deleg(d) => Some(f(d)),
+            _ => None,
+        }
+    }
+
+    /// Runs `f` on the open state of `other`, if it is an open.
+    pub(crate) fn update_open<R>(&mut self, other: &Other, f: impl FnOnce(&mut OpenState) -> R) -> Option<R> {
+        match &mut self.get_mut(other)?.kind {
+            Kind::Open(o) => Some(f(o)),
+            _ => None,
+        }
+    }
+
+    /// Whether any open or delegation is held on `file`.
+    pub(crate) fn file_held(&self, file: FileKey) -> bool {
+        self.shards.of_file(file).files.contains_key(&file)
     }
 
     /// Adds a stateid for `entry`, or the resource error when its client
@@ -302,11 +352,13 @@ impl Stateids {
         if self.by_client.get(&entry.client).is_some_and(|s| s.len() >= max) {
             return Err(resource_error(minor));
         }
-        let other = self.new_other(boot);
+        let shards = self.shards.clone();
+        let mut shard = shards.of_file(entry.file);
+        let other = self.new_other(boot, super::shards::shard_of_file(entry.file));
         self.by_client.entry(entry.client).or_default().insert(other);
         match &entry.kind {
             Kind::Open(o) => {
-                self.file_push(entry.file, other);
+                self.file_push(&mut shard, entry.file, other);
                 let key = OwnerKey { client: entry.client, owner: o.owner.clone() };
                 self.open_owners.entry(key.clone()).or_default().stateids += 1;
                 self.opens_by.insert((key, entry.file), other);
@@ -315,12 +367,12 @@ impl Stateids {
                 let key = OwnerKey { client: entry.client, owner: l.owner.clone() };
                 self.lock_owners.entry(key.clone()).or_default().stateids += 1;
                 self.locks_by.insert((key, entry.file), other);
-                if let Some(Kind::Open(o)) = self.ids.get_mut(&l.open).map(|e| &mut e.kind) {
+                if let Some(Kind::Open(o)) = shard.ids.get_mut(&l.open).map(|e| &mut e.kind) {
                     o.locks.push(other);
                 }
             }
             Kind::Deleg(d) => {
-                self.file_push(entry.file, other);
+                self.file_push(&mut shard, entry.file, other);
                 *self.delegs_by_client.entry(entry.client).or_default() += 1;
                 self.write_delegated.note_held(true);
                 if d.write {
@@ -328,7 +380,7 @@ impl Stateids {
                 }
             }
         }
-        self.ids.insert(other, entry);
+        shard.ids.insert(other, entry);
         Ok(other)
     }
 
@@ -336,7 +388,9 @@ impl Stateids {
     /// lock manager: callers release those first). An open takes its lock
     /// stateids with it.
     pub fn remove(&mut self, other: &Other) -> Option<Entry> {
-        let e = self.ids.remove(other)?;
+        let shards = self.shards.clone();
+        let mut shard = shards.of_other(other);
+        let e = shard.ids.remove(other)?;
         if let Kind::Deleg(d) = &e.kind {
             if let Some(n) = self.delegs_by_client.get_mut(&e.client) {
                 *n -= 1;
@@ -369,7 +423,8 @@ impl Stateids {
         };
         match &e.kind {
             Kind::Open(o) => {
-                unfile(&mut self.files);
+                unfile(&mut shard.files);
+                drop(shard);
                 if o.store_key != 0 {
                     self.released_shares.push((e.file, o.store_key));
                     self.shares_pending.store(true, std::sync::atomic::Ordering::Release);
@@ -382,14 +437,15 @@ impl Stateids {
                 }
             }
             Kind::Lock(l) => {
+                if let Some(Kind::Open(o)) = shard.ids.get_mut(&l.open).map(|e| &mut e.kind) {
+                    o.locks.retain(|x| x != other);
+                }
+                drop(shard);
                 let key = OwnerKey { client: e.client, owner: l.owner.clone() };
                 self.locks_by.remove(&(key.clone(), e.file));
                 self.release_owner_ref(OwnerSort::Lock, &key);
-                if let Some(Kind::Open(o)) = self.ids.get_mut(&l.open).map(|e| &mut e.kind) {
-                    o.locks.retain(|x| x != other);
-                }
             }
-            Kind::Deleg(_) => unfile(&mut self.files),
+            Kind::Deleg(_) => unfile(&mut shard.files),
         }
         Some(e)
     }
@@ -488,43 +544,19 @@ impl Stateids {
 
     /// Finds the entry of an ordinary stateid (RFC 8881 8.2.4): stale
     /// (4.0) or bad (4.1) from another server instance, bad when unknown
-    /// or another client's, DELEG_REVOKED (4.1) for revoked delegations,
-    /// and the seqid rules (in 4.1 seqid 0 means "the current one").
-    pub fn find(&self, boot: u32, minor: u32, client: Option<u64>, s: &stateid4) -> Result<&Entry, nfsstat4> {
-        // The special stateids name no state: an operation that needs
-        // state gets BAD_STATEID for them, not STALE.
-        if s.other == [0; 12] || s.other == [0xff; 12] {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-        let stamp = u32::from_be_bytes([s.other[0], s.other[1], s.other[2], s.other[3]]);
-        if stamp != boot {
-            // Only an earlier instance can have handed it out; a stamp
-            // from after our boot is forged.
-            let stale = minor == 0 && stamp < boot;
-            return Err(if stale { nfsstat4::NFS4ERR_STALE_STATEID } else { nfsstat4::NFS4ERR_BAD_STATEID });
-        }
-        let Some(e) = self.ids.get(&s.other) else {
-            let expired = self.expired.contains(&s.other);
-            return Err(if expired { nfsstat4::NFS4ERR_EXPIRED } else { nfsstat4::NFS4ERR_BAD_STATEID });
-        };
-        if client.is_some_and(|c| c != e.client) {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-        if let Kind::Deleg(d) = &e.kind {
-            if d.revoked {
-                return Err(if minor == 0 { nfsstat4::NFS4ERR_BAD_STATEID } else { nfsstat4::NFS4ERR_DELEG_REVOKED });
+    /// or another client's, EXPIRED when its client's state was purged,
+    /// DELEG_REVOKED (4.1) for revoked delegations, and the seqid rules
+    /// ([`find_entry`]).
+    pub fn find(&self, boot: u32, minor: u32, client: Option<u64>, s: &stateid4) -> Result<EntryGuard<'_>, nfsstat4> {
+        let shard = self.shards.of_other(&s.other);
+        match find_entry(&shard, boot, minor, client, s) {
+            Ok(_) => shard.entry(&s.other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID),
+            Err(Some(e)) => Err(e),
+            Err(None) => {
+                let expired = self.expired.contains(&s.other);
+                Err(if expired { nfsstat4::NFS4ERR_EXPIRED } else { nfsstat4::NFS4ERR_BAD_STATEID })
             }
         }
-        if minor >= 1 && s.seqid == 0 {
-            return Ok(e);
-        }
-        if s.seqid > e.seqid {
-            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-        }
-        if s.seqid < e.seqid {
-            return Err(nfsstat4::NFS4ERR_OLD_STATEID);
-        }
-        Ok(e)
     }
 
     /// The status TEST_STATEID reports for `s` of `client`.
@@ -543,7 +575,7 @@ impl Stateids {
         // Callers bump stateids they just looked up under the same lock;
         // should one be gone, the caller gets a stateid nobody holds
         // (BAD_STATEID on use) rather than a crash.
-        let Some(e) = self.ids.get_mut(other) else {
+        let Some(mut e) = self.get_mut(other) else {
             tracing::error!("seqid bump of a stateid that is no longer held");
             return stateid4 { seqid: 0, other: *other };
         };
@@ -551,9 +583,10 @@ impl Stateids {
         e.stateid(*other)
     }
 
-    /// The open and delegation stateids on `file`.
-    pub fn on_file(&self, file: FileKey) -> impl Iterator<Item = (&Other, &Entry)> {
-        self.files.get(&file).into_iter().flatten().filter_map(move |o| self.ids.get(o).map(|e| (o, e)))
+    /// The open and delegation stateids on `file`, its shard held while
+    /// they are looked at (`.iter()`).
+    pub fn on_file(&self, file: FileKey) -> FileEntries<'_> {
+        FileEntries { shard: self.shards.of_file(file), file }
     }
 
     /// Drops everything `client` holds (expiry, DESTROY_CLIENTID, a new
@@ -592,23 +625,175 @@ impl Stateids {
     /// without locks, or a revoked delegation. Opens, held locks and live
     /// delegations are LOCKS_HELD.
     pub fn free(&mut self, other: &Other, locks: &LockManager) -> Result<(), nfsstat4> {
-        let e = self.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
-        match &e.kind {
-            Kind::Open(_) => return Err(nfsstat4::NFS4ERR_LOCKS_HELD),
-            Kind::Lock(l) => {
-                if locks.holds_on(e.file, &v4_lock_owner(e.client, &l.owner)) {
-                    return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
+        {
+            let e = self.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+            match &e.kind {
+                Kind::Open(_) => return Err(nfsstat4::NFS4ERR_LOCKS_HELD),
+                Kind::Lock(l) => {
+                    if locks.holds_on(e.file, &v4_lock_owner(e.client, &l.owner)) {
+                        return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
+                    }
                 }
-            }
-            Kind::Deleg(d) => {
-                if !d.revoked {
-                    return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
+                Kind::Deleg(d) => {
+                    if !d.revoked {
+                        return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
+                    }
                 }
             }
         }
         self.remove(other);
         Ok(())
     }
+}
+
+/// The rules of RFC 8881 8.2.4 for an ordinary stateid, in the shard it
+/// names: stale (4.0) or bad (4.1) from another server instance, bad when
+/// another client's, DELEG_REVOKED (4.1) for revoked delegations, and the
+/// seqid rules (in 4.1 seqid 0 means "the current one"). `Err(None)` when
+/// the shard does not hold it (the caller tells an expired one from a bad
+/// one).
+pub(super) fn find_entry<'a>(
+    shard: &'a FileShard,
+    boot: u32,
+    minor: u32,
+    client: Option<u64>,
+    s: &stateid4,
+) -> Result<&'a Entry, Option<nfsstat4>> {
+    // The special stateids name no state: an operation that needs
+    // state gets BAD_STATEID for them, not STALE.
+    if s.other == [0; 12] || s.other == [0xff; 12] {
+        return Err(Some(nfsstat4::NFS4ERR_BAD_STATEID));
+    }
+    let stamp = u32::from_be_bytes([s.other[0], s.other[1], s.other[2], s.other[3]]);
+    if stamp != boot {
+        // Only an earlier instance can have handed it out; a stamp
+        // from after our boot is forged.
+        let stale = minor == 0 && stamp < boot;
+        return Err(Some(if stale { nfsstat4::NFS4ERR_STALE_STATEID } else { nfsstat4::NFS4ERR_BAD_STATEID }));
+    }
+    let e = shard.ids.get(&s.other).ok_or(None)?;
+    if client.is_some_and(|c| c != e.client) {
+        return Err(Some(nfsstat4::NFS4ERR_BAD_STATEID));
+    }
+    if let Kind::Deleg(d) = &e.kind {
+        if d.revoked {
+            return Err(Some(if minor == 0 { nfsstat4::NFS4ERR_BAD_STATEID } else { nfsstat4::NFS4ERR_DELEG_REVOKED }));
+        }
+    }
+    if minor >= 1 && s.seqid == 0 {
+        return Ok(e);
+    }
+    if s.seqid > e.seqid {
+        return Err(Some(nfsstat4::NFS4ERR_BAD_STATEID));
+    }
+    if s.seqid < e.seqid {
+        return Err(Some(nfsstat4::NFS4ERR_OLD_STATEID));
+    }
+    Ok(e)
+}
+
+/// What the file's shard says of a stateid presented for I/O.
+struct IoStateid {
+    /// The client whose state it names; `None` for a special stateid.
+    owner: Option<u64>,
+    /// The lock-owner doing the I/O: only a lock stateid names one.
+    lock_owner: Option<LockOwner>,
+}
+
+/// The part of the stateid check of I/O that the file's shard answers
+/// alone: the stateid itself, its open's access (OPENMODE) and other
+/// opens' deny modes (LOCKED). `Err(None)` when the shard does not hold
+/// the stateid.
+fn check_in_shard(
+    shard: &FileShard,
+    boot: u32,
+    client: Option<u64>,
+    stateid: &stateid4,
+    sp: Option<Special>,
+    file: FileKey,
+    write: bool,
+) -> Result<IoStateid, Option<nfsstat4>> {
+    let minor = if client.is_some() { 1 } else { 0 };
+    if let Some(sp) = sp {
+        let bypass = sp == Special::Bypass && !write;
+        if !bypass {
+            let deny = if write { OPEN4_SHARE_DENY_WRITE } else { OPEN4_SHARE_DENY_READ };
+            if shard.on_file(file).any(|(_, e)| e.open().is_some_and(|o| o.deny & deny != 0)) {
+                return Err(Some(nfsstat4::NFS4ERR_LOCKED));
+            }
+        }
+        return Ok(IoStateid { owner: None, lock_owner: None });
+    }
+    let e = find_entry(shard, boot, minor, client, stateid)?;
+    if e.file != file {
+        return Err(Some(nfsstat4::NFS4ERR_BAD_STATEID));
+    }
+    let lock_owner = match &e.kind {
+        Kind::Lock(l) => Some(v4_lock_owner(e.client, &l.owner)),
+        _ => None,
+    };
+    let (access, open_other) = match &e.kind {
+        Kind::Open(o) => {
+            if !o.confirmed {
+                return Err(Some(nfsstat4::NFS4ERR_BAD_STATEID));
+            }
+            (o.access, Some(stateid.other))
+        }
+        Kind::Lock(l) => {
+            // A lock stateid's open is on the same file, so in this shard.
+            let o = shard.ids.get(&l.open).and_then(|e| e.open()).ok_or(Some(nfsstat4::NFS4ERR_BAD_STATEID))?;
+            (o.access, Some(l.open))
+        }
+        Kind::Deleg(d) => (if d.write { OPEN4_SHARE_ACCESS_BOTH } else { OPEN4_SHARE_ACCESS_READ }, None),
+    };
+    if write && access & OPEN4_SHARE_ACCESS_WRITE == 0 {
+        return Err(Some(nfsstat4::NFS4ERR_OPENMODE));
+    }
+    if !write && access & OPEN4_SHARE_ACCESS_READ == 0 {
+        // Reading through a write-only open is allowed (clients read to
+        // fill partial pages), but not past another open's DENY_READ.
+        let denied = shard
+            .on_file(file)
+            .any(|(o, e)| Some(*o) != open_other && e.open().is_some_and(|x| x.deny & OPEN4_SHARE_DENY_READ != 0));
+        if denied {
+            return Err(Some(nfsstat4::NFS4ERR_LOCKED));
+        }
+    }
+    Ok(IoStateid { owner: Some(e.client), lock_owner })
+}
+
+/// The stateid check of I/O for an NFSv4.1 session's `client` made on the
+/// file's shard alone, without the tables: true when the I/O may go on.
+/// False sends the caller to [`check_io`] under the tables, which gives
+/// the error or does what the shard cannot: recalling another client's
+/// delegation, testing byte-range locks (`mandatory_locks`), telling an
+/// expired stateid from a bad one. The lease needs no renewal here: the
+/// compound's SEQUENCE renewed the session's client, and a 4.1 stateid is
+/// usable only by the client it belongs to.
+pub(super) fn io_allowed_by_shard(
+    st: &State4,
+    shards: &FileShards,
+    client: u64,
+    stateid: &stateid4,
+    file: FileKey,
+    kind: IoKind,
+    range: (u64, u64),
+) -> bool {
+    if st.settings.mandatory_locks && range.1 != 0 {
+        return false;
+    }
+    let Ok(sp) = special(stateid) else { return false };
+    let i = shard_of_file(file);
+    if sp.is_none() && shard_of_other(&stateid.other) != i {
+        return false;
+    }
+    let write = kind == IoKind::Write;
+    let shard = shards.lock(i);
+    if check_in_shard(&shard, st.boot, Some(client), stateid, sp, file, write).is_err() {
+        return false;
+    }
+    let in_the_way = shard.on_file(file).any(|(_, e)| e.client != client && super::delegations::conflicting(e, write));
+    !in_the_way
 }
 
 /// Checks the stateid of READ, WRITE or SETATTR(size) on `file`
@@ -628,67 +813,32 @@ pub(super) fn check_io(
     kind: IoKind,
     range: (u64, u64),
 ) -> Result<(), nfsstat4> {
-    let minor = if client.is_some() { 1 } else { 0 };
     let now = st.now();
     let write = kind == IoKind::Write;
-    match special(stateid)? {
-        Some(sp) => {
-            if let Some(c) = client {
-                t.clients.renew(c, now)?;
-            }
-            let bypass = sp == Special::Bypass && !write;
-            if !bypass {
-                let deny = if write { OPEN4_SHARE_DENY_WRITE } else { OPEN4_SHARE_DENY_READ };
-                if t.stateids.on_file(file).any(|(_, e)| e.open().is_some_and(|o| o.deny & deny != 0)) {
-                    return Err(nfsstat4::NFS4ERR_LOCKED);
-                }
-            }
-            locked_out(st, t, file, None, write, range)?;
-            super::delegations::recall_conflicting(st, t, file, client, write)
-        }
-        None => {
-            let e = t.stateids.find(st.boot, minor, client, stateid)?;
-            if e.file != file {
-                return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-            }
-            let owner_client = e.client;
-            // The lock-owner doing the I/O: only a lock stateid names one.
-            let lock_owner = match &e.kind {
-                Kind::Lock(l) => Some(v4_lock_owner(e.client, &l.owner)),
-                _ => None,
-            };
-            let (access, open_other) = match &e.kind {
-                Kind::Open(o) => {
-                    if !o.confirmed {
-                        return Err(nfsstat4::NFS4ERR_BAD_STATEID);
-                    }
-                    (o.access, Some(stateid.other))
-                }
-                Kind::Lock(l) => {
-                    let o = t.stateids.ids.get(&l.open).and_then(|e| e.open()).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
-                    (o.access, Some(l.open))
-                }
-                Kind::Deleg(d) => (if d.write { OPEN4_SHARE_ACCESS_BOTH } else { OPEN4_SHARE_ACCESS_READ }, None),
-            };
-            if write && access & OPEN4_SHARE_ACCESS_WRITE == 0 {
-                return Err(nfsstat4::NFS4ERR_OPENMODE);
-            }
-            if !write && access & OPEN4_SHARE_ACCESS_READ == 0 {
-                // Reading through a write-only open is allowed (clients
-                // read to fill partial pages), but not past another
-                // open's DENY_READ.
-                let denied = t.stateids.on_file(file).any(|(o, e)| {
-                    Some(*o) != open_other && e.open().is_some_and(|x| x.deny & OPEN4_SHARE_DENY_READ != 0)
-                });
-                if denied {
-                    return Err(nfsstat4::NFS4ERR_LOCKED);
-                }
-            }
-            locked_out(st, t, file, lock_owner.as_ref(), write, range)?;
-            t.clients.renew(owner_client, now)?;
-            super::delegations::recall_conflicting(st, t, file, Some(owner_client), write)
+    let sp = special(stateid)?;
+    if sp.is_some() {
+        if let Some(c) = client {
+            t.clients.renew(c, now)?;
         }
     }
+    let found = {
+        let i = if sp.is_some() { shard_of_file(file) } else { shard_of_other(&stateid.other) };
+        let shard = t.stateids.shards.lock(i);
+        check_in_shard(&shard, st.boot, client, stateid, sp, file, write)
+    };
+    let io = match found {
+        Ok(io) => io,
+        Err(Some(e)) => return Err(e),
+        Err(None) => {
+            let expired = t.stateids.expired.contains(&stateid.other);
+            return Err(if expired { nfsstat4::NFS4ERR_EXPIRED } else { nfsstat4::NFS4ERR_BAD_STATEID });
+        }
+    };
+    locked_out(st, t, file, io.lock_owner.as_ref(), write, range)?;
+    if let Some(owner) = io.owner {
+        t.clients.renew(owner, now)?;
+    }
+    super::delegations::recall_conflicting(st, t, file, io.owner.or(client), write)
 }
 
 /// With `mandatory_locks`, NFS4ERR_LOCKED when a lock-owner other than

@@ -29,7 +29,7 @@ pub(crate) fn remove_keeping(
     nlink: u32,
     remove: impl FnOnce() -> VfsResult<()>,
 ) -> VfsResult<()> {
-    let open = nlink <= 1 && st.lock_tables().stateids.files.contains_key(&file);
+    let open = nlink <= 1 && st.lock_tables().stateids.file_held(file);
     // A file that cannot be kept is still removed: the promise was made
     // only by a backend that can keep it, and failing the REMOVE would
     // not make the open any better.
@@ -41,7 +41,7 @@ pub(crate) fn remove_keeping(
     if let Some(kept) = kept {
         let mut t = st.lock_tables();
         // Closed meanwhile: nothing to keep it for.
-        if t.stateids.files.contains_key(&file) {
+        if t.stateids.file_held(file) {
             t.stateids.kept_unlinked.insert(file, kept);
         }
     }

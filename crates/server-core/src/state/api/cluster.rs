@@ -91,14 +91,7 @@ impl State4 {
         if publish.swap(true, Ordering::AcqRel) {
             return None;
         }
-        Some(
-            t.stateids
-                .ids
-                .iter()
-                .filter(|(_, e)| e.open().is_some_and(|o| o.store_key != 0))
-                .map(|(o, _)| *o)
-                .collect(),
-        )
+        Some(t.stateids.all_matching(|e| e.open().is_some_and(|o| o.store_key != 0)))
     }
 
     /// Runs `f` with open `other`'s file, store key, access and deny with
@@ -106,8 +99,9 @@ impl State4 {
     /// the same open comes wholly before or after. `None` if it is gone.
     pub(crate) fn with_open_shares<R>(&self, other: &Other, f: impl FnOnce(FileKey, u64, u32, u32) -> R) -> Option<R> {
         let t = self.lock_tables();
-        let (file, o) = t.stateids.ids.get(other).and_then(|e| Some((e.file, e.open()?)))?;
-        Some(f(file, o.store_key, o.access, o.deny))
+        let e = t.stateids.get(other)?;
+        let o = e.open()?;
+        Some(f(e.file, o.store_key, o.access, o.deny))
     }
 
     /// Runs `f` with the tables locked, given whether a client of this
@@ -155,5 +149,5 @@ impl State4 {
 
 /// Whether a client of this server holds a delegation on `file`.
 fn delegated(ids: &crate::state::stateids::Stateids, file: FileKey) -> bool {
-    ids.on_file(file).any(|(_, e)| matches!(&e.kind, Kind::Deleg(d) if !d.revoked))
+    ids.on_file(file).iter().any(|(_, e)| matches!(&e.kind, Kind::Deleg(d) if !d.revoked))
 }

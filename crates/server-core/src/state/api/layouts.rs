@@ -3,6 +3,7 @@
 
 use proto::nfs4::*;
 
+use crate::state::shards::shard_of_file;
 use crate::state::{FileKey, State4, Tables};
 
 impl State4 {
@@ -25,7 +26,7 @@ impl State4 {
         } else if stateids.find(self.boot, minor, Some(client), sid)?.file != file {
             return Err(nfsstat4::NFS4ERR_BAD_STATEID);
         }
-        Ok(layouts.grant(client, file, iomode, || stateids.new_other(self.boot)))
+        Ok(layouts.grant(client, file, iomode, || stateids.new_other(self.boot, shard_of_file(file))))
     }
 
     /// LAYOUTCOMMIT (RFC 8881 section 18.42.3): `sid` must be `client`'s

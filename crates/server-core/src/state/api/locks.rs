@@ -7,7 +7,9 @@ use proto::nfs4::*;
 
 use super::opens::{expire_courtesy, record, Answer};
 use crate::state::lockmgr::{Lock, LockError, LockKind, LockOwner};
-use crate::state::stateids::{resource_error, v4_lock_owner, Kind, Other, OwnerKey, OwnerSort, Replay, SeqCheck};
+use crate::state::stateids::{
+    resource_error, v4_lock_owner, Kind, LockState, Other, OwnerKey, OwnerSort, Replay, SeqCheck,
+};
 use crate::state::{FileKey, State4, Tables};
 
 /// Whose lock a LOCK takes (RFC 8881 18.10's `locker4`), its stateids
@@ -85,12 +87,22 @@ fn lock_seqid(t: &Tables, sort: OwnerSort, key: &OwnerKey, seqid: seqid4) -> Opt
     }
 }
 
+/// The client and state of lock stateid `other`, if it is one.
+fn lock_of(ids: &crate::state::stateids::Stateids, other: &Other) -> Option<(u64, LockState)> {
+    let e = ids.get(other)?;
+    match &e.kind {
+        Kind::Lock(l) => Some((e.client, l.clone())),
+        _ => None,
+    }
+}
+
 impl State4 {
     /// The lock-owner of lock stateid `sid`, if it is one.
     pub(crate) fn lock_owner_of(&self, sid: &stateid4) -> Option<LockOwner> {
         let t = self.lock_tables();
-        match t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) {
-            Some((client, Kind::Lock(l))) => Some(v4_lock_owner(client, &l.owner)),
+        let e = t.stateids.get(&sid.other)?;
+        match &e.kind {
+            Kind::Lock(l) => Some(v4_lock_owner(e.client, &l.owner)),
             _ => None,
         }
     }
@@ -113,13 +125,13 @@ impl State4 {
         let mut seq: Vec<(OwnerSort, OwnerKey, u32)> = Vec::new();
         let (open_other, lock_owner_key, existing_lock) = match locker {
             Locker::New { open, open_seqid, owner, .. } => {
-                let e = t.stateids.ids.get(&open.other);
                 if minor == 0 {
-                    let Some(Kind::Open(o)) = e.map(|e| &e.kind) else {
+                    let found = t.stateids.get(&open.other).and_then(|e| Some((e.client, e.open()?.owner.clone())));
+                    let Some((client, owner)) = found else {
                         let e = t.stateids.find(self.boot, 0, None, open).err();
                         return Answer::Early(Err(e.unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID)));
                     };
-                    let okey = OwnerKey { client: e.map(|e| e.client).unwrap_or(0), owner: o.owner.clone() };
+                    let okey = OwnerKey { client, owner };
                     if let Err(e) = t.clients.renew(okey.client, self.now()) {
                         return Answer::Early(Err(e));
                     }
@@ -131,11 +143,11 @@ impl State4 {
                 (open.clone(), owner.clone(), None)
             }
             Locker::Existing { lock, lock_seqid: seqid } => {
-                let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&lock.other).map(|e| (e.client, &e.kind)) else {
+                let Some((client, l)) = lock_of(&t.stateids, &lock.other) else {
                     let e = t.stateids.find(self.boot, minor, io_client, lock).err();
                     return Answer::Early(Err(e.unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID)));
                 };
-                let lkey = OwnerKey { client, owner: l.owner.clone() };
+                let lkey = OwnerKey { client, owner: l.owner };
                 let open = stateid4 { seqid: 0, other: l.open };
                 if minor == 0 {
                     if let Err(e) = t.clients.renew(client, self.now()) {
@@ -170,7 +182,7 @@ impl State4 {
             };
             t.clients.renew(client, self.now())?;
             check_grace(self, &mut t, client, range.reclaim)?;
-            let access = t.stateids.ids.get(&open_other.other).and_then(|e| e.open()).map(|o| o.access).unwrap_or(0);
+            let access = t.stateids.get(&open_other.other).and_then(|e| e.open().map(|o| o.access)).unwrap_or(0);
             let (file, kind, start, end) = (range.file, range.kind, range.start, range.end);
             let needed = if kind == LockKind::Write { OPEN4_SHARE_ACCESS_WRITE } else { OPEN4_SHARE_ACCESS_READ };
             if access & needed == 0 {
@@ -209,7 +221,7 @@ impl State4 {
                 Err(e) => {
                     // A lock stateid made for this request and left without
                     // locks is not kept.
-                    let fresh = t.stateids.ids.get(&lock_other).is_some_and(|e| e.seqid == 0);
+                    let fresh = t.stateids.get(&lock_other).is_some_and(|e| e.seqid == 0);
                     if fresh && !t.locks.holds_on(file, &owner) {
                         t.stateids.remove(&lock_other);
                     }
@@ -267,11 +279,11 @@ impl State4 {
         end: u64,
     ) -> Answer<stateid4, LockOwner> {
         let mut t = self.lock_tables();
-        let Some((client, Kind::Lock(l))) = t.stateids.ids.get(&sid.other).map(|e| (e.client, &e.kind)) else {
+        let Some((client, l)) = lock_of(&t.stateids, &sid.other) else {
             let e = t.stateids.find(self.boot, minor, io_client, sid).err();
             return Answer::Early(Err(e.unwrap_or(nfsstat4::NFS4ERR_BAD_STATEID)));
         };
-        let key = OwnerKey { client, owner: l.owner.clone() };
+        let key = OwnerKey { client, owner: l.owner };
         if minor == 0 {
             if let Err(e) = t.clients.renew(client, self.now()) {
                 return Answer::Early(Err(e));
@@ -285,8 +297,7 @@ impl State4 {
         }
         let owner = v4_lock_owner(client, &key.owner);
         let r = (|| {
-            let e = t.stateids.find(self.boot, minor, io_client, sid)?;
-            if e.file != file {
+            if t.stateids.find(self.boot, minor, io_client, sid)?.file != file {
                 return Err(nfsstat4::NFS4ERR_BAD_STATEID);
             }
             t.clients.renew(client, self.now())?;

@@ -19,7 +19,9 @@ impl State4 {
         if !callback::has_backchannel(self, client) || t.offloads.running() >= self.settings.max_async_copies {
             return None;
         }
-        let other = t.stateids.new_other(self.boot);
+        // A copy stateid names no file's state: it is kept with the
+        // offloads, never looked up in a shard.
+        let other = t.stateids.new_other(self.boot, 0);
         Some(t.offloads.start(client, other, self.now(), self.lease()))
     }
 

@@ -25,9 +25,8 @@ pub(crate) enum Answer<T, X> {
 
 /// The open-owner of an open stateid, live or (4.0) just closed.
 fn owner_of_open(ids: &Stateids, other: &Other) -> Option<OwnerKey> {
-    match ids.ids.get(other).map(|e| (e.client, &e.kind)) {
-        Some((client, Kind::Open(o))) => Some(OwnerKey { client, owner: o.owner.clone() }),
-        Some(_) => None,
+    match ids.get(other) {
+        Some(e) => e.open().map(|o| OwnerKey { client: e.client, owner: o.owner.clone() }),
         None => ids.closed.get(other).cloned(),
     }
 }
@@ -291,12 +290,15 @@ impl State4 {
         let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
         delegations::recall_conflicting(self, &mut t, file, Some(req.client), write)?;
         let existing = t.stateids.opens_by.get(&(key.clone(), file)).copied();
-        let (all_access, all_deny) = match existing.and_then(|o| t.stateids.ids.get(&o)).and_then(|e| e.open()) {
+        let held = existing.and_then(|o| t.stateids.get(&o)?.open().map(|o| (o.store_key, o.access, o.deny)));
+        let (all_access, all_deny) = match held.map(|(_, access, deny)| (access, deny)) {
             // The owner's own open counts too (RFC 7530 9.9, 16.16.5): an
             // upgrade may not access what that open denies nor deny what it
             // accesses.
-            Some(o) if access & o.deny != 0 || deny & o.access != 0 => return Err(nfsstat4::NFS4ERR_SHARE_DENIED),
-            Some(o) => (o.access | access, o.deny | deny),
+            Some((o_access, o_deny)) if access & o_deny != 0 || deny & o_access != 0 => {
+                return Err(nfsstat4::NFS4ERR_SHARE_DENIED)
+            }
+            Some((o_access, o_deny)) => (o_access | access, o_deny | deny),
             None => (access, deny),
         };
         let mut conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);
@@ -310,8 +312,6 @@ impl State4 {
             let store_key = t.stateids.new_store_key(self.boot);
             return Ok(OpenStep::Reserve { store_key, access: all_access, deny: all_deny });
         }
-        let held = existing.and_then(|o| t.stateids.ids.get(&o)).and_then(|e| e.open());
-        let held = held.map(|o| (o.store_key, o.access, o.deny));
         let reserved = {
             let ids = &mut t.stateids;
             store.reserve(held, &mut || ids.new_store_key(self.boot), all_access, all_deny)?
@@ -374,6 +374,7 @@ impl State4 {
             // the heads of a cluster keep no share modes in the store, and the
             // release then asks the store nothing.)
             let store_key = e.open().map_or(0, |o| o.store_key);
+            drop(e);
             if minor >= 1 {
                 t.clients.renew(client, self.now())?;
             }
@@ -406,6 +407,7 @@ impl State4 {
             if e.open().is_none() || e.file != file {
                 return Err(nfsstat4::NFS4ERR_BAD_STATEID);
             }
+            drop(e);
             t.stateids.confirm(&sid.other)
         })();
         record(&mut t, OwnerSort::Open, &key, seqid, &r, Replay::Confirm);
@@ -445,6 +447,7 @@ impl State4 {
             }
             let o_key = o.store_key;
             let client = e.client;
+            drop(e);
             t.clients.renew(client, self.now())?;
             let (access, deny) = check_share(minor, share_access, share_deny)?;
             let r = t.stateids.downgrade(&sid.other, access, deny)?;

@@ -86,7 +86,7 @@ fn limits_and_purge() {
     let old = stateid4 { seqid: 1, other: first };
     assert_eq!(ids.find(BOOT, 0, None, &old).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
     assert!(ids.has_state(2));
-    assert_eq!(ids.on_file(F).count(), 1);
+    assert_eq!(ids.on_file(F).iter().count(), 1);
     assert_eq!(ids.owner_count(1), 0);
 }
 
