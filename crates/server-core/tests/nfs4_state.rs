@@ -467,6 +467,50 @@ fn mandatory_locks_bind_io_over_their_range() {
 /// lock and renews the lease without a lock, so clients' compounds do not
 /// queue behind each other there.
 #[test]
+fn clients_doing_io_and_opening_at_once_keep_their_state_apart() {
+    // Threads of several clients read and write their own files (the
+    // shard path) while opening and closing a file they share and one of
+    // their own (the tables, then shards): no answer is wrong, no thread
+    // takes two shards, and the state is whole at the end.
+    let env = rw_env();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let env = &env;
+            scope.spawn(move || {
+                let mut s = Session::ready(env, &format!("c{t}"));
+                let mine = format!("f{t}");
+                let r = open41(&mut s, env, "o", &mine, OPEN4_SHARE_ACCESS_BOTH, 0);
+                ok(&r);
+                let (sid, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+                for i in 0..200u32 {
+                    let data = i.to_be_bytes();
+                    ok(&s.run(env, vec![putfh(&fh), write_op(&sid, 0, &data)]));
+                    let r = s.run(env, vec![putfh(&fh), read_op(&sid, 0, 4)]);
+                    ok(&r);
+                    let R::OP_READ(READ4res::NFS4_OK(rd)) = &r.resarray[1] else { panic!("{r:?}") };
+                    assert_eq!(&rd.data[..], &data);
+                    if i % 10 == 0 {
+                        for file in ["shared", &format!("g{t}")] {
+                            let r = open41(&mut s, env, "p", file, OPEN4_SHARE_ACCESS_READ, 0);
+                            ok(&r);
+                            let (other, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+                            ok(&s.run(env, vec![putfh(&fh), read_op(&other, 0, 4)]));
+                            ok(&s.run(env, vec![putfh(&fh), close_op(&other)]));
+                        }
+                    }
+                }
+                ok(&s.run(env, vec![putfh(&fh), close_op(&sid)]));
+            });
+        }
+    });
+    // Every open was closed: a newcomer may deny everyone every file.
+    let mut late = Session::ready(&env, "late");
+    for file in ["shared", "f0", "f1", "f2", "f3", "g0", "g3"] {
+        ok(&open41(&mut late, &env, "o", file, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_BOTH));
+    }
+}
+
+#[test]
 fn a_read_compound_takes_one_file_shard_and_not_the_tables() {
     let env = rw_env();
     let mut a = Session::ready(&env, "a");

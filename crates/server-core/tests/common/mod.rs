@@ -3,7 +3,6 @@
 //! and decodes the replies.
 #![allow(dead_code)]
 
-use std::cell::Cell;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -52,7 +51,7 @@ pub struct Env {
     pub core: Core,
     pub peer: PeerInfo,
     pub fs: Vec<Arc<MemFs>>,
-    xid: Cell<u32>,
+    xid: std::sync::atomic::AtomicU32,
 }
 
 /// A MemFs whose root belongs to uid/gid 1000 (the test user).
@@ -82,7 +81,7 @@ pub fn env_on_with(exports_text: &str, backends: Vec<Arc<dyn vfs::Vfs>>, setting
         .map(|(i, (e, fs))| Export { id: i as u32 + 1, path: e.path, fs, rules: e.rules })
         .collect();
     let core = Core::new(settings, exports, SECRET, VERF, ServicePorts { tcp: 2049, udp: None });
-    Env { core, peer: peer("127.0.0.1:700"), fs: Vec::new(), xid: Cell::new(1) }
+    Env { core, peer: peer("127.0.0.1:700"), fs: Vec::new(), xid: 1.into() }
 }
 
 pub fn env_with(exports_text: &str, settings: CoreSettings) -> Env {
@@ -95,7 +94,7 @@ pub fn env_with(exports_text: &str, settings: CoreSettings) -> Env {
         exports.push(Export { id: i as u32 + 1, path: e.path, fs, rules: e.rules });
     }
     let core = Core::new(settings, exports, SECRET, VERF, ServicePorts { tcp: 2049, udp: None });
-    Env { core, peer: peer("127.0.0.1:700"), fs: fss, xid: Cell::new(1) }
+    Env { core, peer: peer("127.0.0.1:700"), fs: fss, xid: 1.into() }
 }
 
 /// A LocalFs export over a fresh directory the test user owns.
@@ -214,9 +213,7 @@ pub fn parse_reply(outcome: Outcome) -> Reply {
 
 impl Env {
     pub fn next_xid(&self) -> u32 {
-        let x = self.xid.get();
-        self.xid.set(x + 1);
-        x
+        self.xid.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn raw(&self, record: Bytes) -> Outcome {
