@@ -99,9 +99,10 @@ impl State4 {
     /// the same open comes wholly before or after. `None` if it is gone.
     pub(crate) fn with_open_shares<R>(&self, other: &Other, f: impl FnOnce(FileKey, u64, u32, u32) -> R) -> Option<R> {
         let t = self.lock_tables();
-        let e = t.stateids.get(other)?;
-        let o = e.open()?;
-        Some(f(e.file, o.store_key, o.access, o.deny))
+        // Copied out, so that `f` (which asks the store) runs with the
+        // tables held but not the file's shard, which I/O needs.
+        let (file, o) = t.stateids.get(other).and_then(|e| Some((e.file, e.open()?.clone())))?;
+        Some(f(file, o.store_key, o.access, o.deny))
     }
 
     /// Runs `f` with the tables locked, given whether a client of this
