@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use bytes::Bytes;
 use common::v4::*;
 use common::*;
@@ -526,4 +527,54 @@ fn a_read_compound_takes_one_file_shard_and_not_the_tables() {
     let (tables, shards) = (env.core.nfs4_state_locked(), env.core.nfs4_file_shards_locked());
     ok(&a.run(&env, vec![putfh(&fh), write_op(&sid, 4, b"more")]));
     assert_eq!((env.core.nfs4_state_locked() - tables, env.core.nfs4_file_shards_locked() - shards), (0, 1));
+}
+
+#[test]
+fn an_nfsv40_read_takes_one_file_shard_and_renews_through_it() {
+    let env = rw_env();
+    let c = client40(&env, "c1");
+    let mut seq = 1;
+    let (fh, sid) = open40(&env, &mut seq, c, "owner", "f1", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE);
+    ok(&env.compound(0, vec![putfh(&fh), write_op(&sid, 0, b"data")]));
+    let (tables, shards) = (env.core.nfs4_state_locked(), env.core.nfs4_file_shards_locked());
+    let r = env.compound(0, vec![putfh(&fh), read_op(&sid, 0, 4)]);
+    ok(&r);
+    assert_eq!(env.core.nfs4_state_locked() - tables, 0, "PUTFH+READ took the tables' lock");
+    assert_eq!(env.core.nfs4_file_shards_locked() - shards, 1);
+    // The anonymous stateid is checked in the shard too.
+    let anon = stateid4 { seqid: 0, other: [0; 12] };
+    let tables = env.core.nfs4_state_locked();
+    ok(&env.compound(0, vec![putfh(&fh), read_op(&anon, 0, 4)]));
+    assert_eq!(env.core.nfs4_state_locked() - tables, 0);
+    // The lease is renewed by the READs alone: a client that only reads
+    // keeps its open against a conflicting one past its lease.
+    let (env, clock, _) = env_with_nfs4(
+        server_core::state::Nfs4Settings { lease_secs: 10, grace_secs: 0, ..Default::default() },
+        Arc::new(server_core::MemStore::default()),
+    );
+    let c = client40(&env, "reader");
+    let mut seq = 1;
+    let (fh, sid) = open40(&env, &mut seq, c, "owner", "f1", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_NONE);
+    for _ in 0..3 {
+        clock.advance(std::time::Duration::from_secs(6));
+        ok(&env.compound(0, vec![putfh(&fh), read_op(&sid, 0, 1)]));
+    }
+    let d = client40(&env, "denier");
+    let mut ops = export_ops(&env);
+    ops.push(A::OP_OPEN(open_args(1, d, "o", "f1", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_BOTH, false)));
+    assert_eq!(env.compound(0, ops).status, nfsstat4::NFS4ERR_SHARE_DENIED, "the reader's lease ran out");
+}
+
+#[test]
+fn an_nfsv40_stateid_the_shard_cannot_settle_gets_its_error() {
+    let env = rw_env();
+    let c = client40(&env, "c1");
+    let mut seq = 1;
+    let (fh, sid) = open40(&env, &mut seq, c, "owner", "f1", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE);
+    // A stateid the shard cannot settle still gets its error from the
+    // tables: an older seqid is OLD_STATEID.
+    if sid.seqid > 1 {
+        let old = stateid4 { seqid: sid.seqid - 1, ..sid.clone() };
+        assert_eq!(env.compound(0, vec![putfh(&fh), read_op(&old, 0, 1)]).status, nfsstat4::NFS4ERR_OLD_STATEID);
+    }
 }

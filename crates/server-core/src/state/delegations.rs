@@ -228,6 +228,7 @@ pub(super) fn grant(
         seqid: 1,
         client,
         file,
+        lease: t.clients.get(client).map(|c| c.lease.clone()).unwrap_or_default(),
         kind: Kind::Deleg(DelegState { write, fh: fh.clone(), recalled: None, recall_again: false, revoked: false }),
     };
     let Ok(other) = t.stateids.insert(st.boot, st.settings.max_stateids_per_client, minor, entry) else {

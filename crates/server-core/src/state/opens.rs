@@ -87,6 +87,7 @@ impl Stateids {
         deny: u32,
         confirmed: bool,
         store_key: u64,
+        lease: std::sync::Arc<super::lease::Lease>,
     ) -> Result<Opened, nfsstat4> {
         if let Some(other) = self.opens_by.get(&(owner.clone(), file)).copied() {
             let upgraded = self.update_open(&other, |o| {
@@ -107,6 +108,7 @@ impl Stateids {
             seqid: 1,
             client: owner.client,
             file,
+            lease,
             kind: Kind::Open(OpenState {
                 owner: owner.owner.clone(),
                 access,
@@ -228,12 +230,12 @@ impl Stateids {
         owner: &Bytes,
         open: &Other,
     ) -> Result<Other, nfsstat4> {
-        let (client, file) = {
+        let (client, file, lease) = {
             let e = self.get(open).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
             if e.open().is_none() {
                 return Err(nfsstat4::NFS4ERR_BAD_STATEID);
             }
-            (e.client, e.file)
+            (e.client, e.file, e.lease.clone())
         };
         let key = OwnerKey { client, owner: owner.clone() };
         if let Some(o) = self.locks_by.get(&(key, file)) {
@@ -243,6 +245,7 @@ impl Stateids {
             seqid: 0,
             client,
             file,
+            lease,
             kind: Kind::Lock(super::stateids::LockState { owner: owner.clone(), open: *open }),
         };
         self.insert(boot, max_stateids, minor, entry).map_err(|_| resource_error(minor))
@@ -274,7 +277,7 @@ mod tests {
     fn share_reservations() {
         let mut ids = Stateids::default();
         let a =
-            ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true, 0).unwrap();
+            ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true, 0, Default::default()).unwrap();
         assert!(a.new);
         // Writers are denied, readers are not.
         assert_eq!(share_conflicts(&ids, F, None, OPEN4_SHARE_ACCESS_WRITE, 0), vec![1]);
@@ -296,12 +299,12 @@ mod tests {
         let mut locks = LockManager::default();
         let (k1, k2) = (ids.new_store_key(BOOT), ids.new_store_key(BOOT));
         assert!(k1 != 0 && k2 != 0 && k1 != k2);
-        let a = ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k1).unwrap();
+        let a = ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k1, Default::default()).unwrap();
         // An upgrade keeps the open's number.
-        ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_WRITE, 0, true, k2).unwrap();
+        ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_WRITE, 0, true, k2, Default::default()).unwrap();
         assert_eq!(ids.get(&a.stateid.other).unwrap().open().unwrap().store_key, k1);
-        let b = ids.open(BOOT, 100, 1, &key(1, "b"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k2).unwrap();
-        ids.open(BOOT, 100, 1, &key(1, "c"), F, OPEN4_SHARE_ACCESS_READ, 0, true, 0).unwrap();
+        let b = ids.open(BOOT, 100, 1, &key(1, "b"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k2, Default::default()).unwrap();
+        ids.open(BOOT, 100, 1, &key(1, "c"), F, OPEN4_SHARE_ACCESS_READ, 0, true, 0, Default::default()).unwrap();
         ids.close(&a.stateid.other, &mut locks, false).unwrap();
         assert!(ids.take_released_share(k1));
         assert!(!ids.take_released_share(k1));
@@ -317,8 +320,8 @@ mod tests {
         let mut ids = Stateids::default();
         let mut locks = LockManager::default();
         let k = key(1, "a");
-        let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true, 0).unwrap();
-        let b = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true, 0).unwrap();
+        let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true, 0, Default::default()).unwrap();
+        let b = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true, 0, Default::default()).unwrap();
         assert!(!b.new);
         assert_eq!(b.stateid.other, a.stateid.other);
         assert_eq!(b.stateid.seqid, 2);
@@ -353,7 +356,7 @@ mod tests {
         let mut locks = LockManager::default();
         let k = key(1, "a");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k, 10, 0).unwrap();
-        let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false, 0).unwrap();
+        let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false, 0, Default::default()).unwrap();
         assert!(!ids.get(&a.stateid.other).unwrap().open().unwrap().confirmed);
         let s = ids.confirm(&a.stateid.other).unwrap();
         assert_eq!(s.seqid, 2);
@@ -362,7 +365,7 @@ mod tests {
         assert!(!ids.reset_unconfirmed(&k, &mut locks));
         let k2 = key(1, "b");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k2, 10, 0).unwrap();
-        ids.open(BOOT, 100, 0, &k2, (1, 9, 1), OPEN4_SHARE_ACCESS_READ, 0, false, 0).unwrap();
+        ids.open(BOOT, 100, 0, &k2, (1, 9, 1), OPEN4_SHARE_ACCESS_READ, 0, false, 0, Default::default()).unwrap();
         assert!(ids.reset_unconfirmed(&k2, &mut locks));
         assert_eq!(ids.on_file((1, 9, 1)).iter().count(), 0);
     }

@@ -197,6 +197,9 @@ pub(crate) struct Entry {
     pub seqid: u32,
     pub client: u64,
     pub file: FileKey,
+    /// The client's lease, so that I/O under the stateid renews it
+    /// without the tables (NFSv4.0 has no SEQUENCE to do it).
+    pub lease: std::sync::Arc<super::lease::Lease>,
     pub kind: Kind,
 }
 
@@ -762,18 +765,19 @@ fn check_in_shard(
     Ok(IoStateid { owner: Some(e.client), lock_owner })
 }
 
-/// The stateid check of I/O for an NFSv4.1 session's `client` made on the
-/// file's shard alone, without the tables: true when the I/O may go on.
-/// False sends the caller to [`check_io`] under the tables, which gives
-/// the error or does what the shard cannot: recalling another client's
-/// delegation, testing byte-range locks (`mandatory_locks`), telling an
-/// expired stateid from a bad one. The lease needs no renewal here: the
-/// compound's SEQUENCE renewed the session's client, and a 4.1 stateid is
-/// usable only by the client it belongs to.
+/// The stateid check of I/O made on the file's shard alone, without the
+/// tables: true when the I/O may go on. `client` is the session's (4.1)
+/// or `None` (4.0). False sends the caller to [`check_io`] under the
+/// tables, which gives the error or does what the shard cannot: recalling
+/// another client's delegation, testing byte-range locks
+/// (`mandatory_locks`), telling an expired stateid from a bad one. In 4.1
+/// the compound's SEQUENCE renewed the session's client, the only one a
+/// 4.1 stateid is usable by; in 4.0 the stateid's client's lease is
+/// renewed here, through the entry, unless its record is gone.
 pub(super) fn io_allowed_by_shard(
     st: &State4,
     shards: &FileShards,
-    client: u64,
+    client: Option<u64>,
     stateid: &stateid4,
     file: FileKey,
     kind: IoKind,
@@ -789,11 +793,23 @@ pub(super) fn io_allowed_by_shard(
     }
     let write = kind == IoKind::Write;
     let shard = shards.lock(i);
-    if check_in_shard(&shard, st.boot, Some(client), stateid, sp, file, write).is_err() {
+    let Ok(io) = check_in_shard(&shard, st.boot, client, stateid, sp, file, write) else { return false };
+    // Whose I/O it is: the stateid's client, or the session's for a
+    // special stateid (`None`, as for NFSv3: every delegation is another's).
+    let requester = io.owner.or(client);
+    let in_the_way =
+        shard.on_file(file).any(|(_, e)| Some(e.client) != requester && super::delegations::conflicting(e, write));
+    if in_the_way {
         return false;
     }
-    let in_the_way = shard.on_file(file).any(|(_, e)| e.client != client && super::delegations::conflicting(e, write));
-    !in_the_way
+    if client.is_none() && sp.is_none() {
+        let Some(e) = shard.ids.get(&stateid.other) else { return false };
+        if e.lease.is_gone() {
+            return false;
+        }
+        e.lease.renew(st.now());
+    }
+    true
 }
 
 /// Checks the stateid of READ, WRITE or SETATTR(size) on `file`

@@ -178,7 +178,8 @@ fn record_open<S: OpenStore>(
         t.stateids.ensure_owner(OwnerSort::Open, key, st.settings.max_owners_per_client, minor).and_then(|()| {
             let max = st.settings.max_stateids_per_client;
             let store_key = S::store_key(&reserved);
-            t.stateids.open(st.boot, max, minor, key, req.file, req.access, req.deny, confirmed, store_key)
+            let lease = t.clients.get(key.client).map(|c| c.lease.clone()).unwrap_or_default();
+            t.stateids.open(st.boot, max, minor, key, req.file, req.access, req.deny, confirmed, store_key, lease)
         });
     let opened = match recorded {
         Ok(o) => o,

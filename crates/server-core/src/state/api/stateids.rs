@@ -65,13 +65,11 @@ impl State4 {
         kind: IoKind,
         range: (u64, u64),
     ) -> Result<(), nfsstat4> {
-        // An NFSv4.1 client's I/O is decided in the file's shard when
-        // nothing there needs the tables (the common case: its own open,
-        // no other client's delegation in the way).
-        if let Some(c) = client {
-            if io_allowed_by_shard(self, &self.shards, c, stateid, file, kind, range) {
-                return Ok(());
-            }
+        // I/O is decided in the file's shard when nothing there needs the
+        // tables (the common case: its own open, no other client's
+        // delegation in the way).
+        if io_allowed_by_shard(self, &self.shards, client, stateid, file, kind, range) {
+            return Ok(());
         }
         check_io(self, &mut self.lock_tables(), client, stateid, file, kind, range)
     }

@@ -8,6 +8,7 @@ fn open_entry(client: u64, owner: &'static str) -> Entry {
         seqid: 1,
         client,
         file: F,
+        lease: Default::default(),
         kind: Kind::Open(OpenState {
             owner: Bytes::from_static(owner.as_bytes()),
             access: OPEN4_SHARE_ACCESS_READ,
