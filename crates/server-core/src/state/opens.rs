@@ -276,8 +276,20 @@ mod tests {
     #[test]
     fn share_reservations() {
         let mut ids = Stateids::default();
-        let a =
-            ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, true, 0, Default::default()).unwrap();
+        let a = ids
+            .open(
+                BOOT,
+                100,
+                1,
+                &key(1, "a"),
+                F,
+                OPEN4_SHARE_ACCESS_READ,
+                OPEN4_SHARE_DENY_WRITE,
+                true,
+                0,
+                Default::default(),
+            )
+            .unwrap();
         assert!(a.new);
         // Writers are denied, readers are not.
         assert_eq!(share_conflicts(&ids, F, None, OPEN4_SHARE_ACCESS_WRITE, 0), vec![1]);
@@ -299,11 +311,13 @@ mod tests {
         let mut locks = LockManager::default();
         let (k1, k2) = (ids.new_store_key(BOOT), ids.new_store_key(BOOT));
         assert!(k1 != 0 && k2 != 0 && k1 != k2);
-        let a = ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k1, Default::default()).unwrap();
+        let a =
+            ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k1, Default::default()).unwrap();
         // An upgrade keeps the open's number.
         ids.open(BOOT, 100, 1, &key(1, "a"), F, OPEN4_SHARE_ACCESS_WRITE, 0, true, k2, Default::default()).unwrap();
         assert_eq!(ids.get(&a.stateid.other).unwrap().open().unwrap().store_key, k1);
-        let b = ids.open(BOOT, 100, 1, &key(1, "b"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k2, Default::default()).unwrap();
+        let b =
+            ids.open(BOOT, 100, 1, &key(1, "b"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k2, Default::default()).unwrap();
         ids.open(BOOT, 100, 1, &key(1, "c"), F, OPEN4_SHARE_ACCESS_READ, 0, true, 0, Default::default()).unwrap();
         ids.close(&a.stateid.other, &mut locks, false).unwrap();
         assert!(ids.take_released_share(k1));
@@ -321,7 +335,9 @@ mod tests {
         let mut locks = LockManager::default();
         let k = key(1, "a");
         let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true, 0, Default::default()).unwrap();
-        let b = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true, 0, Default::default()).unwrap();
+        let b = ids
+            .open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_READ, true, 0, Default::default())
+            .unwrap();
         assert!(!b.new);
         assert_eq!(b.stateid.other, a.stateid.other);
         assert_eq!(b.stateid.seqid, 2);
