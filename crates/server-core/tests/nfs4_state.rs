@@ -4,11 +4,11 @@
 
 mod common;
 
-use std::sync::Arc;
 use bytes::Bytes;
 use common::v4::*;
 use common::*;
 use proto::nfs4::*;
+use std::sync::Arc;
 
 use nfs_argop4 as A;
 use nfs_resop4 as R;
