@@ -301,15 +301,15 @@ impl Core {
     }
 
     /// How many times the lock over the NFSv4 state's tables (clients,
-    /// owners, callbacks, byte-range locks) was taken: what a request
-    /// shares with every other client's.
+    /// owners, callbacks, layouts) was taken: what a request shares with
+    /// every other client's.
     pub fn nfs4_state_locked(&self) -> u64 {
         self.v4.tables_locked()
     }
 
-    /// How many times a shard of the NFSv4 state of files (their
-    /// stateids) was locked: what a request shares only with requests on
-    /// files of the same shard.
+    /// How many times a shard of the state of files (their NFSv4 stateids,
+    /// their NFSv4 and NLM byte-range locks) was locked: what a request
+    /// shares only with requests on files of the same shard.
     pub fn nfs4_file_shards_locked(&self) -> u64 {
         self.v4.shards_locked()
     }

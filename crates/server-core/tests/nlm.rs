@@ -62,6 +62,21 @@ fn two_hosts_contend_for_a_range() {
     assert_eq!(unlock(&e, alock("c", &f, 3, 0, 0)), nlm4_stats::nlm4_granted);
 }
 
+/// NLM's lock holders have no owners in the NFSv4 tables: outside a
+/// grace period a LOCK, TEST or UNLOCK takes only its file's shard, so
+/// hosts locking different files share no lock.
+#[test]
+fn nlm_locks_take_only_their_files_shard() {
+    let e = rw_env();
+    let f = e.create_file(&e.root(), "f");
+    let (tables, shards) = (e.core.nfs4_state_locked(), e.core.nfs4_file_shards_locked());
+    assert_eq!(lock(&e, alock("a", &f, 1, 0, 10), true), nlm4_stats::nlm4_granted);
+    assert!(matches!(test(&e, alock("b", &f, 2, 5, 1), false), nlm4_testrply::nlm4_denied(_)));
+    assert_eq!(unlock(&e, alock("a", &f, 1, 0, 10)), nlm4_stats::nlm4_granted);
+    assert_eq!(e.core.nfs4_state_locked() - tables, 0, "NLM took the NFSv4 tables' lock");
+    assert_eq!(e.core.nfs4_file_shards_locked() - shards, 3);
+}
+
 #[test]
 fn restarted_host_loses_its_locks() {
     let e = rw_env();

@@ -338,7 +338,7 @@ pub(super) fn unrecord(st: &State4, t: &Tables, owner: &[u8]) {
 
 /// Removes a client entirely: its state, sessions and stable record.
 pub(super) fn destroy(st: &State4, t: &mut Tables, client: u64) {
-    t.stateids.purge_client(client, &mut t.locks);
+    t.stateids.purge_client(client);
     t.layouts.return_all(client, None);
     forget_sessions(st, t, client);
     if let Some(c) = t.clients.remove(client) {

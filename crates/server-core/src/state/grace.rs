@@ -19,12 +19,23 @@ pub(crate) struct Grace {
     /// Set while another head of the cluster is in its grace period
     /// (kept by the transport from the cluster's shared record).
     pub cluster: Arc<AtomicBool>,
+    /// Set while `until` is: read without the tables' lock
+    /// ([`Grace::may_be_in_grace`]).
+    pub open: Arc<AtomicBool>,
+}
+
+/// Whether a grace period may be running, read without the tables' lock:
+/// false means none is, so requests that only need to know that (NLM's
+/// locks) need not take the tables.
+pub(crate) fn may_be_in_grace(open: &AtomicBool, cluster: &AtomicBool) -> bool {
+    open.load(Ordering::Acquire) || cluster.load(Ordering::Acquire)
 }
 
 impl Grace {
     pub fn start(known: Vec<Vec<u8>>, now: Duration, length: Duration) -> Grace {
         let until = if known.is_empty() { None } else { Some(now + length) };
-        Grace { known, until, completed: HashSet::new(), cluster: Arc::default() }
+        let open = Arc::new(AtomicBool::new(until.is_some()));
+        Grace { known, until, completed: HashSet::new(), cluster: Arc::default(), open }
     }
 
     /// True while new (non-reclaim) opens and locks must get NFS4ERR_GRACE:
@@ -47,6 +58,7 @@ impl Grace {
         }
         let until = now + length;
         self.until = Some(self.until.map_or(until, |t| t.max(until)));
+        self.open.store(true, Ordering::Release);
         tracing::info!(clients = self.known.len(), "NFSv4 grace period for clients taken over from another head");
     }
 
@@ -88,6 +100,7 @@ impl Grace {
         if self.until.take().is_some() {
             tracing::info!("NFSv4 grace period over: {why}");
         }
+        self.open.store(false, Ordering::Release);
         self.known.clear();
         self.completed.clear();
     }

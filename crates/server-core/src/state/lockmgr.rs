@@ -10,6 +10,8 @@
 //! the end of the file (`end == u64::MAX`) needs no special value.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -88,20 +90,75 @@ pub(crate) enum LockError {
     TooMany,
 }
 
+/// What the lock lists of every file shard share: how many locks each
+/// NFSv4 client holds (for `max_locks_per_client`) and the owners whose
+/// locks went all at once. Its locks are leaves: taken under a shard's,
+/// and nothing is taken under them.
 #[derive(Debug, Default)]
-pub(crate) struct LockManager {
-    files: HashMap<FileKey, Vec<Lock>>,
-    /// Locks held per NFSv4 client (for `max_locks_per_client`).
-    per_client: HashMap<u64, usize>,
+pub(crate) struct LockBook {
+    per_client: parking_lot::Mutex<HashMap<u64, usize>>,
     /// Whether to queue in `released` every (file, owner) whose locks
     /// went all at once (a CLOSE, a lease expiring, a client host
     /// restarting), for a backend shared with other servers that holds
     /// the locks too (`crate::shared_locks`).
-    pub track_released: bool,
-    pub released: Vec<(FileKey, LockOwner)>,
-    /// Set whenever `released` gains entries, so the server need not take
-    /// the tables' lock after every request to look.
-    pub released_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    track_released: AtomicBool,
+    released: parking_lot::Mutex<Vec<(FileKey, LockOwner)>>,
+    /// Set whenever `released` gains entries, so the server need not look
+    /// after every request.
+    pub released_pending: Arc<AtomicBool>,
+}
+
+impl LockBook {
+    pub fn track_released(&self, on: bool) {
+        self.track_released.store(on, Ordering::Relaxed);
+    }
+
+    /// The (file, owner) pairs released since the last call.
+    pub fn take_released(&self) -> Vec<(FileKey, LockOwner)> {
+        std::mem::take(&mut *self.released.lock())
+    }
+
+    fn queue_released(&self, mut dropped: Vec<(FileKey, LockOwner)>) {
+        if !self.track_released.load(Ordering::Relaxed) || dropped.is_empty() {
+            return;
+        }
+        dropped.dedup();
+        self.released.lock().extend(dropped);
+        self.released_pending.store(true, Ordering::Release);
+    }
+
+    /// Changes `owner`'s count from `before` to `after` locks, unless that
+    /// takes its client past `max` (checked and changed at once, so that
+    /// two shards locking for one client cannot both pass the cap).
+    fn admit(&self, owner: &LockOwner, before: usize, after: usize, max: usize) -> Result<(), LockError> {
+        let Some(client) = owner.client() else { return Ok(()) };
+        let mut counts = self.per_client.lock();
+        let held = counts.get(&client).copied().unwrap_or(0);
+        if after > before && held.saturating_sub(before) + after > max {
+            return Err(LockError::TooMany);
+        }
+        let n = held.saturating_sub(before) + after;
+        if n == 0 {
+            counts.remove(&client);
+        } else {
+            counts.insert(client, n);
+        }
+        Ok(())
+    }
+
+    /// Locks held by NFSv4 `client`.
+    #[cfg(test)]
+    pub fn count_for_client(&self, client: u64) -> usize {
+        self.per_client.lock().get(&client).copied().unwrap_or(0)
+    }
+}
+
+/// The byte-range locks of the files of one shard
+/// ([`super::shards::FileShard`]), under that shard's lock.
+#[derive(Debug, Default)]
+pub(crate) struct LockManager {
+    files: HashMap<FileKey, Vec<Lock>>,
+    book: Arc<LockBook>,
 }
 
 fn conflicts(a: LockKind, b: LockKind) -> bool {
@@ -146,6 +203,11 @@ fn insert_merged(locks: &mut Vec<Lock>, mut new: Lock) {
 }
 
 impl LockManager {
+    /// The locks of one shard, counted in `book` with every other shard's.
+    pub fn with_book(book: Arc<LockBook>) -> LockManager {
+        LockManager { files: HashMap::new(), book }
+    }
+
     /// The first lock of another owner that conflicts with `kind` on
     /// `start..=end` (LOCKT, NLM TEST, and LOCK's conflict check).
     pub fn test(&self, file: FileKey, owner: &LockOwner, kind: LockKind, start: u64, end: u64) -> Option<Lock> {
@@ -176,14 +238,8 @@ impl LockManager {
         carve(&mut next, owner, start, end);
         insert_merged(&mut next, Lock { owner: owner.clone(), kind, start, end });
         let after = next.iter().filter(|l| l.owner == *owner).count();
-        if let Some(client) = owner.client() {
-            let held = self.per_client.get(&client).copied().unwrap_or(0);
-            if after > before && held - before + after > max_per_client {
-                return Err(LockError::TooMany);
-            }
-        }
+        self.book.admit(owner, before, after, max_per_client)?;
         self.files.insert(file, next);
-        self.adjust(owner, before, after);
         Ok(())
     }
 
@@ -200,21 +256,15 @@ impl LockManager {
         self.adjust(owner, before, after);
     }
 
-    fn adjust(&mut self, owner: &LockOwner, before: usize, after: usize) {
-        if let Some(client) = owner.client() {
-            let n = self.per_client.entry(client).or_default();
-            *n = (*n + after).saturating_sub(before);
-            if *n == 0 {
-                self.per_client.remove(&client);
-            }
-        }
+    fn adjust(&self, owner: &LockOwner, before: usize, after: usize) {
+        // A count that only falls is never refused.
+        let _ = self.book.admit(owner, before, after, usize::MAX);
     }
 
     /// Releases all of `owner`'s locks on `file`.
     pub fn unlock_file(&mut self, file: FileKey, owner: &LockOwner) {
-        if self.track_released && self.holds_on(file, owner) {
-            self.released.push((file, owner.clone()));
-            self.released_pending.store(true, std::sync::atomic::Ordering::Release);
+        if self.holds_on(file, owner) {
+            self.book.queue_released(vec![(file, owner.clone())]);
         }
         self.unlock(file, owner, 0, u64::MAX);
     }
@@ -231,7 +281,7 @@ impl LockManager {
         self.files.get(&file).is_some_and(|ls| ls.iter().any(|l| l.owner == *owner))
     }
 
-    /// Whether `owner` holds any lock anywhere.
+    /// Whether `owner` holds any lock on this shard's files.
     pub fn holds_any(&self, owner: &LockOwner) -> bool {
         self.files.values().any(|ls| ls.iter().any(|l| l.owner == *owner))
     }
@@ -253,14 +303,11 @@ impl LockManager {
         for (_, o) in &dropped {
             self.adjust(o, 1, 0);
         }
-        if self.track_released && !dropped.is_empty() {
-            dropped.dedup();
-            self.released.extend(dropped);
-            self.released_pending.store(true, std::sync::atomic::Ordering::Release);
-        }
+        self.book.queue_released(dropped);
     }
 
-    /// Releases every lock of NFSv4 `client`.
+    /// Releases every lock of NFSv4 `client` on this shard's files.
+    #[cfg(test)]
     pub fn release_client(&mut self, client: u64) {
         self.release_where(|o| o.client() == Some(client));
     }
@@ -276,7 +323,7 @@ impl LockManager {
     /// Locks held by NFSv4 `client`.
     #[cfg(test)]
     pub fn count_for_client(&self, client: u64) -> usize {
-        self.per_client.get(&client).copied().unwrap_or(0)
+        self.book.count_for_client(client)
     }
 }
 

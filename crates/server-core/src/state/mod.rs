@@ -3,10 +3,11 @@
 //! leases and the grace period. Three kinds of lock keep it:
 //! - each session under a lock of its own, beside its client's lease
 //!   ([`lease::Lease`]), so that SEQUENCE touches only its session;
-//! - the stateids of files in shards by file ([`shards`]), so that the
-//!   stateid check of READ and WRITE takes only its file's shard;
-//! - the other tables (clients, owners, callbacks, grace, byte-range
-//!   locks, layouts, copies) behind one mutex, taken by operations that
+//! - the stateids and byte-range locks of files in shards by file
+//!   ([`shards`]), so that the stateid check of READ and WRITE, and NLM's
+//!   locks, take only the file's shard;
+//! - the other tables (clients, owners, callbacks, grace, layouts,
+//!   copies) behind one mutex, taken by operations that
 //!   change state (OPEN, CLOSE, LOCK, DELEGRETURN...), held for table
 //!   updates only, never across backend I/O. A change takes the tables,
 //!   then one file's shard at a time.
@@ -115,7 +116,6 @@ struct Tables {
     callbacks: callback::Callbacks,
     grace: grace::Grace,
     stateids: stateids::Stateids,
-    locks: lockmgr::LockManager,
     offloads: offload::Offloads,
     layouts: layouts::Layouts,
 }
@@ -150,6 +150,9 @@ pub(crate) struct State4 {
     /// Set when the lock table queued releases for a shared store, read
     /// without the tables' lock (`crate::shared_locks`).
     pub lock_releases: Arc<std::sync::atomic::AtomicBool>,
+    /// The grace period's flags (this server's, the cluster's), read
+    /// without the tables' lock ([`grace::may_be_in_grace`]).
+    grace_flags: (Arc<std::sync::atomic::AtomicBool>, Arc<std::sync::atomic::AtomicBool>),
 }
 
 /// Shards of the set of files under write delegations.
@@ -221,8 +224,9 @@ impl State4 {
         let write_delegated = tables.stateids.write_delegated.clone();
         let files_held = tables.stateids.files_held.clone();
         let shards = tables.stateids.shards.clone();
-        let lock_releases = tables.locks.released_pending.clone();
+        let lock_releases = shards.lock_book.released_pending.clone();
         tables.stateids.shares_pending = lock_releases.clone();
+        let grace_flags = (tables.grace.open.clone(), tables.grace.cluster.clone());
         let tables = parking_lot::Mutex::new(tables);
         State4 {
             settings,
@@ -238,6 +242,7 @@ impl State4 {
             write_delegated,
             files_held,
             lock_releases,
+            grace_flags,
         }
     }
 
@@ -272,6 +277,14 @@ impl State4 {
         t.callbacks.pending.retain(|_, p| p.session != *id);
         callback::refresh_path(self, t, client);
         Some(client)
+    }
+
+    /// Whether a grace period refuses a request that takes new state and
+    /// is no `reclaim` (NLM's rule: NFSv4's also asks who may reclaim).
+    /// Takes the tables only while one may be running.
+    pub(crate) fn grace_refuses(&self, reclaim: bool) -> bool {
+        let (open, cluster) = &self.grace_flags;
+        !reclaim && grace::may_be_in_grace(open, cluster) && self.lock_tables().grace.in_grace(self.now())
     }
 
     /// How many times the tables' lock was taken.
@@ -319,7 +332,7 @@ impl Tables {
     /// Takes everything away from a client whose lease ran out and whose
     /// state conflicts with another client's request (courtesy ends).
     pub fn expire_client(&mut self, client: u64) {
-        self.stateids.purge_client(client, &mut self.locks);
+        self.stateids.purge_client(client);
         self.offloads.cancel_client(client);
         self.layouts.return_all(client, None);
         self.clients.expire(client);

@@ -9,7 +9,6 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::lockmgr::LockManager;
 use super::stateids::{resource_error, v4_lock_owner, Entry, Kind, OpenState, Other, OwnerKey, Stateids};
 use super::FileKey;
 
@@ -150,26 +149,26 @@ impl Stateids {
     /// CLOSE of open `other`: its byte-range locks are released with it
     /// (RFC 8881 18.2.3 lets the server free them). Returns the stateid
     /// as it was last (seqid + 1) for NFSv4.0 replies.
-    pub fn close(
-        &mut self,
-        other: &Other,
-        locks: &mut LockManager,
-        keep_for_replay: bool,
-    ) -> Result<stateid4, nfsstat4> {
-        let (client, file, owner, lock_ids) = {
-            let e = self.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+    pub fn close(&mut self, other: &Other, keep_for_replay: bool) -> Result<stateid4, nfsstat4> {
+        let (client, owner) = {
+            // The open, its lock stateids and their locks share a shard.
+            let mut shard = self.shards.of_other(other);
+            let e = shard.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
             let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
-            (e.client, e.file, o.owner.clone(), o.locks.clone())
-        };
-        for l in lock_ids {
-            let lock_owner = self.get(&l).and_then(|e| match &e.kind {
-                Kind::Lock(ls) => Some(ls.owner.clone()),
-                _ => None,
-            });
-            if let Some(lock_owner) = lock_owner {
-                locks.unlock_file(file, &v4_lock_owner(client, &lock_owner));
+            let (client, file, owner) = (e.client, e.file, o.owner.clone());
+            let lock_owners: Vec<Bytes> = o
+                .locks
+                .iter()
+                .filter_map(|l| match &shard.ids.get(l)?.kind {
+                    Kind::Lock(ls) => Some(ls.owner.clone()),
+                    _ => None,
+                })
+                .collect();
+            for lock_owner in lock_owners {
+                shard.locks.unlock_file(file, &v4_lock_owner(client, &lock_owner));
             }
-        }
+            (client, owner)
+        };
         let stateid = self.bump(other);
         let key = OwnerKey { client, owner: owner.clone() };
         self.remove(other);
@@ -207,14 +206,14 @@ impl Stateids {
 
     /// Forgets an unconfirmed NFSv4.0 open-owner and its opens (a new
     /// OPEN arrived for it with an unexpected seqid: RFC 7530 16.16.5).
-    pub fn reset_unconfirmed(&mut self, key: &OwnerKey, locks: &mut LockManager) -> bool {
+    pub fn reset_unconfirmed(&mut self, key: &OwnerKey) -> bool {
         let Some(o) = self.open_owners.get(key) else { return false };
         if o.confirmed {
             return false;
         }
         let mine: Vec<Other> = self.opens_by.iter().filter(|((k, _), _)| k == key).map(|(_, o)| *o).collect();
         for m in mine {
-            let _ = self.close(&m, locks, false);
+            let _ = self.close(&m, false);
         }
         self.open_owners.remove(key);
         true
@@ -308,7 +307,6 @@ mod tests {
     #[test]
     fn store_keys_are_released_with_their_opens() {
         let mut ids = Stateids::default();
-        let mut locks = LockManager::default();
         let (k1, k2) = (ids.new_store_key(BOOT), ids.new_store_key(BOOT));
         assert!(k1 != 0 && k2 != 0 && k1 != k2);
         let a =
@@ -319,12 +317,12 @@ mod tests {
         let b =
             ids.open(BOOT, 100, 1, &key(1, "b"), F, OPEN4_SHARE_ACCESS_READ, 0, true, k2, Default::default()).unwrap();
         ids.open(BOOT, 100, 1, &key(1, "c"), F, OPEN4_SHARE_ACCESS_READ, 0, true, 0, Default::default()).unwrap();
-        ids.close(&a.stateid.other, &mut locks, false).unwrap();
+        ids.close(&a.stateid.other, false).unwrap();
         assert!(ids.take_released_share(k1));
         assert!(!ids.take_released_share(k1));
-        ids.close(&b.stateid.other, &mut locks, false).unwrap();
+        ids.close(&b.stateid.other, false).unwrap();
         // The client goes: only the open with a store key is queued.
-        ids.purge_client(1, &mut locks);
+        ids.purge_client(1);
         assert_eq!(ids.released_shares, vec![(F, k2)]);
         assert!(ids.shares_pending.load(std::sync::atomic::Ordering::Acquire));
     }
@@ -332,7 +330,6 @@ mod tests {
     #[test]
     fn upgrade_downgrade_close() {
         let mut ids = Stateids::default();
-        let mut locks = LockManager::default();
         let k = key(1, "a");
         let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true, 0, Default::default()).unwrap();
         let b = ids
@@ -357,10 +354,10 @@ mod tests {
         let lo = Bytes::from_static(b"lo");
         let l = ids.lock_stateid(BOOT, 100, 1, &lo, &a.stateid.other).unwrap();
         assert_eq!(ids.lock_stateid(BOOT, 100, 1, &lo, &a.stateid.other).unwrap(), l);
-        locks.lock(F, &v4_lock_owner(1, &lo), LockKind::Write, 0, 9, 10).unwrap();
-        let c = ids.close(&a.stateid.other, &mut locks, false).unwrap();
+        ids.shards.of_file(F).locks.lock(F, &v4_lock_owner(1, &lo), LockKind::Write, 0, 9, 10).unwrap();
+        let c = ids.close(&a.stateid.other, false).unwrap();
         assert_eq!(c.seqid, 5);
-        assert!(locks.locks_on(F).is_empty());
+        assert!(ids.shards.of_file(F).locks.locks_on(F).is_empty());
         assert!(ids.get(&l).is_none());
         assert!(!ids.has_state(1));
         assert!(ids.lock_owners.is_empty() && ids.open_owners.is_empty());
@@ -369,7 +366,6 @@ mod tests {
     #[test]
     fn confirm_and_reset() {
         let mut ids = Stateids::default();
-        let mut locks = LockManager::default();
         let k = key(1, "a");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k, 10, 0).unwrap();
         let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false, 0, Default::default()).unwrap();
@@ -378,11 +374,11 @@ mod tests {
         assert_eq!(s.seqid, 2);
         assert!(ids.get(&a.stateid.other).unwrap().open().unwrap().confirmed);
         assert_eq!(ids.confirm(&a.stateid.other), Err(nfsstat4::NFS4ERR_BAD_STATEID));
-        assert!(!ids.reset_unconfirmed(&k, &mut locks));
+        assert!(!ids.reset_unconfirmed(&k));
         let k2 = key(1, "b");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k2, 10, 0).unwrap();
         ids.open(BOOT, 100, 0, &k2, (1, 9, 1), OPEN4_SHARE_ACCESS_READ, 0, false, 0, Default::default()).unwrap();
-        assert!(ids.reset_unconfirmed(&k2, &mut locks));
+        assert!(ids.reset_unconfirmed(&k2));
         assert_eq!(ids.on_file((1, 9, 1)).iter().count(), 0);
     }
 }

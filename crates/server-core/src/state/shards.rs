@@ -7,17 +7,21 @@
 //! the file's shard ([`super::stateids::check_io`]): clients doing I/O to
 //! different files never share a lock, and I/O does not queue behind OPEN,
 //! LOCK or CLOSE of other files. Changes to the shards are made under the
-//! tables' lock as well (the owners, the per-client indexes and the lock
-//! ranges live there), in the order tables, then one shard.
+//! tables' lock as well (the owners and the per-client indexes live
+//! there), in the order tables, then one shard. The byte-range locks of
+//! a file live in its shard too, so that NLM's locks, which have no
+//! owners in the tables, take only the file's shard.
 //!
 //! At most one shard is held at a time by a thread (checked, [`Held`]),
 //! so that two files' shards can never be taken in opposite orders.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
+use super::lockmgr::{LockBook, LockManager, LockOwner};
 use super::stateids::{Entry, Other};
 use super::FileKey;
 
@@ -27,12 +31,15 @@ use super::FileKey;
 /// number is the last byte of a stateid's `other`).
 pub(crate) const FILE_SHARDS: usize = 64;
 
-/// One shard: the stateids of the files that hash to it.
+/// One shard: the stateids and byte-range locks of the files that hash
+/// to it.
 #[derive(Debug, Default)]
 pub(crate) struct FileShard {
     pub(crate) ids: HashMap<Other, Entry>,
     /// Open and delegation stateids per file.
     pub(crate) files: HashMap<FileKey, Vec<Other>>,
+    /// The byte-range locks on the files (NFSv4 and NLM alike).
+    pub(crate) locks: LockManager,
 }
 
 impl FileShard {
@@ -47,11 +54,16 @@ pub(crate) struct FileShards {
     shards: Box<[Mutex<FileShard>]>,
     /// How many times a shard's lock was taken (tests count a request's).
     locked: AtomicU64,
+    /// What the shards' lock lists share (counts per client, releases).
+    pub(crate) lock_book: Arc<LockBook>,
 }
 
 impl Default for FileShards {
     fn default() -> FileShards {
-        FileShards { shards: (0..FILE_SHARDS).map(|_| Mutex::default()).collect(), locked: AtomicU64::new(0) }
+        let lock_book = Arc::new(LockBook::default());
+        let shard =
+            || Mutex::new(FileShard { locks: LockManager::with_book(lock_book.clone()), ..FileShard::default() });
+        FileShards { shards: (0..FILE_SHARDS).map(|_| shard()).collect(), locked: AtomicU64::new(0), lock_book }
     }
 }
 
@@ -82,6 +94,20 @@ impl FileShards {
 
     pub(crate) fn of_other(&self, other: &Other) -> ShardGuard<'_> {
         self.lock(shard_of_other(other))
+    }
+
+    /// Whether `owner` holds a byte-range lock on any file, one shard at
+    /// a time.
+    pub(crate) fn holds_any_lock(&self, owner: &LockOwner) -> bool {
+        (0..FILE_SHARDS).any(|i| self.lock(i).locks.holds_any(owner))
+    }
+
+    /// Releases every byte-range lock whose owner `pred` selects (a
+    /// client going, an NLM host restarting), one shard at a time.
+    pub(crate) fn release_locks_where(&self, pred: impl Fn(&LockOwner) -> bool) {
+        for i in 0..FILE_SHARDS {
+            self.lock(i).locks.release_where(&pred);
+        }
     }
 
     /// How many times a shard's lock was taken.

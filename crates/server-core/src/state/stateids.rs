@@ -18,7 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::lockmgr::{LockManager, LockOwner};
+use super::lockmgr::LockOwner;
 use super::shards::{EntryGuard, FileEntries, FileShard, FileShards};
 use super::FileKey;
 use crate::fh::Fh;
@@ -593,9 +593,9 @@ impl Stateids {
     }
 
     /// Drops everything `client` holds (expiry, DESTROY_CLIENTID, a new
-    /// incarnation of the client), releasing its locks in `locks`.
-    pub fn purge_client(&mut self, client: u64, locks: &mut LockManager) {
-        locks.release_client(client);
+    /// incarnation of the client), its byte-range locks with it.
+    pub fn purge_client(&mut self, client: u64) {
+        self.shards.release_locks_where(|o| o.client() == Some(client));
         if let Some(set) = self.by_client.remove(&client) {
             for o in set {
                 self.remove(&o);
@@ -627,13 +627,14 @@ impl Stateids {
     /// Frees a stateid (FREE_STATEID, RFC 8881 18.38): a lock stateid
     /// without locks, or a revoked delegation. Opens, held locks and live
     /// delegations are LOCKS_HELD.
-    pub fn free(&mut self, other: &Other, locks: &LockManager) -> Result<(), nfsstat4> {
+    pub fn free(&mut self, other: &Other) -> Result<(), nfsstat4> {
         {
-            let e = self.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+            let shard = self.shards.of_other(other);
+            let e = shard.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
             match &e.kind {
                 Kind::Open(_) => return Err(nfsstat4::NFS4ERR_LOCKS_HELD),
                 Kind::Lock(l) => {
-                    if locks.holds_on(e.file, &v4_lock_owner(e.client, &l.owner)) {
+                    if shard.locks.holds_on(e.file, &v4_lock_owner(e.client, &l.owner)) {
                         return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
                     }
                 }

@@ -68,18 +68,18 @@ impl State4 {
     /// Whether the lock table queues what it releases, for a shared store
     /// to release too.
     pub(crate) fn track_released_locks(&self, on: bool) {
-        self.lock_tables().locks.track_released = on;
+        self.shards.lock_book.track_released(on);
     }
 
     /// Takes what the tables released since last asked.
     pub(crate) fn take_released(&self) -> Released {
-        let mut t = self.lock_tables();
-        (std::mem::take(&mut t.locks.released), std::mem::take(&mut t.stateids.released_shares))
+        let shares = std::mem::take(&mut self.lock_tables().stateids.released_shares);
+        (self.shards.lock_book.take_released(), shares)
     }
 
     /// `owner`'s locks on `file` that overlap `start..=end`.
     pub(crate) fn locks_held_in(&self, file: FileKey, owner: &LockOwner, start: u64, end: u64) -> Vec<Lock> {
-        self.lock_tables().locks.owned_in(file, owner, start, end)
+        self.shards.of_file(file).locks.owned_in(file, owner, start, end)
     }
 
     /// Sets `publish` (new opens take their share modes in the store) with

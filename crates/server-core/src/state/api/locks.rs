@@ -207,12 +207,12 @@ impl State4 {
             let max = self.settings.max_locks_per_client;
             let mut res = match remote_conflict {
                 Some(c) => Err(LockError::Conflict(c)),
-                None => t.locks.lock(file, &owner, kind, start, end, max),
+                None => t.stateids.shards.of_file(file).locks.lock(file, &owner, kind, start, end, max),
             };
             if let Err(LockError::Conflict(c)) = &res {
                 if let Some(holder) = c.owner.client() {
                     if expire_courtesy(self, &mut t, client, &[holder]) {
-                        res = t.locks.lock(file, &owner, kind, start, end, max);
+                        res = t.stateids.shards.of_file(file).locks.lock(file, &owner, kind, start, end, max);
                     }
                 }
             }
@@ -222,7 +222,7 @@ impl State4 {
                     // A lock stateid made for this request and left without
                     // locks is not kept.
                     let fresh = t.stateids.get(&lock_other).is_some_and(|e| e.seqid == 0);
-                    if fresh && !t.locks.holds_on(file, &owner) {
+                    if fresh && !t.stateids.shards.of_file(file).locks.holds_on(file, &owner) {
                         t.stateids.remove(&lock_other);
                     }
                     match e {
@@ -261,7 +261,7 @@ impl State4 {
         let mut t = self.lock_tables();
         t.clients.renew(client, self.now())?;
         check_grace(self, &mut t, client, false)?;
-        Ok(t.locks.test(file, owner, kind, start, end))
+        Ok(self.shards.of_file(file).locks.test(file, owner, kind, start, end))
     }
 
     /// LOCKU (RFC 8881 18.12): releases `start..=end` of `file` for the
@@ -301,7 +301,7 @@ impl State4 {
                 return Err(nfsstat4::NFS4ERR_BAD_STATEID);
             }
             t.clients.renew(client, self.now())?;
-            t.locks.unlock(file, &owner, start, end);
+            t.stateids.shards.of_file(file).locks.unlock(file, &owner, start, end);
             Ok(t.stateids.bump(&sid.other))
         })();
         if minor == 0 {
@@ -316,7 +316,7 @@ impl State4 {
     pub(crate) fn release_lockowner(&self, client: u64, owner: &bytes::Bytes) -> Result<(), nfsstat4> {
         let mut t = self.lock_tables();
         t.clients.renew(client, self.now())?;
-        if t.locks.holds_any(&v4_lock_owner(client, owner)) {
+        if self.shards.holds_any_lock(&v4_lock_owner(client, owner)) {
             return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
         }
         let key = OwnerKey { client, owner: owner.clone() };

@@ -2,7 +2,9 @@
 //! and releases them, in the one lock table NFSv4 uses too, and the
 //! NFSv4 delegations an NFSv3 request must recall (RFC 8881 10.4.4 asks
 //! it of any conflicting access). NLM holders are hosts, not NFSv4
-//! clients: they have no lease and no per-client cap.
+//! clients: they have no lease, no per-client cap and no owners in the
+//! tables, so their locks take only the file's shard (and the tables only
+//! while a grace period may be running).
 
 use proto::nfs4::nfsstat4;
 use proto::nlm::nlm4_stats;
@@ -23,13 +25,12 @@ impl State4 {
         end: u64,
         reclaim: bool,
     ) -> nlm4_stats {
-        let mut t = self.lock_tables();
-        if !reclaim && t.grace.in_grace(self.now()) {
+        if self.grace_refuses(reclaim) {
             return nlm4_stats::nlm4_denied_grace_period;
         }
         // The per-client cap does not apply (the lock manager only counts
         // v4 owners).
-        match t.locks.lock(file, owner, kind, start, end, usize::MAX) {
+        match self.shards.of_file(file).locks.lock(file, owner, kind, start, end, usize::MAX) {
             Ok(()) => nlm4_stats::nlm4_granted,
             Err(LockError::Conflict(_)) => nlm4_stats::nlm4_denied,
             Err(LockError::TooMany) => nlm4_stats::nlm4_denied_nolocks,
@@ -46,25 +47,24 @@ impl State4 {
         start: u64,
         end: u64,
     ) -> Option<Lock> {
-        self.lock_tables().locks.test(file, owner, kind, start, end)
+        self.shards.of_file(file).locks.test(file, owner, kind, start, end)
     }
 
     /// NLM4_UNLOCK: releases `start..=end` of `file` for `owner`.
     pub(crate) fn nlm_unlock(&self, file: FileKey, owner: &LockOwner, start: u64, end: u64) {
-        self.lock_tables().locks.unlock(file, owner, start, end);
+        self.shards.of_file(file).locks.unlock(file, owner, start, end);
     }
 
     /// NLM4_FREE_ALL and SM_NOTIFY: the host `caller` restarted; every
     /// lock it held goes.
     pub(crate) fn nlm_free_all(&self, caller: &[u8]) {
-        let mut t = self.lock_tables();
-        t.locks.release_where(|o| matches!(o, LockOwner::Nlm { caller: c, .. } if c[..] == *caller));
+        self.shards.release_locks_where(|o| matches!(o, LockOwner::Nlm { caller: c, .. } if c[..] == *caller));
     }
 
     /// Whether the grace period refuses an NLM request that takes state
     /// (NLM4_SHARE) and is no `reclaim`.
     pub(crate) fn nlm_grace_refuses(&self, reclaim: bool) -> bool {
-        !reclaim && self.lock_tables().grace.in_grace(self.now())
+        self.grace_refuses(reclaim)
     }
 
     /// Recalls the NFSv4 delegations on `file` that an NFSv3 request

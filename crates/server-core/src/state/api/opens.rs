@@ -210,8 +210,7 @@ impl State4 {
         t.clients.renew(key.client, self.now())?;
         let check = match t.stateids.seqid_check(OwnerSort::Open, key, seqid) {
             Err(nfsstat4::NFS4ERR_BAD_SEQID) => {
-                let Tables { stateids, locks, .. } = &mut *t;
-                if !stateids.reset_unconfirmed(key, locks) {
+                if !t.stateids.reset_unconfirmed(key) {
                     return Err(nfsstat4::NFS4ERR_BAD_SEQID);
                 }
                 SeqCheck::Go
@@ -379,9 +378,8 @@ impl State4 {
             if minor >= 1 {
                 t.clients.renew(client, self.now())?;
             }
-            let Tables { stateids, locks, .. } = &mut *t;
-            let s = stateids.close(&sid.other, locks, minor == 0)?;
-            if store_key != 0 && stateids.take_released_share(store_key) {
+            let s = t.stateids.close(&sid.other, minor == 0)?;
+            if store_key != 0 && t.stateids.take_released_share(store_key) {
                 released_share = Some(store_key);
             }
             Ok(if minor == 0 { s } else { crate::state::stateids::invalid_stateid() })

@@ -27,8 +27,8 @@ impl State4 {
         }
         let revoked_deleg = |e: &Entry| matches!(&e.kind, Kind::Deleg(d) if d.revoked);
         let freed_revoked = t.stateids.get(&sid.other).filter(|e| revoked_deleg(e)).map(|e| e.client);
-        let Tables { stateids, locks, clients, .. } = &mut *t;
-        stateids.free(&sid.other, locks)?;
+        let Tables { stateids, clients, .. } = &mut *t;
+        stateids.free(&sid.other)?;
         // SEQ4_STATUS_RECALLABLE_STATE_REVOKED stays up until the client has
         // freed every revoked delegation (RFC 8881 18.46.3).
         if let Some(c) = freed_revoked {

@@ -118,8 +118,9 @@ fn check_in_shard<'a>(
 /// tables: true when the I/O may go on. `client` is the session's (4.1)
 /// or `None` (4.0). False sends the caller to [`check_io`] under the
 /// tables, which gives the error or does what the shard cannot: recalling
-/// another client's delegation, testing byte-range locks
-/// (`mandatory_locks`), telling an expired stateid from a bad one. In 4.1
+/// another client's delegation, telling an expired stateid from a bad
+/// one, giving LOCKED for another owner's byte-range lock
+/// (`mandatory_locks`). In 4.1
 /// the compound's SEQUENCE renewed the session's client, the only one a
 /// 4.1 stateid is usable by; in 4.0 the stateid's client's lease is
 /// renewed here, through the entry, unless its record is gone.
@@ -132,9 +133,6 @@ pub(in crate::state) fn io_allowed_by_shard(
     kind: IoKind,
     range: (u64, u64),
 ) -> bool {
-    if st.settings.mandatory_locks && range.1 != 0 {
-        return false;
-    }
     let Ok(sp) = special(stateid) else { return false };
     let i = shard_of_file(file);
     if sp.is_none() && shard_of_other(&stateid.other) != i {
@@ -143,6 +141,9 @@ pub(in crate::state) fn io_allowed_by_shard(
     let write = kind == IoKind::Write;
     let shard = shards.lock(i);
     let Ok(entry) = check_in_shard(&shard, st.boot, client, stateid, sp, file, write) else { return false };
+    if locked_out(st, &shard, file, entry.and_then(lock_owner_of).as_ref(), write, range) {
+        return false;
+    }
     // Whose I/O it is: the stateid's client, or the session's for a
     // special stateid (`None`, as for NFSv3: every delegation is another's).
     let requester = entry.map(|e| e.client).or(client);
@@ -196,49 +197,55 @@ pub(in crate::state) fn check_io(
     let found = {
         let i = if sp.is_some() { shard_of_file(file) } else { shard_of_other(&stateid.other) };
         let shard = t.stateids.shards.lock(i);
-        check_in_shard(&shard, st.boot, client, stateid, sp, file, write).map(|e| {
-            e.map(|e| match &e.kind {
-                Kind::Lock(l) => (e.client, Some(v4_lock_owner(e.client, &l.owner))),
-                _ => (e.client, None),
-            })
+        check_in_shard(&shard, st.boot, client, stateid, sp, file, write).and_then(|e| {
+            // The stateid's file is the shard's (`check_in_shard`), and so
+            // are its locks.
+            if locked_out(st, &shard, file, e.and_then(lock_owner_of).as_ref(), write, range) {
+                return Err(Some(nfsstat4::NFS4ERR_LOCKED));
+            }
+            Ok(e.map(|e| e.client))
         })
     };
-    let (owner, lock_owner) = match found {
-        Ok(Some((owner, lock_owner))) => (Some(owner), lock_owner),
-        Ok(None) => (None, None),
+    let owner = match found {
+        Ok(owner) => owner,
         Err(Some(e)) => return Err(e),
         Err(None) => {
             let expired = t.stateids.expired.contains(&stateid.other);
             return Err(if expired { nfsstat4::NFS4ERR_EXPIRED } else { nfsstat4::NFS4ERR_BAD_STATEID });
         }
     };
-    locked_out(st, t, file, lock_owner.as_ref(), write, range)?;
     if let Some(owner) = owner {
         t.clients.renew(owner, now)?;
     }
     crate::state::delegations::recall_conflicting(st, t, file, owner.or(client), write)
 }
 
-/// With `mandatory_locks`, NFS4ERR_LOCKED when a lock-owner other than
-/// `owner` (`None`: I/O under an open, delegation or special stateid,
-/// which no lock belongs to) holds a lock over `range` that the I/O
-/// conflicts with: any lock for a write, a write lock for a read.
+/// The lock-owner whose I/O a stateid's is: only a lock stateid names one.
+fn lock_owner_of(e: &Entry) -> Option<LockOwner> {
+    match &e.kind {
+        Kind::Lock(l) => Some(v4_lock_owner(e.client, &l.owner)),
+        _ => None,
+    }
+}
+
+/// With `mandatory_locks`, whether a lock-owner other than `owner`
+/// (`None`: I/O under an open, delegation or special stateid, which no
+/// lock belongs to) holds a lock over `range` that the I/O conflicts
+/// with (NFS4ERR_LOCKED): any lock for a write, a write lock for a read.
+/// `shard` is the file's.
 fn locked_out(
     st: &State4,
-    t: &Tables,
+    shard: &FileShard,
     file: FileKey,
     owner: Option<&LockOwner>,
     write: bool,
     (offset, length): (u64, u64),
-) -> Result<(), nfsstat4> {
+) -> bool {
     if !st.settings.mandatory_locks || length == 0 {
-        return Ok(());
+        return false;
     }
     let (start, end) = crate::state::lockmgr::range_of(offset, length).unwrap_or((offset, u64::MAX));
     let nobody = LockOwner::V4 { client: u64::MAX, owner: Bytes::new() };
     let kind = if write { LockKind::Write } else { LockKind::Read };
-    match t.locks.test(file, owner.unwrap_or(&nobody), kind, start, end) {
-        Some(_) => Err(nfsstat4::NFS4ERR_LOCKED),
-        None => Ok(()),
-    }
+    shard.locks.test(file, owner.unwrap_or(&nobody), kind, start, end).is_some()
 }

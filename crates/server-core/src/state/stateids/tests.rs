@@ -70,7 +70,6 @@ fn seqid_rules() {
 #[test]
 fn limits_and_purge() {
     let mut ids = Stateids::default();
-    let mut locks = LockManager::default();
     ids.insert(BOOT, 2, 0, open_entry(1, "a")).unwrap();
     let mut b = open_entry(1, "b");
     b.file = (1, 8, 1);
@@ -80,7 +79,7 @@ fn limits_and_purge() {
     ids.insert(BOOT, 2, 0, open_entry(2, "a")).unwrap();
     assert!(ids.has_state(1));
     let first = *ids.by_client[&1].iter().next().unwrap();
-    ids.purge_client(1, &mut locks);
+    ids.purge_client(1);
     assert!(!ids.has_state(1));
     // A purged client's stateid is expired, not unknown, until the
     // remembered ones overflow the cap (0 here: none).
@@ -94,13 +93,12 @@ fn limits_and_purge() {
 #[test]
 fn purged_stateids_are_expired_up_to_the_cap() {
     let mut ids = Stateids { expired_cap: 2, ..Stateids::default() };
-    let mut locks = LockManager::default();
     let mut purged = vec![];
     for (client, file) in [(1, 1), (2, 2), (3, 3)] {
         let mut e = open_entry(client, "o");
         e.file = (1, file, 1);
         purged.push(stateid4 { seqid: 1, other: ids.insert(BOOT, 10, 0, e).unwrap() });
-        ids.purge_client(client, &mut locks);
+        ids.purge_client(client);
     }
     assert_eq!(ids.find(BOOT, 0, None, &purged[0]).err(), Some(nfsstat4::NFS4ERR_BAD_STATEID));
     assert_eq!(ids.find(BOOT, 0, None, &purged[1]).err(), Some(nfsstat4::NFS4ERR_EXPIRED));
