@@ -533,6 +533,66 @@ fn a_read_compound_takes_one_file_shard_and_not_the_tables() {
     assert_eq!((env.core.nfs4_state_locked() - tables, env.core.nfs4_file_shards_locked() - shards), (0, 1));
 }
 
+/// An NFSv4.1 lock-owner's later LOCKs, its LOCKU and a LOCKT take only
+/// the file's shard; a conflict with another client (whose lease may have
+/// run out) still goes to the tables, and gets the same answer.
+#[test]
+fn an_nfsv41_lock_owner_locks_and_unlocks_in_one_file_shard() {
+    let env = rw_env();
+    let mut a = Session::ready(&env, "a");
+    let mut b = Session::ready(&env, "b");
+    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+    ok(&r);
+    let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+    let r = open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+    ok(&r);
+    let ob = open_res(&r, 2).stateid;
+    let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
+    let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
+    let la = la.lock_stateid.clone();
+    let counts = || (env.core.nfs4_state_locked(), env.core.nfs4_file_shards_locked());
+    let (tables, shards) = counts();
+    let r = a.run(&env, vec![putfh(&fh), lock_existing(0, &la, nfs_lock_type4::READ_LT, 100, 10)]);
+    let R::OP_LOCK(LOCK4res::NFS4_OK(l2)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!((l2.lock_stateid.other, l2.lock_stateid.seqid), (la.other, la.seqid + 1));
+    let lockt = A::OP_LOCKT(LOCKT4args {
+        locktype: nfs_lock_type4::WRITE_LT,
+        offset: 5,
+        length: 1,
+        owner: lock_owner4 { clientid: 0, owner: name("lb") },
+    });
+    assert_eq!(b.run(&env, vec![putfh(&fh), lockt.clone()]).status, nfsstat4::NFS4ERR_DENIED);
+    let locku = |sid: &stateid4, offset, length| {
+        A::OP_LOCKU(LOCKU4args {
+            locktype: nfs_lock_type4::WRITE_LT,
+            seqid: 0,
+            lock_stateid: sid.clone(),
+            offset,
+            length,
+        })
+    };
+    let r = a.run(&env, vec![putfh(&fh), locku(&l2.lock_stateid, 0, 10)]);
+    let R::OP_LOCKU(LOCKU4res::NFS4_OK(u)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!(u.seqid, la.seqid + 2);
+    ok(&b.run(&env, vec![putfh(&fh), lockt]));
+    assert_eq!(counts(), (tables, shards + 4), "LOCK, two LOCKTs and LOCKU took one shard each");
+    // A stale seqid is OLD_STATEID, from the tables as before.
+    let r = a.run(&env, vec![putfh(&fh), lock_existing(0, &la, nfs_lock_type4::WRITE_LT, 0, 1)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_OLD_STATEID);
+    // b's lock over a's read lock is DENIED (through the tables, which
+    // ask whether a's lease ran out).
+    let r = b.run(&env, vec![putfh(&fh), lock_new(0, &ob, 0, "lb", nfs_lock_type4::WRITE_LT, 105, 1)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_DENIED);
+    // The same owner's write lock through a read-only open is OPENMODE.
+    let r = open41(&mut b, &env, "ro", "f", OPEN4_SHARE_ACCESS_READ, 0);
+    let oro = open_res(&r, 2).stateid;
+    let r = b.run(&env, vec![putfh(&fh), lock_new(0, &oro, 0, "lr", nfs_lock_type4::READ_LT, 200, 1)]);
+    let R::OP_LOCK(LOCK4res::NFS4_OK(lr)) = &r.resarray[1] else { panic!("{r:?}") };
+    let lr = lr.lock_stateid.clone();
+    let r = b.run(&env, vec![putfh(&fh), lock_existing(0, &lr, nfs_lock_type4::WRITE_LT, 300, 1)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_OPENMODE);
+}
+
 #[test]
 fn an_nfsv40_read_takes_one_file_shard_and_renews_through_it() {
     let env = rw_env();

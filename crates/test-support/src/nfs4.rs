@@ -141,6 +141,17 @@ pub fn lock_new(
     })
 }
 
+/// A LOCK by the lock-owner of lock stateid `lock`.
+pub fn lock_existing(lock_seqid: u32, lock: &stateid4, kind: nfs_lock_type4, offset: u64, length: u64) -> nfs_argop4 {
+    nfs_argop4::OP_LOCK(LOCK4args {
+        locktype: kind,
+        reclaim: false,
+        offset,
+        length,
+        locker: locker4::FALSE(exist_lock_owner4 { lock_stateid: lock.clone(), lock_seqid }),
+    })
+}
+
 // ---- result extractors ----
 
 /// The OPEN result at `i`.

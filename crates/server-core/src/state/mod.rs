@@ -4,8 +4,9 @@
 //! - each session under a lock of its own, beside its client's lease
 //!   ([`lease::Lease`]), so that SEQUENCE touches only its session;
 //! - the stateids and byte-range locks of files in shards by file
-//!   ([`shards`]), so that the stateid check of READ and WRITE, and NLM's
-//!   locks, take only the file's shard;
+//!   ([`shards`]), so that the stateid check of READ and WRITE, NLM's
+//!   locks and an NFSv4.1 lock-owner's LOCK, LOCKU and LOCKT take only
+//!   the file's shard;
 //! - the other tables (clients, owners, callbacks, grace, layouts,
 //!   copies) behind one mutex, taken by operations that
 //!   change state (OPEN, CLOSE, LOCK, DELEGRETURN...), held for table
@@ -283,8 +284,14 @@ impl State4 {
     /// is no `reclaim` (NLM's rule: NFSv4's also asks who may reclaim).
     /// Takes the tables only while one may be running.
     pub(crate) fn grace_refuses(&self, reclaim: bool) -> bool {
+        !reclaim && self.may_be_in_grace() && self.lock_tables().grace.in_grace(self.now())
+    }
+
+    /// Whether a grace period may be running (false: surely none is),
+    /// without the tables' lock.
+    pub(crate) fn may_be_in_grace(&self) -> bool {
         let (open, cluster) = &self.grace_flags;
-        !reclaim && grace::may_be_in_grace(open, cluster) && self.lock_tables().grace.in_grace(self.now())
+        grace::may_be_in_grace(open, cluster)
     }
 
     /// How many times the tables' lock was taken.

@@ -27,7 +27,7 @@ fn run_inner(cx: &mut Compound, args: LOCKT4args) -> Result<LOCKT4res, nfsstat4>
     let client = client_of(cx, args.owner.clientid);
     let owner = v4_lock_owner(client, &args.owner.owner);
     let kind = lock_kind(args.locktype);
-    let mut conflict = st.lockt(client, file, &owner, kind, start, end)?;
+    let mut conflict = st.lockt(cx.minor, client, file, &owner, kind, start, end)?;
     if conflict.is_none() {
         // Another head's clients' locks are only in the shared store.
         conflict = shared_locks::test(obj.fs(), file.1, &owner, kind, start, end).map_err(stat4)?;

@@ -1,7 +1,9 @@
 //! Byte-range locks as NFSv4's LOCK, LOCKT, LOCKU and RELEASE_LOCKOWNER
 //! take, test and release them (RFC 8881 sections 9.4, 18.10-18.12; RFC
-//! 7530 16.37). Each method takes the state's lock once; LOCK's shared
-//! store is asked by the operation around them.
+//! 7530 16.37). Each method takes the tables' lock once, unless an
+//! NFSv4.1 lock-owner's request is settled in the file's shard alone
+//! (`locks_in_shard.rs`); LOCK's shared store is asked by the operation
+//! around them.
 
 use proto::nfs4::*;
 
@@ -120,6 +122,11 @@ impl State4 {
         range: &LockRange,
         remote_conflict: Option<Lock>,
     ) -> Answer<LOCK4res, ()> {
+        if let (Some(client), Locker::Existing { lock, .. }, None) = (io_client, locker, &remote_conflict) {
+            if let Some(r) = self.lock_in_shard(client, lock, range) {
+                return Answer::Done(Ok(r), ());
+            }
+        }
         let mut t = self.lock_tables();
         // NFSv4.0 owners whose seqids this request advances.
         let mut seq: Vec<(OwnerSort, OwnerKey, u32)> = Vec::new();
@@ -248,9 +255,12 @@ impl State4 {
 
     /// LOCKT (RFC 8881 18.11): the lock of another owner than `owner`
     /// that conflicts with `kind` on `start..=end` of `file`, renewing
-    /// `client`'s lease; creates no state.
+    /// `client`'s lease; creates no state. `minor` 1 or more: `client` is
+    /// the session's, which SEQUENCE renewed.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn lockt(
         &self,
+        minor: u32,
         client: u64,
         file: FileKey,
         owner: &LockOwner,
@@ -258,6 +268,11 @@ impl State4 {
         start: u64,
         end: u64,
     ) -> Result<Option<Lock>, nfsstat4> {
+        if minor >= 1 {
+            if let Some(found) = self.lockt_in_shard(file, owner, kind, start, end) {
+                return Ok(found);
+            }
+        }
         let mut t = self.lock_tables();
         t.clients.renew(client, self.now())?;
         check_grace(self, &mut t, client, false)?;
@@ -278,6 +293,11 @@ impl State4 {
         start: u64,
         end: u64,
     ) -> Answer<stateid4, LockOwner> {
+        if let Some(client) = io_client {
+            if let Some((stateid, owner)) = self.locku_in_shard(client, sid, file, start, end) {
+                return Answer::Done(Ok(stateid), owner);
+            }
+        }
         let mut t = self.lock_tables();
         let Some((client, l)) = lock_of(&t.stateids, &sid.other) else {
             let e = t.stateids.find(self.boot, minor, io_client, sid).err();

@@ -1,14 +1,16 @@
 //! The NFSv4 state as the operations use it: methods of [`super::State4`]
 //! in the protocol's terms (client ids, files, stateids, owners), each
 //! taking the locks it needs itself. The operations never see the tables
-//! or their locks, so that how the state is kept and locked (one lock
-//! today, shards by file next) can change behind this surface alone.
+//! or their locks, so that how the state is kept and locked (tables
+//! under one lock, files' state in shards) can change behind this
+//! surface alone.
 
 mod clients;
 mod cluster;
 mod dirs;
 mod layouts;
 mod locks;
+mod locks_in_shard;
 mod nlm;
 mod offloads;
 mod opens;
