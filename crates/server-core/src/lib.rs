@@ -314,6 +314,12 @@ impl Core {
         self.v4.shards_locked()
     }
 
+    /// How many times a client's NFSv4 owners and stateids were locked:
+    /// what a request shares only with requests of the same client.
+    pub fn nfs4_clients_locked(&self) -> u64 {
+        self.v4.clients_locked()
+    }
+
     pub fn settings(&self) -> &CoreSettings {
         &self.settings
     }

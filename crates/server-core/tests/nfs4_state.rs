@@ -533,6 +533,33 @@ fn a_read_compound_takes_one_file_shard_and_not_the_tables() {
     assert_eq!((env.core.nfs4_state_locked() - tables, env.core.nfs4_file_shards_locked() - shards), (0, 1));
 }
 
+/// An NFSv4.1 CLOSE takes its client's part of the state and its file's
+/// shard, not the tables: closing files does not queue behind other
+/// clients' OPENs. What it held is gone at once: another client may deny
+/// everything, the owner's lock stateid on the file is gone with it.
+#[test]
+fn an_nfsv41_close_takes_no_table_lock() {
+    let env = rw_env();
+    let mut a = Session::ready(&env, "a");
+    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE);
+    ok(&r);
+    let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+    let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
+    let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
+    let la = la.lock_stateid.clone();
+    let (tables, clients) = (env.core.nfs4_state_locked(), env.core.nfs4_clients_locked());
+    let r = a.run(&env, vec![putfh(&fh), close_op(&oa)]);
+    ok(&r);
+    assert_eq!(env.core.nfs4_state_locked() - tables, 0, "CLOSE took the tables' lock");
+    assert_eq!(env.core.nfs4_clients_locked() - clients, 1, "CLOSE took its client's part once");
+    // Closed: the stateid is gone, and its lock stateid with it.
+    assert_eq!(a.run(&env, vec![putfh(&fh), close_op(&oa)]).status, nfsstat4::NFS4ERR_BAD_STATEID);
+    let r = a.run(&env, vec![putfh(&fh), lock_existing(0, &la, nfs_lock_type4::WRITE_LT, 0, 1)]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_BAD_STATEID);
+    let mut b = Session::ready(&env, "b");
+    ok(&open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_BOTH));
+}
+
 /// An NFSv4.1 lock-owner's later LOCKs, its LOCKU and a LOCKT take only
 /// the file's shard; a conflict with another client (whose lease may have
 /// run out) still goes to the tables, and gets the same answer.

@@ -1,17 +1,22 @@
 //! NFSv4 server state (RFC 8881 sections 2.10, 8, 9, 10): clients,
 //! sessions, stateids, share reservations, byte-range locks, delegations,
-//! leases and the grace period. Three kinds of lock keep it:
+//! leases and the grace period. Four kinds of lock keep it:
 //! - each session under a lock of its own, beside its client's lease
 //!   ([`lease::Lease`]), so that SEQUENCE touches only its session;
+//! - each client's owners and stateid indexes under a lock of its own
+//!   ([`stateids::Stateids`]);
 //! - the stateids and byte-range locks of files in shards by file
 //!   ([`shards`]), so that the stateid check of READ and WRITE, NLM's
-//!   locks and an NFSv4.1 lock-owner's LOCK, LOCKU and LOCKT take only
-//!   the file's shard;
-//! - the other tables (clients, owners, callbacks, grace, layouts,
-//!   copies) behind one mutex, taken by operations that
-//!   change state (OPEN, CLOSE, LOCK, DELEGRETURN...), held for table
-//!   updates only, never across backend I/O. A change takes the tables,
-//!   then one file's shard at a time.
+//!   locks, and an NFSv4.1 client's CLOSE, LOCK, LOCKU and LOCKT take only
+//!   the file's shard (and CLOSE its client's part);
+//! - the other tables (client records, callbacks, grace, layouts,
+//!   copies) behind one mutex, taken by operations that need them (OPEN,
+//!   DELEGRETURN, NFSv4.0's seqid-carrying operations, client and session
+//!   management...), held for table updates only, never across backend
+//!   I/O.
+//!
+//! The order is tables, then one client, then one file's shard; a thread
+//! holds at most one client and one shard (checked).
 //!
 //! Only this module sees the tables and their locks: the operations go
 //! through the methods of [`State4`] in `api/`, which say in the
@@ -110,13 +115,15 @@ impl StableStore for MemStore {
     }
 }
 
-/// The tables, under one lock.
+/// The tables, under one lock. `stateids` is reached from here too, for
+/// the paths that hold the tables anyway; it keeps its own locks.
 #[derive(Default)]
 struct Tables {
     clients: clients::Clients,
     callbacks: callback::Callbacks,
     grace: grace::Grace,
-    stateids: stateids::Stateids,
+    /// The same as [`State4::stateids`], reached from the tables too.
+    stateids: Arc<stateids::Stateids>,
     offloads: offload::Offloads,
     layouts: layouts::Layouts,
 }
@@ -136,9 +143,11 @@ pub(crate) struct State4 {
     /// how many a request takes).
     tables: parking_lot::Mutex<Tables>,
     tables_locked: std::sync::atomic::AtomicU64,
-    /// The stateids, by file, each shard under its own lock (also
-    /// reached from the tables, which change them: [`shards`]).
+    /// The stateids, by file, each shard under its own lock ([`shards`]).
     shards: Arc<shards::FileShards>,
+    /// The stateids and their owners, outside the tables' lock: each
+    /// client's part under its own lock, each file's in its shard.
+    stateids: Arc<stateids::Stateids>,
     /// Every session, each under its own lock (outside the tables).
     pub sessions: sessions::SessionTable,
     /// When SEQUENCE last had the tables tidied (microseconds of the
@@ -218,15 +227,15 @@ impl State4 {
     ) -> State4 {
         let boot = store.instance(clock.wall_secs() as u32);
         let settings = settings.sanitized();
-        let mut tables = Tables::default();
-        tables.stateids.expired_cap = settings.max_expired_stateids;
+        let shards = Arc::new(shards::FileShards::default());
+        let lock_releases = shards.lock_book.released_pending.clone();
+        let stateids =
+            Arc::new(stateids::Stateids::new(shards.clone(), settings.max_expired_stateids, lock_releases.clone()));
+        let mut tables = Tables { stateids: stateids.clone(), ..Default::default() };
         let grace = Duration::from_secs(settings.grace_secs.into());
         tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
-        let write_delegated = tables.stateids.write_delegated.clone();
-        let files_held = tables.stateids.files_held.clone();
-        let shards = tables.stateids.shards.clone();
-        let lock_releases = shards.lock_book.released_pending.clone();
-        tables.stateids.shares_pending = lock_releases.clone();
+        let write_delegated = stateids.write_delegated.clone();
+        let files_held = stateids.files_held.clone();
         let grace_flags = (tables.grace.open.clone(), tables.grace.cluster.clone());
         let tables = parking_lot::Mutex::new(tables);
         State4 {
@@ -238,6 +247,7 @@ impl State4 {
             tables,
             tables_locked: Default::default(),
             shards,
+            stateids,
             sessions: Default::default(),
             last_tidy_us: Default::default(),
             write_delegated,
@@ -297,6 +307,11 @@ impl State4 {
     /// How many times the tables' lock was taken.
     pub fn tables_locked(&self) -> u64 {
         self.tables_locked.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many times a client's owners and stateids were locked.
+    pub fn clients_locked(&self) -> u64 {
+        self.stateids.clients_locked()
     }
 
     /// How many times a shard of the files' state was locked.

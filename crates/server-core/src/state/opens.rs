@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::stateids::{resource_error, v4_lock_owner, Entry, Kind, OpenState, Other, OwnerKey, Stateids};
+use super::stateids::{resource_error, Entry, Kind, OpenState, Other, OwnerKey, OwnerSort, Stateids};
 use super::FileKey;
 
 /// Checks share_access (without the 4.1 WANT bits) and share_deny
@@ -76,7 +76,7 @@ impl Stateids {
     /// open's share reservation in a shared store (0: none).
     #[allow(clippy::too_many_arguments)]
     pub fn open(
-        &mut self,
+        &self,
         boot: u32,
         max_stateids: usize,
         minor: u32,
@@ -88,7 +88,8 @@ impl Stateids {
         store_key: u64,
         lease: std::sync::Arc<super::lease::Lease>,
     ) -> Result<Opened, nfsstat4> {
-        if let Some(other) = self.opens_by.get(&(owner.clone(), file)).copied() {
+        let mut c = self.clients.lock_or_new(owner.client);
+        if let Some(other) = c.opens_by.get(&(owner.clone(), file)).copied() {
             let upgraded = self.update_open(&other, |o| {
                 o.access |= access;
                 o.deny |= deny;
@@ -119,14 +120,14 @@ impl Stateids {
                 store_key,
             }),
         };
-        let other = self.insert(boot, max_stateids, minor, entry)?;
+        let other = self.insert_in(&mut c, boot, max_stateids, minor, entry)?;
         Ok(Opened { stateid: stateid4 { seqid: 1, other }, new: true })
     }
 
     /// OPEN_DOWNGRADE of open `other` to `access`/`deny` (already range
     /// checked): each must be a union of modes the OPENs behind the
     /// stateid used (RFC 8881 18.18.3), else NFS4ERR_INVAL.
-    pub fn downgrade(&mut self, other: &Other, access: u32, deny: u32) -> Result<stateid4, nfsstat4> {
+    pub fn downgrade(&self, other: &Other, access: u32, deny: u32) -> Result<stateid4, nfsstat4> {
         let union_of = |seen: u8, want: u32| {
             (0..4u32).filter(|v| seen & (1 << v) != 0 && v & !want == 0).fold(0, |a, v| a | v) == want
         };
@@ -146,38 +147,28 @@ impl Stateids {
         Ok(self.bump(other))
     }
 
-    /// CLOSE of open `other`: its byte-range locks are released with it
+    /// CLOSE of open `other`: its lock stateids and their byte-range locks
+    /// are released with it
     /// (RFC 8881 18.2.3 lets the server free them). Returns the stateid
     /// as it was last (seqid + 1) for NFSv4.0 replies.
-    pub fn close(&mut self, other: &Other, keep_for_replay: bool) -> Result<stateid4, nfsstat4> {
+    pub fn close(&self, other: &Other, keep_for_replay: bool) -> Result<stateid4, nfsstat4> {
         let (client, owner) = {
-            // The open, its lock stateids and their locks share a shard.
-            let mut shard = self.shards.of_other(other);
-            let e = shard.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
+            let e = self.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
             let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
-            let (client, file, owner) = (e.client, e.file, o.owner.clone());
-            let lock_owners: Vec<Bytes> = o
-                .locks
-                .iter()
-                .filter_map(|l| match &shard.ids.get(l)?.kind {
-                    Kind::Lock(ls) => Some(ls.owner.clone()),
-                    _ => None,
-                })
-                .collect();
-            for lock_owner in lock_owners {
-                shard.locks.unlock_file(file, &v4_lock_owner(client, &lock_owner));
-            }
-            (client, owner)
+            (e.client, o.owner.clone())
         };
         let stateid = self.bump(other);
         let key = OwnerKey { client, owner: owner.clone() };
-        self.remove(other);
+        // Its client's expiry came first: nothing is left to close.
+        let Some(mut c) = self.clients.lock(client) else { return Ok(stateid) };
+        // The open's lock stateids go with it, and their locks with them.
+        self.remove_in(&mut c, other);
         if keep_for_replay {
-            if let Some(ow) = self.open_owners.get_mut(&key) {
+            if let Some(ow) = c.open_owners.get_mut(&key) {
                 if let Some(prev) = ow.closed.replace(*other) {
-                    self.closed.remove(&prev);
+                    self.shards.of_other(&prev).closed.remove(&prev);
                 }
-                self.closed.insert(*other, key);
+                self.shards.of_other(other).closed.insert(*other, key);
             }
         }
         Ok(stateid)
@@ -185,7 +176,7 @@ impl Stateids {
 
     /// OPEN_CONFIRM (NFSv4.0): confirms the owner of open `other` and its
     /// opens.
-    pub fn confirm(&mut self, other: &Other) -> Result<stateid4, nfsstat4> {
+    pub fn confirm(&self, other: &Other) -> Result<stateid4, nfsstat4> {
         let key = {
             let e = self.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
             let Kind::Open(o) = &e.kind else { return Err(nfsstat4::NFS4ERR_BAD_STATEID) };
@@ -194,35 +185,40 @@ impl Stateids {
             }
             OwnerKey { client: e.client, owner: o.owner.clone() }
         };
-        if let Some(ow) = self.open_owners.get_mut(&key) {
-            ow.confirmed = true;
-        }
-        let mine: Vec<Other> = self.opens_by.iter().filter(|((k, _), _)| *k == key).map(|(_, o)| *o).collect();
-        for m in mine {
-            self.update_open(&m, |o| o.confirmed = true);
+        if let Some(mut c) = self.clients.lock(key.client) {
+            if let Some(ow) = c.open_owners.get_mut(&key) {
+                ow.confirmed = true;
+            }
+            let mine: Vec<Other> = c.opens_by.iter().filter(|((k, _), _)| *k == key).map(|(_, o)| *o).collect();
+            for m in mine {
+                self.update_open(&m, |o| o.confirmed = true);
+            }
         }
         Ok(self.bump(other))
     }
 
     /// Forgets an unconfirmed NFSv4.0 open-owner and its opens (a new
     /// OPEN arrived for it with an unexpected seqid: RFC 7530 16.16.5).
-    pub fn reset_unconfirmed(&mut self, key: &OwnerKey) -> bool {
-        let Some(o) = self.open_owners.get(key) else { return false };
-        if o.confirmed {
-            return false;
-        }
-        let mine: Vec<Other> = self.opens_by.iter().filter(|((k, _), _)| k == key).map(|(_, o)| *o).collect();
+    pub fn reset_unconfirmed(&self, key: &OwnerKey) -> bool {
+        let mine: Vec<Other> = {
+            let Some(c) = self.clients.lock(key.client) else { return false };
+            let Some(o) = c.open_owners.get(key) else { return false };
+            if o.confirmed {
+                return false;
+            }
+            c.opens_by.iter().filter(|((k, _), _)| k == key).map(|(_, o)| *o).collect()
+        };
         for m in mine {
             let _ = self.close(&m, false);
         }
-        self.open_owners.remove(key);
+        self.drop_owner(OwnerSort::Open, key);
         true
     }
 
     /// A new lock stateid for lock-owner `owner` under open `open`, or
     /// the existing one of that owner on the file.
     pub fn lock_stateid(
-        &mut self,
+        &self,
         boot: u32,
         max_stateids: usize,
         minor: u32,
@@ -237,7 +233,8 @@ impl Stateids {
             (e.client, e.file, e.lease.clone())
         };
         let key = OwnerKey { client, owner: owner.clone() };
-        if let Some(o) = self.locks_by.get(&(key, file)) {
+        let mut c = self.clients.lock_or_new(client);
+        if let Some(o) = c.locks_by.get(&(key, file)) {
             return Ok(*o);
         }
         let entry = Entry {
@@ -247,7 +244,10 @@ impl Stateids {
             lease,
             kind: Kind::Lock(super::stateids::LockState { owner: owner.clone(), open: *open }),
         };
-        self.insert(boot, max_stateids, minor, entry).map_err(|_| resource_error(minor))
+        self.insert_in(&mut c, boot, max_stateids, minor, entry).map_err(|e| match e {
+            nfsstat4::NFS4ERR_BAD_STATEID => e,
+            _ => resource_error(minor),
+        })
     }
 }
 
@@ -255,6 +255,7 @@ impl Stateids {
 mod tests {
     use super::*;
     use crate::state::lockmgr::LockKind;
+    use crate::state::stateids::v4_lock_owner;
 
     const BOOT: u32 = 99;
     const F: FileKey = (1, 5, 1);
@@ -274,7 +275,7 @@ mod tests {
 
     #[test]
     fn share_reservations() {
-        let mut ids = Stateids::default();
+        let ids = Stateids::default();
         let a = ids
             .open(
                 BOOT,
@@ -306,7 +307,7 @@ mod tests {
     /// claims it; opens with none there queue nothing.
     #[test]
     fn store_keys_are_released_with_their_opens() {
-        let mut ids = Stateids::default();
+        let ids = Stateids::default();
         let (k1, k2) = (ids.new_store_key(BOOT), ids.new_store_key(BOOT));
         assert!(k1 != 0 && k2 != 0 && k1 != k2);
         let a =
@@ -323,13 +324,13 @@ mod tests {
         ids.close(&b.stateid.other, false).unwrap();
         // The client goes: only the open with a store key is queued.
         ids.purge_client(1);
-        assert_eq!(ids.released_shares, vec![(F, k2)]);
+        assert_eq!(ids.released_shares(), vec![(F, k2)]);
         assert!(ids.shares_pending.load(std::sync::atomic::Ordering::Acquire));
     }
 
     #[test]
     fn upgrade_downgrade_close() {
-        let mut ids = Stateids::default();
+        let ids = Stateids::default();
         let k = key(1, "a");
         let a = ids.open(BOOT, 100, 1, &k, F, OPEN4_SHARE_ACCESS_READ, 0, true, 0, Default::default()).unwrap();
         let b = ids
@@ -354,18 +355,23 @@ mod tests {
         let lo = Bytes::from_static(b"lo");
         let l = ids.lock_stateid(BOOT, 100, 1, &lo, &a.stateid.other).unwrap();
         assert_eq!(ids.lock_stateid(BOOT, 100, 1, &lo, &a.stateid.other).unwrap(), l);
-        ids.shards.of_file(F).locks.lock(F, &v4_lock_owner(1, &lo), LockKind::Write, 0, 9, 10).unwrap();
+        let owner = v4_lock_owner(1, &lo);
+        assert_eq!(ids.lock_range(&l, F, &owner, LockKind::Write, 0, 9, 10), Ok(Ok(())));
         let c = ids.close(&a.stateid.other, false).unwrap();
         assert_eq!(c.seqid, 5);
         assert!(ids.shards.of_file(F).locks.locks_on(F).is_empty());
         assert!(ids.get(&l).is_none());
+        // A LOCK that made its stateid before the CLOSE cannot leave a
+        // range behind it.
+        assert_eq!(ids.lock_range(&l, F, &owner, LockKind::Write, 0, 9, 10), Err(nfsstat4::NFS4ERR_BAD_STATEID));
+        assert!(ids.shards.of_file(F).locks.locks_on(F).is_empty());
         assert!(!ids.has_state(1));
-        assert!(ids.lock_owners.is_empty() && ids.open_owners.is_empty());
+        assert_eq!(ids.owner_count(1), 0);
     }
 
     #[test]
     fn confirm_and_reset() {
-        let mut ids = Stateids::default();
+        let ids = Stateids::default();
         let k = key(1, "a");
         ids.ensure_owner(super::super::stateids::OwnerSort::Open, &k, 10, 0).unwrap();
         let a = ids.open(BOOT, 100, 0, &k, F, OPEN4_SHARE_ACCESS_READ, 0, false, 0, Default::default()).unwrap();

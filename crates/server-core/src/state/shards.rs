@@ -6,9 +6,10 @@
 //! The stateid check of I/O (READ, WRITE, SETATTR of the size) takes only
 //! the file's shard ([`super::stateids::check_io`]): clients doing I/O to
 //! different files never share a lock, and I/O does not queue behind OPEN,
-//! LOCK or CLOSE of other files. Changes to the shards are made under the
-//! tables' lock as well (the owners and the per-client indexes live
-//! there), in the order tables, then one shard. The byte-range locks of
+//! LOCK or CLOSE of other files. A change that also touches a client's
+//! owners and indexes takes that client's lock first
+//! ([`super::stateids::by_client`]): the order is tables (when taken),
+//! then one client, then one shard. The byte-range locks of
 //! a file live in its shard too, so that NLM's locks, which have no
 //! owners in the tables, take only the file's shard.
 //!
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 
 use super::lockmgr::{LockBook, LockManager, LockOwner};
-use super::stateids::{Entry, Other};
+use super::stateids::{Entry, Other, OwnerKey};
 use super::FileKey;
 
 /// How many shards the files' state is kept in: enough that a server's
@@ -40,6 +41,12 @@ pub(crate) struct FileShard {
     pub(crate) files: HashMap<FileKey, Vec<Other>>,
     /// The byte-range locks on the files (NFSv4 and NLM alike).
     pub(crate) locks: LockManager,
+    /// NFSv4.0 open stateids of this shard just closed → their owner
+    /// (replays of CLOSE).
+    pub(crate) closed: HashMap<Other, OwnerKey>,
+    /// Files removed while open, kept by the backend until the last open
+    /// or delegation stateid of the file goes (see [`super::unlinked`]).
+    pub(crate) kept_unlinked: HashMap<FileKey, vfs::Kept>,
 }
 
 impl FileShard {
@@ -171,6 +178,11 @@ struct Held;
 
 thread_local! {
     static HELD: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether this thread holds a file shard.
+pub(crate) fn shard_held() -> bool {
+    HELD.with(|h| h.get().is_some())
 }
 
 impl Held {

@@ -13,15 +13,18 @@
 //! owner seqids (the session's slots give exactly-once semantics).
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use proto::nfs4::*;
 
-use super::lockmgr::LockOwner;
+use super::lockmgr::{LockError, LockKind, LockOwner};
 use super::shards::{EntryGuard, FileEntries, FileShard, FileShards};
 use super::FileKey;
 use crate::fh::Fh;
+use by_client::{ClientIds, ClientTable};
 
 /// The server-chosen part of a stateid.
 pub(crate) type Other = [u8; 12];
@@ -215,46 +218,37 @@ impl Entry {
     }
 }
 
+/// The stateids a server has handed out, and their owners. Kept outside
+/// the tables' lock: each client's part under its own lock
+/// ([`by_client`]), each file's stateids, locks and indexes in its shard
+/// ([`super::shards`]), the rest in counters and leaf locks. Every method
+/// takes `&self` and the locks it needs, in the order client, then shard.
 #[derive(Debug, Default)]
 pub(crate) struct Stateids {
-    next: u64,
+    next: AtomicU64,
     /// The entries of the stateids and the file index, by file
     /// ([`super::shards`]).
-    pub(crate) shards: std::sync::Arc<FileShards>,
-    pub(crate) open_owners: HashMap<OwnerKey, Owner>,
-    pub(crate) lock_owners: HashMap<OwnerKey, Owner>,
-    /// The open stateid of (open-owner, file).
-    pub(crate) opens_by: HashMap<(OwnerKey, FileKey), Other>,
-    /// The lock stateid of (lock-owner, file).
-    pub(crate) locks_by: HashMap<(OwnerKey, FileKey), Other>,
-    /// How many files the shards' `files` hold, readable without the tables' lock:
+    pub(crate) shards: Arc<FileShards>,
+    /// Each client's owners and stateids, under the client's own lock.
+    pub(super) clients: ClientTable,
+    /// How many files the shards' `files` hold, readable without a lock:
     /// a removal need not ask about a file's opens while there are none.
-    pub(crate) files_held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// Every stateid of each client.
-    pub(crate) by_client: HashMap<u64, HashSet<Other>>,
-    /// How many of each client's stateids are delegations.
-    delegs_by_client: HashMap<u64, usize>,
-    /// NFSv4.0 closed open stateids → their owner (replays of CLOSE).
-    pub(crate) closed: HashMap<Other, OwnerKey>,
+    pub(crate) files_held: Arc<AtomicUsize>,
     /// Stateids of purged clients (lease expiry, a new incarnation), so
     /// that their use answers NFS4ERR_EXPIRED (RFC 7530 9.6.3) rather than
     /// BAD_STATEID; oldest forgotten first once `expired_cap` are kept.
-    expired: HashSet<Other>,
-    expired_order: VecDeque<Other>,
+    expired: parking_lot::Mutex<(HashSet<Other>, VecDeque<Other>)>,
     pub(crate) expired_cap: usize,
     /// The files under write delegations (revoked ones included),
     /// readable without the tables' lock (see
     /// [`super::State4::write_delegated`]).
-    pub(crate) write_delegated: std::sync::Arc<super::WriteDelegated>,
+    pub(crate) write_delegated: Arc<super::WriteDelegated>,
     /// Share reservations held in a shared store by opens that went
     /// (file, store key), to release there after the request; with
     /// `shares_pending` set whenever it gains entries.
-    pub(crate) released_shares: Vec<(FileKey, u64)>,
-    pub(crate) shares_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    next_store_key: u64,
-    /// Files removed while open, kept by the backend until the last open
-    /// or delegation stateid of the file goes (see [`super::unlinked`]).
-    pub(crate) kept_unlinked: HashMap<FileKey, vfs::Kept>,
+    released_shares: parking_lot::Mutex<Vec<(FileKey, u64)>>,
+    pub(crate) shares_pending: Arc<AtomicBool>,
+    next_store_key: AtomicU64,
 }
 
 pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
@@ -262,43 +256,60 @@ pub(crate) fn v4_lock_owner(client: u64, owner: &Bytes) -> LockOwner {
 }
 
 impl Stateids {
-    /// A new `other`, never handed out before by this server instance.
+    /// Stateids kept in `shards`, remembering up to `expired_cap` of
+    /// purged clients, setting `shares_pending` when a share reservation
+    /// in a shared store is to be released.
+    pub(crate) fn new(shards: Arc<FileShards>, expired_cap: usize, shares_pending: Arc<AtomicBool>) -> Stateids {
+        Stateids { shards, expired_cap, shares_pending, ..Default::default() }
+    }
+
     /// A number for a new open's share reservation in a shared store,
     /// unlike those of this server's other opens and lock-owners (which
     /// the store knows by a hash too) and of its earlier instances.
-    pub(crate) fn new_store_key(&mut self, boot: u32) -> u64 {
+    pub(crate) fn new_store_key(&self, boot: u32) -> u64 {
         use std::hash::{Hash, Hasher};
-        self.next_store_key += 1;
+        let n = self.next_store_key.fetch_add(1, Ordering::Relaxed) + 1;
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (b"share reservation", boot, self.next_store_key).hash(&mut h);
+        (b"share reservation", boot, n).hash(&mut h);
         h.finish().max(1)
     }
 
-    /// Claims the release of store key `key` from `released_shares`, for
-    /// a caller that releases it itself at once (CLOSE: an open that
+    /// Claims the release of store key `key` from the released shares,
+    /// for a caller that releases it itself at once (CLOSE: an open that
     /// another client makes right after must not be refused by it).
-    pub(crate) fn take_released_share(&mut self, key: u64) -> bool {
-        let before = self.released_shares.len();
-        self.released_shares.retain(|(_, k)| *k != key);
-        self.released_shares.len() != before
+    pub(crate) fn take_released_share(&self, key: u64) -> bool {
+        let mut released = self.released_shares.lock();
+        let before = released.len();
+        released.retain(|(_, k)| *k != key);
+        released.len() != before
+    }
+
+    /// Every share reservation released since the last call.
+    pub(crate) fn take_released_shares(&self) -> Vec<(FileKey, u64)> {
+        std::mem::take(&mut *self.released_shares.lock())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn released_shares(&self) -> Vec<(FileKey, u64)> {
+        self.released_shares.lock().clone()
     }
 
     /// Files `other` (an open or a delegation) to `file` in its shard.
     fn file_push(&self, shard: &mut FileShard, file: FileKey, other: Other) {
         let v = shard.files.entry(file).or_default();
         if v.is_empty() {
-            self.files_held.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.files_held.fetch_add(1, Ordering::Relaxed);
         }
         v.push(other);
     }
 
     /// A new `other` in shard `shard`: the instance's stamp, then a
     /// counter that never repeats, then the shard's number.
-    pub(crate) fn new_other(&mut self, boot: u32, shard: usize) -> Other {
-        self.next += 1;
+    pub(crate) fn new_other(&self, boot: u32, shard: usize) -> Other {
+        let next = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let mut o = [0u8; 12];
         o[..4].copy_from_slice(&boot.to_be_bytes());
-        o[4..].copy_from_slice(&((self.next << 8) | (shard as u64 & 0xff)).to_be_bytes());
+        o[4..].copy_from_slice(&((next << 8) | (shard as u64 & 0xff)).to_be_bytes());
         o
     }
 
@@ -307,9 +318,8 @@ impl Stateids {
         self.shards.of_other(other).entry(other)
     }
 
-    /// The entry of `other` to change (under the tables' lock, which the
-    /// `&mut` stands for).
-    pub(crate) fn get_mut(&mut self, other: &Other) -> Option<EntryGuard<'_>> {
+    /// The entry of `other` to change, its shard held while it is used.
+    pub(crate) fn get_mut(&self, other: &Other) -> Option<EntryGuard<'_>> {
         self.shards.of_other(other).entry(other)
     }
 
@@ -323,13 +333,18 @@ impl Stateids {
             .collect()
     }
 
+    /// The stateids of `client`.
+    pub(crate) fn of_client(&self, client: u64) -> Vec<Other> {
+        self.clients.lock(client).map(|c| c.ids.iter().copied().collect()).unwrap_or_default()
+    }
+
     /// Whether any stateid of `client` satisfies `pred`.
     pub(crate) fn any_of_client(&self, client: u64, pred: impl Fn(&Entry) -> bool) -> bool {
-        self.by_client.get(&client).is_some_and(|set| set.iter().any(|o| self.get(o).is_some_and(|e| pred(&e))))
+        self.of_client(client).iter().any(|o| self.get(o).is_some_and(|e| pred(&e)))
     }
 
     /// Runs `f` on the delegation state of `other`, if it is a delegation.
-    pub(crate) fn update_deleg<R>(&mut self, other: &Other, f: impl FnOnce(&mut DelegState) -> R) -> Option<R> {
+    pub(crate) fn update_deleg<R>(&self, other: &Other, f: impl FnOnce(&mut DelegState) -> R) -> Option<R> {
         match &mut self.get_mut(other)?.kind {
             Kind::Deleg(d) => Some(f(d)),
             _ => None,
@@ -337,7 +352,7 @@ impl Stateids {
     }
 
     /// Runs `f` on the open state of `other`, if it is an open.
-    pub(crate) fn update_open<R>(&mut self, other: &Other, f: impl FnOnce(&mut OpenState) -> R) -> Option<R> {
+    pub(crate) fn update_open<R>(&self, other: &Other, f: impl FnOnce(&mut OpenState) -> R) -> Option<R> {
         match &mut self.get_mut(other)?.kind {
             Kind::Open(o) => Some(f(o)),
             _ => None,
@@ -349,179 +364,230 @@ impl Stateids {
         self.shards.of_file(file).files.contains_key(&file)
     }
 
+    /// Keeps `kept` (a removed file's hold) with `file`'s stateids while
+    /// it has opens or delegations; false (and `kept` dropped) if it has
+    /// none left.
+    pub(crate) fn keep_unlinked(&self, file: FileKey, kept: vfs::Kept) -> bool {
+        let mut shard = self.shards.of_file(file);
+        if !shard.files.contains_key(&file) {
+            return false;
+        }
+        shard.kept_unlinked.insert(file, kept);
+        true
+    }
+
     /// Adds a stateid for `entry`, or the resource error when its client
     /// already holds `max` stateids.
-    pub fn insert(&mut self, boot: u32, max: usize, minor: u32, entry: Entry) -> Result<Other, nfsstat4> {
-        if self.by_client.get(&entry.client).is_some_and(|s| s.len() >= max) {
+    pub fn insert(&self, boot: u32, max: usize, minor: u32, entry: Entry) -> Result<Other, nfsstat4> {
+        let mut c = self.clients.lock_or_new(entry.client);
+        self.insert_in(&mut c, boot, max, minor, entry)
+    }
+
+    /// [`Stateids::insert`] with the client's part held. A lock stateid
+    /// whose open has gone meanwhile is BAD_STATEID.
+    pub(super) fn insert_in(
+        &self,
+        c: &mut ClientIds,
+        boot: u32,
+        max: usize,
+        minor: u32,
+        entry: Entry,
+    ) -> Result<Other, nfsstat4> {
+        if c.ids.len() >= max {
             return Err(resource_error(minor));
         }
-        let shards = self.shards.clone();
-        let mut shard = shards.of_file(entry.file);
+        let mut shard = self.shards.of_file(entry.file);
         let other = self.new_other(boot, super::shards::shard_of_file(entry.file));
-        self.by_client.entry(entry.client).or_default().insert(other);
         match &entry.kind {
             Kind::Open(o) => {
                 self.file_push(&mut shard, entry.file, other);
                 let key = OwnerKey { client: entry.client, owner: o.owner.clone() };
-                self.open_owners.entry(key.clone()).or_default().stateids += 1;
-                self.opens_by.insert((key, entry.file), other);
+                c.open_owners.entry(key.clone()).or_default().stateids += 1;
+                c.opens_by.insert((key, entry.file), other);
             }
             Kind::Lock(l) => {
+                let Some(Kind::Open(o)) = shard.ids.get_mut(&l.open).map(|e| &mut e.kind) else {
+                    return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+                };
+                o.locks.push(other);
                 let key = OwnerKey { client: entry.client, owner: l.owner.clone() };
-                self.lock_owners.entry(key.clone()).or_default().stateids += 1;
-                self.locks_by.insert((key, entry.file), other);
-                if let Some(Kind::Open(o)) = shard.ids.get_mut(&l.open).map(|e| &mut e.kind) {
-                    o.locks.push(other);
-                }
+                c.lock_owners.entry(key.clone()).or_default().stateids += 1;
+                c.locks_by.insert((key, entry.file), other);
             }
             Kind::Deleg(d) => {
                 self.file_push(&mut shard, entry.file, other);
-                *self.delegs_by_client.entry(entry.client).or_default() += 1;
+                c.delegs += 1;
                 self.write_delegated.note_held(true);
                 if d.write {
                     self.write_delegated.add(entry.file);
                 }
             }
         }
+        c.ids.insert(other);
         shard.ids.insert(other, entry);
         Ok(other)
     }
 
-    /// Removes one stateid and its indexes (not the locks it holds in the
-    /// lock manager: callers release those first). An open takes its lock
-    /// stateids with it.
-    pub fn remove(&mut self, other: &Other) -> Option<Entry> {
-        let shards = self.shards.clone();
-        let mut shard = shards.of_other(other);
+    /// Removes one stateid and its indexes. A lock stateid takes its
+    /// owner's byte-range locks on the file with it, an open its lock
+    /// stateids.
+    pub fn remove(&self, other: &Other) -> Option<Entry> {
+        let client = self.get(other)?.client;
+        let mut c = self.clients.lock(client)?;
+        self.remove_in(&mut c, other)
+    }
+
+    /// [`Stateids::remove`] with the stateid's client's part held.
+    pub(super) fn remove_in(&self, c: &mut ClientIds, other: &Other) -> Option<Entry> {
+        let mut shard = self.shards.of_other(other);
         let e = shard.ids.remove(other)?;
         if let Kind::Deleg(d) = &e.kind {
-            if let Some(n) = self.delegs_by_client.get_mut(&e.client) {
-                *n -= 1;
-                if *n == 0 {
-                    self.delegs_by_client.remove(&e.client);
-                }
-            }
+            c.delegs = c.delegs.saturating_sub(1);
             self.write_delegated.note_held(false);
             if d.write {
                 self.write_delegated.remove(e.file);
             }
         }
-        if let Some(set) = self.by_client.get_mut(&e.client) {
-            set.remove(other);
-            if set.is_empty() {
-                self.by_client.remove(&e.client);
-            }
-        }
-        let kept = &mut self.kept_unlinked;
-        let held = &self.files_held;
-        let mut unfile = |files: &mut HashMap<FileKey, Vec<Other>>| {
-            if let Some(v) = files.get_mut(&e.file) {
+        c.ids.remove(other);
+        let unfile = |shard: &mut FileShard| {
+            if let Some(v) = shard.files.get_mut(&e.file) {
                 v.retain(|o| o != other);
                 if v.is_empty() {
-                    files.remove(&e.file);
-                    held.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                    kept.remove(&e.file);
+                    shard.files.remove(&e.file);
+                    self.files_held.fetch_sub(1, Ordering::Relaxed);
+                    shard.kept_unlinked.remove(&e.file);
                 }
             }
         };
         match &e.kind {
             Kind::Open(o) => {
-                unfile(&mut shard.files);
+                unfile(&mut shard);
                 drop(shard);
                 if o.store_key != 0 {
-                    self.released_shares.push((e.file, o.store_key));
-                    self.shares_pending.store(true, std::sync::atomic::Ordering::Release);
+                    self.released_shares.lock().push((e.file, o.store_key));
+                    self.shares_pending.store(true, Ordering::Release);
                 }
                 let key = OwnerKey { client: e.client, owner: o.owner.clone() };
-                self.opens_by.remove(&(key.clone(), e.file));
-                self.release_owner_ref(OwnerSort::Open, &key);
-                for l in o.locks.clone() {
-                    self.remove(&l);
+                c.opens_by.remove(&(key.clone(), e.file));
+                self.release_owner_ref(c, OwnerSort::Open, &key);
+                for l in &o.locks {
+                    self.remove_in(c, l);
                 }
             }
             Kind::Lock(l) => {
                 if let Some(Kind::Open(o)) = shard.ids.get_mut(&l.open).map(|e| &mut e.kind) {
                     o.locks.retain(|x| x != other);
                 }
+                // In the same hold of the shard, so that no range can be
+                // added under the stateid once it is gone (LOCK checks it
+                // there too): a lock without its stateid would stand in
+                // everyone's way until the client expired.
+                shard.locks.unlock_file(e.file, &v4_lock_owner(e.client, &l.owner));
                 drop(shard);
                 let key = OwnerKey { client: e.client, owner: l.owner.clone() };
-                self.locks_by.remove(&(key.clone(), e.file));
-                self.release_owner_ref(OwnerSort::Lock, &key);
+                c.locks_by.remove(&(key.clone(), e.file));
+                self.release_owner_ref(c, OwnerSort::Lock, &key);
             }
-            Kind::Deleg(_) => unfile(&mut shard.files),
+            Kind::Deleg(_) => unfile(&mut shard),
         }
         Some(e)
     }
 
     /// The delegations `client` holds (revoked ones included, until freed).
     pub fn delegations_of(&self, client: u64) -> usize {
-        self.delegs_by_client.get(&client).copied().unwrap_or(0)
-    }
-
-    fn owners(&mut self, sort: OwnerSort) -> &mut HashMap<OwnerKey, Owner> {
-        match sort {
-            OwnerSort::Open => &mut self.open_owners,
-            OwnerSort::Lock => &mut self.lock_owners,
-        }
+        self.clients.lock(client).map_or(0, |c| c.delegs)
     }
 
     /// One stateid less names `key`; an owner with none left that keeps
     /// nothing for replays goes.
-    fn release_owner_ref(&mut self, sort: OwnerSort, key: &OwnerKey) {
-        let owners = self.owners(sort);
+    fn release_owner_ref(&self, c: &mut ClientIds, sort: OwnerSort, key: &OwnerKey) {
+        let owners = c.owners(sort);
         if let Some(o) = owners.get_mut(key) {
             o.stateids = o.stateids.saturating_sub(1);
             if o.stateids == 0 && o.last.is_none() {
-                owners.remove(key);
+                self.drop_owner_in(c, sort, key);
             }
         }
     }
 
     /// Owners `client` has (open and lock).
+    #[cfg(test)]
     pub fn owner_count(&self, client: u64) -> usize {
-        self.open_owners.keys().filter(|k| k.client == client).count()
-            + self.lock_owners.keys().filter(|k| k.client == client).count()
+        self.clients.lock(client).map_or(0, |c| c.open_owners.len() + c.lock_owners.len())
+    }
+
+    /// Whether open-owner `key` is confirmed (NFSv4.0).
+    pub fn owner_confirmed(&self, key: &OwnerKey) -> bool {
+        self.clients.lock(key.client).is_some_and(|c| c.open_owners.get(key).is_some_and(|o| o.confirmed))
+    }
+
+    /// The open stateid of open-owner `key` on `file`.
+    pub fn open_of(&self, key: &OwnerKey, file: FileKey) -> Option<Other> {
+        self.clients.lock(key.client)?.opens_by.get(&(key.clone(), file)).copied()
+    }
+
+    /// The lock stateids of lock-owner `key`.
+    pub fn locks_of_owner(&self, key: &OwnerKey) -> Vec<Other> {
+        let Some(c) = self.clients.lock(key.client) else { return vec![] };
+        c.locks_by.iter().filter(|((k, _), _)| k == key).map(|(_, o)| *o).collect()
     }
 
     /// Makes sure owner `key` exists, within `max` owners per client. Idle
     /// NFSv4.0 owners (kept only for replays) give way to new ones.
-    pub fn ensure_owner(&mut self, sort: OwnerSort, key: &OwnerKey, max: usize, minor: u32) -> Result<(), nfsstat4> {
-        if self.owners(sort).contains_key(key) {
+    pub fn ensure_owner(&self, sort: OwnerSort, key: &OwnerKey, max: usize, minor: u32) -> Result<(), nfsstat4> {
+        let mut c = self.clients.lock_or_new(key.client);
+        if c.owners(sort).contains_key(key) {
             return Ok(());
         }
-        if self.owner_count(key.client) >= max {
-            let idle = |m: &HashMap<OwnerKey, Owner>| {
-                m.iter().find(|(k, o)| k.client == key.client && o.stateids == 0).map(|(k, _)| k.clone())
-            };
-            if let Some(k) = idle(&self.open_owners) {
-                self.drop_owner(OwnerSort::Open, &k);
-            } else if let Some(k) = idle(&self.lock_owners) {
-                self.drop_owner(OwnerSort::Lock, &k);
+        if c.open_owners.len() + c.lock_owners.len() >= max {
+            let idle = |m: &HashMap<OwnerKey, Owner>| m.iter().find(|(_, o)| o.stateids == 0).map(|(k, _)| k.clone());
+            if let Some(k) = idle(&c.open_owners) {
+                self.drop_owner_in(&mut c, OwnerSort::Open, &k);
+            } else if let Some(k) = idle(&c.lock_owners) {
+                self.drop_owner_in(&mut c, OwnerSort::Lock, &k);
             } else {
                 return Err(resource_error(minor));
             }
         }
-        self.owners(sort).insert(key.clone(), Owner::default());
+        c.owners(sort).insert(key.clone(), Owner::default());
         Ok(())
     }
 
-    fn drop_owner(&mut self, sort: OwnerSort, key: &OwnerKey) {
-        if let Some(o) = self.owners(sort).remove(key) {
-            if let Some(c) = o.closed {
-                self.closed.remove(&c);
+    /// Forgets owner `key` (and the closed stateid it kept for replays).
+    pub fn drop_owner(&self, sort: OwnerSort, key: &OwnerKey) {
+        if let Some(mut c) = self.clients.lock(key.client) {
+            self.drop_owner_in(&mut c, sort, key);
+        }
+    }
+
+    /// Forgets a lock-owner left with no stateid and no kept reply.
+    pub fn forget_idle_owner(&self, sort: OwnerSort, key: &OwnerKey) {
+        if let Some(mut c) = self.clients.lock(key.client) {
+            if c.owners(sort).get(key).is_some_and(|o| o.stateids == 0 && o.last.is_none()) {
+                self.drop_owner_in(&mut c, sort, key);
             }
         }
+    }
+
+    fn drop_owner_in(&self, c: &mut ClientIds, sort: OwnerSort, key: &OwnerKey) {
+        if let Some(o) = c.owners(sort).remove(key) {
+            if let Some(closed) = o.closed {
+                self.shards.of_other(&closed).closed.remove(&closed);
+            }
+        }
+    }
+
+    /// The owner of NFSv4.0 open stateid `other`, just closed.
+    pub fn closed_owner(&self, other: &Other) -> Option<OwnerKey> {
+        self.shards.of_other(other).closed.get(other).cloned()
     }
 
     /// NFSv4.0 seqid check of owner `key` (RFC 7530 9.1.7): the next
     /// seqid goes on, the last one replays, anything else is BAD_SEQID.
     /// An owner without history accepts any seqid.
     pub fn seqid_check(&self, sort: OwnerSort, key: &OwnerKey, seqid: u32) -> Result<SeqCheck, nfsstat4> {
-        let owners = match sort {
-            OwnerSort::Open => &self.open_owners,
-            OwnerSort::Lock => &self.lock_owners,
-        };
-        let Some(o) = owners.get(key) else { return Ok(SeqCheck::Go) };
+        let Some(mut c) = self.clients.lock(key.client) else { return Ok(SeqCheck::Go) };
+        let Some(o) = c.owners(sort).get(key) else { return Ok(SeqCheck::Go) };
         match o.seqid {
             None => Ok(SeqCheck::Go),
             Some(last) if seqid == last.wrapping_add(1) => Ok(SeqCheck::Go),
@@ -535,11 +601,12 @@ impl Stateids {
 
     /// Records an NFSv4.0 request's seqid and reply on owner `key` (when
     /// the reply's status advances the seqid).
-    pub fn seqid_record(&mut self, sort: OwnerSort, key: &OwnerKey, seqid: u32, status: nfsstat4, reply: Replay) {
+    pub fn seqid_record(&self, sort: OwnerSort, key: &OwnerKey, seqid: u32, status: nfsstat4, reply: Replay) {
         if !seqid_advances(status) {
             return;
         }
-        if let Some(o) = self.owners(sort).get_mut(key) {
+        let Some(mut c) = self.clients.lock(key.client) else { return };
+        if let Some(o) = c.owners(sort).get_mut(key) {
             o.seqid = Some(seqid);
             o.last = Some(reply);
         }
@@ -555,10 +622,17 @@ impl Stateids {
         match find_entry(&shard, boot, minor, client, s) {
             Ok(_) => shard.entry(&s.other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID),
             Err(Some(e)) => Err(e),
-            Err(None) => {
-                let expired = self.expired.contains(&s.other);
-                Err(if expired { nfsstat4::NFS4ERR_EXPIRED } else { nfsstat4::NFS4ERR_BAD_STATEID })
-            }
+            Err(None) => Err(self.unknown(&s.other)),
+        }
+    }
+
+    /// The error for a stateid no shard holds: EXPIRED if its client's
+    /// state was purged (and it is still remembered), else BAD_STATEID.
+    pub(crate) fn unknown(&self, other: &Other) -> nfsstat4 {
+        if self.expired.lock().0.contains(other) {
+            nfsstat4::NFS4ERR_EXPIRED
+        } else {
+            nfsstat4::NFS4ERR_BAD_STATEID
         }
     }
 
@@ -574,10 +648,10 @@ impl Stateids {
     }
 
     /// Bumps the seqid of `other` and returns the new stateid.
-    pub fn bump(&mut self, other: &Other) -> stateid4 {
-        // Callers bump stateids they just looked up under the same lock;
-        // should one be gone, the caller gets a stateid nobody holds
-        // (BAD_STATEID on use) rather than a crash.
+    pub fn bump(&self, other: &Other) -> stateid4 {
+        // Callers bump stateids they just looked up; should one be gone
+        // (its client's CLOSE or expiry came between), the caller gets a
+        // stateid nobody holds (BAD_STATEID on use) rather than a crash.
         let Some(mut e) = self.get_mut(other) else {
             tracing::error!("seqid bump of a stateid that is no longer held");
             return stateid4 { seqid: 0, other: *other };
@@ -594,40 +668,64 @@ impl Stateids {
 
     /// Drops everything `client` holds (expiry, DESTROY_CLIENTID, a new
     /// incarnation of the client), its byte-range locks with it.
-    pub fn purge_client(&mut self, client: u64) {
+    pub fn purge_client(&self, client: u64) {
         self.shards.release_locks_where(|o| o.client() == Some(client));
-        if let Some(set) = self.by_client.remove(&client) {
-            for o in set {
-                self.remove(&o);
-                self.remember_expired(o);
-            }
+        let Some(mut c) = self.clients.take(client) else { return };
+        let ids: Vec<Other> = c.ids.iter().copied().collect();
+        for o in ids {
+            self.remove_in(&mut c, &o);
+            self.remember_expired(o);
         }
-        self.open_owners.retain(|k, _| k.client != client);
-        self.lock_owners.retain(|k, _| k.client != client);
-        self.closed.retain(|_, k| k.client != client);
+        let closed: Vec<Other> = c.open_owners.values().filter_map(|o| o.closed).collect();
+        for o in closed {
+            self.shards.of_other(&o).closed.remove(&o);
+        }
     }
 
-    fn remember_expired(&mut self, other: Other) {
-        if self.expired_cap == 0 || !self.expired.insert(other) {
+    fn remember_expired(&self, other: Other) {
+        let mut guard = self.expired.lock();
+        let (expired, order) = &mut *guard;
+        if self.expired_cap == 0 || !expired.insert(other) {
             return;
         }
-        self.expired_order.push_back(other);
-        while self.expired_order.len() > self.expired_cap {
-            if let Some(old) = self.expired_order.pop_front() {
-                self.expired.remove(&old);
+        order.push_back(other);
+        while order.len() > self.expired_cap {
+            if let Some(old) = order.pop_front() {
+                expired.remove(&old);
             }
         }
     }
 
     /// Whether `client` still holds opens, locks or delegations.
     pub fn has_state(&self, client: u64) -> bool {
-        self.by_client.get(&client).is_some_and(|s| !s.is_empty())
+        self.clients.lock(client).is_some_and(|c| !c.ids.is_empty())
+    }
+
+    /// Takes `kind` on `start..=end` of `file` for the owner of lock
+    /// stateid `lock`, in one hold of the file's shard: BAD_STATEID if
+    /// the stateid has gone (its open was closed meanwhile).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn lock_range(
+        &self,
+        lock: &Other,
+        file: FileKey,
+        owner: &LockOwner,
+        kind: LockKind,
+        start: u64,
+        end: u64,
+        max: usize,
+    ) -> Result<Result<(), LockError>, nfsstat4> {
+        let mut shard = self.shards.of_file(file);
+        if !shard.ids.contains_key(lock) {
+            return Err(nfsstat4::NFS4ERR_BAD_STATEID);
+        }
+        Ok(shard.locks.lock(file, owner, kind, start, end, max))
     }
 
     /// Frees a stateid (FREE_STATEID, RFC 8881 18.38): a lock stateid
     /// without locks, or a revoked delegation. Opens, held locks and live
     /// delegations are LOCKS_HELD.
-    pub fn free(&mut self, other: &Other) -> Result<(), nfsstat4> {
+    pub fn free(&self, other: &Other) -> Result<(), nfsstat4> {
         {
             let shard = self.shards.of_other(other);
             let e = shard.ids.get(other).ok_or(nfsstat4::NFS4ERR_BAD_STATEID)?;
@@ -648,8 +746,14 @@ impl Stateids {
         self.remove(other);
         Ok(())
     }
+
+    /// How many times a client's part was locked.
+    pub(crate) fn clients_locked(&self) -> u64 {
+        self.clients.locked()
+    }
 }
 
+mod by_client;
 mod io;
 pub(super) use io::{check_io, find_entry, io_allowed_by_shard};
 

@@ -29,7 +29,7 @@ pub(crate) fn remove_keeping(
     nlink: u32,
     remove: impl FnOnce() -> VfsResult<()>,
 ) -> VfsResult<()> {
-    let open = nlink <= 1 && st.lock_tables().stateids.file_held(file);
+    let open = nlink <= 1 && st.stateids.file_held(file);
     // A file that cannot be kept is still removed: the promise was made
     // only by a backend that can keep it, and failing the REMOVE would
     // not make the open any better.
@@ -39,11 +39,8 @@ pub(crate) fn remove_keeping(
     };
     remove()?;
     if let Some(kept) = kept {
-        let mut t = st.lock_tables();
         // Closed meanwhile: nothing to keep it for.
-        if t.stateids.file_held(file) {
-            t.stateids.kept_unlinked.insert(file, kept);
-        }
+        st.stateids.keep_unlinked(file, kept);
     }
     Ok(())
 }

@@ -73,7 +73,7 @@ impl State4 {
 
     /// Takes what the tables released since last asked.
     pub(crate) fn take_released(&self) -> Released {
-        let shares = std::mem::take(&mut self.lock_tables().stateids.released_shares);
+        let shares = self.stateids.take_released_shares();
         (self.shards.lock_book.take_released(), shares)
     }
 

@@ -2,7 +2,7 @@
 //! take, test and release them (RFC 8881 sections 9.4, 18.10-18.12; RFC
 //! 7530 16.37). Each method takes the tables' lock once, unless an
 //! NFSv4.1 lock-owner's request is settled in the file's shard alone
-//! (`locks_in_shard.rs`); LOCK's shared store is asked by the operation
+//! (`without_tables.rs`); LOCK's shared store is asked by the operation
 //! around them.
 
 use proto::nfs4::*;
@@ -54,13 +54,6 @@ fn status_of(r: &LOCK4res) -> nfsstat4 {
         LOCK4res::NFS4_OK(_) => nfsstat4::NFS4_OK,
         LOCK4res::NFS4ERR_DENIED(_) => nfsstat4::NFS4ERR_DENIED,
         LOCK4res::default(s) => *s,
-    }
-}
-
-/// Forgets a lock-owner left with no stateid and no kept reply.
-fn forget_idle_owner(t: &mut Tables, key: &OwnerKey) {
-    if t.stateids.lock_owners.get(key).is_some_and(|o| o.stateids == 0 && o.last.is_none()) {
-        t.stateids.lock_owners.remove(key);
     }
 }
 
@@ -204,7 +197,7 @@ impl State4 {
                     match t.stateids.lock_stateid(self.boot, max, minor, &lock_owner_key.owner, &open_other.other) {
                         Ok(o) => o,
                         Err(e) => {
-                            forget_idle_owner(&mut t, &lock_owner_key);
+                            t.stateids.forget_idle_owner(OwnerSort::Lock, &lock_owner_key);
                             return Err(e);
                         }
                     }
@@ -214,12 +207,12 @@ impl State4 {
             let max = self.settings.max_locks_per_client;
             let mut res = match remote_conflict {
                 Some(c) => Err(LockError::Conflict(c)),
-                None => t.stateids.shards.of_file(file).locks.lock(file, &owner, kind, start, end, max),
+                None => t.stateids.lock_range(&lock_other, file, &owner, kind, start, end, max)?,
             };
             if let Err(LockError::Conflict(c)) = &res {
                 if let Some(holder) = c.owner.client() {
                     if expire_courtesy(self, &mut t, client, &[holder]) {
-                        res = t.stateids.shards.of_file(file).locks.lock(file, &owner, kind, start, end, max);
+                        res = t.stateids.lock_range(&lock_other, file, &owner, kind, start, end, max)?;
                     }
                 }
             }
@@ -340,11 +333,10 @@ impl State4 {
             return Err(nfsstat4::NFS4ERR_LOCKS_HELD);
         }
         let key = OwnerKey { client, owner: owner.clone() };
-        let mine: Vec<[u8; 12]> = t.stateids.locks_by.iter().filter(|((k, _), _)| *k == key).map(|(_, o)| *o).collect();
-        for o in mine {
+        for o in t.stateids.locks_of_owner(&key) {
             t.stateids.remove(&o);
         }
-        t.stateids.lock_owners.remove(&key);
+        t.stateids.drop_owner(OwnerSort::Lock, &key);
         Ok(())
     }
 }

@@ -10,11 +10,11 @@ mod cluster;
 mod dirs;
 mod layouts;
 mod locks;
-mod locks_in_shard;
 mod nlm;
 mod offloads;
 mod opens;
 mod stateids;
+mod without_tables;
 
 pub(crate) use locks::{LockRange, Locker};
 pub(crate) use opens::{Answer, OpenRequest, OpenStep, OpenStore};

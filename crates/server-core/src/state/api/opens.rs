@@ -1,6 +1,7 @@
 //! Opens (share reservations) as OPEN, OPEN_CONFIRM, OPEN_DOWNGRADE and
 //! CLOSE change them (RFC 8881 sections 9.7, 18.2, 18.16, 18.18; RFC 7530
-//! 9.1 for NFSv4.0's seqids). Each method takes the state's lock once;
+//! 9.1 for NFSv4.0's seqids). Each method takes the tables' lock once
+//! (an NFSv4.1 CLOSE none: `without_tables.rs`);
 //! OPEN, which creates or opens the file and may ask a shared store with
 //! the state unlocked, comes in steps around that I/O.
 
@@ -27,7 +28,7 @@ pub(crate) enum Answer<T, X> {
 fn owner_of_open(ids: &Stateids, other: &Other) -> Option<OwnerKey> {
     match ids.get(other) {
         Some(e) => e.open().map(|o| OwnerKey { client: e.client, owner: o.owner.clone() }),
-        None => ids.closed.get(other).cloned(),
+        None => ids.closed_owner(other),
     }
 }
 
@@ -173,7 +174,7 @@ fn record_open<S: OpenStore>(
     reserved: S::Reserved,
 ) -> Result<OpenRecorded, nfsstat4> {
     let (minor, key) = (req.minor, req.owner);
-    let confirmed = minor >= 1 || t.stateids.open_owners.get(key).is_some_and(|o| o.confirmed);
+    let confirmed = minor >= 1 || t.stateids.owner_confirmed(key);
     let recorded =
         t.stateids.ensure_owner(OwnerSort::Open, key, st.settings.max_owners_per_client, minor).and_then(|()| {
             let max = st.settings.max_stateids_per_client;
@@ -289,7 +290,7 @@ impl State4 {
         }
         let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
         delegations::recall_conflicting(self, &mut t, file, Some(req.client), write)?;
-        let existing = t.stateids.opens_by.get(&(key.clone(), file)).copied();
+        let existing = t.stateids.open_of(key, file);
         let held = existing.and_then(|o| t.stateids.get(&o)?.open().map(|o| (o.store_key, o.access, o.deny)));
         let (all_access, all_deny) = match held.map(|(_, access, deny)| (access, deny)) {
             // The owner's own open counts too (RFC 7530 9.9, 16.16.5): an
@@ -331,7 +332,7 @@ impl State4 {
         reserved: S::Reserved,
     ) -> Result<OpenRecorded, nfsstat4> {
         let mut t = self.lock_tables();
-        if t.stateids.opens_by.contains_key(&(req.owner.clone(), req.file))
+        if t.stateids.open_of(req.owner, req.file).is_some()
             || !share_conflicts(&t.stateids, req.file, None, req.access, req.deny).is_empty()
         {
             drop(t);
@@ -353,6 +354,11 @@ impl State4 {
         file: FileKey,
         seqid: seqid4,
     ) -> Answer<stateid4, Option<u64>> {
+        if let Some(client) = io_client {
+            if let Some((stateid, released_share)) = self.close_in_shard(client, sid, file) {
+                return Answer::Done(Ok(stateid), released_share);
+            }
+        }
         let mut t = self.lock_tables();
         let replayed = |r| match r {
             Replay::Close(r) => Some(r),

@@ -210,8 +210,7 @@ pub(in crate::state) fn check_io(
         Ok(owner) => owner,
         Err(Some(e)) => return Err(e),
         Err(None) => {
-            let expired = t.stateids.expired.contains(&stateid.other);
-            return Err(if expired { nfsstat4::NFS4ERR_EXPIRED } else { nfsstat4::NFS4ERR_BAD_STATEID });
+            return Err(t.stateids.unknown(&stateid.other));
         }
     };
     if let Some(owner) = owner {

@@ -1,18 +1,19 @@
-//! The byte-range lock operations of an NFSv4.1 lock-owner that already
-//! holds a lock stateid on the file, done in the file's shard alone:
-//! LOCK, LOCKU and LOCKT need nothing from the tables there. SEQUENCE
-//! renewed the session's client, the only one its stateids serve; 4.1 has
-//! no seqids to keep; the lock stateid, its open and the file's locks all
-//! sit in the file's shard. What the shard cannot settle goes to the
-//! tables' path in `locks.rs`, which gives the same answer as before: any
-//! error, a grace period, a new lock-owner, a conflict with a client
-//! whose lease may have run out (courtesy), the per-client cap.
+//! NFSv4.1 operations done without the tables' lock, in the file's shard
+//! and the client's own part of the stateids: CLOSE, and LOCK, LOCKU and
+//! LOCKT of a lock-owner that already holds a lock stateid on the file.
+//! SEQUENCE renewed the session's client, the only one its stateids
+//! serve; 4.1 has no seqids to keep; a file's open, lock stateids and
+//! byte-range locks sit in one shard. What these paths cannot settle goes
+//! the tables' way (`locks.rs`, `opens.rs`), which gives the same answer
+//! as before: any error, a grace period, a new lock-owner, a conflict
+//! with a client whose lease may have run out (courtesy), the per-client
+//! cap.
 
 use proto::nfs4::*;
 
 use super::locks::LockRange;
 use crate::state::lockmgr::{Lock, LockError, LockKind, LockOwner};
-use crate::state::stateids::{find_entry, next_seqid, v4_lock_owner, Kind};
+use crate::state::stateids::{find_entry, invalid_stateid, next_seqid, v4_lock_owner, Kind};
 use crate::state::{FileKey, State4};
 
 impl State4 {
@@ -86,5 +87,25 @@ impl State4 {
             return None;
         }
         Some(self.shards.of_file(file).locks.test(file, owner, kind, start, end))
+    }
+
+    /// CLOSE of 4.1 open `sid` of session client `client` on `file`,
+    /// without the tables: the reply's stateid and the store key of the
+    /// share modes to release in a shared store (see `opens.rs`), or
+    /// `None` for the tables' path.
+    pub(super) fn close_in_shard(&self, client: u64, sid: &stateid4, file: FileKey) -> Option<(stateid4, Option<u64>)> {
+        let store_key = {
+            let shard = self.shards.of_other(&sid.other);
+            let e = find_entry(&shard, self.boot, 1, Some(client), sid).ok()?;
+            if e.file != file {
+                return None;
+            }
+            e.open()?.store_key
+        };
+        // Closed meanwhile by another of the client's requests: the
+        // tables' path gives the error.
+        self.stateids.close(&sid.other, false).ok()?;
+        let released = (store_key != 0 && self.stateids.take_released_share(store_key)).then_some(store_key);
+        Some((invalid_stateid(), released))
     }
 }
