@@ -432,6 +432,32 @@ fn v41_new_opens_wait_for_reclaim_complete() {
     ok(&open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0));
 }
 
+/// Two clients with "f" open for reading and writing, `a`'s lock-owner
+/// "la" holding a write lock on its first 10 bytes.
+struct TwoOpeners {
+    a: Session,
+    b: Session,
+    fh: nfs_fh4,
+    /// `b`'s open stateid.
+    ob: stateid4,
+    /// `a`'s lock stateid.
+    la: stateid4,
+}
+
+fn two_openers_one_lock(env: &Env) -> TwoOpeners {
+    let mut a = Session::ready(env, "a");
+    let mut b = Session::ready(env, "b");
+    let r = open41(&mut a, env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+    ok(&r);
+    let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+    let r = open41(&mut b, env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
+    ok(&r);
+    let ob = open_res(&r, 2).stateid;
+    let r = a.run(env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
+    let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
+    TwoOpeners { a, b, fh, ob, la: la.lock_stateid.clone() }
+}
+
 /// With `mandatory_locks`, READ and WRITE over a range another lock-owner
 /// holds a conflicting lock on are NFS4ERR_LOCKED (RFC 8881 section
 /// 9.1.4); the holder's own I/O under its lock stateid goes through, and
@@ -442,17 +468,7 @@ fn mandatory_locks_bind_io_over_their_range() {
     for mandatory in [true, false] {
         let nfs4 = server_core::state::Nfs4Settings { mandatory_locks: mandatory, ..Default::default() };
         let env = env_with("/export *(rw,insecure)\n", server_core::CoreSettings { nfs4, ..Default::default() });
-        let mut a = Session::ready(&env, "a");
-        let mut b = Session::ready(&env, "b");
-        let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
-        ok(&r);
-        let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
-        let r = open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
-        ok(&r);
-        let ob = open_res(&r, 2).stateid;
-        let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
-        ok(&r);
-        let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
+        let TwoOpeners { mut a, mut b, fh, ob, la } = two_openers_one_lock(&env);
         let locked = if mandatory { nfsstat4::NFS4ERR_LOCKED } else { nfsstat4::NFS4_OK };
         assert_eq!(b.run(&env, vec![putfh(&fh), write_op(&ob, 5, b"x")]).status, locked);
         assert_eq!(b.run(&env, vec![putfh(&fh), read_op(&ob, 0, 4)]).status, locked);
@@ -461,7 +477,7 @@ fn mandatory_locks_bind_io_over_their_range() {
         // through there, without the tables.
         let tables = env.core.nfs4_state_locked();
         ok(&b.run(&env, vec![putfh(&fh), write_op(&ob, 10, b"y")]));
-        ok(&a.run(&env, vec![putfh(&fh), write_op(&la.lock_stateid, 0, b"mine")]));
+        ok(&a.run(&env, vec![putfh(&fh), write_op(&la, 0, b"mine")]));
         assert_eq!(env.core.nfs4_state_locked() - tables, 0, "I/O the locks allow took the tables");
     }
 }
@@ -566,17 +582,7 @@ fn an_nfsv41_close_takes_no_table_lock() {
 #[test]
 fn an_nfsv41_lock_owner_locks_and_unlocks_in_one_file_shard() {
     let env = rw_env();
-    let mut a = Session::ready(&env, "a");
-    let mut b = Session::ready(&env, "b");
-    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
-    ok(&r);
-    let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
-    let r = open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, 0);
-    ok(&r);
-    let ob = open_res(&r, 2).stateid;
-    let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
-    let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
-    let la = la.lock_stateid.clone();
+    let TwoOpeners { mut a, mut b, fh, ob, la } = two_openers_one_lock(&env);
     let counts = || (env.core.nfs4_state_locked(), env.core.nfs4_file_shards_locked());
     let (tables, shards) = counts();
     let r = a.run(&env, vec![putfh(&fh), lock_existing(0, &la, nfs_lock_type4::READ_LT, 100, 10)]);
