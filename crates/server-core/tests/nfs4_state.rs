@@ -549,16 +549,21 @@ fn a_read_compound_takes_one_file_shard_and_not_the_tables() {
     assert_eq!((env.core.nfs4_state_locked() - tables, env.core.nfs4_file_shards_locked() - shards), (0, 1));
 }
 
-/// An NFSv4.1 CLOSE takes its client's part of the state and its file's
-/// shard, not the tables: closing files does not queue behind other
+/// An NFSv4.1 OPEN takes the tables once; its CLOSE takes its client's
+/// part of the state and its file's shard, not the tables: closing files does not queue behind other
 /// clients' OPENs. What it held is gone at once: another client may deny
 /// everything, the owner's lock stateid on the file is gone with it.
 #[test]
-fn an_nfsv41_close_takes_no_table_lock() {
+fn an_nfsv41_open_takes_the_tables_once_and_its_close_not_at_all() {
     let env = rw_env();
     let mut a = Session::ready(&env, "a");
+    // An OPEN that creates takes the tables once, where its share
+    // reservation and a delegation are decided: its claim is checked in
+    // the session's lease.
+    let tables = env.core.nfs4_state_locked();
     let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE);
     ok(&r);
+    assert_eq!(env.core.nfs4_state_locked() - tables, 1, "OPEN took the tables more than once");
     let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
     let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
     let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };

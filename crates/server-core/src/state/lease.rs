@@ -1,6 +1,6 @@
 //! What a client's sessions read and change without the tables' lock: its
-//! lease, whether its record is gone, its sticky status flags and whether
-//! a back channel of it is up. SEQUENCE, the one operation of every
+//! lease, whether its record is gone, its sticky status flags, whether
+//! a back channel of it is up and whether it completed its reclaims. SEQUENCE, the one operation of every
 //! NFSv4.1 compound, touches only its session and this (RFC 8881 section
 //! 2.10.6): a client's compounds never queue behind another client's
 //! state changes.
@@ -20,6 +20,9 @@ pub(crate) struct Lease {
     /// Some session of the client has a back channel not known to be down
     /// (kept by `callback::refresh_path`).
     path_up: AtomicBool,
+    /// The client sent RECLAIM_COMPLETE (a copy of its record's flag, so
+    /// that a 4.1 OPEN need not take the tables to learn it).
+    reclaim_complete: AtomicBool,
 }
 
 impl Lease {
@@ -64,6 +67,14 @@ impl Lease {
 
     pub fn set_path_up(&self, up: bool) {
         self.path_up.store(up, Ordering::Relaxed);
+    }
+
+    pub fn reclaim_complete(&self) -> bool {
+        self.reclaim_complete.load(Ordering::Acquire)
+    }
+
+    pub fn set_reclaim_complete(&self) {
+        self.reclaim_complete.store(true, Ordering::Release);
     }
 }
 

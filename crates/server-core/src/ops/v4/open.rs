@@ -219,7 +219,8 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         openflag4::OPEN4_CREATE(how) => Some(how),
         openflag4::default(_) => None,
     };
-    st.open_claim_allowed(minor, client, &args.claim)?;
+    let session = cx.seq.as_ref().map(|s| &s.sessionid);
+    st.open_claim_allowed(minor, client, session, &args.claim)?;
     if let Some(Fh::Obj { export_id, .. }) = cx.cfh {
         if let Some(e) = cx.core.export_by_id(export_id) {
             shared_shares::denial_ready(cx.core, &*e.fs, deny)?;

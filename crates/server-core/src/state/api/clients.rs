@@ -409,6 +409,7 @@ impl State4 {
             return Err(nfsstat4::NFS4ERR_COMPLETE_ALREADY);
         }
         c.reclaim_complete = true;
+        c.lease.set_reclaim_complete();
         let owner = c.owner.clone();
         t.grace.complete(&owner);
         let _ = t.grace.in_grace(self.now());

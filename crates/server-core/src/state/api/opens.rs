@@ -244,8 +244,23 @@ impl State4 {
     /// looked up: reclaims (CLAIM_PREVIOUS) only in the grace period and
     /// by clients that may reclaim, new opens only outside it and, in 4.1,
     /// after RECLAIM_COMPLETE (RFC 8881 18.51.3). Renews a 4.1 client.
-    pub(crate) fn open_claim_allowed(&self, minor: u32, client: u64, claim: &open_claim4) -> Result<(), nfsstat4> {
+    /// `session`: the 4.1 compound's, whose SEQUENCE renewed the client;
+    /// a new open under it is let through without the tables when no
+    /// grace period may be running and the client completed its reclaims.
+    pub(crate) fn open_claim_allowed(
+        &self,
+        minor: u32,
+        client: u64,
+        session: Option<&sessionid4>,
+        claim: &open_claim4,
+    ) -> Result<(), nfsstat4> {
         use open_claim4::*;
+        if let (Some(sid), CLAIM_NULL(_) | CLAIM_FH) = (session, claim) {
+            let lease = self.sessions.get(sid).map(|cell| cell.lock().lease.clone());
+            if !self.may_be_in_grace() && lease.is_some_and(|l| l.reclaim_complete() && !l.is_gone()) {
+                return Ok(());
+            }
+        }
         let mut t = self.lock_tables();
         let now = self.now();
         if minor >= 1 {
