@@ -141,7 +141,7 @@ pub(in crate::state) fn io_allowed_by_shard(
     let write = kind == IoKind::Write;
     let shard = shards.lock(i);
     let Ok(entry) = check_in_shard(&shard, st.boot, client, stateid, sp, file, write) else { return false };
-    if locked_out(st, &shard, file, entry.and_then(lock_owner_of).as_ref(), write, range) {
+    if locked_out(st, &shard, file, entry, write, range) {
         return false;
     }
     // Whose I/O it is: the stateid's client, or the session's for a
@@ -200,7 +200,7 @@ pub(in crate::state) fn check_io(
         check_in_shard(&shard, st.boot, client, stateid, sp, file, write).and_then(|e| {
             // The stateid's file is the shard's (`check_in_shard`), and so
             // are its locks.
-            if locked_out(st, &shard, file, e.and_then(lock_owner_of).as_ref(), write, range) {
+            if locked_out(st, &shard, file, e, write, range) {
                 return Err(Some(nfsstat4::NFS4ERR_LOCKED));
             }
             Ok(e.map(|e| e.client))
@@ -227,22 +227,25 @@ fn lock_owner_of(e: &Entry) -> Option<LockOwner> {
     }
 }
 
-/// With `mandatory_locks`, whether a lock-owner other than `owner`
-/// (`None`: I/O under an open, delegation or special stateid, which no
-/// lock belongs to) holds a lock over `range` that the I/O conflicts
-/// with (NFS4ERR_LOCKED): any lock for a write, a write lock for a read.
-/// `shard` is the file's.
+/// With `mandatory_locks`, whether a lock-owner other than the one of
+/// `entry` (the I/O's stateid; none for I/O under an open, delegation or
+/// special stateid, which no lock belongs to) holds a lock over `range`
+/// that the I/O conflicts with (NFS4ERR_LOCKED): any lock for a write, a
+/// write lock for a read. `shard` is the file's. Without
+/// `mandatory_locks` it costs one test of a setting.
 fn locked_out(
     st: &State4,
     shard: &FileShard,
     file: FileKey,
-    owner: Option<&LockOwner>,
+    entry: Option<&Entry>,
     write: bool,
     (offset, length): (u64, u64),
 ) -> bool {
     if !st.settings.mandatory_locks || length == 0 {
         return false;
     }
+    let owner = entry.and_then(lock_owner_of);
+    let owner = owner.as_ref();
     let (start, end) = crate::state::lockmgr::range_of(offset, length).unwrap_or((offset, u64::MAX));
     let nobody = LockOwner::V4 { client: u64::MAX, owner: Bytes::new() };
     let kind = if write { LockKind::Write } else { LockKind::Read };
