@@ -549,22 +549,35 @@ fn a_read_compound_takes_one_file_shard_and_not_the_tables() {
     assert_eq!((env.core.nfs4_state_locked() - tables, env.core.nfs4_file_shards_locked() - shards), (0, 1));
 }
 
-/// An NFSv4.1 OPEN takes the tables once; its CLOSE takes its client's
-/// part of the state and its file's shard, not the tables: closing files does not queue behind other
-/// clients' OPENs. What it held is gone at once: another client may deny
-/// everything, the owner's lock stateid on the file is gone with it.
+/// An NFSv4.1 OPEN and its CLOSE take their client's part of the state
+/// and their file's shard, not the tables: opening and closing files does
+/// not queue behind other clients. What a CLOSE released is gone at once:
+/// another client may deny everything, the owner's lock stateid on the
+/// file is gone with it.
 #[test]
-fn an_nfsv41_open_takes_the_tables_once_and_its_close_not_at_all() {
+fn an_nfsv41_open_and_its_close_take_no_table_lock() {
     let env = rw_env();
     let mut a = Session::ready(&env, "a");
-    // An OPEN that creates takes the tables once, where its share
-    // reservation and a delegation are decided: its claim is checked in
-    // the session's lease.
+    // An OPEN that creates, and one that upgrades: the claim is checked
+    // in the session's lease, the share modes and the delegation decided
+    // in the file's shard.
     let tables = env.core.nfs4_state_locked();
-    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_WRITE);
+    ok(&open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_READ, 0));
+    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_WRITE, OPEN4_SHARE_DENY_WRITE);
     ok(&r);
-    assert_eq!(env.core.nfs4_state_locked() - tables, 1, "OPEN took the tables more than once");
+    assert_eq!(env.core.nfs4_state_locked() - tables, 0, "OPEN took the tables' lock");
     let (oa, fh) = (open_res(&r, 2).stateid, fh_res(&r, 3));
+    assert_eq!(oa.seqid, 2, "the second OPEN upgraded the first");
+    // The owner's own open counts: an upgrade may not deny what it reads.
+    let r = open41(&mut a, &env, "o", "f", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_READ);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_SHARE_DENIED);
+    // Another client's conflicting OPEN goes to the tables (the holder may
+    // be a courtesy client) and is refused there.
+    let mut c = Session::ready(&env, "c");
+    let tables = env.core.nfs4_state_locked();
+    let r = open41(&mut c, &env, "o", "f", OPEN4_SHARE_ACCESS_WRITE, 0);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_SHARE_DENIED);
+    assert!(env.core.nfs4_state_locked() > tables);
     let r = a.run(&env, vec![putfh(&fh), lock_new(0, &oa, 0, "la", nfs_lock_type4::WRITE_LT, 0, 10)]);
     let R::OP_LOCK(LOCK4res::NFS4_OK(la)) = &r.resarray[1] else { panic!("{r:?}") };
     let la = la.lock_stateid.clone();

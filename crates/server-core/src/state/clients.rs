@@ -338,6 +338,10 @@ pub(super) fn unrecord(st: &State4, t: &Tables, owner: &[u8]) {
 
 /// Removes a client entirely: its state, sessions and stable record.
 pub(super) fn destroy(st: &State4, t: &mut Tables, client: u64) {
+    // Gone before its state goes (see `Tables::expire_client`).
+    if let Some(c) = t.clients.get(client) {
+        c.lease.set_gone();
+    }
     t.stateids.purge_client(client);
     t.layouts.return_all(client, None);
     forget_sessions(st, t, client);

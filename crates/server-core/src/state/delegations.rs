@@ -14,6 +14,9 @@
 
 use proto::nfs4::*;
 
+use std::sync::Arc;
+
+use super::lease::Lease;
 use super::settings::DelegationPolicy;
 use super::stateids::{DelegState, Entry, Kind, Other};
 use super::{callback, FileKey, State4, Tables};
@@ -165,7 +168,95 @@ pub(super) fn revoke_all_on(t: &mut Tables, file: FileKey) {
     }
 }
 
-/// The delegation an OPEN of `file` by `client` with `access` gets
+/// The delegation an OPEN asks for, once the policy allows one of its
+/// kind: what the file's state, the client's and the store then decide
+/// ([`grant`], and `without_tables.rs` for an NFSv4.1 OPEN in the file's
+/// shard).
+pub(super) struct Ask {
+    /// The 4.1 WANT bits (0: none said).
+    want: u32,
+    /// A write delegation (the OPEN writes).
+    pub write: bool,
+}
+
+impl Ask {
+    /// What an OPEN with `share_access` may get under the server's
+    /// policy: `Err` with the reply's "none" when nothing whatever the
+    /// file's state (policy `none`, a writer under `read`, the client
+    /// wants none or only a read delegation for a writer).
+    pub(super) fn new(st: &State4, minor: u32, share_access: u32) -> Result<Ask, open_delegation4> {
+        let want = if minor >= 1 { share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { 0 };
+        let write = share_access & OPEN4_SHARE_ACCESS_WRITE != 0;
+        let ask = Ask { want, write };
+        let not_wanted = || ask.none(open_none_delegation4::default(why_no_delegation4::WND4_NOT_WANTED));
+        if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
+            return Err(not_wanted());
+        }
+        let policy = st.settings.delegations;
+        if policy == DelegationPolicy::None || (write && policy != DelegationPolicy::ReadWrite) {
+            return Err(ask.none(open_none_delegation4::WND4_RESOURCE(false)));
+        }
+        if want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG && write {
+            return Err(not_wanted());
+        }
+        Ok(ask)
+    }
+
+    /// No delegation, for reason `why`: a 4.1 client that said what it
+    /// wants is told why it got nothing (RFC 8881 18.16.3); everyone else
+    /// gets plain NONE.
+    pub(super) fn none(&self, why: open_none_delegation4) -> open_delegation4 {
+        if self.want == 0 {
+            open_delegation4::OPEN_DELEGATE_NONE
+        } else {
+            open_delegation4::OPEN_DELEGATE_NONE_EXT(why)
+        }
+    }
+
+    /// Whether the file's `entries` stand in the way of `client`'s
+    /// delegation. Read delegations coexist with other clients' read opens
+    /// and read delegations (nobody can write while they are held); a
+    /// write delegation tolerates no other client's open or delegation.
+    /// A client holds one delegation per file.
+    pub(super) fn blocked<'a>(&self, client: u64, mut entries: impl Iterator<Item = (&'a Other, &'a Entry)>) -> bool {
+        let write = self.write;
+        entries.any(|(_, e)| match &e.kind {
+            Kind::Open(o) => e.client != client && (write || o.access & OPEN4_SHARE_ACCESS_WRITE != 0),
+            Kind::Deleg(d) => e.client == client || (!d.revoked && (write || d.write)),
+            Kind::Lock(_) => false,
+        })
+    }
+
+    /// The stateid entry of the delegation granted.
+    pub(super) fn entry(&self, client: u64, file: FileKey, fh: &nfs_fh4, lease: Arc<Lease>) -> Entry {
+        let d = DelegState { write: self.write, fh: fh.clone(), recalled: None, recall_again: false, revoked: false };
+        Entry { seqid: 1, client, file, lease, kind: Kind::Deleg(d) }
+    }
+
+    /// The reply for delegation `stateid`, granted.
+    pub(super) fn granted(&self, stateid: stateid4) -> open_delegation4 {
+        // The client still checks access itself (ACCESS): the ACE grants
+        // nothing beyond what the mode bits say.
+        let permissions = nfsace4 {
+            r#type: ACE4_ACCESS_ALLOWED_ACE_TYPE,
+            flag: 0,
+            access_mask: 0,
+            who: bytes::Bytes::from_static(b"EVERYONE@"),
+        };
+        if self.write {
+            open_delegation4::OPEN_DELEGATE_WRITE(open_write_delegation4 {
+                stateid,
+                recall: false,
+                space_limit: nfs_space_limit4::NFS_LIMIT_SIZE(u64::MAX),
+                permissions,
+            })
+        } else {
+            open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 { stateid, recall: false, permissions })
+        }
+    }
+}
+
+/// The delegation an OPEN of `file` by `client` with `share_access` gets
 /// (after the open was recorded): READ or WRITE per the policy, or none
 /// when another client has the file open or delegated, the client has no
 /// back channel, already holds one on the file, asked for none, or
@@ -183,75 +274,25 @@ pub(super) fn grant(
     share_access: u32,
     store: impl FnOnce(bool) -> bool,
 ) -> open_delegation4 {
-    let want = if minor >= 1 { share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK } else { 0 };
-    // A 4.1 client that said what it wants is told why it got nothing
-    // (RFC 8881 18.16.3); everyone else gets plain NONE.
-    let none = |why: open_none_delegation4| {
-        if want == 0 {
-            open_delegation4::OPEN_DELEGATE_NONE
-        } else {
-            open_delegation4::OPEN_DELEGATE_NONE_EXT(why)
-        }
+    let ask = match Ask::new(st, minor, share_access) {
+        Ok(ask) => ask,
+        Err(none) => return none,
     };
-    let not_wanted = || none(open_none_delegation4::default(why_no_delegation4::WND4_NOT_WANTED));
-    let policy = st.settings.delegations;
-    if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
-        return not_wanted();
-    }
-    let write = share_access & OPEN4_SHARE_ACCESS_WRITE != 0;
-    if policy == DelegationPolicy::None || (write && policy != DelegationPolicy::ReadWrite) {
-        return none(open_none_delegation4::WND4_RESOURCE(false));
-    }
-    if want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG && write {
-        return not_wanted();
-    }
-    // Read delegations coexist with other clients' read opens and read
-    // delegations (nobody can write while they are held); a write
-    // delegation tolerates no other client's open or delegation.
-    let blocked = t.stateids.on_file(file).iter().any(|(_, e)| match &e.kind {
-        Kind::Open(o) => e.client != client && (write || o.access & OPEN4_SHARE_ACCESS_WRITE != 0),
-        Kind::Deleg(d) => e.client == client || (!d.revoked && (write || d.write)),
-        Kind::Lock(_) => false,
-    });
-    if blocked {
-        return none(open_none_delegation4::WND4_CONTENTION(false));
+    if ask.blocked(client, t.stateids.on_file(file).iter()) {
+        return ask.none(open_none_delegation4::WND4_CONTENTION(false));
     }
     if !callback::has_backchannel(st, client)
         || t.stateids.delegations_of(client) >= st.settings.max_delegations_per_client
     {
-        return none(open_none_delegation4::WND4_RESOURCE(false));
+        return ask.none(open_none_delegation4::WND4_RESOURCE(false));
     }
-    if !store(write) {
-        return none(open_none_delegation4::WND4_CONTENTION(false));
+    if !store(ask.write) {
+        return ask.none(open_none_delegation4::WND4_CONTENTION(false));
     }
-    let entry = Entry {
-        seqid: 1,
-        client,
-        file,
-        lease: t.clients.get(client).map(|c| c.lease.clone()).unwrap_or_default(),
-        kind: Kind::Deleg(DelegState { write, fh: fh.clone(), recalled: None, recall_again: false, revoked: false }),
-    };
-    let Ok(other) = t.stateids.insert(st.boot, st.settings.max_stateids_per_client, minor, entry) else {
-        return none(open_none_delegation4::WND4_RESOURCE(false));
-    };
-    let stateid = stateid4 { seqid: 1, other };
-    // The client still checks access itself (ACCESS): the ACE grants
-    // nothing beyond what the mode bits say.
-    let permissions = nfsace4 {
-        r#type: ACE4_ACCESS_ALLOWED_ACE_TYPE,
-        flag: 0,
-        access_mask: 0,
-        who: bytes::Bytes::from_static(b"EVERYONE@"),
-    };
-    if write {
-        open_delegation4::OPEN_DELEGATE_WRITE(open_write_delegation4 {
-            stateid,
-            recall: false,
-            space_limit: nfs_space_limit4::NFS_LIMIT_SIZE(u64::MAX),
-            permissions,
-        })
-    } else {
-        open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 { stateid, recall: false, permissions })
+    let lease = t.clients.get(client).map(|c| c.lease.clone()).unwrap_or_default();
+    match t.stateids.insert(st.boot, st.settings.max_stateids_per_client, minor, ask.entry(client, file, fh, lease)) {
+        Ok(other) => ask.granted(stateid4 { seqid: 1, other }),
+        Err(_) => ask.none(open_none_delegation4::WND4_RESOURCE(false)),
     }
 }
 

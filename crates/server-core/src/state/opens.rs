@@ -9,6 +9,8 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
+use super::shards::FileShard;
+use super::stateids::by_client::ClientIds;
 use super::stateids::{resource_error, Entry, Kind, OpenState, Other, OwnerKey, OwnerSort, Stateids};
 use super::FileKey;
 
@@ -60,6 +62,18 @@ pub(crate) fn share_conflicts(
     v
 }
 
+/// The share modes an OPEN records ([`Stateids::open_held`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpenModes {
+    /// Checked ([`check_share`]); conflicts already ruled out.
+    pub access: u32,
+    pub deny: u32,
+    /// NFSv4.0 owners that still need OPEN_CONFIRM get an unconfirmed open.
+    pub confirmed: bool,
+    /// A new open's share reservation in a shared store (0: none).
+    pub store_key: u64,
+}
+
 /// What an OPEN did to the open state.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Opened {
@@ -89,19 +103,40 @@ impl Stateids {
         lease: std::sync::Arc<super::lease::Lease>,
     ) -> Result<Opened, nfsstat4> {
         let mut c = self.clients.lock_or_new(owner.client);
+        let mut shard = self.shards.of_file(file);
+        let modes = OpenModes { access, deny, confirmed, store_key };
+        self.open_held(&mut c, &mut shard, boot, max_stateids, minor, owner, file, modes, lease)
+    }
+
+    /// [`Stateids::open`] with the owner's client's part and the file's
+    /// shard held.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn open_held(
+        &self,
+        c: &mut ClientIds,
+        shard: &mut FileShard,
+        boot: u32,
+        max_stateids: usize,
+        minor: u32,
+        owner: &OwnerKey,
+        file: FileKey,
+        modes: OpenModes,
+        lease: std::sync::Arc<super::lease::Lease>,
+    ) -> Result<Opened, nfsstat4> {
+        let OpenModes { access, deny, confirmed, store_key } = modes;
         if let Some(other) = c.opens_by.get(&(owner.clone(), file)).copied() {
-            let upgraded = self.update_open(&other, |o| {
-                o.access |= access;
-                o.deny |= deny;
-                if o.store_key == 0 {
-                    o.store_key = store_key;
+            if let Some(e) = shard.ids.get_mut(&other) {
+                if let Kind::Open(o) = &mut e.kind {
+                    o.access |= access;
+                    o.deny |= deny;
+                    if o.store_key == 0 {
+                        o.store_key = store_key;
+                    }
+                    o.access_seen |= 1 << access;
+                    o.deny_seen |= 1 << deny;
+                    e.seqid = super::stateids::next_seqid(e.seqid);
+                    return Ok(Opened { stateid: e.stateid(other), new: false });
                 }
-                o.access_seen |= 1 << access;
-                o.deny_seen |= 1 << deny;
-            });
-            if upgraded.is_some() {
-                let stateid = self.bump(&other);
-                return Ok(Opened { stateid, new: false });
             }
         }
         let entry = Entry {
@@ -120,7 +155,7 @@ impl Stateids {
                 store_key,
             }),
         };
-        let other = self.insert_in(&mut c, boot, max_stateids, minor, entry)?;
+        let other = self.insert_held(c, shard, boot, max_stateids, minor, entry)?;
         Ok(Opened { stateid: stateid4 { seqid: 1, other }, new: true })
     }
 

@@ -393,14 +393,27 @@ impl Stateids {
         minor: u32,
         entry: Entry,
     ) -> Result<Other, nfsstat4> {
+        let mut shard = self.shards.of_file(entry.file);
+        self.insert_held(c, &mut shard, boot, max, minor, entry)
+    }
+
+    /// [`Stateids::insert_in`] with the entry's file's shard held too.
+    pub(super) fn insert_held(
+        &self,
+        c: &mut ClientIds,
+        shard: &mut FileShard,
+        boot: u32,
+        max: usize,
+        minor: u32,
+        entry: Entry,
+    ) -> Result<Other, nfsstat4> {
         if c.ids.len() >= max {
             return Err(resource_error(minor));
         }
-        let mut shard = self.shards.of_file(entry.file);
         let other = self.new_other(boot, super::shards::shard_of_file(entry.file));
         match &entry.kind {
             Kind::Open(o) => {
-                self.file_push(&mut shard, entry.file, other);
+                self.file_push(shard, entry.file, other);
                 let key = OwnerKey { client: entry.client, owner: o.owner.clone() };
                 c.open_owners.entry(key.clone()).or_default().stateids += 1;
                 c.opens_by.insert((key, entry.file), other);
@@ -415,7 +428,7 @@ impl Stateids {
                 c.locks_by.insert((key, entry.file), other);
             }
             Kind::Deleg(d) => {
-                self.file_push(&mut shard, entry.file, other);
+                self.file_push(shard, entry.file, other);
                 c.delegs += 1;
                 self.write_delegated.note_held(true);
                 if d.write {
@@ -535,16 +548,27 @@ impl Stateids {
     /// Makes sure owner `key` exists, within `max` owners per client. Idle
     /// NFSv4.0 owners (kept only for replays) give way to new ones.
     pub fn ensure_owner(&self, sort: OwnerSort, key: &OwnerKey, max: usize, minor: u32) -> Result<(), nfsstat4> {
-        let mut c = self.clients.lock_or_new(key.client);
+        self.ensure_owner_in(&mut self.clients.lock_or_new(key.client), sort, key, max, minor)
+    }
+
+    /// [`Stateids::ensure_owner`] with the client's part held.
+    pub(super) fn ensure_owner_in(
+        &self,
+        c: &mut ClientIds,
+        sort: OwnerSort,
+        key: &OwnerKey,
+        max: usize,
+        minor: u32,
+    ) -> Result<(), nfsstat4> {
         if c.owners(sort).contains_key(key) {
             return Ok(());
         }
         if c.open_owners.len() + c.lock_owners.len() >= max {
             let idle = |m: &HashMap<OwnerKey, Owner>| m.iter().find(|(_, o)| o.stateids == 0).map(|(k, _)| k.clone());
             if let Some(k) = idle(&c.open_owners) {
-                self.drop_owner_in(&mut c, OwnerSort::Open, &k);
+                self.drop_owner_in(c, OwnerSort::Open, &k);
             } else if let Some(k) = idle(&c.lock_owners) {
-                self.drop_owner_in(&mut c, OwnerSort::Lock, &k);
+                self.drop_owner_in(c, OwnerSort::Lock, &k);
             } else {
                 return Err(resource_error(minor));
             }
@@ -753,7 +777,7 @@ impl Stateids {
     }
 }
 
-mod by_client;
+pub(super) mod by_client;
 mod io;
 pub(super) use io::{check_io, find_entry, io_allowed_by_shard};
 

@@ -220,7 +220,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         openflag4::default(_) => None,
     };
     let session = cx.seq.as_ref().map(|s| &s.sessionid);
-    st.open_claim_allowed(minor, client, session, &args.claim)?;
+    let session_lease = st.open_claim_allowed(minor, client, session, &args.claim)?;
     if let Some(Fh::Obj { export_id, .. }) = cx.cfh {
         if let Some(e) = cx.core.export_by_id(export_id) {
             shared_shares::denial_ready(cx.core, &*e.fs, deny)?;
@@ -275,6 +275,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         deleg_claim: deleg_claim.as_ref(),
         reclaim: matches!(args.claim, CLAIM_PREVIOUS(_)),
         fh: &nfh,
+        session_lease: session_lease.as_ref(),
     };
     let core = cx.core;
     let store = Store { core, obj, file };
@@ -333,6 +334,10 @@ impl OpenStore for Store<'_, '_> {
 
     fn undo(&self, r: &Self::Reserved) {
         shared_shares::undo(self.obj.fs(), self.obj.id, r);
+    }
+
+    fn shared(&self) -> bool {
+        self.obj.fs().shared_store().is_some()
     }
 
     fn delegate(&self, write: bool) -> bool {

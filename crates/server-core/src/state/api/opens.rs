@@ -1,14 +1,17 @@
 //! Opens (share reservations) as OPEN, OPEN_CONFIRM, OPEN_DOWNGRADE and
 //! CLOSE change them (RFC 8881 sections 9.7, 18.2, 18.16, 18.18; RFC 7530
 //! 9.1 for NFSv4.0's seqids). Each method takes the tables' lock once
-//! (an NFSv4.1 CLOSE none: `without_tables.rs`);
+//! (an NFSv4.1 CLOSE none, nor most NFSv4.1 OPENs: `without_tables.rs`);
 //! OPEN, which creates or opens the file and may ask a shared store with
 //! the state unlocked, comes in steps around that I/O.
+
+use std::sync::Arc;
 
 use proto::nfs4::*;
 
 use crate::fh::Fh;
 use crate::state::delegations;
+use crate::state::lease::Lease;
 use crate::state::opens::{check_share, share_conflicts};
 use crate::state::stateids::{Kind, Other, OwnerKey, OwnerSort, Replay, SeqCheck, Stateids};
 use crate::state::{FileKey, State4, Tables};
@@ -115,6 +118,10 @@ pub(crate) struct OpenRequest<'a> {
     pub reclaim: bool,
     /// The file's handle, for a delegation's recall.
     pub fh: &'a nfs_fh4,
+    /// The client's lease, from the 4.1 session whose SEQUENCE renewed it
+    /// and whose claim [`State4::open_claim_allowed`] let through without
+    /// the tables: the OPEN may be recorded without them too.
+    pub session_lease: Option<&'a Arc<Lease>>,
 }
 
 /// What OPEN asks of a store other servers share (`crate::shared_shares`,
@@ -141,6 +148,9 @@ pub(crate) trait OpenStore {
     fn undo(&self, r: &Self::Reserved);
     /// Whether a delegation (`write` or read) may be granted.
     fn delegate(&self, write: bool) -> bool;
+    /// Whether other servers share the file system: share modes and
+    /// delegations are then taken in the store too.
+    fn shared(&self) -> bool;
 }
 
 /// An OPEN recorded.
@@ -246,19 +256,20 @@ impl State4 {
     /// after RECLAIM_COMPLETE (RFC 8881 18.51.3). Renews a 4.1 client.
     /// `session`: the 4.1 compound's, whose SEQUENCE renewed the client;
     /// a new open under it is let through without the tables when no
-    /// grace period may be running and the client completed its reclaims.
+    /// grace period may be running and the client completed its reclaims,
+    /// with the client's lease (`Some`) for [`OpenRequest::session_lease`].
     pub(crate) fn open_claim_allowed(
         &self,
         minor: u32,
         client: u64,
         session: Option<&sessionid4>,
         claim: &open_claim4,
-    ) -> Result<(), nfsstat4> {
+    ) -> Result<Option<Arc<Lease>>, nfsstat4> {
         use open_claim4::*;
         if let (Some(sid), CLAIM_NULL(_) | CLAIM_FH) = (session, claim) {
             let lease = self.sessions.get(sid).map(|cell| cell.lock().lease.clone());
-            if !self.may_be_in_grace() && lease.is_some_and(|l| l.reclaim_complete() && !l.is_gone()) {
-                return Ok(());
+            if let Some(l) = lease.filter(|l| !self.may_be_in_grace() && l.reclaim_complete() && !l.is_gone()) {
+                return Ok(Some(l));
             }
         }
         let mut t = self.lock_tables();
@@ -285,7 +296,7 @@ impl State4 {
                 }
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     /// OPEN's share reservation (RFC 8881 9.7, 18.16.3; RFC 7530 9.9):
@@ -295,6 +306,11 @@ impl State4 {
     /// expired, then takes them in a shared store and records the open,
     /// or says to take them there first with the state unlocked.
     pub(crate) fn open_shares<S: OpenStore>(&self, req: &OpenRequest, store: &S) -> Result<OpenStep, nfsstat4> {
+        if let (Some(lease), None, false, false) = (req.session_lease, req.deleg_claim, req.reclaim, store.shared()) {
+            if let Some(r) = self.open_in_shard(req, lease) {
+                return r.map(OpenStep::Recorded);
+            }
+        }
         let (file, key, access, deny) = (req.file, req.owner, req.access, req.deny);
         let mut t = self.lock_tables();
         if let Some(ds) = req.deleg_claim {

@@ -1,20 +1,26 @@
 //! NFSv4.1 operations done without the tables' lock, in the file's shard
-//! and the client's own part of the stateids: CLOSE, and LOCK, LOCKU and
-//! LOCKT of a lock-owner that already holds a lock stateid on the file.
+//! and the client's own part of the stateids: OPEN, CLOSE, and LOCK, LOCKU
+//! and LOCKT of a lock-owner that already holds a lock stateid on the file.
 //! SEQUENCE renewed the session's client, the only one its stateids
 //! serve; 4.1 has no seqids to keep; a file's open, lock stateids and
 //! byte-range locks sit in one shard. What these paths cannot settle goes
 //! the tables' way (`locks.rs`, `opens.rs`), which gives the same answer
 //! as before: any error, a grace period, a new lock-owner, a conflict
-//! with a client whose lease may have run out (courtesy), the per-client
-//! cap.
+//! with a client whose lease may have run out (courtesy), a delegation to
+//! recall, a file other servers share, the per-client caps.
 
 use proto::nfs4::*;
 
+use std::sync::Arc;
+
 use super::locks::LockRange;
+use super::opens::{OpenRecorded, OpenRequest};
+use crate::state::delegations::{conflicting, Ask};
+use crate::state::lease::Lease;
 use crate::state::lockmgr::{Lock, LockError, LockKind, LockOwner};
-use crate::state::stateids::{find_entry, invalid_stateid, next_seqid, v4_lock_owner, Kind};
-use crate::state::{FileKey, State4};
+use crate::state::opens::OpenModes;
+use crate::state::stateids::{find_entry, invalid_stateid, next_seqid, v4_lock_owner, Kind, OwnerSort};
+use crate::state::{callback, FileKey, State4};
 
 impl State4 {
     /// LOCK by the owner of 4.1 lock stateid `lock`, of session client
@@ -107,5 +113,78 @@ impl State4 {
         self.stateids.close(&sid.other, false).ok()?;
         let released = (store_key != 0 && self.stateids.take_released_share(store_key)).then_some(store_key);
         Some((invalid_stateid(), released))
+    }
+
+    /// OPEN (CLAIM_NULL or CLAIM_FH, no delegation claimed) of a 4.1
+    /// session's client outside a grace period, on a file no other server
+    /// shares, in one hold of the client's part and then the file's shard:
+    /// the share check, the open recorded and the delegation decided
+    /// together. `lease`: the client's, from its session. `None` sends the
+    /// OPEN to the tables: another open in the way (its client may be a
+    /// courtesy client to expire), another client's delegation to recall,
+    /// the client gone, a per-client cap reached.
+    pub(super) fn open_in_shard(
+        &self,
+        req: &OpenRequest,
+        lease: &Arc<Lease>,
+    ) -> Option<Result<OpenRecorded, nfsstat4>> {
+        let (client, file, minor) = (req.client, req.file, req.minor);
+        let ask = Ask::new(self, minor, req.share_access);
+        // Asked before the client's part is held: it takes the sessions'
+        // locks.
+        let backchannel = ask.is_ok() && callback::has_backchannel(self, client);
+        let ids = &self.stateids;
+        let mut c = ids.clients.lock_or_new(client);
+        if lease.is_gone() {
+            drop(c);
+            ids.clients.forget_if_empty(client);
+            return None;
+        }
+        // May take a shard for a moment (an idle owner's kept CLOSE).
+        ids.ensure_owner_in(&mut c, OwnerSort::Open, req.owner, self.settings.max_owners_per_client, minor).ok()?;
+        let mut shard = ids.shards.of_file(file);
+        let write = req.access & OPEN4_SHARE_ACCESS_WRITE != 0;
+        if shard.on_file(file).any(|(_, e)| e.client != client && conflicting(e, write)) {
+            return None;
+        }
+        let existing = c.opens_by.get(&(req.owner.clone(), file)).copied();
+        let mine = existing.and_then(|o| shard.ids.get(&o)?.open().map(|o| (o.access, o.deny)));
+        // The owner's own open counts too (RFC 7530 9.9, RFC 8881 18.16.3):
+        // an upgrade may not access what that open denies nor deny what it
+        // accesses.
+        let (access, deny) = match mine {
+            Some((a, d)) if req.access & d != 0 || req.deny & a != 0 => {
+                return Some(Err(nfsstat4::NFS4ERR_SHARE_DENIED))
+            }
+            Some((a, d)) => (a | req.access, d | req.deny),
+            None => (req.access, req.deny),
+        };
+        let in_the_way = shard.on_file(file).any(|(o, e)| {
+            e.open().is_some_and(|e| e.deny & access != 0 || e.access & deny != 0) && Some(o) != existing.as_ref()
+        });
+        if in_the_way {
+            return None;
+        }
+        let max = self.settings.max_stateids_per_client;
+        let modes = OpenModes { access: req.access, deny: req.deny, confirmed: true, store_key: 0 };
+        let opened = ids.open_held(&mut c, &mut shard, self.boot, max, minor, req.owner, file, modes, lease.clone());
+        let stateid = opened.ok()?.stateid;
+        let delegation = match ask {
+            Err(none) => none,
+            Ok(ask) if ask.blocked(client, shard.on_file(file)) => {
+                ask.none(open_none_delegation4::WND4_CONTENTION(false))
+            }
+            Ok(ask) if !backchannel || c.delegs >= self.settings.max_delegations_per_client => {
+                ask.none(open_none_delegation4::WND4_RESOURCE(false))
+            }
+            Ok(ask) => {
+                let entry = ask.entry(client, file, req.fh, lease.clone());
+                match ids.insert_held(&mut c, &mut shard, self.boot, max, minor, entry) {
+                    Ok(other) => ask.granted(stateid4 { seqid: 1, other }),
+                    Err(_) => ask.none(open_none_delegation4::WND4_RESOURCE(false)),
+                }
+            }
+        };
+        Some(Ok(OpenRecorded { stateid, confirmed: true, delegation }))
     }
 }

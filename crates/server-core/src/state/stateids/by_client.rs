@@ -77,6 +77,18 @@ impl ClientTable {
         ClientGuard { guard: c.lock_arc(), _held: held }
     }
 
+    /// Drops `client`'s part if it holds nothing: a request made it
+    /// ([`ClientTable::lock_or_new`]) and then found the client gone.
+    pub fn forget_if_empty(&self, client: u64) {
+        let mut map = self.map.lock();
+        let empty = map.get(&client).is_some_and(|c| {
+            c.try_lock().is_some_and(|c| c.ids.is_empty() && c.open_owners.is_empty() && c.lock_owners.is_empty())
+        });
+        if empty {
+            map.remove(&client);
+        }
+    }
+
     pub fn locked(&self) -> u64 {
         self.locked.load(Ordering::Relaxed)
     }
