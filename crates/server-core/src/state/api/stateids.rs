@@ -49,6 +49,11 @@ impl State4 {
         sid: &stateid4,
         file: FileKey,
     ) -> Result<(), nfsstat4> {
+        if let (1.., Some(c)) = (minor, client) {
+            if self.delegreturn_in_shard(c, sid, file).is_some() {
+                return Ok(());
+            }
+        }
         delegations::delegreturn(self, &mut self.lock_tables(), minor, client, sid, file)
     }
 

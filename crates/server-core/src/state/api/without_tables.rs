@@ -1,6 +1,7 @@
 //! NFSv4.1 operations done without the tables' lock, in the file's shard
-//! and the client's own part of the stateids: OPEN, CLOSE, and LOCK, LOCKU
-//! and LOCKT of a lock-owner that already holds a lock stateid on the file.
+//! and the client's own part of the stateids: OPEN, CLOSE, DELEGRETURN,
+//! and LOCK, LOCKU and LOCKT of a lock-owner that already holds a lock
+//! stateid on the file.
 //! SEQUENCE renewed the session's client, the only one its stateids
 //! serve; 4.1 has no seqids to keep; a file's open, lock stateids and
 //! byte-range locks sit in one shard. What these paths cannot settle goes
@@ -113,6 +114,22 @@ impl State4 {
         self.stateids.close(&sid.other, false).ok()?;
         let released = (store_key != 0 && self.stateids.take_released_share(store_key)).then_some(store_key);
         Some((invalid_stateid(), released))
+    }
+
+    /// DELEGRETURN of 4.1 delegation `sid` of session client `client` on
+    /// `file` without the tables: `None` for the tables' path (which gives
+    /// the error: a revoked delegation, another file, a stateid gone).
+    pub(super) fn delegreturn_in_shard(&self, client: u64, sid: &stateid4, file: FileKey) -> Option<()> {
+        {
+            let shard = self.shards.of_other(&sid.other);
+            let e = find_entry(&shard, self.boot, 1, Some(client), sid).ok()?;
+            if !matches!(e.kind, Kind::Deleg(_)) || e.file != file {
+                return None;
+            }
+        }
+        // Returned meanwhile by another of the client's requests: the
+        // tables' path gives the error.
+        self.stateids.remove(&sid.other).map(drop)
     }
 
     /// OPEN (CLAIM_NULL or CLAIM_FH, no delegation claimed) of a 4.1
