@@ -594,9 +594,10 @@ fn an_nfsv41_open_and_its_close_take_no_table_lock() {
     ok(&open41(&mut b, &env, "o", "f", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_BOTH));
 }
 
-/// An NFSv4.1 lock-owner's later LOCKs, its LOCKU and a LOCKT take only
-/// the file's shard; a conflict with another client (whose lease may have
-/// run out) still goes to the tables, and gets the same answer.
+/// An NFSv4.1 lock-owner's LOCKs (its first one too), its LOCKU and a
+/// LOCKT take no table lock, the later ones only the file's shard; a
+/// conflict with another client (whose lease may have run out) still goes
+/// to the tables, and gets the same answer.
 #[test]
 fn an_nfsv41_lock_owner_locks_and_unlocks_in_one_file_shard() {
     let env = rw_env();
@@ -637,9 +638,14 @@ fn an_nfsv41_lock_owner_locks_and_unlocks_in_one_file_shard() {
     // The same owner's write lock through a read-only open is OPENMODE.
     let r = open41(&mut b, &env, "ro", "f", OPEN4_SHARE_ACCESS_READ, 0);
     let oro = open_res(&r, 2).stateid;
+    // A new lock-owner's first lock: its owner, lock stateid and range are
+    // made in its client's part and the file's shard, not the tables.
+    let tables = env.core.nfs4_state_locked();
     let r = b.run(&env, vec![putfh(&fh), lock_new(0, &oro, 0, "lr", nfs_lock_type4::READ_LT, 200, 1)]);
     let R::OP_LOCK(LOCK4res::NFS4_OK(lr)) = &r.resarray[1] else { panic!("{r:?}") };
+    assert_eq!(env.core.nfs4_state_locked(), tables, "a new lock-owner's LOCK took the tables' lock");
     let lr = lr.lock_stateid.clone();
+    assert_eq!(lr.seqid, 1);
     let r = b.run(&env, vec![putfh(&fh), lock_existing(0, &lr, nfs_lock_type4::WRITE_LT, 300, 1)]);
     assert_eq!(r.status, nfsstat4::NFS4ERR_OPENMODE);
 }

@@ -6,14 +6,17 @@
 //! - each client's owners and stateid indexes under a lock of its own
 //!   ([`stateids::Stateids`]);
 //! - the stateids and byte-range locks of files in shards by file
-//!   ([`shards`]), so that the stateid check of READ and WRITE, NLM's
-//!   locks, and an NFSv4.1 client's CLOSE, LOCK, LOCKU and LOCKT take only
-//!   the file's shard (and CLOSE its client's part);
+//!   ([`shards`]), so that the stateid check of READ and WRITE and NLM's
+//!   locks take only the file's shard, and an NFSv4.1 client's OPEN,
+//!   CLOSE, DELEGRETURN, LOCK, LOCKU and LOCKT only its client's part and
+//!   the file's shard;
 //! - the other tables (client records, callbacks, grace, layouts,
-//!   copies) behind one mutex, taken by operations that need them (OPEN,
-//!   DELEGRETURN, NFSv4.0's seqid-carrying operations, client and session
-//!   management...), held for table updates only, never across backend
-//!   I/O.
+//!   copies) behind one mutex, taken by operations that need them
+//!   (NFSv4.0's seqid-carrying operations, client and session management,
+//!   and an NFSv4.1 request that meets another client's state: a
+//!   delegation to recall, a conflict with a client whose lease may have
+//!   run out, a grace period, a file other servers share), held for table
+//!   updates only, never across backend I/O.
 //!
 //! The order is tables, then one client, then one file's shard; a thread
 //! holds at most one client and one shard (checked).

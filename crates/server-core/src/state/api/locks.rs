@@ -1,8 +1,8 @@
 //! Byte-range locks as NFSv4's LOCK, LOCKT, LOCKU and RELEASE_LOCKOWNER
 //! take, test and release them (RFC 8881 sections 9.4, 18.10-18.12; RFC
 //! 7530 16.37). Each method takes the tables' lock once, unless an
-//! NFSv4.1 lock-owner's request is settled in the file's shard alone
-//! (`without_tables.rs`); LOCK's shared store is asked by the operation
+//! NFSv4.1 lock-owner's request is settled in its client's part and the
+//! file's shard (`without_tables.rs`); LOCK's shared store is asked by the operation
 //! around them.
 
 use proto::nfs4::*;
@@ -46,6 +46,15 @@ impl Lock {
             LockKind::Write => nfs_lock_type4::WRITE_LT,
         };
         LOCK4denied { offset: self.start, length: self.length(), locktype, owner }
+    }
+}
+
+/// The share access a lock of `kind` needs of its open (RFC 8881
+/// 18.10.4: NFS4ERR_OPENMODE otherwise).
+pub(super) fn needed_access(kind: LockKind) -> u32 {
+    match kind {
+        LockKind::Write => OPEN4_SHARE_ACCESS_WRITE,
+        LockKind::Read => OPEN4_SHARE_ACCESS_READ,
     }
 }
 
@@ -115,8 +124,12 @@ impl State4 {
         range: &LockRange,
         remote_conflict: Option<Lock>,
     ) -> Answer<LOCK4res, ()> {
-        if let (Some(client), Locker::Existing { lock, .. }, None) = (io_client, locker, &remote_conflict) {
-            if let Some(r) = self.lock_in_shard(client, lock, range) {
+        if let (Some(client), None) = (io_client, &remote_conflict) {
+            let settled = match locker {
+                Locker::Existing { lock, .. } => self.lock_in_shard(client, lock, range),
+                Locker::New { open, owner, .. } => self.lock_new_in_shard(client, open, owner, range),
+            };
+            if let Some(r) = settled {
                 return Answer::Done(Ok(r), ());
             }
         }
@@ -184,8 +197,7 @@ impl State4 {
             check_grace(self, &mut t, client, range.reclaim)?;
             let access = t.stateids.get(&open_other.other).and_then(|e| e.open().map(|o| o.access)).unwrap_or(0);
             let (file, kind, start, end) = (range.file, range.kind, range.start, range.end);
-            let needed = if kind == LockKind::Write { OPEN4_SHARE_ACCESS_WRITE } else { OPEN4_SHARE_ACCESS_READ };
-            if access & needed == 0 {
+            if access & needed_access(kind) == 0 {
                 return Err(nfsstat4::NFS4ERR_OPENMODE);
             }
             let lock_other: Other = match &existing_lock {

@@ -14,13 +14,15 @@ use proto::nfs4::*;
 
 use std::sync::Arc;
 
-use super::locks::LockRange;
+use super::locks::{needed_access, LockRange};
 use super::opens::{OpenRecorded, OpenRequest};
 use crate::state::delegations::{conflicting, Ask};
 use crate::state::lease::Lease;
 use crate::state::lockmgr::{Lock, LockError, LockKind, LockOwner};
 use crate::state::opens::OpenModes;
-use crate::state::stateids::{find_entry, invalid_stateid, next_seqid, v4_lock_owner, Kind, OwnerSort};
+use crate::state::stateids::{
+    find_entry, invalid_stateid, next_seqid, resource_error, v4_lock_owner, Entry, Kind, LockState, OwnerKey, OwnerSort,
+};
 use crate::state::{callback, FileKey, State4};
 
 impl State4 {
@@ -36,9 +38,7 @@ impl State4 {
         if e.file != range.file {
             return None;
         }
-        let access = shard.ids.get(&l.open)?.open()?.access;
-        let needed = if range.kind == LockKind::Write { OPEN4_SHARE_ACCESS_WRITE } else { OPEN4_SHARE_ACCESS_READ };
-        if access & needed == 0 {
+        if shard.ids.get(&l.open)?.open()?.access & needed_access(range.kind) == 0 {
             return None;
         }
         let owner = v4_lock_owner(client, &l.owner);
@@ -54,6 +54,73 @@ impl State4 {
         let e = shard.ids.get_mut(&lock.other)?;
         e.seqid = next_seqid(e.seqid);
         Some(LOCK4res::NFS4_OK(LOCK4resok { lock_stateid: e.stateid(lock.other) }))
+    }
+
+    /// LOCK of a 4.1 lock-owner new on the file (`open_to_lock_owner4`),
+    /// of session client `client`, under its open `open`: the owner, its
+    /// lock stateid and the range in one hold of the client's part and
+    /// then the file's shard. `None` for the tables' path: a grace period,
+    /// any error, a conflict with another client's lock (whose lease may
+    /// have run out), the client gone.
+    pub(super) fn lock_new_in_shard(
+        &self,
+        client: u64,
+        open: &stateid4,
+        owner: &OwnerKey,
+        range: &LockRange,
+    ) -> Option<LOCK4res> {
+        if range.reclaim || owner.client != client || self.may_be_in_grace() {
+            return None;
+        }
+        let (ids, file) = (&self.stateids, range.file);
+        let mut c = ids.clients.lock(client)?;
+        ids.ensure_owner_in(&mut c, OwnerSort::Lock, owner, self.settings.max_owners_per_client, 1).ok()?;
+        let mut shard = ids.shards.of_file(file);
+        let lease = {
+            let e = find_entry(&shard, self.boot, 1, Some(client), open).ok()?;
+            let access = e.open()?.access;
+            if e.file != file || e.lease.is_gone() || access & needed_access(range.kind) == 0 {
+                return None;
+            }
+            e.lease.clone()
+        };
+        let lock_owner = v4_lock_owner(client, &owner.owner);
+        match shard.locks.test(file, &lock_owner, range.kind, range.start, range.end) {
+            None => {}
+            // An NLM holder has no lease that could have run out.
+            Some(c) if matches!(c.owner, LockOwner::Nlm { .. }) => return Some(LOCK4res::NFS4ERR_DENIED(c.denied())),
+            Some(_) => return None,
+        }
+        let lock_other = match c.locks_by.get(&(owner.clone(), file)) {
+            Some(other) => *other,
+            None => {
+                let kind = Kind::Lock(LockState { owner: owner.owner.clone(), open: open.other });
+                let entry = Entry { seqid: 0, client, file, lease, kind };
+                ids.insert_held(&mut c, &mut shard, self.boot, self.settings.max_stateids_per_client, 1, entry).ok()?
+            }
+        };
+        let max = self.settings.max_locks_per_client;
+        match shard.locks.lock(file, &lock_owner, range.kind, range.start, range.end, max) {
+            Ok(()) => {
+                let e = shard.ids.get_mut(&lock_other)?;
+                e.seqid = next_seqid(e.seqid);
+                Some(LOCK4res::NFS4_OK(LOCK4resok { lock_stateid: e.stateid(lock_other) }))
+            }
+            Err(err) => {
+                // A lock stateid made for this request and left without
+                // locks is not kept.
+                let fresh = shard.ids.get(&lock_other).is_some_and(|e| e.seqid == 0);
+                let fresh = fresh && !shard.locks.holds_on(file, &lock_owner);
+                drop(shard);
+                if fresh {
+                    ids.remove_in(&mut c, &lock_other);
+                }
+                Some(match err {
+                    LockError::Conflict(c) => LOCK4res::NFS4ERR_DENIED(c.denied()),
+                    LockError::TooMany => LOCK4res::default(resource_error(1)),
+                })
+            }
+        }
     }
 
     /// LOCKU of 4.1 lock stateid `sid` of session client `client` on
