@@ -39,6 +39,19 @@ pub(crate) fn check_share(minor: u32, share_access: u32, share_deny: u32) -> Res
     Ok((access, share_deny))
 }
 
+/// The modes of an owner's open of a file after an OPEN with
+/// `access`/`deny`, given `held`, the modes of its open there already (if
+/// any). The owner's own open counts too (RFC 7530 9.9, RFC 8881
+/// 18.16.3): an upgrade may not access what that open denies nor deny
+/// what it accesses (NFS4ERR_SHARE_DENIED).
+pub(crate) fn upgraded_modes(held: Option<(u32, u32)>, access: u32, deny: u32) -> Result<(u32, u32), nfsstat4> {
+    match held {
+        Some((a, d)) if access & d != 0 || deny & a != 0 => Err(nfsstat4::NFS4ERR_SHARE_DENIED),
+        Some((a, d)) => Ok((a | access, d | deny)),
+        None => Ok((access, deny)),
+    }
+}
+
 /// Clients whose opens of `file` (other than `except`) conflict with
 /// `access`/`deny`: another open denies what we access, or accesses what
 /// we deny.

@@ -12,7 +12,7 @@ use proto::nfs4::*;
 use crate::fh::Fh;
 use crate::state::delegations;
 use crate::state::lease::Lease;
-use crate::state::opens::{check_share, share_conflicts};
+use crate::state::opens::{check_share, share_conflicts, upgraded_modes};
 use crate::state::stateids::{Kind, Other, OwnerKey, OwnerSort, Replay, SeqCheck, Stateids};
 use crate::state::{FileKey, State4, Tables};
 
@@ -323,16 +323,7 @@ impl State4 {
         delegations::recall_conflicting(self, &mut t, file, Some(req.client), write)?;
         let existing = t.stateids.open_of(key, file);
         let held = existing.and_then(|o| t.stateids.get(&o)?.open().map(|o| (o.store_key, o.access, o.deny)));
-        let (all_access, all_deny) = match held.map(|(_, access, deny)| (access, deny)) {
-            // The owner's own open counts too (RFC 7530 9.9, 16.16.5): an
-            // upgrade may not access what that open denies nor deny what it
-            // accesses.
-            Some((o_access, o_deny)) if access & o_deny != 0 || deny & o_access != 0 => {
-                return Err(nfsstat4::NFS4ERR_SHARE_DENIED)
-            }
-            Some((o_access, o_deny)) => (o_access | access, o_deny | deny),
-            None => (access, deny),
-        };
+        let (all_access, all_deny) = upgraded_modes(held.map(|(_, access, deny)| (access, deny)), access, deny)?;
         let mut conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);
         if !conflicts.is_empty() && expire_courtesy(self, &mut t, req.client, &conflicts) {
             conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);

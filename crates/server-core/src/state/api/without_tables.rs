@@ -19,7 +19,7 @@ use super::opens::{OpenRecorded, OpenRequest};
 use crate::state::delegations::{conflicting, Ask};
 use crate::state::lease::Lease;
 use crate::state::lockmgr::{Lock, LockError, LockKind, LockOwner};
-use crate::state::opens::OpenModes;
+use crate::state::opens::{upgraded_modes, OpenModes};
 use crate::state::stateids::{
     find_entry, invalid_stateid, next_seqid, resource_error, v4_lock_owner, Entry, Kind, LockState, OwnerKey, OwnerSort,
 };
@@ -233,15 +233,9 @@ impl State4 {
         }
         let existing = c.opens_by.get(&(req.owner.clone(), file)).copied();
         let mine = existing.and_then(|o| shard.ids.get(&o)?.open().map(|o| (o.access, o.deny)));
-        // The owner's own open counts too (RFC 7530 9.9, RFC 8881 18.16.3):
-        // an upgrade may not access what that open denies nor deny what it
-        // accesses.
-        let (access, deny) = match mine {
-            Some((a, d)) if req.access & d != 0 || req.deny & a != 0 => {
-                return Some(Err(nfsstat4::NFS4ERR_SHARE_DENIED))
-            }
-            Some((a, d)) => (a | req.access, d | req.deny),
-            None => (req.access, req.deny),
+        let (access, deny) = match upgraded_modes(mine, req.access, req.deny) {
+            Ok(modes) => modes,
+            Err(e) => return Some(Err(e)),
         };
         let in_the_way = shard.on_file(file).any(|(o, e)| {
             e.open().is_some_and(|e| e.deny & access != 0 || e.access & deny != 0) && Some(o) != existing.as_ref()
