@@ -15,6 +15,7 @@ gen mount3 mount3
 gen nfs3_prot nfs3
 gen nlm_prot nlm
 gen sm_inter nsm
+gen rpcsec_gss rpcsec_gss
 gen nfs42_prot nfs4
 # generator feature fixture used by tests/features.rs
 ./target/debug/xdrgen crates/proto/tests/fixtures/features.x -o crates/proto/tests/fixtures/features.rs

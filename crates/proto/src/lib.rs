@@ -51,6 +51,12 @@ pub mod nlm;
 #[path = "gen/nsm.rs"]
 pub mod nsm;
 
+/// RPCSEC_GSS version 1 (RFC 2203) and the Kerberos pseudo-flavors
+/// (RFC 2623), from `rpcsec_gss.x`.
+#[rustfmt::skip]
+#[path = "gen/rpcsec_gss.rs"]
+pub mod rpcsec_gss;
+
 /// NFSv4.0, v4.1 and v4.2 (RFC 7530, 8881, 7862/7863) with the callback
 /// program and the extended attributes of RFC 8276, from `nfs42_prot.x`.
 #[rustfmt::skip]

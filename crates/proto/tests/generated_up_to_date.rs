@@ -12,6 +12,7 @@ const MODULES: &[(&str, &str)] = &[
     ("spec/xdr/nfs3_prot.x", "src/gen/nfs3.rs"),
     ("spec/xdr/nlm_prot.x", "src/gen/nlm.rs"),
     ("spec/xdr/sm_inter.x", "src/gen/nsm.rs"),
+    ("spec/xdr/rpcsec_gss.x", "src/gen/rpcsec_gss.rs"),
     ("spec/xdr/nfs42_prot.x", "src/gen/nfs4.rs"),
     ("crates/proto/tests/fixtures/features.x", "tests/fixtures/features.rs"),
 ];
