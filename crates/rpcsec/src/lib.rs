@@ -112,3 +112,19 @@ pub trait Initiator: Send + Sync {
     /// host-based service name, e.g. `nfs@server.example.com`).
     fn start(&self, target: &str) -> Result<Box<dyn Initiating>, GssError>;
 }
+
+/// The local identity a principal acts as on the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
+    /// Supplementary groups.
+    pub gids: Vec<u32>,
+}
+
+/// How the server turns a client's principal into a local identity (as
+/// rpc.svcgssd and gssproxy do); `None` when the principal has no local
+/// account, which the server then treats as the anonymous user.
+pub trait PrincipalMap: Send + Sync {
+    fn identity(&self, principal: &str) -> Option<Identity>;
+}
