@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod body;
+pub mod call;
 mod flavor;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -18,6 +19,7 @@ mod window;
 use std::time::Duration;
 
 pub use body::{open_body, seal_body, BodyError};
+pub use call::{GssClient, ReplyError};
 pub use flavor::{Flavor, Service, KRB5_OID_DER};
 pub use window::{SeqWindow, Verdict};
 
@@ -78,7 +80,10 @@ pub struct Established {
 /// One step of GSS_Accept_sec_context.
 pub enum AcceptStep {
     /// The mechanism wants another token from the client: send it `token`.
-    Continue { next: Box<dyn Accepting>, token: Vec<u8> },
+    Continue {
+        next: Box<dyn Accepting>,
+        token: Vec<u8>,
+    },
     Complete(Established),
 }
 

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use crate::{major, AcceptStep, Accepting, Acceptor, Established, GssError, InitStep, Initiating, Initiator, SecContext};
+use crate::{
+    major, AcceptStep, Accepting, Acceptor, Established, GssError, InitStep, Initiating, Initiator, SecContext,
+};
 
 /// One side of a context whose key is `key`.
 #[derive(Debug, Clone)]

@@ -182,6 +182,11 @@ impl Drc {
                 1u8.hash(&mut h);
                 (uid, gid, gids, &machinename[..]).hash(&mut h);
             }
+            // Not the sequence number: a retransmission carries a new one.
+            Auth::Gss(c) => {
+                2u8.hash(&mut h);
+                c.principal.hash(&mut h);
+            }
         }
         let args = args.clone().rest();
         args[..args.len().min(HASHED_ARG_BYTES)].hash(&mut h);

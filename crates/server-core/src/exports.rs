@@ -13,13 +13,17 @@
 //! client forms `*`, exact IPv4/IPv6 address, `addr/prefix` and
 //! `addr/netmask`, host names and host-name wildcards (`*`, `?`).
 //! Defaults are Linux's: `ro,sync,root_squash,secure,wdelay`,
-//! anonuid/anongid 65534. Netgroups (`@group`) and Kerberos flavours are
-//! refused with an error rather than silently ignored. Options that only
+//! anonuid/anongid 65534, `sec=sys`. `sec=` takes `sys`, `krb5`, `krb5i`
+//! and `krb5p` (RPCSEC_GSS with Kerberos V5), in order of preference.
+//! Netgroups (`@group`) are refused with an error rather than silently
+//! ignored. Options that only
 //! matter to the Linux kernel server (subtree checking, crossmnt, ...) are
 //! accepted and have no effect.
 
 use std::fmt;
 use std::net::IpAddr;
+
+use rpcsec::Flavor;
 
 use crate::PeerInfo;
 
@@ -45,6 +49,23 @@ pub struct ExportOptions {
     /// `xprtsec=none:tls:mtls` (default: all three): the transport
     /// protections admitted (RFC 9289 RPC-with-TLS, as knfsd spells it).
     pub xprtsec: XprtSec,
+    /// `sec=sys:krb5:krb5i:krb5p` (default `sys`): the security flavors
+    /// admitted, most preferred first, as MOUNT and SECINFO list them.
+    pub sec: Vec<Flavor>,
+}
+
+impl ExportOptions {
+    /// Whether a call made with `flavor` may use the export. A Kerberos
+    /// call protected more than a listed Kerberos flavor asks (krb5p
+    /// where krb5i is listed) is admitted; AUTH_SYS never stands in for
+    /// Kerberos, nor Kerberos for AUTH_SYS.
+    pub fn admits(&self, flavor: Flavor) -> bool {
+        self.sec.iter().any(|&listed| match (listed, flavor) {
+            (Flavor::Sys, f) => f == Flavor::Sys,
+            (_, Flavor::Sys) => false,
+            (listed, f) => f >= listed,
+        })
+    }
 }
 
 /// Which connections an export admits, by their protection. As in knfsd,
@@ -89,6 +110,7 @@ impl Default for ExportOptions {
             anongid: NOBODY,
             secure: true,
             xprtsec: XprtSec::default(),
+            sec: vec![Flavor::Sys],
         }
     }
 }
@@ -502,9 +524,16 @@ fn apply_options(o: &mut ExportOptions, list: &str, line: usize) -> Result<(), E
                 o.xprtsec = x;
             }
             ("sec", Some(v)) => {
-                if v.split(':').any(|f| f != "sys") {
-                    return err(line, format!("{opt}: only sec=sys is supported"));
+                let mut sec = Vec::new();
+                for name in v.split(':') {
+                    let Some(f) = Flavor::parse(name) else {
+                        return err(line, format!("{opt}: {name:?} is not sys, krb5, krb5i or krb5p"));
+                    };
+                    if !sec.contains(&f) {
+                        sec.push(f);
+                    }
                 }
+                o.sec = sec;
             }
             (k, None) if IGNORED_OPTIONS.contains(&k) => {}
             (k, Some(_)) if IGNORED_VALUE_OPTIONS.contains(&k) => {}

@@ -17,6 +17,7 @@ pub mod devices;
 mod drc;
 pub mod exports;
 pub mod fh;
+pub mod gss;
 mod jobs;
 mod mount;
 mod nlm;
@@ -35,6 +36,7 @@ pub mod state;
 
 pub use clock::{Clock, ManualClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
+pub use gss::{GssCaller, GssLimits};
 pub use jobs::{Jobs, NoJobs};
 pub use park::{Parked, WaitId};
 pub use placement::Placement;
@@ -169,6 +171,13 @@ pub struct Core {
     records_parsed: std::sync::atomic::AtomicU64,
     /// Where background work runs ([`Core::with_jobs`]).
     pub(crate) jobs: Arc<dyn Jobs>,
+    /// RPCSEC_GSS contexts ([`Core::with_gss`]).
+    pub(crate) gss: gss::GssState,
+    /// Some export rule admits other flavors than AUTH_SYS: NFSv4
+    /// compounds check each handle against the call's flavor
+    /// (`ops::v4::wrongsec`). Without one, every call is AUTH_SYS or
+    /// refused before it runs, and the checks are skipped.
+    pub(crate) sec_restricted: bool,
 }
 
 /// Kinds of client misbehaviour whose warnings are rate-limited separately.
@@ -221,6 +230,7 @@ impl Core {
         }
         let mut settings = settings.sanitized();
         let shared_locks = kept.iter().any(|x| x.fs.shared_store().is_some());
+        let sec_restricted = kept.iter().flat_map(|x| &x.rules).any(|r| r.options.sec != [rpcsec::Flavor::Sys]);
         // A courtesy client's opens and locks stay in the shared store,
         // where a client of another server would meet them with no way to
         // have them expired: on such a server a lease that runs out ends
@@ -239,6 +249,7 @@ impl Core {
         ));
         let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
         v4.track_released_locks(shared_locks);
+        let settings_gss = settings.gss.clone();
         let drc = drc::Drc::new(
             settings.drc_entries,
             settings.drc_max_reply_bytes,
@@ -263,6 +274,11 @@ impl Core {
             shared_delegs: Default::default(),
             records_parsed: Default::default(),
             jobs: Arc::new(NoJobs),
+            sec_restricted,
+            gss: gss::GssState::new(
+                settings_gss,
+                u32::from_be_bytes([write_verifier[4], write_verifier[5], write_verifier[6], write_verifier[7]]),
+            ),
         }
     }
 
@@ -275,8 +291,11 @@ impl Core {
     }
 
     /// Whether a READ of `count` bytes should go out as a file region.
-    pub(crate) fn sends_file(&self, count: u32) -> bool {
-        self.sendfile && self.settings.read_sendfile_min > 0 && count >= self.settings.read_sendfile_min
+    pub(crate) fn sends_file(&self, count: u32, call: &rpc::Call) -> bool {
+        self.sendfile
+            && self.settings.read_sendfile_min > 0
+            && count >= self.settings.read_sendfile_min
+            && !call.auth.seals_results()
     }
 
     /// Gives the core a place to run its background jobs (see [`Jobs`]);

@@ -90,6 +90,7 @@ impl Core {
         };
         let mut out = self.outcome_of(&call, dispatched, e).unwrap_or_default();
         self.settle(ticket.map(|t| self.drc.reattach(t)), &mut out);
+        self.seal_for(&call, &mut out);
         self.release_shared_locks();
         out
     }

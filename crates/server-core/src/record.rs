@@ -56,6 +56,9 @@ pub(crate) struct CallHead {
     pub cred_flavor: u32,
     /// The credential's body: `record[cred.0..cred.1]`.
     pub cred: (usize, usize),
+    /// The verifier's flavor and body (`record[verf.0..verf.1]`).
+    pub verf_flavor: u32,
+    pub verf: (usize, usize),
     /// Where the procedure's arguments start.
     pub args_at: usize,
 }
@@ -104,6 +107,18 @@ impl Record {
     pub(crate) fn cred(&self, c: &CallHead) -> Bytes {
         self.bytes.slice(c.cred.0..c.cred.1)
     }
+
+    pub(crate) fn verf(&self, c: &CallHead) -> Bytes {
+        self.bytes.slice(c.verf.0..c.verf.1)
+    }
+
+    /// The header from the xid through the credential (its padding
+    /// included): what an RPCSEC_GSS verifier checksums (RFC 2203
+    /// section 5.3.1).
+    pub(crate) fn header_through_cred(&self, c: &CallHead) -> &[u8] {
+        let end = c.cred.1.next_multiple_of(4).min(self.bytes.len());
+        &self.bytes[..end]
+    }
 }
 
 /// A forward reader over a record's bytes, keeping its position.
@@ -149,9 +164,9 @@ fn head_of(b: &[u8]) -> Head {
         let (prog, vers, proc_) = (c.u32()?, c.u32()?, c.u32()?);
         let cred_flavor = c.u32()?;
         let cred = c.auth_body()?;
-        let _verf_flavor = c.u32()?;
-        c.auth_body()?;
-        Some(CallHead { xid, prog, vers, proc_, cred_flavor, cred, args_at: c.at })
+        let verf_flavor = c.u32()?;
+        let verf = c.auth_body()?;
+        Some(CallHead { xid, prog, vers, proc_, cred_flavor, cred, verf_flavor, verf, args_at: c.at })
     })();
     call.map_or(Head::Garbled { xid }, Head::Call)
 }

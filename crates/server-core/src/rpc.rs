@@ -55,7 +55,30 @@ pub fn starttls_reply(xid: u32) -> Vec<Bytes> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Auth {
     None,
-    Sys { uid: u32, gid: u32, gids: Vec<u32>, machinename: Bytes },
+    Sys {
+        uid: u32,
+        gid: u32,
+        gids: Vec<u32>,
+        machinename: Bytes,
+    },
+    /// RPCSEC_GSS: a context's principal, checked.
+    Gss(crate::gss::GssCaller),
+}
+
+impl Auth {
+    /// The security flavor as exports name it (AUTH_NONE counts as sys).
+    pub fn flavor(&self) -> rpcsec::Flavor {
+        match self {
+            Auth::None | Auth::Sys { .. } => rpcsec::Flavor::Sys,
+            Auth::Gss(c) => rpcsec::Flavor::of_service(c.service),
+        }
+    }
+
+    /// Whether replies must be sealed whole (no file region sent after
+    /// them): the integrity and privacy services.
+    pub fn seals_results(&self) -> bool {
+        matches!(self, Auth::Gss(c) if c.service != rpcsec::Service::None)
+    }
 }
 
 /// A decoded call: header fields plus its authentication.
@@ -112,6 +135,30 @@ fn encode_reply(xid: u32, body: reply_body, e: &mut Encoder) {
     rpc_msg { xid, body: rpc_msg_body::REPLY(body) }.encode(e);
 }
 
+/// An accepted reply with verifier `verf`, then `results` (nothing, for
+/// `()`).
+pub(crate) fn accepted_with(xid: u32, verf: opaque_auth, data: reply_data, results: &impl Encode) -> Vec<Bytes> {
+    let mut e = Encoder::with_capacity(64);
+    encode_reply(xid, reply_body::MSG_ACCEPTED(accepted_reply { verf, reply_data: data }), &mut e);
+    results.encode(&mut e);
+    e.into_segments()
+}
+
+/// An accepted reply's header up to and including its accept_stat, as a
+/// number: what follows is the accept_stat's body, written by the caller.
+pub(crate) fn encode_accepted_head(xid: u32, verf: opaque_auth, accept: u32, e: &mut Encoder) {
+    e.u32(xid);
+    e.u32(1); // REPLY
+    e.u32(0); // MSG_ACCEPTED
+    verf.encode(e);
+    e.u32(accept);
+}
+
+/// An AUTH_ERROR refusal.
+pub(crate) fn rejected_auth(xid: u32, stat: auth_stat) -> Vec<Bytes> {
+    rejected(xid, rejected_reply::AUTH_ERROR(stat))
+}
+
 /// Writes an accepted reply header; with `SUCCESS` the procedure's results
 /// follow.
 pub fn accepted(xid: u32, data: reply_data, e: &mut Encoder) {
@@ -134,7 +181,7 @@ fn accepted_only(xid: u32, data: reply_data) -> Vec<Bytes> {
     e.into_segments()
 }
 
-fn outcome(reply: Vec<Bytes>, label: &'static str, ok: bool) -> Outcome {
+pub(crate) fn outcome(reply: Vec<Bytes>, label: &'static str, ok: bool) -> Outcome {
     Outcome { reply: Some(reply), label, ok, tail: None, ..Outcome::default() }
 }
 
@@ -244,7 +291,22 @@ impl Core {
                 false,
             ));
         }
-        let parsed = if tls_probe { Ok(Auth::None) } else { parse_auth(cred_flavor, record.cred(&h)) };
+        // The arguments of an RPCSEC_GSS call with integrity or privacy,
+        // opened.
+        let mut gss_args = None;
+        let parsed = if tls_probe {
+            Ok(Auth::None)
+        } else if cred_flavor == crate::gss::data::FLAVOR_GSS && self.gss.enabled() {
+            match self.gss_call(record, &h, peer, nowait)? {
+                crate::gss::data::GssVerdict::Run { caller, args } => {
+                    gss_args = Some(args);
+                    Ok(Auth::Gss(caller))
+                }
+                crate::gss::data::GssVerdict::Answered(out) => return Some(out),
+            }
+        } else {
+            parse_auth(cred_flavor, record.cred(&h))
+        };
         let auth = match parsed {
             Ok(a) => a,
             Err(stat) => {
@@ -256,7 +318,10 @@ impl Core {
             }
         };
         let call = Call { xid, prog, vers, proc_, auth, peer, nowait };
-        let mut d = record.decoder_at(h.args_at);
+        let mut d = match gss_args {
+            Some(args) => Decoder::new(args),
+            None => record.decoder_at(h.args_at),
+        };
         let ticket = match self.drc.begin(&call, record.len(), &d, || self.v4.now()) {
             Lookup::NotCached => None,
             Lookup::Miss(ticket) => Some(ticket),
@@ -273,12 +338,23 @@ impl Core {
             }
             Lookup::Replay(reply) => {
                 tracing::debug!(peer = %peer.addr, xid, prog, vers, proc_, "retransmission answered with the cached reply");
-                return Some(outcome(vec![reply], "rpc.drc_replay", true));
+                let mut out = outcome(vec![reply], "rpc.drc_replay", true);
+                self.seal_for(&call, &mut out);
+                return Some(out);
             }
         };
         let mut out = self.dispatch(&call, &mut d)?;
         self.settle(ticket, &mut out);
+        self.seal_for(&call, &mut out);
         Some(out)
+    }
+
+    /// Seals the reply of an RPCSEC_GSS call (after the duplicate request
+    /// cache kept its plain form; see `gss::seal`).
+    pub(crate) fn seal_for(&self, call: &Call, out: &mut Outcome) {
+        if let Auth::Gss(caller) = &call.auth {
+            self.gss_seal_for(caller, out);
+        }
     }
 
     /// Stores `out`'s reply in the duplicate request cache, or, for a

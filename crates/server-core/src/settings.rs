@@ -118,6 +118,10 @@ pub struct CoreSettings {
     /// or the error reports of a LAYOUTRETURN) is named in no new layout
     /// for this long; 0 only counts the reports. Default 30.
     pub pnfs_error_hold_secs: u32,
+    /// RPCSEC_GSS context limits; the server fills them from its `[gss]`
+    /// table (where the Kerberos settings are), not from `[core]`.
+    #[serde(skip)]
+    pub gss: crate::gss::GssLimits,
 }
 
 impl Default for CoreSettings {
@@ -148,6 +152,7 @@ impl Default for CoreSettings {
             nfs4: Default::default(),
             pnfs_data_servers: Vec::new(),
             pnfs_error_hold_secs: 30,
+            gss: Default::default(),
         }
     }
 }

@@ -71,7 +71,7 @@ fn errors_carry_line_numbers() {
         ("/a host(rw\n", 1, "parenthesis"),
         ("/a \"host\n", 1, "quote"),
         ("/a host(anonuid=x)\n", 1, "not a number"),
-        ("/a host(sec=krb5)\n", 1, "sec=sys"),
+        ("/a host(sec=krb4)\n", 1, "not sys, krb5"),
         ("/a/../b host\n", 1, "must be absolute"),
         ("/a ho$t\n", 1, "not a host name"),
     ];
@@ -150,4 +150,17 @@ fn xprtsec_names_the_transports_admitted() {
     assert_eq!([x(2).admits(&Clear), x(2).admits(&Tls), x(2).admits(&mtls)], [true, true, true]);
     assert!(x(0).requires_tls() && !x(2).requires_tls());
     assert!(parse_exports("/a *(xprtsec=krb5)\n").is_err());
+}
+
+#[test]
+fn sec_lists_the_flavors_in_order_and_weaker_calls_are_not_admitted() {
+    use rpcsec::Flavor::*;
+    let f = parse_exports("/a *(sec=krb5p:krb5i)\n/b *(sec=sys:krb5)\n/c *\n").unwrap();
+    let o = |i: usize| f.entries[i].rules[0].options.clone();
+    assert_eq!(o(0).sec, vec![Krb5p, Krb5i]);
+    assert_eq!(o(2).sec, vec![Sys]);
+    assert!(o(0).admits(Krb5p) && o(0).admits(Krb5i));
+    assert!(!o(0).admits(Krb5) && !o(0).admits(Sys));
+    assert!(o(1).admits(Sys) && o(1).admits(Krb5) && o(1).admits(Krb5p));
+    assert!(!o(2).admits(Krb5) && o(2).admits(Sys));
 }

@@ -9,7 +9,6 @@
 
 use bytes::Bytes;
 use proto::mount3::{mountres3, mountres3_ok, mountstat3};
-use proto::rpc::auth_flavor;
 use vfs::{FileType, VfsError};
 
 use crate::fh::HandleData;
@@ -18,9 +17,14 @@ use crate::{Core, Export};
 
 pub(super) fn mnt(core: &Core, call: &Call, path: Bytes) -> (mountres3, bool) {
     match resolve(core, call, &path) {
-        Ok(fh) => {
+        Ok((fh, sec)) => {
             core.mounts.lock().add(super::host_name(call.peer), path, core.settings.max_mount_entries);
-            let ok = mountres3_ok { fhandle: fh, auth_flavors: vec![auth_flavor::AUTH_SYS as i32] };
+            // The export's flavors in its order of preference (RFC 2623
+            // section 2.7: the client picks the first it supports). MNT
+            // itself is answered whatever the caller's flavor, as Linux
+            // clients mount with AUTH_SYS before they know the list.
+            let auth_flavors = sec.iter().map(|f| f.pseudo_flavor() as i32).collect();
+            let ok = mountres3_ok { fhandle: fh, auth_flavors };
             (mountres3::MNT3_OK(ok), true)
         }
         Err(stat) => (mountres3::default(stat), false),
@@ -40,7 +44,8 @@ fn split_export<'a>(core: &'a Core, comps: &[&[u8]]) -> Option<(&'a Export, usiz
     best
 }
 
-fn resolve(core: &Core, call: &Call, path: &[u8]) -> Result<Bytes, mountstat3> {
+/// The handle of `path` and the flavors its export's rule admits.
+fn resolve(core: &Core, call: &Call, path: &[u8]) -> Result<(Bytes, Vec<rpcsec::Flavor>), mountstat3> {
     let peer = call.peer;
     if path.first() != Some(&b'/') || path.contains(&0) {
         core.warn(crate::WarnKind::Access, || {
@@ -59,9 +64,9 @@ fn resolve(core: &Core, call: &Call, path: &[u8]) -> Result<Bytes, mountstat3> {
         tracing::info!(peer = %peer.addr, path = %String::from_utf8_lossy(path), "MNT of a path that is not exported");
         return Err(mountstat3::MNT3ERR_NOENT);
     };
-    if core.rule_for(export, peer, "MNT").is_err() {
+    let Ok(rule) = core.rule_for(export, peer, "MNT") else {
         return Err(mountstat3::MNT3ERR_ACCES);
-    }
+    };
     let fs = &export.fs;
     let mut id = fs.root();
     let mut attrs = fs.getattr(id).map_err(|e| mnt_err(export, e))?;
@@ -78,7 +83,7 @@ fn resolve(core: &Core, call: &Call, path: &[u8]) -> Result<Bytes, mountstat3> {
         return Err(mountstat3::MNT3ERR_NOTDIR);
     }
     let h = HandleData { export_id: export.id, fileid: id, generation: attrs.generation };
-    Ok(Bytes::copy_from_slice(&core.fh.encode(&h)))
+    Ok((Bytes::copy_from_slice(&core.fh.encode(&h)), rule.options.sec.clone()))
 }
 
 fn mnt_err(export: &Export, e: VfsError) -> mountstat3 {

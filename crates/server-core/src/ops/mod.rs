@@ -42,11 +42,16 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// The identity a call acts with under `rule`: its AUTH_SYS credential
-/// squashed as the export says, or the anonymous identity.
+/// The identity a call acts with under `rule`: its AUTH_SYS credential,
+/// or the local user its Kerberos principal maps to, squashed as the
+/// export says; or the anonymous identity.
 pub(crate) fn creds_for(auth: &Auth, rule: &ClientRule) -> Creds {
     match auth {
         Auth::Sys { uid, gid, gids, .. } => Creds { uid: *uid, gid: *gid, gids: gids.clone() }.squash(&rule.options),
         Auth::None => Creds::anonymous(&rule.options),
+        Auth::Gss(c) => match &c.identity {
+            Some(i) => Creds { uid: i.uid, gid: i.gid, gids: i.gids.clone() }.squash(&rule.options),
+            None => Creds::anonymous(&rule.options),
+        },
     }
 }

@@ -83,7 +83,14 @@ impl<'a> Peek<'a> {
 /// `None` for another program, a reply or a malformed record.
 fn nfs_call(record: &Record) -> Option<(u32, u32, Peek<'_>)> {
     let c = record.call()?;
-    (c.prog == crate::ops::v3::PROGRAM).then_some((c.vers, c.proc_, Peek { b: record.args() }))
+    (c.prog == crate::ops::v3::PROGRAM && !sealed(c)).then_some((c.vers, c.proc_, Peek { b: record.args() }))
+}
+
+/// An RPCSEC_GSS call: its arguments may be sealed, so they cannot be
+/// peeked at, and its context creation reads the keytab. Such calls run
+/// on a worker.
+fn sealed(c: &crate::record::CallHead) -> bool {
+    c.cred_flavor == crate::gss::data::FLAVOR_GSS
 }
 
 impl Core {
@@ -141,6 +148,7 @@ impl Core {
             return Some(Placement::Worker);
         }
         let (prog, vers, proc_) = match &record.head {
+            Head::Call(c) if sealed(c) => return Some(Placement::Worker),
             Head::Call(c) => (c.prog, c.vers, c.proc_),
             // A reply to one of our callbacks: matched against state only.
             Head::Reply { .. } => return Some(Placement::Inline),

@@ -23,6 +23,8 @@ use crate::rpc::Auth;
 pub(crate) enum Principal {
     None,
     Sys(u32),
+    /// RPCSEC_GSS: the principal's name.
+    Gss(std::sync::Arc<str>),
 }
 
 impl Principal {
@@ -30,6 +32,7 @@ impl Principal {
         match auth {
             Auth::None => Principal::None,
             Auth::Sys { uid, .. } => Principal::Sys(*uid),
+            Auth::Gss(c) => Principal::Gss(c.principal.clone()),
         }
     }
 }

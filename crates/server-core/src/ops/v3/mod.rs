@@ -43,6 +43,10 @@ pub const VERSION: u32 = NFS_V3;
 pub(crate) struct Ctx<'a> {
     pub core: &'a Core,
     pub call: &'a Call<'a>,
+    /// A handle of an export whose `sec=` does not admit the call's
+    /// flavor was met: the call is refused with AUTH_TOOWEAK, whatever
+    /// the procedure made of the ACCES it got.
+    pub too_weak: std::cell::Cell<bool>,
 }
 
 pub(crate) use crate::ops::Obj;
@@ -90,6 +94,14 @@ impl Ctx<'_> {
                 return Err(nfsstat3::NFS3ERR_ACCES)
             }
         };
+        let flavor = self.call.auth.flavor();
+        if !rule.options.admits(flavor) {
+            core.warn(WarnKind::Auth, || {
+                tracing::warn!(peer = %peer.addr, export = %export.path, %flavor, "NFS request refused: the export's sec= does not admit this flavor")
+            });
+            self.too_weak.set(true);
+            return Err(nfsstat3::NFS3ERR_ACCES);
+        }
         let creds = crate::ops::creds_for(&self.call.auth, rule);
         let attrs = match export.fs.getattr(h.fileid) {
             Ok(a) => a,
@@ -318,9 +330,18 @@ pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> D
     if call.auth == Auth::None {
         return Dispatched::AuthError { label: "nfs3.auth_none", stat: auth_stat::AUTH_TOOWEAK };
     }
-    let ctx = Ctx { core, call };
+    let ctx = Ctx { core, call, too_weak: Default::default() };
+    let done = dispatch_procedure(&ctx, d, e);
+    if ctx.too_weak.get() {
+        return Dispatched::AuthError { label: "nfs3.too_weak", stat: auth_stat::AUTH_TOOWEAK };
+    }
+    done
+}
+
+fn dispatch_procedure(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
+    let (core, call) = (ctx.core, ctx.call);
     if call.proc_ == NFS3_READ && (core.sendfile || call.nowait) {
-        return read::dispatch_special(&ctx, d, e);
+        return read::dispatch_special(ctx, d, e);
     }
     proc_table! { ctx, call, d, e;
         NFS3_GETATTR => "nfs3.GETATTR", GETATTR3args, getattr::getattr, GETATTR3res;

@@ -104,7 +104,7 @@ pub(super) fn dispatch_special(ctx: &Ctx, d: &mut Decoder, e: &mut Encoder) -> D
     // A file region goes out by sendfile; through TLS it would have to be
     // read into memory by the connection's one sending task instead of by
     // this worker, so there the worker reads it.
-    if !ctx.core.sends_file(count) || ctx.call.peer.tls != crate::TransportSecurity::Clear {
+    if !ctx.core.sends_file(count, ctx.call) || ctx.call.peer.tls != crate::TransportSecurity::Clear {
         return finish(read(ctx, a), e);
     }
     match o.fs().fast_paths().map_or(Ok(None), |f| f.read_region(o.id, a.offset, count)) {

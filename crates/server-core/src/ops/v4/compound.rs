@@ -66,6 +66,9 @@ pub(crate) struct Compound<'a> {
     pub park: Option<crate::park::WaitId>,
     /// What a resumed compound's waiting operation waited for.
     pub holder_answer: Option<crate::park::HolderAnswer>,
+    /// The current handle has not yet been checked against the call's
+    /// security flavor (`wrongsec`).
+    pub sec_pending: bool,
 }
 
 pub(crate) use crate::ops::Obj;
@@ -93,6 +96,7 @@ impl<'a> Compound<'a> {
             verified_fh: None,
             park: None,
             holder_answer: None,
+            sec_pending: false,
         }
     }
 

@@ -14,6 +14,7 @@ pub(crate) mod pseudo;
 pub(crate) mod run;
 pub(crate) mod status;
 mod table;
+mod wrongsec;
 
 mod access;
 mod allocate;

@@ -168,7 +168,7 @@ pub(super) fn may_send_region(cx: &Compound, count: u32, only_lookups_before: bo
         Some(seq) => seq.cachethis,
         None => !only_lookups_before,
     };
-    cx.core.sends_file(count) && cx.call.peer.tls == crate::TransportSecurity::Clear && !kept
+    cx.core.sends_file(count, cx.call) && cx.call.peer.tls == crate::TransportSecurity::Clear && !kept
 }
 
 /// READ as the compound's last operation, its result encoded into `e`:

@@ -12,6 +12,7 @@ use proto::nfs4::*;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use super::compound::SeqCtx;
+use super::wrongsec;
 use super::{
     error_result, read, read_plus, sequence, sessionless, table, undecodable, v40_only, Compound, EncodeAsOp, Fh,
     LAST_V40_OP, LAST_V41_OP, LAST_V42_OP, MAX_MINOR, MAX_TAG_LEN,
@@ -253,6 +254,12 @@ fn run_ops(mut cx: Compound, call: &Call, d: &mut Decoder, start: Start, e: &mut
                 }
             }
         }
+        if let Err(s) = wrongsec::before(&mut cx, opcode) {
+            error_result(opcode, s, &mut out.enc);
+            out.count += 1;
+            out.status = s;
+            break;
+        }
         let before = out.enc.len();
         let looks_up = matches!(
             op,
@@ -309,6 +316,21 @@ fn run_ops(mut cx: Compound, call: &Call, d: &mut Decoder, start: Start, e: &mut
             }
         };
         out.count += 1;
+        let status = match status {
+            nfsstat4::NFS4_OK => match wrongsec::after(&mut cx, opcode, d) {
+                Ok(()) => status,
+                Err(s) => {
+                    // The operation's result gives way to the error.
+                    tail = None;
+                    let mut trimmed = Encoder::new();
+                    trimmed.append_segments(vec![out.enc.into_bytes().slice(..before)]);
+                    error_result(opcode, s, &mut trimmed);
+                    out.enc = trimmed;
+                    s
+                }
+            },
+            s => s,
+        };
         if let Some(seq) = &cx.seq {
             // A reply the client asked to be cached must fit the cache
             // (REP_TOO_BIG_TO_CACHE), and any reply the session's limit

@@ -17,7 +17,8 @@ pub(super) fn run(cx: &mut Compound, args: SECINFO_NO_NAME4args) -> Result<SECIN
             super::lookupp::parent(cx)?;
         }
     }
+    let target = cx.cfh()?;
     cx.cfh = None;
     cx.current_stateid = None;
-    Ok(super::secinfo::flavors())
+    Ok(super::secinfo::flavors(cx, target))
 }

@@ -1,0 +1,338 @@
+//! RPCSEC_GSS (RFC 2203) through `Core::handle`, with the stand-in
+//! mechanism of `rpcsec::testing` and the caller's side of `rpcsec::call`
+//! as the client: context creation and destruction, the three services,
+//! the sequence window, every refusal, and exports' `sec=` (MOUNT's
+//! flavor list, AUTH_TOOWEAK for NFSv3, SECINFO and NFS4ERR_WRONGSEC for
+//! NFSv4).
+
+mod common;
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::v4::*;
+use common::*;
+use proto::nfs3::*;
+use proto::nfs4::{
+    nfs_argop4, nfs_resop4, nfsstat4, secinfo4, COMPOUND4args, COMPOUND4res, GETATTR4args, LOOKUP4args, SECINFO4args,
+    SECINFO4res,
+};
+use proto::rpc::*;
+use proto::rpcsec_gss::rpc_gss_init_res;
+use rpcsec::call::{check_init_verifier, init_call};
+use rpcsec::testing::{FakeContext, FakeInitiator, FakeMech};
+use rpcsec::{major, GssClient, Identity, PrincipalMap, Service};
+use server_core::{ManualClock, MemStore, NoBackchannel};
+use xdr::{Decode, Decoder};
+
+/// alice is the test user (uid 1000); anyone else has no account.
+struct Accounts;
+
+impl PrincipalMap for Accounts {
+    fn identity(&self, principal: &str) -> Option<Identity> {
+        (principal == "alice@TEST").then(|| Identity { uid: 1000, gid: 1000, gids: vec![1000, 50] })
+    }
+}
+
+const LIFETIME: Duration = Duration::from_secs(600);
+
+fn gss_env(exports: &str) -> (Env, Arc<ManualClock>) {
+    let mut env = env(exports);
+    let clock = Arc::new(ManualClock::default());
+    env.core = env
+        .core
+        .with_nfs4_env(clock.clone(), Arc::new(NoBackchannel), Arc::new(MemStore::default()))
+        .with_gss(Arc::new(FakeMech { lifetime: LIFETIME }), Arc::new(Accounts));
+    (env, clock)
+}
+
+fn accepted_verf(r: &Reply) -> opaque_auth {
+    match &r.body {
+        reply_body::MSG_ACCEPTED(a) => a.verf.clone(),
+        other => panic!("expected MSG_ACCEPTED, got {other:?}"),
+    }
+}
+
+fn denied(r: &Reply) -> rejected_reply {
+    match &r.body {
+        reply_body::MSG_DENIED(x) => x.clone(),
+        other => panic!("expected MSG_DENIED, got {other:?}"),
+    }
+}
+
+fn send(env: &Env, record: Vec<Bytes>) -> server_core::Outcome {
+    env.raw(join(&record))
+}
+
+/// Context creation for `principal` with key `key`: the creation reply.
+fn init(env: &Env, principal: &str, key: u64) -> (Reply, rpc_gss_init_res) {
+    let token = FakeInitiator::token(principal, key);
+    let r = parse_reply(send(env, init_call(env.next_xid(), NFS, 3, &Bytes::new(), &token)));
+    let res: rpc_gss_init_res = r.result();
+    (r, res)
+}
+
+/// An established context for alice.
+fn login(env: &Env, key: u64) -> GssClient {
+    let (r, res) = init(env, "alice@TEST", key);
+    assert_eq!(res.gss_major, major::GSS_S_COMPLETE);
+    assert_eq!(res.seq_window, 128);
+    let (mut ctx, _) = FakeContext::pair(key);
+    check_init_verifier(&mut ctx, &res, &accepted_verf(&r)).expect("the window's checksum verifies");
+    GssClient::new(res.handle, Box::new(ctx), res.seq_window)
+}
+
+/// One call under `c`, its reply checked and opened: the results.
+fn call(env: &Env, c: &mut GssClient, prog: u32, vers: u32, proc_: u32, service: Service, args: &[u8]) -> Bytes {
+    let seq = c.next_seq().unwrap();
+    let r = parse_reply(send(env, c.call(env.next_xid(), prog, vers, proc_, service, seq, args, false).unwrap()));
+    assert_eq!(r.accept_stat(), Some(accept_stat::SUCCESS), "{:?}", r.body);
+    c.reply(service, seq, &accepted_verf(&r), r.rest.clone()).expect("the reply verifies and opens")
+}
+
+fn decode<T: Decode>(b: Bytes) -> T {
+    let mut d = Decoder::new(b);
+    let v = T::decode(&mut d).expect("results decode");
+    assert_eq!(d.remaining(), 0);
+    v
+}
+
+/// NFSv4 compounds under a context.
+struct Gss<'a> {
+    env: &'a Env,
+    client: RefCell<GssClient>,
+    service: Service,
+}
+
+impl Transport for Gss<'_> {
+    fn compound(&self, minor: u32, ops: Vec<nfs_argop4>) -> COMPOUND4res {
+        let args = xdr::to_bytes(&COMPOUND4args { tag: Bytes::from_static(b"t"), minorversion: minor, argarray: ops });
+        decode(call(self.env, &mut self.client.borrow_mut(), NFS4, 4, 1, self.service, &args))
+    }
+}
+
+#[test]
+fn calls_run_under_each_service_as_the_principal_s_local_user() {
+    let (env, _) = gss_env("/export *(rw,insecure,sec=krb5:krb5i:krb5p)\n");
+    let root = env.mount("/export");
+    let mut c = login(&env, 7);
+    for (i, service) in [Service::None, Service::Integrity, Service::Privacy].into_iter().enumerate() {
+        let res: GETATTR3res = decode(call(&env, &mut c, NFS, 3, 1, service, &xdr::to_bytes(&root)));
+        assert!(matches!(res, GETATTR3res::NFS3_OK(_)), "{service:?}");
+        let args = CREATE3args {
+            r#where: diropargs3 { dir: root.clone(), name: name_of(&format!("f{i}")) },
+            how: createhow3::UNCHECKED(sattr3::default()),
+        };
+        let res: CREATE3res = decode(call(&env, &mut c, NFS, 3, 8, service, &xdr::to_bytes(&args)));
+        let CREATE3res::NFS3_OK(ok) = res else { panic!("CREATE under {service:?}: {res:?}") };
+        let attrs = ok.obj_attributes.expect("attributes of the new file");
+        assert_eq!((attrs.uid, attrs.gid), (1000, 1000), "the file belongs to alice's local user");
+    }
+    assert_eq!(env.core.gss_contexts(), 1);
+}
+
+#[test]
+fn a_principal_without_an_account_acts_as_the_anonymous_user() {
+    let (env, _) = gss_env("/export *(rw,insecure,sec=krb5)\n");
+    let root = env.mount("/export");
+    let (r, res) = init(&env, "mallory@ELSEWHERE", 9);
+    let (mut ctx, _) = FakeContext::pair(9);
+    check_init_verifier(&mut ctx, &res, &accepted_verf(&r)).unwrap();
+    let mut c = GssClient::new(res.handle, Box::new(ctx), res.seq_window);
+    let args = CREATE3args {
+        r#where: diropargs3 { dir: root, name: name_of("m") },
+        how: createhow3::UNCHECKED(sattr3::default()),
+    };
+    let res: CREATE3res = decode(call(&env, &mut c, NFS, 3, 8, Service::None, &xdr::to_bytes(&args)));
+    // The export root belongs to uid 1000, mode 0755: nobody may not
+    // create in it.
+    assert!(matches!(res, CREATE3res::default(nfsstat3::NFS3ERR_ACCES, _)), "{res:?}");
+}
+
+#[test]
+fn replayed_and_stale_sequence_numbers_are_dropped_without_a_reply() {
+    let (env, _) = gss_env("/export *(rw,insecure,sec=krb5)\n");
+    let mut c = login(&env, 3);
+    let record = c.call(env.next_xid(), NFS, 3, 0, Service::None, 5, &[], false).unwrap();
+    assert!(send(&env, record.clone()).reply.is_some());
+    let again = send(&env, record);
+    assert!(again.reply.is_none(), "a replay gets no reply");
+    assert_eq!(again.label, "rpcsec_gss.dropped");
+    // Far ahead moves the window; 5 - 128 and below are now stale.
+    assert!(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 400, &[], false).unwrap()).reply.is_some());
+    assert!(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 272, &[], false).unwrap()).reply.is_none());
+    assert!(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 273, &[], false).unwrap()).reply.is_some());
+    // At MAXSEQ the context is used up.
+    let r = parse_reply(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 0x8000_0000, &[], false).unwrap()));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::RPCSEC_GSS_CTXPROBLEM));
+}
+
+#[test]
+fn forged_unknown_destroyed_and_expired_contexts_are_refused_with_the_rfc_s_errors() {
+    let (env, clock) = gss_env("/export *(rw,insecure,sec=krb5)\n");
+    let mut c = login(&env, 11);
+    // A header checksummed with another key.
+    let mut forger = GssClient::new(c.handle().clone(), Box::new(FakeContext::pair(12).0), 128);
+    let r = parse_reply(send(&env, forger.call(env.next_xid(), NFS, 3, 0, Service::None, 1, &[], false).unwrap()));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::RPCSEC_GSS_CREDPROBLEM));
+    // A handle never issued.
+    let mut stranger = GssClient::new(Bytes::from_static(b"not-a-handle"), Box::new(FakeContext::pair(11).0), 128);
+    let r = parse_reply(send(&env, stranger.call(env.next_xid(), NFS, 3, 0, Service::None, 1, &[], false).unwrap()));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::RPCSEC_GSS_CREDPROBLEM));
+    assert_eq!(r.outcome.label, "rpcsec_gss.credproblem");
+    // The forgery did not spend sequence number 1.
+    call(&env, &mut c, NFS, 3, 0, Service::None, &[]);
+    // Destroyed: gone.
+    let seq = c.next_seq().unwrap();
+    let r = parse_reply(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, seq, &[], true).unwrap()));
+    c.reply(Service::None, seq, &accepted_verf(&r), r.rest.clone()).unwrap();
+    assert_eq!(env.core.gss_contexts(), 0);
+    let seq = c.next_seq().unwrap();
+    let r = parse_reply(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, seq, &[], false).unwrap()));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::RPCSEC_GSS_CREDPROBLEM));
+    // Expired: the ticket's lifetime passed.
+    let mut c = login(&env, 13);
+    clock.advance(LIFETIME);
+    let r = parse_reply(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 1, &[], false).unwrap()));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::RPCSEC_GSS_CTXPROBLEM));
+    // An unknown service or control procedure is a bad credential.
+    let mut c = login(&env, 14);
+    let mut rec = join(&c.call(env.next_xid(), NFS, 3, 0, Service::None, 1, &[], false).unwrap()).to_vec();
+    rec[47] = 9; // the service word of the credential
+    let r = parse_reply(env.raw(Bytes::from(rec)));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::AUTH_BADCRED));
+}
+
+#[test]
+fn garbage_tokens_and_bodies_get_errors_not_contexts() {
+    let (env, _) = gss_env("/export *(rw,insecure,sec=krb5i)\n");
+    let r = parse_reply(send(&env, init_call(env.next_xid(), NFS, 3, &Bytes::new(), b"\xff\x00garbage")));
+    let res: rpc_gss_init_res = r.result();
+    assert_eq!(res.gss_major, major::GSS_S_DEFECTIVE_TOKEN);
+    assert!(res.handle.is_empty() && res.gss_token.is_empty());
+    assert_eq!(accepted_verf(&r).flavor, auth_flavor::AUTH_NONE);
+    assert_eq!(env.core.gss_contexts(), 0);
+    // CONTINUE_INIT of a creation that never began.
+    let r = parse_reply(send(&env, init_call(env.next_xid(), NFS, 3, &Bytes::from_static(b"h"), b"x")));
+    assert_eq!(r.result::<rpc_gss_init_res>().gss_major, major::GSS_S_NO_CONTEXT);
+    // Arguments whose checksum fails: GARBAGE_ARGS, with the verifier.
+    let mut c = login(&env, 21);
+    let root = env.mount("/export");
+    let mut rec =
+        join(&c.call(env.next_xid(), NFS, 3, 1, Service::Integrity, 1, &xdr::to_bytes(&root), false).unwrap()).to_vec();
+    let n = rec.len();
+    rec[n - 20] ^= 0x40;
+    let r = parse_reply(env.raw(Bytes::from(rec)));
+    assert_eq!(r.accept_stat(), Some(accept_stat::GARBAGE_ARGS));
+    c.check_verifier(1, &accepted_verf(&r)).expect("GARBAGE_ARGS carries the verifier");
+    // Truncated credential bodies and records.
+    for cut in [30, 44, 52, 60] {
+        let rec = join(&c.call(env.next_xid(), NFS, 3, 0, Service::None, 2, &[], false).unwrap());
+        let _ = env.raw(rec.slice(..cut));
+    }
+}
+
+#[test]
+fn exports_sec_lists_flavors_and_refuses_weaker_callers() {
+    let (env, _) = gss_env("/export *(rw,insecure,sec=krb5p)\n");
+    let mnt = env.mnt("/export");
+    let proto::mount3::mountres3::MNT3_OK(ok) = mnt else { panic!("MNT") };
+    assert_eq!(ok.auth_flavors, vec![390005], "MNT answers with the export's flavors");
+    let root = nfs_fh3 { data: ok.fhandle };
+    // AUTH_SYS, and krb5i, are too weak.
+    let r = env.call_as(NFS, 3, 1, &user(), &xdr::to_bytes(&root));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::AUTH_TOOWEAK));
+    let mut c = login(&env, 31);
+    let seq = c.next_seq().unwrap();
+    let r = parse_reply(send(
+        &env,
+        c.call(env.next_xid(), NFS, 3, 1, Service::Integrity, seq, &xdr::to_bytes(&root), false).unwrap(),
+    ));
+    assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::AUTH_TOOWEAK));
+    let res: GETATTR3res = decode(call(&env, &mut c, NFS, 3, 1, Service::Privacy, &xdr::to_bytes(&root)));
+    assert!(matches!(res, GETATTR3res::NFS3_OK(_)));
+    // NULL needs no flavor in particular.
+    assert_eq!(env.call_as(NFS, 3, 0, &user(), &[]).accept_stat(), Some(accept_stat::SUCCESS));
+}
+
+fn secinfo_flavors(r: &COMPOUND4res, i: usize) -> Vec<secinfo4> {
+    match &r.resarray[i] {
+        nfs_resop4::OP_SECINFO(SECINFO4res::NFS4_OK(l)) | nfs_resop4::OP_SECINFO_NO_NAME(SECINFO4res::NFS4_OK(l)) => {
+            l.clone()
+        }
+        other => panic!("not a SECINFO result: {other:?}"),
+    }
+}
+
+#[test]
+fn nfsv4_secinfo_names_the_flavors_and_wrongsec_falls_where_the_rfc_says() {
+    let (env, _) = gss_env("/open *(rw,insecure)\n/secret *(rw,insecure,sec=krb5p:krb5i)\n");
+    let sys = As(&env, &user());
+    // SECINFO of the Kerberos export from the pseudo root, as AUTH_SYS.
+    let r =
+        sys.compound(0, vec![nfs_argop4::OP_PUTROOTFH, nfs_argop4::OP_SECINFO(SECINFO4args { name: name("secret") })]);
+    assert_eq!(r.status, nfsstat4::NFS4_OK);
+    let f = secinfo_flavors(&r, 1);
+    assert_eq!(f.len(), 2);
+    assert!(matches!(&f[0], secinfo4::RPCSEC_GSS(g) if g.oid[..] == rpcsec::KRB5_OID_DER[..] && g.service as u32 == 3));
+    assert!(matches!(&f[1], secinfo4::RPCSEC_GSS(g) if g.service as u32 == 2));
+    let r =
+        sys.compound(0, vec![nfs_argop4::OP_PUTROOTFH, nfs_argop4::OP_SECINFO(SECINFO4args { name: name("open") })]);
+    assert!(matches!(secinfo_flavors(&r, 1)[..], [secinfo4::default(1), secinfo4::default(0)]));
+    // LOOKUP into it answers WRONGSEC (PUTROOTFH before a LOOKUP may not).
+    let r = sys.compound(
+        0,
+        vec![
+            nfs_argop4::OP_PUTROOTFH,
+            nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: name("secret") }),
+            nfs_argop4::OP_GETFH,
+        ],
+    );
+    assert_eq!(r.status, nfsstat4::NFS4ERR_WRONGSEC);
+    assert_eq!(r.resarray.len(), 2, "the LOOKUP answers for it");
+    // With krb5p the handle comes back; PUTFH of it then GETATTR as
+    // AUTH_SYS fails at the PUTFH, PUTFH then SECINFO_NO_NAME does not.
+    let krb = Gss { env: &env, client: RefCell::new(login(&env, 41)), service: Service::Privacy };
+    let r = krb.compound(
+        0,
+        vec![
+            nfs_argop4::OP_PUTROOTFH,
+            nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: name("secret") }),
+            nfs_argop4::OP_GETFH,
+        ],
+    );
+    assert_eq!(r.status, nfsstat4::NFS4_OK);
+    let fh = fh_res(&r, 2);
+    let r = sys.compound(0, vec![putfh(&fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: mask(&[1]) })]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_WRONGSEC);
+    assert_eq!(r.resarray.len(), 1, "the PUTFH answers for it");
+    let r = sys.compound(
+        1,
+        vec![putfh(&fh), nfs_argop4::OP_SECINFO_NO_NAME(proto::nfs4::secinfo_style4::SECINFO_STYLE4_CURRENT_FH)],
+    );
+    // (4.1 without a session: only the first operation's status matters)
+    assert_ne!(r.status, nfsstat4::NFS4ERR_WRONGSEC);
+    // krb5i is admitted too; krb5 is not.
+    let r = Gss { env: &env, client: RefCell::new(login(&env, 42)), service: Service::Integrity }
+        .compound(0, vec![putfh(&fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: mask(&[1]) })]);
+    assert_eq!(r.status, nfsstat4::NFS4_OK);
+    let r = Gss { env: &env, client: RefCell::new(login(&env, 43)), service: Service::None }
+        .compound(0, vec![putfh(&fh), nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: mask(&[1]) })]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_WRONGSEC);
+    // NFSv4.0 SECINFO keeps the current handle: what follows it still
+    // answers for the handle.
+    let r = sys.compound(
+        0,
+        vec![
+            putfh(&fh),
+            nfs_argop4::OP_SAVEFH,
+            nfs_argop4::OP_PUTROOTFH,
+            nfs_argop4::OP_RESTOREFH,
+            nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: mask(&[1]) }),
+        ],
+    );
+    assert_eq!(r.status, nfsstat4::NFS4ERR_WRONGSEC);
+    assert_eq!(r.resarray.len(), 4, "the last put-filehandle operation (RESTOREFH) answers for it");
+}
