@@ -5,14 +5,15 @@
 #   scripts/kdc.sh start DIR   creates the realm in DIR, starts its KDC and
 #                              prints, one per line and nothing else:
 #                                KRB5_CONFIG=DIR/krb5.conf
-#                                KRB5_KTNAME=DIR/nfs.keytab          (nfs/localhost)
+#                                KRB5_KTNAME=DIR/nfs.keytab          (nfs/localhost, nfs/127.0.0.1)
 #                                KRB5_CLIENT_KTNAME=DIR/client.keytab (alice and bob)
 #   scripts/kdc.sh stop DIR    stops that KDC and removes DIR
 #
 # The realm is NFSX.TEST (env NFSX_KDC_REALM overrides it), also the
 # default_realm of DIR/krb5.conf. Its principals, all with random keys, are
 # the service nfs/localhost (clients name it nfs@localhost, a GSS host-based
-# service) and the users alice and bob. The KDC listens on 127.0.0.1 only, on
+# service; also as nfs/127.0.0.1, for clients given the address rather than
+# the name) and the users alice and bob. The KDC listens on 127.0.0.1 only, on
 # a free port the script picks, so several realms can run at once in
 # different DIRs; it reads its own DIR/kdc.conf (KRB5_KDC_PROFILE) and keeps
 # its database, stash, log and pid file in DIR, never in /etc/krb5kdc.
@@ -202,8 +203,8 @@ make_realm() {
     exit 1
   }
   local q
-  for q in "addprinc -randkey nfs/localhost" "addprinc -randkey alice" "addprinc -randkey bob" \
-    "ktadd -k $KEYTAB nfs/localhost" "ktadd -k $CLIENT_KEYTAB alice bob"; do
+  for q in "addprinc -randkey nfs/localhost" "addprinc -randkey nfs/127.0.0.1" "addprinc -randkey alice" \
+    "addprinc -randkey bob" "ktadd -k $KEYTAB nfs/localhost nfs/127.0.0.1" "ktadd -k $CLIENT_KEYTAB alice bob"; do
     kadmin.local -r "$REALM" -q "$q" >>"$DIR/setup.log" 2>&1 || {
       say "kadmin.local '$q' failed:"
       tail -5 "$DIR/setup.log" >&2

@@ -10,8 +10,8 @@ use std::collections::{HashMap, VecDeque};
 use bytes::Bytes;
 use proto::framer::record_header;
 use proto::rpc::{
-    accept_stat, accepted_reply, auth_flavor, authsys_parms, call_body, opaque_auth, rejected_reply, reply_body,
-    reply_data, rpc_msg, rpc_msg_body,
+    accept_stat, accepted_reply, auth_flavor, auth_stat, authsys_parms, call_body, opaque_auth, rejected_reply,
+    reply_body, reply_data, rpc_msg, rpc_msg_body,
 };
 use serde::Deserialize;
 use xdr::{Decode, Decoder, Encode, Encoder};
@@ -54,6 +54,11 @@ impl Default for RpcSettings {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RpcError {
+    /// RPCSEC_GSS_CREDPROBLEM or RPCSEC_GSS_CTXPROBLEM: the server no
+    /// longer knows the security context or it ran out; a new one is
+    /// needed and the call may be made again (RFC 2203 section 5.3.3.3).
+    #[error("security context refused ({0}); a new one is needed")]
+    GssContext(String),
     #[error("RPC version mismatch (server speaks {0}..{1})")]
     RpcMismatch(u32, u32),
     #[error("authentication refused ({0})")]
@@ -111,7 +116,14 @@ pub struct Expired {
 
 struct Pending {
     name: &'static str,
+    /// The record to send; under RPCSEC_GSS, made anew for each
+    /// transmission (see `gss`).
     record: Vec<Bytes>,
+    /// The call under RPCSEC_GSS, if it is one.
+    gss: Option<gss::Sealed>,
+    /// A context-creation call: its result is its reply's verifier
+    /// followed by the results (see [`RpcCore::call_gss_init`]).
+    init: bool,
     created: Nanos,
     first_sent: Option<Nanos>,
     last_sent: Nanos,
@@ -150,6 +162,8 @@ pub struct RpcCore {
     /// When the connection last delivered a whole record, or came up.
     last_progress: Nanos,
     stats: Stats,
+    /// The RPCSEC_GSS context calls are made under ([`RpcCore::set_gss`]).
+    gss: Option<gss::Context>,
 }
 
 impl RpcCore {
@@ -166,6 +180,7 @@ impl RpcCore {
             in_flight: 0,
             last_progress: 0,
             stats: Stats::default(),
+            gss: None,
         }
     }
 
@@ -204,6 +219,11 @@ impl RpcCore {
     ) -> u32 {
         let xid = self.next_xid;
         self.next_xid = self.next_xid.wrapping_add(1);
+        if self.gss.is_some() {
+            let sealed = gss::Sealed::new(prog, vers, proc_, args);
+            self.push(xid, name, Vec::new(), Some(sealed), false, now);
+            return xid;
+        }
         let msg = rpc_msg {
             xid,
             body: rpc_msg_body::CALL(call_body {
@@ -219,15 +239,26 @@ impl RpcCore {
         msg.encode(&mut e);
         let mut body = e.into_segments();
         body.extend(args);
-        let len: usize = body.iter().map(Bytes::len).sum();
-        let mut record = Vec::with_capacity(body.len() + 1);
-        record.push(Bytes::copy_from_slice(&record_header(len, true)));
-        record.extend(body);
+        self.push(xid, name, framed(body), None, false, now);
+        xid
+    }
+
+    fn push(
+        &mut self,
+        xid: u32,
+        name: &'static str,
+        record: Vec<Bytes>,
+        gss: Option<gss::Sealed>,
+        init: bool,
+        now: Nanos,
+    ) {
         self.stats.op(name).count += 1;
         let timeout = self.settings.timeout_ms.max(1) * MS;
         let p = Pending {
             name,
             record,
+            gss,
+            init,
             created: now,
             first_sent: None,
             last_sent: 0,
@@ -237,7 +268,6 @@ impl RpcCore {
         };
         self.pending.insert(xid, p);
         self.queue.push_back(xid);
-        xid
     }
 
     /// The next record to write, if a call is queued and a slot is free.
@@ -253,6 +283,9 @@ impl RpcCore {
                 c.retransmissions += 1;
             }
             c.bytes_sent += p.record.iter().map(|b| b.len() as u64).sum::<u64>();
+            if let (Some(sealed), Some(ctx)) = (p.gss.as_mut(), self.gss.as_mut()) {
+                p.record = framed(sealed.seal(ctx, xid));
+            }
             p.transmissions += 1;
             p.last_sent = now;
             p.deadline = Some(now + p.timeout);
@@ -292,7 +325,21 @@ impl RpcCore {
         } else {
             self.queue.retain(|x| *x != msg.xid); // a reply to an earlier send while requeued
         }
-        let result = reply_result(body, &mut d);
+        let result = match (&p.gss, p.init, body) {
+            (
+                _,
+                _,
+                reply_body::MSG_DENIED(rejected_reply::AUTH_ERROR(
+                    s @ (auth_stat::RPCSEC_GSS_CREDPROBLEM | auth_stat::RPCSEC_GSS_CTXPROBLEM),
+                )),
+            ) => Err(RpcError::GssContext(format!("{s:?}"))),
+            (Some(sealed), _, reply_body::MSG_ACCEPTED(a)) => match self.gss.as_mut() {
+                Some(ctx) => sealed.open(ctx, a, d.rest()),
+                None => Err(RpcError::BadReply("a reply under a security context that is gone".into())),
+            },
+            (None, true, reply_body::MSG_ACCEPTED(a)) => gss::init_result(a, d.rest()),
+            (_, _, body) => reply_result(body, &mut d),
+        };
         let c = self.stats.op(p.name);
         c.bytes_received += size;
         c.rtt_ns += now.saturating_sub(p.last_sent);
@@ -399,6 +446,15 @@ impl RpcCore {
     }
 }
 
+/// `body` with its record mark in front.
+fn framed(body: Vec<Bytes>) -> Vec<Bytes> {
+    let len: usize = body.iter().map(Bytes::len).sum();
+    let mut record = Vec::with_capacity(body.len() + 1);
+    record.push(Bytes::copy_from_slice(&record_header(len, true)));
+    record.extend(body);
+    record
+}
+
 /// The record answering an incoming call `xid` with `results` (AUTH_NONE
 /// verifier, SUCCESS); ready to write as it is.
 pub fn success_reply(xid: u32, results: Vec<Bytes>) -> Vec<Bytes> {
@@ -413,11 +469,7 @@ pub fn success_reply(xid: u32, results: Vec<Bytes>) -> Vec<Bytes> {
     msg.encode(&mut e);
     let mut body = e.into_segments();
     body.extend(results);
-    let len: usize = body.iter().map(Bytes::len).sum();
-    let mut record = Vec::with_capacity(body.len() + 1);
-    record.push(Bytes::copy_from_slice(&record_header(len, true)));
-    record.extend(body);
-    record
+    framed(body)
 }
 
 fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {
@@ -435,5 +487,7 @@ fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {
     }
 }
 
+mod gss;
+pub use gss::split_init_result;
 #[cfg(test)]
 mod tests;

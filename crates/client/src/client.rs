@@ -58,7 +58,26 @@ fn conn_params_for(url: &NfsUrl, s: &ClientSettings, addr: SocketAddr) -> Result
     if url.tls {
         p.tls = Some(crate::tls::ClientTls::new(&s.tls, &url.host)?);
     }
+    if let Some(service) = url.sec.and_then(|f| f.service()) {
+        p.gss = Some(crate::transport::GssParams {
+            initiator: kerberos_credential(&s.gss)?,
+            target: format!("nfs@{}", url.host),
+            service,
+        });
+    }
     Ok(p)
+}
+
+/// The Kerberos credential of `[gss]`: a keytab's, or the caller's cache.
+fn kerberos_credential(g: &crate::settings::GssSettings) -> Result<Arc<dyn rpcsec::Initiator>> {
+    let failed = |why: String| Error::Connect { what: "Kerberos credential".into(), why };
+    Ok(match (&g.keytab, &g.principal) {
+        (Some(keytab), Some(principal)) => {
+            Arc::new(::gss::KrbInitiator::from_keytab(keytab, principal).map_err(|e| failed(e.to_string()))?)
+        }
+        (Some(_), None) => return Err(failed("[gss] keytab needs [gss] principal".into())),
+        (None, _) => Arc::new(::gss::KrbInitiator::default_ccache()),
+    })
 }
 
 pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
@@ -79,6 +98,7 @@ pub(crate) fn conn_params(s: &ClientSettings, addr: SocketAddr) -> ConnParams {
         reply_lowat_max: s.reply_lowat_max,
         tls: None,
         reply_poll: Duration::from_micros(s.reply_poll_us),
+        gss: None,
     }
 }
 
@@ -211,6 +231,13 @@ impl Client {
     /// The settings in force (rsize/wsize after the server's limits).
     pub fn settings(&self) -> &ClientSettings {
         &self.inner.settings
+    }
+
+    /// Whether NFS calls go under Kerberos (`?sec=krb5`, `krb5i`,
+    /// `krb5p`): the server then knows the caller by its principal, and
+    /// new files belong to the principal's user.
+    pub fn kerberos(&self) -> bool {
+        self.inner.url.sec.is_some_and(|f| f.service().is_some())
     }
 
     /// Per-procedure counters of the NFS connections.

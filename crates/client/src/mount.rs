@@ -88,9 +88,20 @@ pub async fn mnt(addr: SocketAddr, export: &str, params: &ConnParams, timeout: D
     match res {
         mountres3::MNT3_OK(ok) => {
             let flavors = &ok.auth_flavors;
-            // AUTH_SYS (1) or AUTH_NONE (0); an empty list means "any".
-            if !flavors.is_empty() && !flavors.iter().any(|f| *f == 1 || *f == 0) {
-                return Err(Error::Mount { export: export.into(), why: format!("needs auth flavors {flavors:?}") });
+            // The flavor this mount speaks must be listed (AUTH_NONE, 0,
+            // stands in for AUTH_SYS); an empty list means "any".
+            let ours = params.gss.as_ref().map_or(rpcsec::Flavor::Sys, |g| rpcsec::Flavor::of_service(g.service));
+            let listed = |f: i32| f as u32 == ours.pseudo_flavor() || (ours == rpcsec::Flavor::Sys && f == 0);
+            if !flavors.is_empty() && !flavors.iter().any(|&f| listed(f)) {
+                let names: Vec<String> = flavors
+                    .iter()
+                    .map(|&f| rpcsec::Flavor::from_pseudo_flavor(f as u32).map_or(f.to_string(), |n| n.to_string()))
+                    .collect();
+                let why = format!(
+                    "the export asks for sec={}, this mount speaks sec={ours} (add ?sec= to the URL)",
+                    names.join(":")
+                );
+                return Err(Error::Mount { export: export.into(), why });
             }
             Ok(nfs_fh3 { data: ok.fhandle })
         }

@@ -123,6 +123,23 @@ pub struct ClientSettings {
     /// RPC-with-TLS (`?tls=1`): the authorities to trust, and the
     /// client's own certificate for mutual TLS.
     pub tls: crate::tls::TlsSettings,
+    /// Kerberos (`?sec=krb5`, `krb5i`, `krb5p`): whose credential.
+    pub gss: GssSettings,
+}
+
+/// The Kerberos credential a mount uses (`[gss]`). Without a keytab the
+/// caller's credential cache (`KRB5CCNAME`, else the default) holds it,
+/// as after `kinit`; with one, the client gets its own tickets for
+/// `principal` from the keytab and keeps them in memory.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GssSettings {
+    /// A keytab holding the principal's key (a client keytab). Default:
+    /// none, use the credential cache.
+    pub keytab: Option<std::path::PathBuf>,
+    /// The principal to act as, `user` or `user@REALM`; needed with a
+    /// keytab.
+    pub principal: Option<String>,
 }
 
 /// NFSv4.1 sessions (`?version=4.1`).
@@ -197,6 +214,7 @@ impl Default for ClientSettings {
             attr_cache: AttrCacheSettings::default(),
             v41: V41Settings::default(),
             tls: Default::default(),
+            gss: Default::default(),
         }
     }
 }

@@ -37,7 +37,10 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::rcvlowat::LowWater;
 
+mod gss;
 mod redial;
+
+pub use gss::GssParams;
 
 /// What a connection needs to know besides the RPC settings.
 #[derive(Debug, Clone)]
@@ -67,6 +70,8 @@ pub struct ConnParams {
     /// On a current-thread runtime, how long a caller keeps polling the
     /// socket for its reply before the runtime sleeps (`reply_poll_us`).
     pub reply_poll: Duration,
+    /// NFS calls under RPCSEC_GSS (`sec=krb5`, `krb5i`, `krb5p`).
+    pub gss: Option<GssParams>,
 }
 
 /// A connected byte stream: TCP, or TLS over it.
@@ -109,6 +114,9 @@ struct Call {
     proc_: u32,
     args: Vec<Bytes>,
     reply: oneshot::Sender<Result<Bytes, RpcError>>,
+    /// An RPCSEC_GSS context-creation call: the handle (empty for the
+    /// first) and the token.
+    init: Option<(Bytes, Vec<u8>)>,
 }
 
 /// A call the server made on this connection, and how to answer it.
@@ -137,6 +145,9 @@ impl Responder {
 pub struct Connection {
     calls: mpsc::UnboundedSender<Call>,
     shared: Arc<Shared>,
+    /// NFS calls go under RPCSEC_GSS ([`GssParams`]).
+    gss: Option<GssParams>,
+    setups: Arc<gss::Setups>,
     /// How long a caller polls for its reply (zero off a current-thread
     /// runtime).
     reply_poll: Duration,
@@ -170,9 +181,10 @@ struct Rpc {
 impl Rpc {
     /// Registers a call; its record goes out with the next transmit.
     fn start(&mut self, c: Call, now: Nanos) {
-        let xid = match c.name {
-            Some(name) => self.core.call_named(name, c.prog, c.vers, c.proc_, c.args, now),
-            None => self.core.call(c.prog, c.vers, c.proc_, c.args, now),
+        let xid = match (c.init, c.name) {
+            (Some((handle, token)), _) => self.core.call_gss_init(c.prog, c.vers, &handle, &token, now),
+            (None, Some(name)) => self.core.call_named(name, c.prog, c.vers, c.proc_, c.args, now),
+            (None, None) => self.core.call(c.prog, c.vers, c.proc_, c.args, now),
         };
         self.waiters.insert(xid, c.reply);
     }
@@ -328,9 +340,10 @@ impl Connection {
         let current_thread =
             tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread;
         let reply_poll = if current_thread { params.reply_poll } else { Duration::ZERO };
+        let gss = params.gss.clone();
         let task = Task { params, shared: shared.clone(), calls: rx, incoming, replies_tx, replies };
         tokio::spawn(task.run(stream));
-        Ok(Connection { calls: tx, shared, reply_poll })
+        Ok(Connection { calls: tx, shared, reply_poll, gss, setups: Default::default() })
     }
 
     /// Makes a call with XDR-encoded arguments; returns the result bytes.
@@ -347,8 +360,32 @@ impl Connection {
         proc_: u32,
         args: Vec<Bytes>,
     ) -> Result<Bytes, RpcError> {
+        if !self.sealed_program(prog) {
+            return self.call_once(name, prog, vers, proc_, args).await;
+        }
+        let gen = self.gss_ready(prog, vers).await?;
+        match self.call_once(name, prog, vers, proc_, args.clone()).await {
+            // The server lost the context or it ran out: a new one, and
+            // the call again (it was refused before it ran).
+            Err(RpcError::GssContext(why)) => {
+                tracing::info!(%why, "RPCSEC_GSS context refused; setting up a new one");
+                self.gss_setup(prog, vers, gen).await?;
+                self.call_once(name, prog, vers, proc_, args).await
+            }
+            other => other,
+        }
+    }
+
+    async fn call_once(
+        &self,
+        name: Option<&'static str>,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: Vec<Bytes>,
+    ) -> Result<Bytes, RpcError> {
         let (reply, rx) = oneshot::channel();
-        let call = Call { name, prog, vers, proc_, args, reply };
+        let call = Call { name, prog, vers, proc_, args, reply, init: None };
         if let Some(call) = self.write_directly(call) {
             self.calls.send(call).map_err(|_| RpcError::Disconnected("connection closed".into()))?;
         }

@@ -8,6 +8,10 @@
 //! `delegations=0` (NFSv4.1) makes the client ask for no delegation,
 //! overriding the settings file. `tls=1` protects every connection with
 //! RPC-with-TLS (RFC 9289) and refuses a server that does not offer it.
+//! `sec=krb5|krb5i|krb5p` makes the NFS calls under Kerberos V5
+//! (RPCSEC_GSS: authentication, integrity, privacy), with the caller's
+//! credential cache or the client settings' keytab; `sec=sys` (the
+//! default) under AUTH_SYS.
 
 use crate::error::{Error, Result};
 
@@ -35,6 +39,8 @@ pub struct NfsUrl {
     pub delegations: Option<bool>,
     /// `tls=1`: RPC-with-TLS on every connection to the server.
     pub tls: bool,
+    /// `sec=`: the security flavor of NFS calls; `None` is AUTH_SYS.
+    pub sec: Option<rpcsec::Flavor>,
 }
 
 impl NfsUrl {
@@ -48,6 +54,7 @@ impl NfsUrl {
         let mut version = Version::Auto;
         let mut delegations = None;
         let mut tls = false;
+        let mut sec = None;
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             match kv.split_once('=') {
                 Some(("version", "3")) => version = Version::V3,
@@ -60,7 +67,11 @@ impl NfsUrl {
                 Some(("tls", "0")) => tls = false,
                 Some(("tls", "1")) => tls = true,
                 Some(("tls", v)) => return Err(bad(&format!("tls={v}: 0 or 1"))),
-                _ => return Err(bad(&format!("unknown option {kv:?} (known: version, delegations, tls)"))),
+                Some(("sec", v)) => match rpcsec::Flavor::parse(v) {
+                    Some(f) => sec = Some(f),
+                    None => return Err(bad(&format!("sec={v}: sys, krb5, krb5i or krb5p"))),
+                },
+                _ => return Err(bad(&format!("unknown option {kv:?} (known: version, delegations, tls, sec)"))),
             }
         }
         let (authority, path) = match rest.find('/') {
@@ -84,7 +95,7 @@ impl NfsUrl {
             None => None,
         };
         let export = if path.len() > 1 { path.trim_end_matches('/') } else { path };
-        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version, delegations, tls })
+        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version, delegations, tls, sec })
     }
 }
 
@@ -107,6 +118,9 @@ impl std::fmt::Display for NfsUrl {
         }
         if self.tls {
             query.push("tls=1".to_string());
+        }
+        if let Some(f) = self.sec {
+            query.push(format!("sec={f}"));
         }
         if !query.is_empty() {
             write!(f, "?{}", query.join("&"))?;
@@ -137,6 +151,10 @@ mod tests {
         assert_eq!((u.version, u.delegations), (Version::V41, Some(false)));
         assert_eq!(u.to_string(), "nfs://h/x?version=4.1&delegations=0");
         assert!(NfsUrl::parse("nfs://h/x?delegations=maybe").is_err());
+        let u = NfsUrl::parse("nfs://h/x?sec=krb5p&version=4.1").unwrap();
+        assert_eq!(u.sec, Some(rpcsec::Flavor::Krb5p));
+        assert_eq!(u.to_string(), "nfs://h/x?version=4.1&sec=krb5p");
+        assert!(NfsUrl::parse("nfs://h/x?sec=krb4").is_err());
         for bad in [
             "http://x/y",
             "nfs:///x",

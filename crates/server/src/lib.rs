@@ -11,6 +11,7 @@ pub mod clock;
 pub mod cluster;
 pub mod conn;
 pub mod exports;
+pub mod gss;
 pub mod jobs;
 pub mod lone_poll;
 pub mod metrics;
@@ -30,7 +31,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 
-use server_core::{Core, PeerInfo, ServicePorts};
+use server_core::{Core, CoreSettings, PeerInfo, ServicePorts};
 
 use crate::clock::SystemClock;
 
@@ -54,6 +55,8 @@ pub enum ServerError {
     Cluster(#[from] ClusterError),
     #[error(transparent)]
     Tls(#[from] TlsError),
+    #[error(transparent)]
+    Gss(#[from] gss::GssError),
     #[error("cannot listen on {addr}")]
     Listen {
         addr: SocketAddr,
@@ -179,12 +182,16 @@ impl Server {
             None => Arc::new(stable::FileStore::open(&state_dir)?),
         };
         let jobs = Arc::new(jobs::Threads::default());
-        let core = Arc::new(
-            Core::new(settings.core.clone(), exports, key, state::boot_verifier(), ports)
-                .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
-                .with_jobs(jobs.clone())
-                .with_sendfile(),
-        );
+        let kerberos = if gss::wanted(&exports) { Some(gss::mechanism(&settings.gss)?) } else { None };
+        let core_settings = CoreSettings { gss: settings.gss.limits(), ..settings.core.clone() };
+        let mut core = Core::new(core_settings, exports, key, state::boot_verifier(), ports)
+            .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
+            .with_jobs(jobs.clone())
+            .with_sendfile();
+        if let Some((acceptor, map)) = kerberos {
+            core = core.with_gss(acceptor, map);
+        }
+        let core = Arc::new(core);
         let cluster_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let cluster_stats = head.as_ref().map(|h| h.stats());
         let cluster_thread = match head {

@@ -151,6 +151,8 @@ pub struct Settings {
     pub cluster: crate::cluster::ClusterSettings,
     /// RPC-with-TLS (RFC 9289): certificate, key, client authorities.
     pub tls: crate::tls::TlsSettings,
+    /// Kerberos (RPCSEC_GSS): keytab, principal mapping, context limits.
+    pub gss: crate::gss::GssSettings,
 }
 
 impl Default for Settings {
@@ -188,6 +190,7 @@ impl Default for Settings {
             ceph: vfs_ceph::CephSettings::default(),
             cluster: Default::default(),
             tls: Default::default(),
+            gss: Default::default(),
         }
     }
 }
