@@ -4,8 +4,9 @@
 # libnfs-utils), the README's commands as written, a clippy check that the
 # client crates index nothing, and a short run of every fuzz target.
 #
-# Installs what it needs on a Debian machine (as root): libnfs-utils for the
-# real-client tests, NFS-Ganesha and rpcbind for the interop stage (the nfsx
+# Installs what it needs on a Debian machine (as root): the build's own
+# packages (scripts/build-deps.sh), MIT Kerberos for a test realm,
+# libnfs-utils for the real-client tests, NFS-Ganesha and rpcbind for the interop stage (the nfsx
 # client and `nfsx bench` against a server that shares no code with nfsx),
 # and cargo-fuzz for the fuzz targets.
 #   CEPH=0           skips the CephFS stage (a one-machine Ceph cluster from
@@ -24,8 +25,14 @@ cd "$(dirname "$0")/.."
 
 case ${CI:-} in '' | 0 | false) ci=0 ;; *) ci=1 ;; esac
 
+# What the build itself needs (Kerberos headers, libclang).
+scripts/build-deps.sh
 need_apt=()
 command -v nfs-cp >/dev/null 2>&1 || need_apt+=(libnfs-utils)
+# The Kerberos tests start a realm (scripts/kdc.sh) and run the server
+# under nss_wrapper, so that principals map to users of their own.
+command -v krb5kdc >/dev/null 2>&1 || [[ -x /usr/sbin/krb5kdc ]] || need_apt+=(krb5-kdc krb5-admin-server krb5-user)
+dpkg -s libnss-wrapper >/dev/null 2>&1 || need_apt+=(libnss-wrapper)
 # The real-client tests compile a small libnfs program (tests/support/nfsops.c).
 [[ -e /usr/include/nfsc/libnfs.h ]] || need_apt+=(libnfs-dev)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)

@@ -34,6 +34,7 @@ pub struct TestServer {
     pub state: PathBuf,
     pub log: PathBuf,
     args: Vec<String>,
+    env: Vec<(String, String)>,
     _tmp: tempfile::TempDir,
 }
 
@@ -49,6 +50,9 @@ pub struct ServerOpts<'a> {
     /// The handle-signing key, shared by servers that must accept each
     /// other's file handles (heads of one store).
     pub handle_key: Option<[u8; 32]>,
+    /// Environment variables for the server process (a Kerberos realm's
+    /// KRB5_CONFIG, nss_wrapper's files).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for ServerOpts<'_> {
@@ -60,6 +64,7 @@ impl Default for ServerOpts<'_> {
             extra_config: "",
             export_path: None,
             handle_key: None,
+            env: Vec::new(),
         }
     }
 }
@@ -100,7 +105,8 @@ impl TestServer {
             args.push(export.display().to_string());
         }
         let log = tmp.path().join("server.log");
-        let mut s = TestServer { child: spawn(&args, &log), port, export, state, log, args, _tmp: tmp };
+        let env = opts.env;
+        let mut s = TestServer { child: spawn(&args, &env, &log), port, export, state, log, args, env, _tmp: tmp };
         s.wait_ready(READY_WITHIN);
         s
     }
@@ -146,7 +152,7 @@ impl TestServer {
     pub fn restart_within(&mut self, limit: Duration) {
         self.kill9();
         let log = self.log.clone();
-        self.child = spawn(&self.args, &log);
+        self.child = spawn(&self.args, &self.env, &log);
         self.wait_ready(limit);
     }
 
@@ -178,10 +184,11 @@ impl Drop for TestServer {
     }
 }
 
-fn spawn(args: &[String], log: &Path) -> Child {
+fn spawn(args: &[String], env: &[(String, String)], log: &Path) -> Child {
     let out = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     Command::new(env!("CARGO_BIN_EXE_nfsx"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env("NFSX_LOG", "info")
         .stdin(Stdio::null())
         .stdout(out.try_clone().unwrap())

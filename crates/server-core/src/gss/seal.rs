@@ -37,10 +37,15 @@ impl Core {
 
     pub(super) fn gss_seal(&self, ctx: &Arc<Context>, seq: u32, service: Service, out: &mut Outcome) {
         let Some(segments) = out.reply.take() else { return };
-        // Sendfile is not used under RPCSEC_GSS (the results must be
-        // sealed whole); a tail here would be a bug, and is read as none.
-        debug_assert!(out.tail.is_none());
-        out.tail = None;
+        // A READ's data may follow as a file region only where the results
+        // are not sealed (`Auth::seals_results`): with the header only
+        // protected, the rewritten header goes before it as before.
+        if out.tail.is_some() && service != Service::None {
+            tracing::error!(principal = %ctx.principal, seq, "a sealed reply came with a file region; not sent");
+            out.tail = None;
+            out.ok = false;
+            return;
+        }
         let plain = segments.concat();
         match self.sealed(ctx, seq, service, &plain) {
             Some(reply) => out.reply = Some(reply),
