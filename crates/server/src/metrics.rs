@@ -248,6 +248,7 @@ impl Metrics {
         r.register_collector(Box::new(ProcCollector(self.clone())));
         r.register_collector(Box::new(ProcessCollector));
         r.register_collector(Box::new(PnfsCollector(core.clone())));
+        r.register_collector(Box::new(GssCollector(core.clone())));
         r.register_collector(Box::new(shares::SharesCollector(core.clone())));
         r.register_collector(Box::new(BackendCollector(core)));
         if let Some(c) = cluster {
@@ -322,6 +323,28 @@ fn rss_bytes() -> i64 {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0);
     kib * 1024
+}
+
+/// RPCSEC_GSS contexts established, read at scrape time. Their refusals
+/// are counted per kind as requests (`proc="rpcsec_gss.credproblem"`, ...).
+struct GssCollector(Arc<server_core::Core>);
+
+impl std::fmt::Debug for GssCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GssCollector")
+    }
+}
+
+impl Collector for GssCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let n = ConstGauge::new(self.0.gss_contexts() as i64);
+        n.encode(encoder.encode_descriptor(
+            "nfsx_gss_contexts",
+            "RPCSEC_GSS (Kerberos) contexts established",
+            None,
+            n.metric_type(),
+        )?)
+    }
 }
 
 /// pNFS data servers as clients report them (LAYOUTERROR, LAYOUTRETURN
