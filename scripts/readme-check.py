@@ -30,6 +30,7 @@ The commands are read from README.md itself (its 4-space-indented blocks;
   server's port put in the URL, DIR made if missing) and must show up in
   /proc/mounts; a file is written and read back through it; an
   `nfsx umount DIR` line must unmount it and end the mount's process.
+  `scripts/kdc.sh` lines run as they are and must succeed.
 
 Prints one line per command and ends with `readme: N passed, M failed`.
 Exits 1 when any failed. Needs libnfs-utils (nfs-ls, nfs-cat, nfs-cp).
@@ -420,6 +421,13 @@ class Checker:
                             err = "the mount's process did not exit after the unmount"
                         mount[0].log.close()
                     self.result(cmd, err if err or mount else "nothing was mounted there")
+                elif cmd.startswith("scripts/kdc.sh "):
+                    r = subprocess.run(["bash", "-c", cmd], cwd=REPO, capture_output=True, timeout=CLIENT_SECS)
+                    if r.returncode == 3:
+                        self.skip(cmd, "no KDC packages and no root to install them")
+                    else:
+                        err = None if r.returncode == 0 else f"exit {r.returncode}: {r.stderr.decode(errors='replace').strip()[-200:]}"
+                        self.result(cmd, err)
                 elif cmd.split()[0] in ("nfs-ls", "nfs-cat", "nfs-cp"):
                     if server is None:
                         self.result(cmd, "no server started before it in its block")
