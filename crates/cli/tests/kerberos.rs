@@ -130,10 +130,22 @@ fn kerberos_mounts_each_service_as_the_principal_s_user() {
         }
     }
 
+    // Without `sec=` the client takes the flavor the export prefers
+    // (MOUNT's list over NFSv3, SECINFO over NFSv4.1): krb5p here.
+    for version in ["3", "4.1"] {
+        let url = format!("{base}?version={version}");
+        rt.block_on(async {
+            let c = client::Client::connect(&url, realm.client("alice")).await.unwrap();
+            assert!(c.kerberos(), "{url}: negotiated Kerberos");
+            c.write_file(&format!("negotiated-v{version}"), b"x").await.unwrap();
+        });
+        assert_eq!(owner(&srv.export.join(format!("negotiated-v{version}"))), (20001, 20001));
+    }
+
     // AUTH_SYS is refused by a Kerberos-only export, over either version,
     // with a reason.
     for version in ["3", "4.1"] {
-        let url = format!("{base}?version={version}");
+        let url = format!("{base}?version={version}&sec=sys");
         let err = rt.block_on(client::Client::connect(&url, client::ClientSettings::default())).err();
         let err = err.unwrap_or_else(|| panic!("{url}: AUTH_SYS was let in")).to_string();
         assert!(err.contains("sec=") || err.contains("WRONGSEC"), "{url}: {err}");

@@ -118,6 +118,23 @@ impl Client {
     /// Mounts with the service addresses already known (or redirected,
     /// e.g. through a delay proxy).
     pub async fn connect_to(url: &NfsUrl, addrs: ServerAddrs, settings: ClientSettings) -> Result<Client> {
+        match Self::connect_version(url, addrs, settings.clone()).await {
+            // No `sec=` asked and the export wants Kerberos: the first
+            // Kerberos flavor it lists (its preference), with the
+            // credential the settings name (RFC 8881 section 2.6.3.1).
+            Err(Error::WrongSec { offered, .. })
+                if url.sec.is_none() && offered.iter().any(|f| f.service().is_some()) =>
+            {
+                let f = offered.into_iter().find(|f| f.service().is_some());
+                let url = NfsUrl { sec: f, ..url.clone() };
+                tracing::info!(url = %url, "the export asks for Kerberos; mounting with the flavor it prefers");
+                Self::connect_version(&url, addrs, settings).await
+            }
+            other => other,
+        }
+    }
+
+    async fn connect_version(url: &NfsUrl, addrs: ServerAddrs, settings: ClientSettings) -> Result<Client> {
         match url.version {
             Version::V3 => Self::connect_v3(url, addrs, settings).await,
             Version::V41 => Self::connect_v41(url, addrs, settings, &[1]).await,

@@ -5,6 +5,10 @@ use client_core::rpc::RpcError;
 use proto::nfs3::nfsstat3;
 use proto::nfs4::nfsstat4;
 
+fn flavor_list(f: &[rpcsec::Flavor]) -> String {
+    f.iter().map(|f| f.name()).collect::<Vec<_>>().join(":")
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     #[error("bad URL {url}: {why}")]
@@ -13,6 +17,13 @@ pub enum Error {
     Connect { what: String, why: String },
     #[error("mount of {export} refused: {why}")]
     Mount { export: String, why: String },
+    /// The export does not admit this mount's security flavor; it lists
+    /// `offered` (MOUNT's flavors, NFSv4 SECINFO), most preferred first.
+    #[error(
+        "mount of {export} refused: the export asks for sec={}, this mount speaks sec={asked} (add ?sec= to the URL)",
+        flavor_list(offered)
+    )]
+    WrongSec { export: String, asked: rpcsec::Flavor, offered: Vec<rpcsec::Flavor> },
     #[error("{proc} failed: {err}")]
     Rpc { proc: &'static str, err: RpcError },
     #[error("{proc} failed: {status:?}")]

@@ -93,15 +93,13 @@ pub async fn mnt(addr: SocketAddr, export: &str, params: &ConnParams, timeout: D
             let ours = params.gss.as_ref().map_or(rpcsec::Flavor::Sys, |g| rpcsec::Flavor::of_service(g.service));
             let listed = |f: i32| f as u32 == ours.pseudo_flavor() || (ours == rpcsec::Flavor::Sys && f == 0);
             if !flavors.is_empty() && !flavors.iter().any(|&f| listed(f)) {
-                let names: Vec<String> = flavors
-                    .iter()
-                    .map(|&f| rpcsec::Flavor::from_pseudo_flavor(f as u32).map_or(f.to_string(), |n| n.to_string()))
-                    .collect();
-                let why = format!(
-                    "the export asks for sec={}, this mount speaks sec={ours} (add ?sec= to the URL)",
-                    names.join(":")
-                );
-                return Err(Error::Mount { export: export.into(), why });
+                let mut offered: Vec<rpcsec::Flavor> = Vec::new();
+                for f in flavors.iter().filter_map(|&f| rpcsec::Flavor::from_pseudo_flavor(f as u32)) {
+                    if !offered.contains(&f) {
+                        offered.push(f);
+                    }
+                }
+                return Err(Error::WrongSec { export: export.into(), asked: ours, offered });
             }
             Ok(nfs_fh3 { data: ok.fhandle })
         }

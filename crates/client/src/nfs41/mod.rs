@@ -18,6 +18,7 @@ mod opens;
 mod ops;
 mod pnfs;
 mod reply;
+mod secinfo;
 mod session;
 mod v42;
 

@@ -224,8 +224,34 @@ impl Nfs41 {
         let ops = lookup_export_ops(export);
         let components = ops.len().saturating_sub(3);
         let mount_failed = |e: Error| Error::Mount { export: export.into(), why: e.to_string() };
-        let res = self.compound(ops).await.map_err(mount_failed)?;
+        let res = match self.compound(ops).await {
+            Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_WRONGSEC, .. }) => return Err(self.wrong_sec(export).await),
+            other => other.map_err(mount_failed)?,
+        };
         lookup_export_reply(&res, components).map_err(mount_failed)
+    }
+
+    /// The security flavor this mount's calls go under.
+    fn conn_flavor(&self) -> rpcsec::Flavor {
+        self.conn.flavor()
+    }
+
+    /// Why the export refused this mount's flavor: the flavors SECINFO
+    /// lists for it, from its parent (RFC 8881 section 2.6.3.1).
+    async fn wrong_sec(&self, export: &str) -> Error {
+        let asked = self.conn_flavor();
+        let comps: Vec<&str> = export.split('/').filter(|c| !c.is_empty()).collect();
+        let Some((last, parents)) = comps.split_last() else {
+            return Error::WrongSec { export: export.into(), asked, offered: Vec::new() };
+        };
+        let mut ops = vec![nfs_argop4::OP_PUTROOTFH];
+        ops.extend(parents.iter().map(|c| lookup_op(c)));
+        ops.push(nfs_argop4::OP_SECINFO(SECINFO4args { name: Bytes::copy_from_slice(last.as_bytes()) }));
+        let offered = match self.compound(ops).await.and_then(|r| r.op(comps.len()).cloned()) {
+            Ok(nfs_resop4::OP_SECINFO(SECINFO4res::NFS4_OK(list))) => super::secinfo::flavors(&list),
+            _ => Vec::new(),
+        };
+        Error::WrongSec { export: export.into(), asked, offered }
     }
 
     /// The largest READ and WRITE the server takes.

@@ -52,6 +52,11 @@ async fn step(next: Box<dyn Initiating>, token: Option<Bytes>) -> Result<InitSte
 }
 
 impl Connection {
+    /// The security flavor NFS calls go under.
+    pub fn flavor(&self) -> rpcsec::Flavor {
+        self.gss.as_ref().map_or(rpcsec::Flavor::Sys, |g| rpcsec::Flavor::of_service(g.service))
+    }
+
     /// Whether calls of `prog` go under the connection's context: NFS
     /// itself; portmap, MOUNT and NLM keep AUTH_SYS, which servers accept
     /// for them.
