@@ -37,6 +37,9 @@ pub struct GssSettings {
     pub context_idle_secs: u32,
     /// Largest context-creation token accepted, in bytes. Default 65536.
     pub max_token_bytes: u32,
+    /// Clients whose refusals are remembered so that each kind is logged
+    /// once per client. Default 4096.
+    pub logged_clients: usize,
 }
 
 impl Default for GssSettings {
@@ -52,6 +55,7 @@ impl Default for GssSettings {
             max_contexts: l.max_contexts,
             context_idle_secs: l.context_idle_secs,
             max_token_bytes: l.max_token_bytes,
+            logged_clients: l.logged_clients,
         }
     }
 }
@@ -63,6 +67,7 @@ impl GssSettings {
             max_contexts: self.max_contexts,
             context_idle_secs: self.context_idle_secs,
             max_token_bytes: self.max_token_bytes,
+            logged_clients: self.logged_clients,
         }
     }
 }

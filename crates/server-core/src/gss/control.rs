@@ -107,8 +107,8 @@ impl Core {
 
     /// The creation reply telling the client the mechanism's failure.
     fn init_failed(&self, h: &CallHead, peer: &PeerInfo, gss_major: u32, gss_minor: u32, why: &str) -> Outcome {
-        self.warn(WarnKind::Auth, || {
-            tracing::warn!(peer = %peer.addr, xid = h.xid, gss_major, gss_minor, "RPCSEC_GSS context refused: {why}")
+        self.gss_log_once(peer, "rpcsec_gss.init_failed", || {
+            tracing::warn!(peer = %peer.addr, xid = h.xid, gss_major, gss_minor, "RPCSEC_GSS context refused: {why} (logged once per client)")
         });
         let res =
             rpc_gss_init_res { handle: Bytes::new(), gss_major, gss_minor, seq_window: 0, gss_token: Bytes::new() };

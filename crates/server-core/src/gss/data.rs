@@ -79,8 +79,8 @@ impl Core {
                 args,
             },
             Err(e) => {
-                self.warn(WarnKind::Garbage, || {
-                    tracing::warn!(peer = %peer.addr, xid = h.xid, principal = %ctx.principal, "RPCSEC_GSS arguments refused: {e}")
+                self.gss_log_once(peer, "rpcsec_gss.garbage_args", || {
+                    tracing::warn!(peer = %peer.addr, xid = h.xid, principal = %ctx.principal, "RPCSEC_GSS arguments refused: {e} (logged once per client)")
                 });
                 let reply =
                     self.gss_accepted(&ctx, h.xid, cred.seq_num, reply_data::default(accept_stat::GARBAGE_ARGS));
@@ -143,15 +143,25 @@ impl Core {
 
     /// A refusal of an RPCSEC_GSS call with `stat`, logged (rate-limited).
     pub(super) fn gss_refused(&self, h: &CallHead, peer: &PeerInfo, stat: auth_stat, why: &str) -> Outcome {
-        self.warn(
-            WarnKind::Auth,
-            || tracing::warn!(peer = %peer.addr, xid = h.xid, ?stat, "RPCSEC_GSS call refused: {why}"),
-        );
         let label = match stat {
             auth_stat::RPCSEC_GSS_CREDPROBLEM => "rpcsec_gss.credproblem",
             auth_stat::RPCSEC_GSS_CTXPROBLEM => "rpcsec_gss.ctxproblem",
             _ => "rpcsec_gss.badcred",
         };
+        self.gss_log_once(peer, label, || {
+            tracing::warn!(peer = %peer.addr, xid = h.xid, ?stat, "RPCSEC_GSS call refused: {why} (logged once per client)")
+        });
         outcome(rejected_auth(h.xid, stat), label, false)
+    }
+
+    /// Logs a refusal the first time a client gets that kind; after that
+    /// it is only counted (the metrics' `proc` label), or, with too many
+    /// clients to remember, sampled as other warnings are.
+    pub(super) fn gss_log_once(&self, peer: &PeerInfo, kind: &'static str, log: impl FnOnce()) {
+        match self.gss.first_refusal(peer.addr.ip(), kind) {
+            Some(true) => log(),
+            Some(false) => {}
+            None => self.warn(WarnKind::Auth, log),
+        }
     }
 }

@@ -49,11 +49,21 @@ pub struct GssLimits {
     /// AP-REQ with a large authorization part runs to tens of KiB).
     /// Default 65536.
     pub max_token_bytes: u32,
+    /// Client addresses whose refusals are remembered, so that each
+    /// kind of refusal is logged once per client; past it the usual
+    /// sampling of warnings applies. Default 4096.
+    pub logged_clients: usize,
 }
 
 impl Default for GssLimits {
     fn default() -> Self {
-        GssLimits { seq_window: 128, max_contexts: 16384, context_idle_secs: 3600, max_token_bytes: 64 * 1024 }
+        GssLimits {
+            seq_window: 128,
+            max_contexts: 16384,
+            context_idle_secs: 3600,
+            max_token_bytes: 64 * 1024,
+            logged_clients: 4096,
+        }
     }
 }
 
@@ -136,11 +146,21 @@ pub(crate) struct GssState {
     boot: u32,
     next: AtomicU64,
     table: Mutex<Table>,
+    /// (client address, kind of refusal) already logged.
+    logged: Mutex<std::collections::HashSet<(std::net::IpAddr, &'static str)>>,
 }
 
 impl GssState {
     pub(crate) fn new(limits: GssLimits, boot: u32) -> GssState {
-        GssState { acceptor: None, map: None, limits, boot, next: AtomicU64::new(1), table: Default::default() }
+        GssState {
+            acceptor: None,
+            map: None,
+            limits,
+            boot,
+            next: AtomicU64::new(1),
+            table: Default::default(),
+            logged: Default::default(),
+        }
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -179,6 +199,20 @@ impl GssState {
             t.live.remove(&h);
         }
         t.live.insert(ctx.handle.clone(), ctx);
+    }
+
+    /// Whether refusal `kind` of client `ip` is new: logged once per
+    /// client (`None` once too many clients are remembered).
+    pub(crate) fn first_refusal(&self, ip: std::net::IpAddr, kind: &'static str) -> Option<bool> {
+        let mut logged = self.logged.lock();
+        if logged.contains(&(ip, kind)) {
+            return Some(false);
+        }
+        if logged.len() >= self.limits.logged_clients {
+            return None;
+        }
+        logged.insert((ip, kind));
+        Some(true)
     }
 
     /// How many contexts are established (for metrics).
