@@ -38,6 +38,7 @@ pub use clock::{Clock, ManualClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use gss::{GssCaller, GssLimits};
 pub use jobs::{Jobs, NoJobs};
+pub use ops::v4::attrs::idmap::{use_name_source, NameSource};
 pub use park::{Parked, WaitId};
 pub use placement::Placement;
 pub use portmap::uaddr;

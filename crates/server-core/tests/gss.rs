@@ -336,3 +336,33 @@ fn nfsv4_secinfo_names_the_flavors_and_wrongsec_falls_where_the_rfc_says() {
     assert_eq!(r.status, nfsstat4::NFS4ERR_WRONGSEC);
     assert_eq!(r.resarray.len(), 4, "the last put-filehandle operation (RESTOREFH) answers for it");
 }
+
+/// A Kerberos caller gets owner names whatever `owner_format` says
+/// (numeric strings are for AUTH_SYS); an AUTH_SYS caller gets numbers.
+#[test]
+fn kerberos_callers_get_owner_names() {
+    let mut env = env_on("/export *(rw,insecure,sec=krb5:sys)\n", vec![std::sync::Arc::new(vfs::MemFs::new())]);
+    let clock = Arc::new(ManualClock::default());
+    env.core = env
+        .core
+        .with_nfs4_env(clock, Arc::new(NoBackchannel), Arc::new(MemStore::default()))
+        .with_gss(Arc::new(FakeMech { lifetime: LIFETIME }), Arc::new(Accounts));
+    const FATTR4_OWNER: u32 = 36;
+    let ops = || {
+        vec![
+            nfs_argop4::OP_PUTROOTFH,
+            nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: name("export") }),
+            nfs_argop4::OP_GETATTR(GETATTR4args { attr_request: mask(&[FATTR4_OWNER]) }),
+        ]
+    };
+    let owner = |r: COMPOUND4res| {
+        assert_eq!(r.status, nfsstat4::NFS4_OK);
+        let nfs_resop4::OP_GETATTR(proto::nfs4::GETATTR4res::NFS4_OK(ok)) = &r.resarray[2] else { panic!() };
+        let s = Decoder::new(ok.obj_attributes.attr_vals.clone()).opaque_var(1024).unwrap();
+        String::from_utf8(s.to_vec()).unwrap()
+    };
+    // The MemFs root belongs to root (uid 0), which every host names.
+    assert_eq!(owner(As(&env, &user()).compound(0, ops())), "0");
+    let krb = Gss { env: &env, client: RefCell::new(login(&env, 51)), service: Service::None };
+    assert_eq!(owner(krb.compound(0, ops())), "root@localdomain");
+}

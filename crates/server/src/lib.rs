@@ -15,6 +15,7 @@ pub mod gss;
 pub mod jobs;
 pub mod lone_poll;
 pub mod metrics;
+pub mod names;
 pub mod settings;
 pub mod sink;
 pub mod slots;
@@ -183,6 +184,11 @@ impl Server {
         };
         let jobs = Arc::new(jobs::Threads::default());
         let kerberos = if gss::wanted(&exports) { Some(gss::mechanism(&settings.gss)?) } else { None };
+        let nfs4 = &settings.core.nfs4;
+        server_core::use_name_source(Box::new(names::NssNames::new(
+            Duration::from_secs(nfs4.owner_cache_secs.into()),
+            nfs4.owner_cache_entries,
+        )));
         let core_settings = CoreSettings { gss: settings.gss.limits(), ..settings.core.clone() };
         let mut core = Core::new(core_settings, exports, key, state::boot_verifier(), ports)
             .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)

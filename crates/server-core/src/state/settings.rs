@@ -90,6 +90,11 @@ pub struct Nfs4Settings {
     pub owner_format: OwnerFormat,
     /// The NFSv4 id-mapping domain (`user@domain`).
     pub domain: String,
+    /// Seconds an owner name (or its absence) found in the host's user
+    /// and group databases is used before it is looked up again.
+    pub owner_cache_secs: u32,
+    /// Owner names and ids kept; past it the cache starts over.
+    pub owner_cache_entries: usize,
     /// Bytes one COPY copies before it answers (NFSv4.2): a longer copy
     /// is answered short with the count done, and the client asks for the
     /// rest, so no worker is held for a whole large file (knfsd caps its
@@ -128,6 +133,8 @@ impl Default for Nfs4Settings {
             delegations: DelegationPolicy::ReadWrite,
             owner_format: OwnerFormat::Numeric,
             domain: "localdomain".into(),
+            owner_cache_secs: 60,
+            owner_cache_entries: 65536,
             copy_sync_max: 64 * 1024 * 1024,
             max_async_copies: 16,
             cb_getattr_wait_ms: 100,

@@ -1,7 +1,12 @@
 //! `owner` / `owner_group` strings (RFC 8881 section 5.9): `user@domain`
-//! from the host's /etc/passwd and /etc/group (read once), or bare
-//! numeric ids, per `OwnerFormat`. Numeric strings are always accepted
-//! from clients.
+//! from the host's user and group databases, or bare numeric ids, per
+//! `OwnerFormat` and the caller's flavor: a Kerberos caller always gets
+//! names (numeric strings are for AUTH_SYS, RFC 7530 section 5.9, and
+//! Kerberos clients map names through their own id mapper). The names
+//! come from the [`NameSource`] the server installs (its NSS databases,
+//! where directory users live too); without one, /etc/passwd and
+//! /etc/group, read once. Numeric strings are always accepted from
+//! clients.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -9,6 +14,43 @@ use std::sync::OnceLock;
 use proto::nfs4::nfsstat4;
 
 use crate::state::{Nfs4Settings, OwnerFormat};
+
+/// Where owner names come from.
+pub trait NameSource: Send + Sync {
+    /// The name of user `id` (group `id` with `group`).
+    fn name(&self, id: u32, group: bool) -> Option<String>;
+    /// The id of user (or group) `name`.
+    fn id(&self, name: &str, group: bool) -> Option<u32>;
+}
+
+static SOURCE: OnceLock<Box<dyn NameSource>> = OnceLock::new();
+
+/// Makes `source` the one owner names come from, for the process (the
+/// host's databases are the process's too). The first call wins; later
+/// ones return false.
+pub fn use_name_source(source: Box<dyn NameSource>) -> bool {
+    SOURCE.set(source).is_ok()
+}
+
+fn name_of(id: u32, group: bool) -> Option<String> {
+    match SOURCE.get() {
+        Some(s) => s.name(id, group),
+        None => (if group { groups() } else { users() }).names.get(&id).cloned(),
+    }
+}
+
+fn id_of(name: &str, group: bool) -> Option<u32> {
+    match SOURCE.get() {
+        Some(s) => s.id(name, group),
+        None => (if group { groups() } else { users() }).ids.get(name).copied(),
+    }
+}
+
+/// Whether owners go out as names: the setting says so, or the caller is
+/// Kerberos's.
+pub(crate) fn by_name(s: &Nfs4Settings, auth: &crate::rpc::Auth) -> bool {
+    s.owner_format == OwnerFormat::Name || matches!(auth, crate::rpc::Auth::Gss(_))
+}
 
 #[derive(Default)]
 struct Table {
@@ -58,17 +100,18 @@ fn groups() -> &'static Table {
 #[cfg(test)]
 pub(crate) fn to_name(s: &Nfs4Settings, id: u32, group: bool) -> String {
     let mut e = xdr::Encoder::new();
-    encode_name(&mut e, s, id, group);
+    encode_name(&mut e, s, s.owner_format == OwnerFormat::Name, id, group);
     let name = xdr::Decoder::new(e.into_bytes()).opaque_var(u32::MAX).unwrap_or_default();
     String::from_utf8_lossy(&name).into_owned()
 }
 
 /// The wire form of uid (or gid with `group`) as an XDR string in `e`:
-/// a numeric id without an allocation, as a READDIR writes two per entry.
-pub(crate) fn encode_name(e: &mut xdr::Encoder, s: &Nfs4Settings, id: u32, group: bool) {
-    if s.owner_format == OwnerFormat::Name {
-        let t = if group { groups() } else { users() };
-        if let Some(name) = t.names.get(&id) {
+/// `name@domain` with `by_name` (see [`by_name`]) when the id has a name,
+/// else a numeric id without an allocation, as a READDIR writes two per
+/// entry.
+pub(crate) fn encode_name(e: &mut xdr::Encoder, s: &Nfs4Settings, by_name: bool, id: u32, group: bool) {
+    if by_name {
+        if let Some(name) = name_of(id, group) {
             return e.opaque_var(format!("{name}@{}", s.domain).as_bytes());
         }
     }
@@ -97,8 +140,7 @@ pub(crate) fn from_name(s: &Nfs4Settings, owner: &[u8], group: bool) -> Result<u
     if !domain.eq_ignore_ascii_case(&s.domain) {
         return Err(nfsstat4::NFS4ERR_BADOWNER);
     }
-    let t = if group { groups() } else { users() };
-    t.ids.get(name).copied().ok_or(nfsstat4::NFS4ERR_BADOWNER)
+    id_of(name, group).ok_or(nfsstat4::NFS4ERR_BADOWNER)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 mod decode;
 mod encode;
-mod idmap;
+pub(crate) mod idmap;
 
 use proto::nfs4::*;
 use vfs::SetAttrs;
