@@ -270,9 +270,13 @@ impl RpcCore {
         self.queue.push_back(xid);
     }
 
-    /// The next record to write, if a call is queued and a slot is free.
+    /// The next record to write, if a call is queued and a slot is free
+    /// (under RPCSEC_GSS, also room in the server's sequence window).
     pub fn poll_transmit(&mut self, now: Nanos) -> Option<Vec<Bytes>> {
         while self.in_flight < self.settings.max_in_flight.max(1) {
+            if !self.gss_may_send(*self.queue.front()?) {
+                return None;
+            }
             let xid = self.queue.pop_front()?;
             let Some(p) = self.pending.get_mut(&xid) else { continue }; // cancelled while queued
             let c = self.stats.op(p.name);

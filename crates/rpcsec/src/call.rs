@@ -85,6 +85,11 @@ impl GssClient {
         self.window
     }
 
+    /// The number [`GssClient::next_seq`] hands out next.
+    pub fn upcoming_seq(&self) -> u32 {
+        self.next_seq
+    }
+
     /// A new sequence number; `None` once they are used up (a new context
     /// is needed, RFC 2203 section 5.3.3.3).
     pub fn next_seq(&mut self) -> Option<u32> {
