@@ -17,12 +17,38 @@
 #                                   nfs-ganesha-ceph) instead of PEER_DIR/export: the
 #                                   cluster's ceph.conf, e.g. /tmp/nfsx-ceph/ceph.conf
 #   GANESHA_CEPH_PATH  [/]          the CephFS directory exported then (it must exist)
+#
+# Kerberos (RPCSEC_GSS, for the client's krb5/krb5i/krb5p against a server
+# that shares no code with nfsx), off unless a keytab is given:
+#   GANESHA_KRB5_KEYTAB  [unset]    the keytab of Ganesha's service principals (e.g. the
+#                                   KRB5_KTNAME of scripts/kdc.sh); turns NFS_KRB5 on
+#   GANESHA_KRB5_PRINCIPAL  [nfs]   Ganesha's acceptor name, a GSS host-based service name
+#                                   (service[@host]); the bare "nfs" names no host, so MIT
+#                                   krb5 accepts a ticket for any nfs/HOST in the keytab
+#                                   (nfs/localhost and nfs/127.0.0.1 alike); "nfs@HOST"
+#                                   accepts nfs/HOST only
+#   GANESHA_SECTYPE  [sys, krb5, krb5i, krb5p with a keytab, else sys]  the export's
+#                                   SecType, e.g. "krb5p" to refuse every other flavor
+#   GANESHA_ENV  [unset]            VAR=VALUE words set for ganesha.nfsd alone (not for
+#                                   rpcbind), e.g. nss_wrapper's LD_PRELOAD, NSS_WRAPPER_PASSWD
+#                                   and NSS_WRAPPER_GROUP, so that principals map to the users
+#                                   of scripts/kdc.sh's DIR/passwd; no spaces inside a word
+# Ganesha finds the realm through KRB5_CONFIG, which it inherits from this
+# script's environment like any variable. Principals map to users through
+# libnfsidmap (nsswitch method, PEER_DIR/idmapd.conf): user@REALM is the
+# local user "user" when REALM is the default realm of KRB5_CONFIG. With
+# Kerberos on, the export directory is world-writable (sticky, 1777), as
+# principals write there as their own users.
 set -euo pipefail
 
 PEER_DIR=${PEER_DIR:-/tmp/nfsx-ganesha}
 DELEGATIONS=${GANESHA_DELEGATIONS:-none}
 CEPH_CONF=${GANESHA_CEPH_CONF:-}
 CEPH_PATH=${GANESHA_CEPH_PATH:-/}
+KRB5_KEYTAB=${GANESHA_KRB5_KEYTAB:-}
+KRB5_PRINCIPAL=${GANESHA_KRB5_PRINCIPAL:-nfs}
+SECTYPE=${GANESHA_SECTYPE:-$([[ -n $KRB5_KEYTAB ]] && echo "sys, krb5, krb5i, krb5p" || echo sys)}
+read -r -a EXTRA_ENV <<<"${GANESHA_ENV:-}"
 EXPORT=$PEER_DIR/export
 CONF=$PEER_DIR/ganesha.conf
 
@@ -41,12 +67,44 @@ install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# The machine's /etc/idmapd.conf is not ours to rely on: a Domain there
+# would not change which principals map (the realm decides that), but a
+# Method or Local-Realms would.
+write_idmap_conf() {
+  cat >"$PEER_DIR/idmapd.conf" <<IDMAP
+[General]
+Verbosity = 0
+Domain = nfsx.test
+
+[Mapping]
+Nobody-User = nobody
+Nobody-Group = nogroup
+
+[Translation]
+Method = nsswitch
+IDMAP
+}
+
 write_conf() {
   local path=$EXPORT fsal="Name = VFS;" ceph=
   if [[ -n $CEPH_CONF ]]; then
     path=$CEPH_PATH
     fsal='Name = CEPH; User_Id = "admin";'
     ceph="CEPH { Ceph_Conf = $CEPH_CONF; }"
+  fi
+  # Without a keytab NFS_KRB5 keeps Ganesha's defaults, as it always has.
+  local krb5= idmap=
+  if [[ -n $KRB5_KEYTAB ]]; then
+    # CCacheDir holds the credential Ganesha gets for callbacks; its
+    # default is under /var/run.
+    krb5="NFS_KRB5 {
+    Active_krb5 = true;
+    KeytabPath = \"$KRB5_KEYTAB\";
+    PrincipalName = \"$KRB5_PRINCIPAL\";
+    CCacheDir = \"$PEER_DIR/krb5cc\";
+}"
+    idmap="IdmapConf = \"$PEER_DIR/idmapd.conf\";"
+    write_idmap_conf
   fi
   cat >"$CONF" <<CONF
 NFS_CORE_PARAM {
@@ -64,7 +122,9 @@ NFSV4 {
     Delegations = $([[ $DELEGATIONS == none ]] && echo false || echo true);
     RecoveryBackend = fs;
     RecoveryRoot = $PEER_DIR/recovery;
+    $idmap
 }
+$krb5
 EXPORT {
     Export_Id = 1;
     Path = $path;
@@ -73,7 +133,7 @@ EXPORT {
     Transports = TCP;
     Access_Type = RW;
     Squash = No_Root_Squash;
-    SecType = sys;
+    SecType = $SECTYPE;
     Delegations = $DELEGATIONS;
     FSAL { $fsal }
 }
@@ -95,15 +155,20 @@ start() {
     echo $! >"$PEER_DIR/rpcbind.pid"
     for _ in $(seq 50); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
   fi
+  if [[ -n $KRB5_KEYTAB ]]; then
+    [[ -r $KRB5_KEYTAB ]] || { echo "GANESHA_KRB5_KEYTAB=$KRB5_KEYTAB cannot be read" >&2; exit 1; }
+    mkdir -p "$PEER_DIR/krb5cc"
+    chmod 1777 "$EXPORT"
+  fi
   write_conf
-  ganesha.nfsd -f "$CONF" -L "$PEER_DIR/ganesha.log" -p "$PEER_DIR/ganesha.pid" -N NIV_EVENT
+  env ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"} ganesha.nfsd -f "$CONF" -L "$PEER_DIR/ganesha.log" -p "$PEER_DIR/ganesha.pid" -N NIV_EVENT
   for _ in $(seq 100); do port_open 2049 && break; sleep 0.1; done
   if ! running "$PEER_DIR/ganesha.pid" || ! port_open 2049; then
     echo "ganesha did not start; last log lines:" >&2
     tail -20 "$PEER_DIR/ganesha.log" >&2 || true
     exit 1
   fi
-  echo "ganesha serving nfs://127.0.0.1/export (files in ${CEPH_CONF:+CephFS }$([[ -n $CEPH_CONF ]] && echo "$CEPH_PATH" || echo "$EXPORT"))"
+  echo "ganesha serving nfs://127.0.0.1/export${KRB5_KEYTAB:+ (SecType $SECTYPE)} (files in ${CEPH_CONF:+CephFS }$([[ -n $CEPH_CONF ]] && echo "$CEPH_PATH" || echo "$EXPORT"))"
 }
 
 stop_pid() {

@@ -183,6 +183,8 @@ fi
 ganesha_tests() { # CMD ID
   "$1" "$2" --release -p client --test against_ganesha -- --ignored
   "$1" "$2" --release -p nfsx --test bench_ganesha -- --ignored
+  # Restarts Ganesha with Kerberos and puts it back: after the others.
+  "$1" "$2" --release -p client --test against_ganesha_krb5 -- --ignored
 }
 stage ganesha "NFS-Ganesha interop"
 if [[ ${GANESHA:-1} != 0 ]]; then
