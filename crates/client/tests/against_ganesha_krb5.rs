@@ -256,7 +256,7 @@ fn ganesha_under_kerberos_each_service_and_version() {
     // An export that takes krb5p only: AUTH_SYS is refused over either
     // version, with a reason; krb5p gets in, and so does a URL without
     // sec=, which takes the flavor the export lists (MOUNT's list over
-    // NFSv3, SECINFO_NO_NAME over NFSv4.1).
+    // NFSv3, SECINFO over NFSv4.1).
     g.restart(&realm, Some("krb5p"));
     for version in ["3", "4.1"] {
         let url = format!("nfs://127.0.0.1/export?version={version}");
