@@ -149,6 +149,7 @@ row_args() {
     rand-write-4k-16t) echo data --mode rand-write --io-size 4KiB --threads 16 --size 64MiB --direct "${d[@]}" ;;
     seq-read-1m-1t) echo data --mode seq-read --io-size 1MiB --threads 1 --size 256MiB --no-data-cache "${d[@]}" ;;
     seq-read-1m-4t) echo data --mode seq-read --io-size 1MiB --threads 4 --size 256MiB --no-data-cache "${d[@]}" ;;
+    seq-write-1m-1t) echo data --mode seq-write --io-size 1MiB --threads 1 --size 256MiB --direct "${d[@]}" ;;
     seq-write-1m-4t) echo data --mode seq-write --io-size 1MiB --threads 4 --size 256MiB --direct "${d[@]}" ;;
     sync-8k-16t) echo data --mode seq-write --io-size 8KiB --threads 16 --sync --size 64MiB "${d[@]}" ;;
     liststat) echo metadata --op list,stat --files "$FILES" ;;

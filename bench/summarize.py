@@ -104,9 +104,11 @@ def target_label(url, nfsx_ports):
     if not m:
         return os.path.basename(url.rstrip("/")) or url
     port = m.group(1)
+    sec = re.search(r"[?&]sec=([a-z0-9]+)", url)
+    suffix = f" {sec.group(1)}" if sec else ""
     if port is None:
-        return "Ganesha"
-    return "nfsx" if len(nfsx_ports) == 1 else f"nfsx:{port}"
+        return "Ganesha" + suffix
+    return ("nfsx" if len(nfsx_ports) == 1 else f"nfsx:{port}") + suffix
 
 
 def metric_of(d, point):
