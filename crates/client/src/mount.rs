@@ -99,6 +99,10 @@ pub async fn mnt(addr: SocketAddr, export: &str, params: &ConnParams, timeout: D
                         offered.push(f);
                     }
                 }
+                if offered.is_empty() {
+                    let why = format!("needs auth flavors {flavors:?}");
+                    return Err(Error::Mount { export: export.into(), why });
+                }
                 return Err(Error::WrongSec { export: export.into(), asked: ours, offered });
             }
             Ok(nfs_fh3 { data: ok.fhandle })

@@ -225,7 +225,9 @@ impl Nfs41 {
         let components = ops.len().saturating_sub(3);
         let mount_failed = |e: Error| Error::Mount { export: export.into(), why: e.to_string() };
         let res = match self.compound(ops).await {
-            Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_WRONGSEC, .. }) => return Err(self.wrong_sec(export).await),
+            Err(e @ Error::Nfs4 { status: nfsstat4::NFS4ERR_WRONGSEC, .. }) => {
+                return Err(self.wrong_sec(export).await.unwrap_or_else(|| mount_failed(e)))
+            }
             other => other.map_err(mount_failed)?,
         };
         lookup_export_reply(&res, components).map_err(mount_failed)
@@ -237,21 +239,26 @@ impl Nfs41 {
     }
 
     /// Why the export refused this mount's flavor: the flavors SECINFO
-    /// lists for it, from its parent (RFC 8881 section 2.6.3.1).
-    async fn wrong_sec(&self, export: &str) -> Error {
+    /// lists for it, from its parent (RFC 8881 section 2.6.3.1). `None`
+    /// when SECINFO does not tell or lists this mount's flavor: the
+    /// refusal is then about something else (an export that requires
+    /// RPC-with-TLS, `xprtsec=`, answers WRONGSEC too).
+    async fn wrong_sec(&self, export: &str) -> Option<Error> {
         let asked = self.conn_flavor();
         let comps: Vec<&str> = export.split('/').filter(|c| !c.is_empty()).collect();
-        let Some((last, parents)) = comps.split_last() else {
-            return Error::WrongSec { export: export.into(), asked, offered: Vec::new() };
-        };
+        let (last, parents) = comps.split_last()?;
         let mut ops = vec![nfs_argop4::OP_PUTROOTFH];
         ops.extend(parents.iter().map(|c| lookup_op(c)));
         ops.push(nfs_argop4::OP_SECINFO(SECINFO4args { name: Bytes::copy_from_slice(last.as_bytes()) }));
         let offered = match self.compound(ops).await.and_then(|r| r.op(comps.len()).cloned()) {
             Ok(nfs_resop4::OP_SECINFO(SECINFO4res::NFS4_OK(list))) => super::secinfo::flavors(&list),
-            _ => Vec::new(),
+            _ => return None,
         };
-        Error::WrongSec { export: export.into(), asked, offered }
+        (!offered.is_empty() && !offered.contains(&asked)).then(|| Error::WrongSec {
+            export: export.into(),
+            asked,
+            offered,
+        })
     }
 
     /// The largest READ and WRITE the server takes.
