@@ -14,70 +14,18 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use support::mount::*;
 use support::*;
+use test_support::kdc::Realm;
 
-/// A realm started by scripts/kdc.sh, stopped when dropped.
-struct Realm {
-    dir: PathBuf,
-    _tmp: tempfile::TempDir,
-    server_keytab: String,
-    client_keytab: String,
-}
-
-impl Realm {
-    fn start() -> Option<Realm> {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("realm");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kdc.sh");
-        let out = Command::new(&script).arg("start").arg(&dir).output().expect("run scripts/kdc.sh");
-        let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
-        match out.status.code() {
-            Some(0) => {}
-            Some(3) if !ci => {
-                eprintln!("skipped: no KDC here ({})", String::from_utf8_lossy(&out.stderr).trim());
-                return None;
-            }
-            _ => panic!("scripts/kdc.sh start failed: {}", String::from_utf8_lossy(&out.stderr)),
-        }
-        let vars: Vec<(String, String)> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-            .collect();
-        let var = |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).expect(k);
-        // The client library in this process, and the mounts it starts,
-        // find the realm through it.
-        std::env::set_var("KRB5_CONFIG", var("KRB5_CONFIG"));
-        Some(Realm { server_keytab: var("KRB5_KTNAME"), client_keytab: var("KRB5_CLIENT_KTNAME"), dir, _tmp: tmp })
-    }
-
-    /// The server's environment: local users alice (20001) and bob (20002)
-    /// from the realm's files.
-    fn server_env(&self) -> Vec<(String, String)> {
-        vec![
-            ("LD_PRELOAD".into(), "libnss_wrapper.so".into()),
-            ("NSS_WRAPPER_PASSWD".into(), self.dir.join("passwd").display().to_string()),
-            ("NSS_WRAPPER_GROUP".into(), self.dir.join("group").display().to_string()),
-        ]
-    }
-
-    fn client(&self, principal: &str) -> client::ClientSettings {
-        let mut s = client::ClientSettings::default();
-        s.gss.keytab = Some(PathBuf::from(&self.client_keytab));
-        s.gss.principal = Some(principal.into());
-        s
-    }
-}
-
-impl Drop for Realm {
-    fn drop(&mut self) {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kdc.sh");
-        let _ = Command::new(script).arg("stop").arg(&self.dir).output();
-    }
+/// The realm's users as the client sees them.
+fn client_as(realm: &Realm, principal: &str) -> client::ClientSettings {
+    let mut s = client::ClientSettings::default();
+    s.gss.keytab = Some(PathBuf::from(&realm.client_keytab));
+    s.gss.principal = Some(principal.into());
+    s
 }
 
 fn owner(p: &Path) -> (u32, u32) {
@@ -93,7 +41,7 @@ fn kerberos_mounts_each_service_as_the_principal_s_user() {
     let srv = TestServer::start(ServerOpts {
         exports: Some("$EXPORT 127.0.0.1(rw,insecure,sec=krb5p:krb5i:krb5)\n"),
         extra_config: &config,
-        env: realm.server_env(),
+        env: realm.nss_env(),
         ..Default::default()
     });
     // The export root is the test runner's; the principals' users write in it.
@@ -109,7 +57,7 @@ fn kerberos_mounts_each_service_as_the_principal_s_user() {
                 let url = format!("{base}?version={version}&sec={sec}");
                 let name = format!("{who}-{sec}-v{version}");
                 rt.block_on(async {
-                    let c = client::Client::connect(&url, realm.client(who))
+                    let c = client::Client::connect(&url, client_as(&realm, who))
                         .await
                         .unwrap_or_else(|e| panic!("{url} as {who}: {e}\nserver log:\n{}", srv.log_text()));
                     c.write_file(&name, &data).await.unwrap();
@@ -135,7 +83,7 @@ fn kerberos_mounts_each_service_as_the_principal_s_user() {
     for version in ["3", "4.1"] {
         let url = format!("{base}?version={version}");
         rt.block_on(async {
-            let c = client::Client::connect(&url, realm.client("alice")).await.unwrap();
+            let c = client::Client::connect(&url, client_as(&realm, "alice")).await.unwrap();
             assert!(c.kerberos(), "{url}: negotiated Kerberos");
             c.write_file(&format!("negotiated-v{version}"), b"x").await.unwrap();
         });

@@ -20,60 +20,18 @@ use std::process::Command;
 
 use client::{Client, ClientSettings};
 use common::*;
+use test_support::kdc::Realm;
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts").join(name)
 }
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
-}
-
-/// A realm started by scripts/kdc.sh, stopped when dropped.
-struct Realm {
-    dir: PathBuf,
-    _tmp: tempfile::TempDir,
-    server_keytab: String,
-    client_keytab: String,
-}
-
-impl Realm {
-    fn start() -> Option<Realm> {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("realm");
-        let out = Command::new(script("kdc.sh")).arg("start").arg(&dir).output().expect("run scripts/kdc.sh");
-        match out.status.code() {
-            Some(0) => {}
-            Some(3) if !ci() => {
-                eprintln!("skipped: no KDC here ({})", String::from_utf8_lossy(&out.stderr).trim());
-                return None;
-            }
-            _ => panic!("scripts/kdc.sh start failed: {}", String::from_utf8_lossy(&out.stderr)),
-        }
-        let vars: Vec<(String, String)> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-            .collect();
-        let var = |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).expect(k);
-        // The client library in this process finds the realm through it,
-        // and so does Ganesha, started from here.
-        std::env::set_var("KRB5_CONFIG", var("KRB5_CONFIG"));
-        Some(Realm { server_keytab: var("KRB5_KTNAME"), client_keytab: var("KRB5_CLIENT_KTNAME"), dir, _tmp: tmp })
-    }
-
-    fn client(&self, principal: &str) -> ClientSettings {
-        let mut s = ClientSettings::default();
-        s.gss.keytab = Some(PathBuf::from(&self.client_keytab));
-        s.gss.principal = Some(principal.into());
-        s
-    }
-}
-
-impl Drop for Realm {
-    fn drop(&mut self) {
-        let _ = Command::new(script("kdc.sh")).arg("stop").arg(&self.dir).output();
-    }
+/// The realm's users as the client sees them.
+fn client_as(realm: &Realm, principal: &str) -> ClientSettings {
+    let mut s = ClientSettings::default();
+    s.gss.keytab = Some(PathBuf::from(&realm.client_keytab));
+    s.gss.principal = Some(principal.into());
+    s
 }
 
 /// Where scripts/ganesha.sh keeps Ganesha's files.
@@ -135,11 +93,7 @@ impl Kerberized {
     /// (the script's default, all four, if none).
     fn restart(&self, realm: &Realm, sectype: Option<&str>) {
         ganesha("stop", &[]).unwrap();
-        let nss = format!(
-            "LD_PRELOAD=libnss_wrapper.so NSS_WRAPPER_PASSWD={} NSS_WRAPPER_GROUP={}",
-            realm.dir.join("passwd").display(),
-            realm.dir.join("group").display()
-        );
+        let nss = realm.nss_env().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
         let krb5_config = std::env::var("KRB5_CONFIG").unwrap();
         let mut env = vec![
             ("GANESHA_KRB5_KEYTAB", realm.server_keytab.clone()),
@@ -176,7 +130,7 @@ async fn connect(url: &str, settings: ClientSettings) -> Client {
 /// Writes, reads back and removes a file as `who`, checking that Ganesha
 /// stored it as `uid`.
 async fn round_trip(realm: &Realm, url: &str, who: &str, uid: u32, name: &str, data: &[u8]) {
-    let c = connect(url, realm.client(who)).await;
+    let c = connect(url, client_as(realm, who)).await;
     write_file(&c, name, data).await;
     assert!(read_file(&c, name).await == data, "{url}: what was read back is not what was written");
     assert_eq!(owner_uid(&peer_dir().join("export").join(name)), uid, "{url}: {name} belongs to {who}'s user");
@@ -226,7 +180,7 @@ fn ganesha_under_kerberos_each_service_and_version() {
             let name = scratch(&format!("{sec}-v{version}"));
             rt.block_on(round_trip(&realm, &url, "alice", 20001, &name, &data));
             rt.block_on(async {
-                let c = connect(&url, realm.client("alice")).await;
+                let c = connect(&url, client_as(&realm, "alice")).await;
                 bursts(&c, &url, &name).await;
                 c.shutdown().await;
             });
@@ -267,7 +221,7 @@ fn ganesha_under_kerberos_each_service_and_version() {
         let krb5p = format!("{url}&sec=krb5p");
         rt.block_on(round_trip(&realm, &krb5p, "alice", 20001, &scratch(&format!("only-v{version}")), &data[..65536]));
         rt.block_on(async {
-            let c = connect(&url, realm.client("alice")).await;
+            let c = connect(&url, client_as(&realm, "alice")).await;
             assert!(c.kerberos(), "{url}: Kerberos negotiated");
             let name = scratch(&format!("negotiated-v{version}"));
             c.write_file(&name, b"negotiated").await.unwrap();

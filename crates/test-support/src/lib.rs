@@ -4,4 +4,5 @@
 //! reaches the server differs.
 #![forbid(unsafe_code)]
 
+pub mod kdc;
 pub mod nfs4;
