@@ -360,23 +360,13 @@ impl Connection {
         proc_: u32,
         args: Vec<Bytes>,
     ) -> Result<Bytes, RpcError> {
-        if !self.sealed_program(prog) {
-            return self.call_once(name, prog, vers, proc_, args).await;
+        if self.sealed_program(prog) {
+            return self.call_sealed(name, prog, vers, proc_, args).await;
         }
-        let gen = self.gss_ready(prog, vers).await?;
-        match self.call_once(name, prog, vers, proc_, args.clone()).await {
-            // The server lost the context or it ran out: a new one, and
-            // the call again (it was refused before it ran).
-            Err(RpcError::GssContext(why)) => {
-                tracing::info!(%why, "RPCSEC_GSS context refused; setting up a new one");
-                self.gss_setup(prog, vers, gen).await?;
-                self.call_once(name, prog, vers, proc_, args).await
-            }
-            other => other,
-        }
+        self.call_once(name, prog, vers, proc_, args).await
     }
 
-    async fn call_once(
+    pub(super) async fn call_once(
         &self,
         name: Option<&'static str>,
         prog: u32,

@@ -253,3 +253,11 @@ mod tests {
         assert_eq!(ok.mtime, proto::nfs3::set_mtime::SET_TO_CLIENT_TIME(max));
     }
 }
+
+/// The new object's owner: the calling process's. Under Kerberos the
+/// server gives it to the mount's principal, and naming another owner
+/// would be refused.
+pub(crate) fn owned(req: &fuser::Request, kerberos: bool, mode: Option<u32>) -> Sattr {
+    let (uid, gid) = if kerberos { (None, None) } else { (Some(req.uid()), Some(req.gid())) };
+    Sattr { mode, uid, gid, ..Default::default() }
+}

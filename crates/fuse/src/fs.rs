@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use client::{Client, Fattr, NodeKind, OpenOptions, Sattr};
+use client::{Client, Fattr, NodeKind, OpenOptions};
 use fuser::{
     Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags,
     ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek,
@@ -71,14 +71,6 @@ pub struct NfsFs {
 fn utf8(name: &OsStr) -> Result<String, Errno> {
     // The client's names are UTF-8; a name that is not cannot be sent.
     name.to_str().map(str::to_owned).ok_or(Errno::EINVAL)
-}
-
-/// The new object's owner: the calling process's. Under Kerberos the
-/// server gives it to the mount's principal, and naming another owner
-/// would be refused.
-fn owned(req: &Request, kerberos: bool, mode: Option<u32>) -> Sattr {
-    let (uid, gid) = if kerberos { (None, None) } else { (Some(req.uid()), Some(req.gid())) };
-    Sattr { mode, uid, gid, ..Default::default() }
 }
 
 impl NfsFs {
@@ -350,7 +342,7 @@ impl Filesystem for NfsFs {
             Ok(n) => n,
             Err(e) => return reply.error(e),
         };
-        let attrs = owned(req, self.client.kerberos(), Some(mode & !umask & 0o7777));
+        let attrs = crate::attr::owned(req, self.client.kerberos(), Some(mode & !umask & 0o7777));
         let spec = specdata3 { specdata1: libc::major(rdev.into()), specdata2: libc::minor(rdev.into()) };
         let kind = match mode & libc::S_IFMT {
             libc::S_IFREG => None,
@@ -373,7 +365,7 @@ impl Filesystem for NfsFs {
             Ok(n) => n,
             Err(e) => return reply.error(e),
         };
-        let attrs = owned(req, self.client.kerberos(), Some(mode & !umask & 0o7777));
+        let attrs = crate::attr::owned(req, self.client.kerberos(), Some(mode & !umask & 0o7777));
         self.make_entry(parent, &name.clone(), reply, |c, dir| async move { c.mkdir_in(&dir, &name, attrs).await });
     }
 
@@ -414,7 +406,7 @@ impl Filesystem for NfsFs {
             Err(e) => return reply.error(e),
         };
         let target = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec();
-        let attrs = owned(req, self.client.kerberos(), None);
+        let attrs = crate::attr::owned(req, self.client.kerberos(), None);
         self.make_entry(parent, &name.clone(), reply, |c, dir| async move {
             c.symlink_in(&dir, &name, &target, attrs).await
         });
@@ -783,7 +775,7 @@ impl Filesystem for NfsFs {
             Ok(d) => d,
             Err(e) => return reply.error(e),
         };
-        let attrs = owned(req, self.client.kerberos(), Some(mode & !umask & 0o7777));
+        let attrs = crate::attr::owned(req, self.client.kerberos(), Some(mode & !umask & 0o7777));
         let exclusive = flags & libc::O_EXCL != 0;
         let (c, inodes, files, ttl) =
             (self.client.clone(), self.inodes.clone(), self.files.clone(), self.settings.attr_ttl);

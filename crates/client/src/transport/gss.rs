@@ -64,6 +64,28 @@ impl Connection {
         self.gss.is_some() && prog == proto::nfs3::NFS_PROGRAM
     }
 
+    /// A call under the connection's context: set up first if there is
+    /// none; when the server lost it or it ran out, a new one and the call
+    /// again (it was refused before it ran).
+    pub(super) async fn call_sealed(
+        &self,
+        name: Option<&'static str>,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: Vec<Bytes>,
+    ) -> Result<Bytes, RpcError> {
+        let gen = self.gss_ready(prog, vers).await?;
+        match self.call_once(name, prog, vers, proc_, args.clone()).await {
+            Err(RpcError::GssContext(why)) => {
+                tracing::info!(%why, "RPCSEC_GSS context refused; setting up a new one");
+                self.gss_setup(prog, vers, gen).await?;
+                self.call_once(name, prog, vers, proc_, args).await
+            }
+            other => other,
+        }
+    }
+
     /// The generation of the context calls go under now, setting one up
     /// if there is none yet.
     pub(super) async fn gss_ready(&self, prog: u32, vers: u32) -> Result<u64, RpcError> {
