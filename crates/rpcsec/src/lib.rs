@@ -11,6 +11,7 @@
 
 mod body;
 pub mod call;
+pub mod callee;
 mod flavor;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 pub use body::{open_body, seal_body, BodyError};
 pub use call::{GssClient, ReplyError};
+pub use callee::{Callee, SharedContext};
 pub use flavor::{Flavor, Service, KRB5_OID_DER};
 pub use window::{SeqWindow, Verdict};
 

@@ -366,3 +366,177 @@ fn kerberos_callers_get_owner_names() {
     let krb = Gss { env: &env, client: RefCell::new(login(&env, 51)), service: Service::None };
     assert_eq!(owner(krb.compound(0, ops())), "root@localdomain");
 }
+
+// ---- The NFSv4.1 back channel under a lent context (RFC 8881 2.10.8.2) ----
+
+use common::v4::RecordingBackchannel;
+use proto::nfs4::{
+    callback_sec_parms4, gss_cb_handles4, rpc_gss_svc_t, BACKCHANNEL_CTL4args, CREATE_SESSION4res,
+    CREATE_SESSION4_FLAG_CONN_BACK_CHAN, EXCHGID4_FLAG_USE_NON_PNFS, SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED,
+    SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRING, SEQ4_STATUS_CB_PATH_DOWN,
+};
+use rpcsec::callee::{credential, Callee};
+use test_support::nfs4::{create_session_args, exchange_id_args, seq_res, Session};
+
+fn gss_env_cb() -> (Env, Arc<ManualClock>, Arc<RecordingBackchannel>) {
+    let mut env = env("/export *(rw,insecure,sec=krb5:krb5i:krb5p)\n");
+    let clock = Arc::new(ManualClock::default());
+    let cb = Arc::new(RecordingBackchannel::default());
+    env.core = env
+        .core
+        .with_nfs4_env(clock.clone(), cb.clone(), Arc::new(MemStore::default()))
+        .with_gss(Arc::new(FakeMech { lifetime: LIFETIME }), Arc::new(Accounts));
+    env.peer.conn = 7;
+    (env, clock, cb)
+}
+
+fn lend(from_server: &Bytes, service: rpc_gss_svc_t) -> callback_sec_parms4 {
+    callback_sec_parms4::RPCSEC_GSS(gss_cb_handles4 {
+        gcbp_service: service,
+        gcbp_handle_from_server: from_server.clone(),
+        gcbp_handle_from_client: Bytes::from_static(b"back"),
+    })
+}
+
+fn create_with(t: &Gss, name: &str, sec: Vec<callback_sec_parms4>) -> Result<Session, proto::nfs4::nfsstat4> {
+    let eid = test_support::nfs4::exchange_id(t, 1, exchange_id_args(name, [1; 8], EXCHGID4_FLAG_USE_NON_PNFS));
+    let proto::nfs4::EXCHANGE_ID4res::NFS4_OK(eid) = eid else { panic!("{eid:?}") };
+    let mut args = create_session_args(eid.eir_clientid, eid.eir_sequenceid, CREATE_SESSION4_FLAG_CONN_BACK_CHAN, 8);
+    args.csa_sec_parms = sec;
+    match test_support::nfs4::create_session(t, 1, args) {
+        CREATE_SESSION4res::NFS4_OK(cs) => {
+            let slots = cs.csr_fore_chan_attrs.ca_maxrequests as usize;
+            Ok(Session { clientid: eid.eir_clientid, sessionid: cs.csr_sessionid, seq: vec![0; slots], minor: 1 })
+        }
+        CREATE_SESSION4res::default(s) => Err(s),
+    }
+}
+
+/// Splits a callback record: xid, the header through the credential, the
+/// credential, the verifier, the body.
+fn split_call(rec: &Bytes) -> (u32, Bytes, Option<proto::rpcsec_gss::rpc_gss_cred_vers_1_t>, opaque_auth, Bytes) {
+    let mut d = Decoder::new(rec.clone());
+    let xid = d.u32().unwrap();
+    for _ in 0..5 {
+        d.u32().unwrap();
+    }
+    let cred = opaque_auth::decode(&mut d).unwrap();
+    let header = rec.slice(..rec.len() - d.remaining());
+    let verf = opaque_auth::decode(&mut d).unwrap();
+    let gss = (cred.flavor == auth_flavor::RPCSEC_GSS).then(|| credential(cred.body).unwrap());
+    (xid, header, gss, verf, d.rest())
+}
+
+/// The client's answer to a callback under `back`: accepted, its
+/// verifier, `results` sealed.
+fn sealed_reply(back: &mut Callee, xid: u32, seq: u32, results: &[u8]) -> Bytes {
+    let mut e = xdr::Encoder::new();
+    e.u32(xid);
+    e.u32(1);
+    e.u32(0);
+    xdr::Encode::encode(&back.verifier(seq).unwrap(), &mut e);
+    e.u32(0);
+    e.append_segments(back.seal_results(seq, results).unwrap());
+    e.into_bytes()
+}
+
+/// SEQUENCE's status flags for session `s`.
+fn flags(t: &Gss, s: &mut Session) -> u32 {
+    let seq = s.sequence(0);
+    seq_res(&t.compound(1, vec![seq])).sr_status_flags
+}
+
+#[test]
+fn callbacks_go_under_the_context_the_client_lends_and_their_replies_are_checked() {
+    let (env, _, cb) = gss_env_cb();
+    let c = login(&env, 7);
+    let handle = c.handle().clone();
+    let t = Gss { env: &env, client: RefCell::new(c), service: Service::Integrity };
+    let mut s = create_with(&t, "lender", vec![lend(&handle, rpc_gss_svc_t::RPC_GSS_SVC_PRIVACY)]).unwrap();
+    // The probe (CB_NULL) names the client's handle, is checksummed with
+    // the context, and its reply must be too.
+    let (_, probe) = cb.sent.lock().unwrap()[0].clone();
+    let (xid, header, cred, verf, body) = split_call(&probe);
+    let cred = cred.expect("the probe goes under RPCSEC_GSS");
+    assert_eq!((cred.handle.as_ref(), cred.seq_num), (&b"back"[..], 1));
+    let mut back = Callee::new(Bytes::from_static(b"back"), Service::Privacy, Box::new(FakeContext::pair(7).1), 128);
+    let got = back.admit(&header, &cred, &verf, body).expect("the probe verifies and opens");
+    assert!(got.args.is_empty());
+    env.raw(sealed_reply(&mut back, xid, got.seq, &[]));
+    assert_eq!(flags(&t, &mut s) & SEQ4_STATUS_CB_PATH_DOWN, 0, "the back channel is up");
+
+    // A reply whose verifier is not the context's: the back channel is
+    // down, as for any callback that failed.
+    let mut s2 = create_with(&t, "lender2", vec![lend(&handle, rpc_gss_svc_t::RPC_GSS_SVC_INTEGRITY)]).unwrap();
+    let (_, probe) = cb.sent.lock().unwrap()[1].clone();
+    let (xid, header, cred, verf, body) = split_call(&probe);
+    let cred = cred.unwrap();
+    let mut liar = Callee::new(Bytes::from_static(b"back"), Service::Integrity, Box::new(FakeContext::pair(99).1), 128);
+    assert!(liar.admit(&header, &cred, &verf, body).is_err(), "another key does not verify the call");
+    env.raw(sealed_reply(&mut liar, xid, cred.seq_num, &[]));
+    assert_ne!(flags(&t, &mut s2) & SEQ4_STATUS_CB_PATH_DOWN, 0);
+}
+
+#[test]
+fn a_handle_that_names_no_context_of_the_caller_is_noent() {
+    let (env, _, _) = gss_env_cb();
+    let c = login(&env, 7);
+    let t = Gss { env: &env, client: RefCell::new(c), service: Service::None };
+    let bogus = Bytes::from_static(b"Handle from server");
+    let with_none = vec![callback_sec_parms4::AUTH_NONE, lend(&bogus, rpc_gss_svc_t::RPC_GSS_SVC_PRIVACY)];
+    assert_eq!(create_with(&t, "a", with_none).err(), Some(proto::nfs4::nfsstat4::NFS4ERR_NOENT));
+    // mallory's context exists, but is not alice's to lend.
+    let (r, res) = init(&env, "mallory@ELSEWHERE", 9);
+    let (mut ctx, _) = FakeContext::pair(9);
+    check_init_verifier(&mut ctx, &res, &accepted_verf(&r)).unwrap();
+    let theirs = vec![lend(&res.handle, rpc_gss_svc_t::RPC_GSS_SVC_NONE)];
+    assert_eq!(create_with(&t, "b", theirs).err(), Some(proto::nfs4::nfsstat4::NFS4ERR_NOENT));
+    // BACKCHANNEL_CTL checks its handles as CREATE_SESSION does.
+    let mine = t.client.borrow().handle().clone();
+    let mut s = create_with(&t, "c", vec![callback_sec_parms4::AUTH_NONE]).unwrap();
+    let r = s.run(
+        &t,
+        vec![nfs_argop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4args {
+            bca_cb_program: 0x40000000,
+            bca_sec_parms: vec![lend(&Bytes::from_static(b"nope"), rpc_gss_svc_t::RPC_GSS_SVC_NONE)],
+        })],
+    );
+    assert_eq!(r.status, proto::nfs4::nfsstat4::NFS4ERR_NOENT);
+    let r = s.run(
+        &t,
+        vec![nfs_argop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4args {
+            bca_cb_program: 0x40000000,
+            bca_sec_parms: vec![lend(&mine, rpc_gss_svc_t::RPC_GSS_SVC_NONE)],
+        })],
+    );
+    assert_eq!(r.status, proto::nfs4::nfsstat4::NFS4_OK, "{r:?}");
+}
+
+#[test]
+fn sequence_warns_before_the_lent_context_expires_and_backchannel_ctl_lends_a_newer_one() {
+    let (env, clock, _) = gss_env_cb();
+    let old = login(&env, 7);
+    let old_handle = old.handle().clone();
+    let t = Gss { env: &env, client: RefCell::new(old), service: Service::None };
+    let mut s = create_with(&t, "renewer", vec![lend(&old_handle, rpc_gss_svc_t::RPC_GSS_SVC_NONE)]).unwrap();
+    let gss_flags = SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRING | SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED;
+    assert_eq!(flags(&t, &mut s) & gss_flags, 0);
+    // A newer context for the fore channel, half a lifetime later.
+    clock.advance(LIFETIME / 2);
+    *t.client.borrow_mut() = login(&env, 8);
+    // Within a lease (90 s) of the lent context's end: EXPIRING.
+    clock.advance(LIFETIME / 2 - Duration::from_secs(60));
+    assert_eq!(flags(&t, &mut s) & gss_flags, SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRING);
+    clock.advance(Duration::from_secs(61));
+    assert_eq!(flags(&t, &mut s) & gss_flags, SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED);
+    let newer = t.client.borrow().handle().clone();
+    let r = s.run(
+        &t,
+        vec![nfs_argop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4args {
+            bca_cb_program: 0x40000000,
+            bca_sec_parms: vec![lend(&newer, rpc_gss_svc_t::RPC_GSS_SVC_NONE)],
+        })],
+    );
+    assert_eq!(r.status, proto::nfs4::nfsstat4::NFS4_OK, "{r:?}");
+    assert_eq!(flags(&t, &mut s) & gss_flags, 0, "the newer context ends in half a lifetime");
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use proto::rpc::{accept_stat, auth_stat, reply_data};
-use proto::rpcsec_gss::{rpc_gss_cred_t, rpc_gss_cred_vers_1_t, rpc_gss_proc_t};
+use proto::rpcsec_gss::{rpc_gss_cred_vers_1_t, rpc_gss_proc_t};
 use rpcsec::{open_body, Service, Verdict};
 
 use super::{Context, GssCaller};
@@ -29,14 +29,11 @@ pub(crate) enum GssVerdict {
     Answered(Outcome),
 }
 
-/// The version 1 credential, or the auth_stat to refuse it with.
+/// The version 1 credential, or the auth_stat to refuse it with (an
+/// unknown version is the only way a well-formed body fails to decode;
+/// either way the credential is not one we take).
 fn credential(body: Bytes) -> Result<rpc_gss_cred_vers_1_t, auth_stat> {
-    match xdr::from_bytes::<rpc_gss_cred_t>(body) {
-        Ok(rpc_gss_cred_t::RPCSEC_GSS_VERS_1(c)) => Ok(c),
-        // An unknown version is the only way the union fails on a
-        // well-formed body; either way the credential is not one we take.
-        Err(_) => Err(auth_stat::AUTH_BADCRED),
-    }
+    rpcsec::callee::credential(body).ok_or(auth_stat::AUTH_BADCRED)
 }
 
 impl Core {

@@ -15,6 +15,7 @@
 //! pushes out the longest unused, whose owners get
 //! RPCSEC_GSS_CREDPROBLEM and set up a new one.
 
+pub(crate) mod backchannel;
 pub(crate) mod control;
 pub(crate) mod data;
 pub(crate) mod seal;

@@ -10,8 +10,10 @@ use xdr::{Decode, Decoder, Encode, Encoder};
 
 use parking_lot::Mutex;
 
+use super::cb_sec;
 use super::sessions::{BackChannel, CbSlot, CbState, Session, MAX_QUEUED_RECALLS};
 use super::{State4, Tables};
+use crate::gss::backchannel::CbReplyCheck;
 use crate::park::{HolderAnswer, WaitId};
 use crate::Core;
 
@@ -29,6 +31,8 @@ pub(crate) struct Pending {
     pub getattr: Option<WaitId>,
     /// The delegation a CB_RECALL recalls.
     pub recall: Option<stateid4>,
+    /// What its reply must pass when it went under RPCSEC_GSS.
+    pub gss: Option<CbReplyCheck>,
 }
 
 /// Size and change from a CB_GETATTR reply's attributes (the two asked
@@ -44,28 +48,14 @@ fn size_and_change(f: &fattr4) -> Option<(u64, u64)> {
     Some((size, change))
 }
 
-/// The credential flavours we can send callbacks with.
-pub(crate) fn usable_sec(parms: &[callback_sec_parms4]) -> Option<callback_sec_parms4> {
-    parms.iter().find(|p| !matches!(p, callback_sec_parms4::RPCSEC_GSS(_))).cloned()
-}
-
-fn call_header(e: &mut Encoder, xid: u32, program: u32, proc_: u32, sec: &callback_sec_parms4) {
-    for v in [xid, 0, 2, program, CB_VERSION, proc_] {
-        e.u32(v);
-    }
-    match sec {
-        callback_sec_parms4::AUTH_SYS(p) => {
-            e.u32(1);
-            e.opaque_var(&xdr::to_bytes(p));
-        }
-        _ => {
-            e.u32(0);
-            e.u32(0);
-        }
-    }
-    // Verifier: AUTH_NONE.
-    e.u32(0);
-    e.u32(0);
+/// Sends callback `proc_` on `s`'s back channel, under the first flavor
+/// the client offered that is still usable; `None` when none is or the
+/// connection is gone, else what its reply must pass under RPCSEC_GSS.
+fn send_record(st: &State4, s: &mut Session, xid: u32, proc_: u32, args: Vec<Bytes>) -> Option<Option<CbReplyCheck>> {
+    let bc = s.backchannel.as_ref()?;
+    let (program, conn) = (bc.program, bc.conn);
+    let (record, gss) = cb_sec::call_record(&mut s.cb_sec, st.now(), xid, program, CB_VERSION, proc_, args)?;
+    st.backchannel.send(conn, record).then_some(gss)
 }
 
 /// Binds connection `conn` as `session`'s back channel (replacing any
@@ -76,13 +66,14 @@ pub(super) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64)
     let Some(cell) = st.sessions.get(session) else { return false };
     let client = {
         let mut s = cell.lock();
-        let Some(sec) = usable_sec(&s.cb_sec) else { return false };
+        if !cb_sec::any_usable(&s.cb_sec, st.now()) {
+            return false;
+        }
         let slots = s.back.ca_maxrequests.clamp(1, max_cb);
         let queue = s.backchannel.take().map(|b| b.queue).unwrap_or_default();
         s.backchannel = Some(BackChannel {
             conn,
             program: s.cb_program,
-            sec,
             state: CbState::Unknown,
             slots: vec![CbSlot::default(); slots as usize],
             max_ops: s.back.ca_maxoperations,
@@ -102,16 +93,15 @@ pub(super) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     let Some(cell) = st.sessions.get(session) else { return };
     let mut s = cell.lock();
     let client = s.client;
-    let Some(bc) = s.backchannel.as_mut() else { return };
-    let mut e = Encoder::with_capacity(64);
-    call_header(&mut e, xid, bc.program, CB_NULL, &bc.sec);
-    let conn = bc.conn;
-    if st.backchannel.send(conn, e.into_segments()) {
+    let Some(conn) = s.backchannel.as_ref().map(|bc| bc.conn) else { return };
+    if let Some(gss) = send_record(st, &mut s, xid, CB_NULL, Vec::new()) {
         t.callbacks
             .pending
-            .insert((conn, xid), Pending { session: *session, client, slot: None, getattr: None, recall: None });
+            .insert((conn, xid), Pending { session: *session, client, slot: None, getattr: None, recall: None, gss });
     } else {
-        bc.state = CbState::Down;
+        if let Some(bc) = s.backchannel.as_mut() {
+            bc.state = CbState::Down;
+        }
         drop(s);
         refresh_path(st, t, client);
     }
@@ -154,21 +144,23 @@ fn send_cb(
             op,
         ],
     };
-    let mut e = Encoder::with_capacity(256);
-    call_header(&mut e, xid, bc.program, CB_COMPOUND, &bc.sec);
-    args.encode(&mut e);
     let conn = bc.conn;
-    if !st.backchannel.send(conn, e.into_segments()) {
-        bc.state = CbState::Down;
+    let mut e = Encoder::with_capacity(256);
+    args.encode(&mut e);
+    let Some(gss) = send_record(st, s, xid, CB_COMPOUND, e.into_segments()) else {
+        if let Some(bc) = s.backchannel.as_mut() {
+            bc.state = CbState::Down;
+        }
         return false;
-    }
+    };
+    let Some(bc) = s.backchannel.as_mut() else { return false };
     bc.slots[i].seqid = seqid;
     bc.slots[i].busy = Some(xid);
     let recall = match &args.argarray[1] {
         nfs_cb_argop4::OP_CB_RECALL(r) => Some(r.stateid.clone()),
         _ => None,
     };
-    t.callbacks.pending.insert((conn, xid), Pending { session, client, slot: Some(slot), getattr, recall });
+    t.callbacks.pending.insert((conn, xid), Pending { session, client, slot: Some(slot), getattr, recall, gss });
     true
 }
 
@@ -182,12 +174,29 @@ pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> O
     let t = &mut *guard;
     let p = t.callbacks.pending.remove(&(conn, xid))?;
     let mut woken = Vec::new();
-    // None: the call failed at the RPC level or the reply is garbage.
-    let accepted = match reply_body::decode(&mut body) {
-        Ok(reply_body::MSG_ACCEPTED(a)) => matches!(a.reply_data, reply_data::SUCCESS),
-        _ => false,
+    // The results, when the call was accepted and ran (and, under
+    // RPCSEC_GSS, the reply verifies); else the back channel is down.
+    let results = match reply_body::decode(&mut body) {
+        Ok(reply_body::MSG_ACCEPTED(a)) if matches!(a.reply_data, reply_data::SUCCESS) => match &p.gss {
+            None => Some(body.rest()),
+            Some(check) => check
+                .open(&a.verf, body.rest())
+                .inspect_err(|e| {
+                    tracing::warn!(
+                        client = format_args!("{:#x}", p.client),
+                        xid,
+                        "callback reply under RPCSEC_GSS refused: {e}"
+                    )
+                })
+                .ok(),
+        },
+        _ => None,
     };
-    let compound = if accepted && p.slot.is_some() { CB_COMPOUND4res::decode(&mut body).ok() } else { None };
+    let accepted = results.is_some();
+    let compound = match results {
+        Some(r) if p.slot.is_some() => CB_COMPOUND4res::decode(&mut Decoder::new(r)).ok(),
+        _ => None,
+    };
     if let Some(w) = p.getattr {
         let answer = compound.as_ref().and_then(|r| match r.resarray.get(1) {
             Some(nfs_cb_resop4::OP_CB_GETATTR(CB_GETATTR4res::NFS4_OK(ok))) => size_and_change(&ok.obj_attributes),

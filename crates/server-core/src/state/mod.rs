@@ -30,6 +30,7 @@ pub mod settings;
 
 mod api;
 pub(crate) mod callback;
+pub(crate) mod cb_sec;
 pub(crate) mod clients;
 pub(crate) mod delegations;
 pub(crate) mod grace;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use proto::nfs4::{callback_sec_parms4, channel_attrs4, nfs_cb_argop4, sessionid4};
+use proto::nfs4::{channel_attrs4, nfs_cb_argop4, sessionid4};
 
 use super::lease::Lease;
 
@@ -80,7 +80,6 @@ pub(crate) struct CbSlot {
 pub(crate) struct BackChannel {
     pub conn: u64,
     pub program: u32,
-    pub sec: callback_sec_parms4,
     pub state: CbState,
     pub slots: Vec<CbSlot>,
     /// Operations per CB_COMPOUND the client takes.
@@ -128,7 +127,8 @@ pub(crate) struct Session {
     pub window_start: Duration,
     pub conns: Vec<ConnBinding>,
     pub cb_program: u32,
-    pub cb_sec: Vec<callback_sec_parms4>,
+    /// The flavors callbacks may go under, in the client's order.
+    pub cb_sec: Vec<super::cb_sec::CbOffer>,
     pub backchannel: Option<BackChannel>,
 }
 

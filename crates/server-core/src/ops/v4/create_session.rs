@@ -22,7 +22,8 @@ pub(super) fn run(cx: &mut Compound, args: CREATE_SESSION4args) -> Result<CREATE
     // The state reports a channel error only after the client id and
     // sequence checks, as 18.36.4 orders them.
     let channels = channels(&st.settings, &args);
-    st.create_session(&args, principal, cx.conn(), channels)
+    let offers = super::backchannel_ctl::offers(cx, &args.csa_sec_parms);
+    st.create_session(&args, principal, cx.conn(), channels, offers)
 }
 
 /// The fore and back channel attributes the server grants for those asked.

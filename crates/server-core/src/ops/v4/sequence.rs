@@ -4,6 +4,8 @@
 use bytes::Bytes;
 use proto::nfs4::*;
 
+use std::time::Duration;
+
 use super::compound::SeqCtx;
 use super::Compound;
 use crate::state::sessions::{digest, Cached};
@@ -85,6 +87,7 @@ fn claim(cx: &mut Compound, args: &SEQUENCE4args, raw: &Bytes) -> Result<Result<
     if !s.back_bound() {
         flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
     }
+    flags |= crate::state::cb_sec::status_flags(&s.cb_sec, now, Duration::from_secs(st.settings.lease_secs.into()));
     cx.seq = Some(SeqCtx {
         sessionid: sid,
         slotid,

@@ -12,7 +12,7 @@ use proto::nfs4::*;
 
 use crate::state::clients::{self, Principal, V40};
 use crate::state::sessions::{ConnBinding, Session};
-use crate::state::{callback, State4, Tables};
+use crate::state::{callback, cb_sec, State4, Tables};
 
 /// What EXCHANGE_ID tells the client of its record (RFC 8881 18.35.4).
 pub(crate) struct ExchangedId {
@@ -104,6 +104,7 @@ impl State4 {
         principal: Principal,
         conn: u64,
         channels: Result<(channel_attrs4, channel_attrs4), nfsstat4>,
+        offers: Result<Vec<cb_sec::CbOffer>, nfsstat4>,
     ) -> Result<CREATE_SESSION4resok, nfsstat4> {
         let now = self.now();
         let mut guard = self.tables_tidied();
@@ -131,6 +132,7 @@ impl State4 {
             return Err(nfsstat4::NFS4ERR_NOSPC);
         }
         let (fore, back) = channels?;
+        let offers = offers?;
         if !c.confirmed {
             let owner = c.owner.clone();
             self.confirm_incarnation(t, id, &owner, false)?;
@@ -141,7 +143,7 @@ impl State4 {
         let slots = self.settings.initial_target_slots;
         let mut session = Session::new(sid, id, lease, fore.clone(), back.clone(), slots, now);
         session.cb_program = args.csa_cb_program;
-        session.cb_sec = args.csa_sec_parms.clone();
+        session.cb_sec = offers;
         let want_back = args.csa_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0;
         session.conns.push(ConnBinding { conn, fore: true, back: false });
         let cell = self.sessions.insert(session);
@@ -283,13 +285,14 @@ impl State4 {
         &self,
         sid: &sessionid4,
         cb_program: u32,
-        sec_parms: Vec<callback_sec_parms4>,
+        offers: Vec<cb_sec::CbOffer>,
     ) -> Result<(), nfsstat4> {
         let mut t = self.lock_tables();
         let cell = self.sessions.get(sid).ok_or(nfsstat4::NFS4ERR_BADSESSION)?;
         let mut s = cell.lock();
         s.cb_program = cb_program;
-        s.cb_sec = sec_parms;
+        let old = std::mem::take(&mut s.cb_sec);
+        s.cb_sec = cb_sec::merged(offers, old);
         let bound = s.backchannel.as_ref().map(|b| b.conn);
         drop(s);
         if let Some(conn) = bound {
