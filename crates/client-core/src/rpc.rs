@@ -133,18 +133,6 @@ struct Pending {
     transmissions: u32,
 }
 
-/// A call the server made to this client on the same connection (the
-/// NFSv4.1 back channel, RFC 8881 section 2.10.3.1).
-#[derive(Debug, Clone)]
-pub struct IncomingCall {
-    pub xid: u32,
-    pub prog: u32,
-    pub vers: u32,
-    pub proc_: u32,
-    /// The arguments, after the call header.
-    pub args: Bytes,
-}
-
 /// Calls from the server waiting to be answered; more are dropped (the
 /// server retransmits), so a server cannot make the client hold
 /// unbounded memory.
@@ -305,20 +293,19 @@ impl RpcCore {
         // Whatever it holds, the server is still talking on the connection.
         self.last_progress = self.last_progress.max(now);
         let size = record.len() as u64 + 4;
+        // A call's header is kept for its verifier's check; a reply's
+        // record is not cloned (a clone of a buffer that owns its bytes
+        // allocates).
+        let whole = (self.incoming.is_some() && record.get(4..8) == Some(&[0, 0, 0, 0][..])).then(|| record.clone());
         let mut d = Decoder::new(record);
         let msg = rpc_msg::decode(&mut d).ok()?;
         let body = match msg.body {
             rpc_msg_body::REPLY(body) => body,
             rpc_msg_body::CALL(call) => {
                 if let Some(q) = self.incoming.as_mut().filter(|q| q.len() < MAX_INCOMING) {
-                    let args = d.rest();
-                    q.push_back(IncomingCall {
-                        xid: msg.xid,
-                        prog: call.prog,
-                        vers: call.vers,
-                        proc_: call.proc,
-                        args,
-                    });
+                    if let Some(whole) = whole {
+                        q.extend(IncomingCall::new(&whole, msg.xid, call, d.rest()));
+                    }
                 }
                 return None;
             }
@@ -459,23 +446,6 @@ fn framed(body: Vec<Bytes>) -> Vec<Bytes> {
     record
 }
 
-/// The record answering an incoming call `xid` with `results` (AUTH_NONE
-/// verifier, SUCCESS); ready to write as it is.
-pub fn success_reply(xid: u32, results: Vec<Bytes>) -> Vec<Bytes> {
-    let msg = rpc_msg {
-        xid,
-        body: rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply {
-            verf: opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() },
-            reply_data: reply_data::SUCCESS,
-        })),
-    };
-    let mut e = Encoder::new();
-    msg.encode(&mut e);
-    let mut body = e.into_segments();
-    body.extend(results);
-    framed(body)
-}
-
 fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {
     match body {
         reply_body::MSG_ACCEPTED(accepted_reply { reply_data, .. }) => match reply_data {
@@ -492,6 +462,8 @@ fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {
 }
 
 mod gss;
+mod incoming;
 pub use gss::split_init_result;
+pub use incoming::{auth_error_reply, garbage_args_reply, success_reply, success_reply_with, IncomingCall};
 #[cfg(test)]
 mod tests;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use client_core::rpc::{success_reply, Completion, IncomingCall, Nanos, RpcCore, RpcError, RpcSettings};
+use client_core::rpc::{Completion, IncomingCall, Nanos, RpcCore, RpcError, RpcSettings};
 use client_core::stats::Stats;
 use parking_lot::Mutex;
 use proto::framer::RecordDecoder;
@@ -38,9 +38,11 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use crate::rcvlowat::LowWater;
 
 mod gss;
+mod incoming;
 mod redial;
 
-pub use gss::GssParams;
+pub use gss::{BackContext, GssParams};
+pub use incoming::{Incoming, Responder};
 
 /// What a connection needs to know besides the RPC settings.
 #[derive(Debug, Clone)]
@@ -117,26 +119,6 @@ struct Call {
     /// An RPCSEC_GSS context-creation call: the handle (empty for the
     /// first) and the token.
     init: Option<(Bytes, Vec<u8>)>,
-}
-
-/// A call the server made on this connection, and how to answer it.
-pub struct Incoming {
-    pub call: IncomingCall,
-    pub reply: Responder,
-}
-
-/// Answers one incoming call on the connection it came on (or its
-/// successor, after a reconnect).
-pub struct Responder {
-    xid: u32,
-    out: mpsc::UnboundedSender<Vec<Bytes>>,
-}
-
-impl Responder {
-    /// Sends the procedure's XDR-encoded results.
-    pub fn send(self, results: Vec<Bytes>) {
-        let _ = self.out.send(success_reply(self.xid, results));
-    }
 }
 
 /// A handle to one connection's task. Cheap to clone; the task ends when
@@ -736,7 +718,7 @@ impl Task {
     fn hand_over(&mut self, calls: Vec<IncomingCall>) {
         let Some(to) = &self.incoming else { return };
         for call in calls {
-            let reply = Responder { xid: call.xid, out: self.replies_tx.clone() };
+            let reply = Responder::new(call.xid, self.replies_tx.clone());
             let _ = to.send(Incoming { call, reply });
         }
     }

@@ -3,7 +3,9 @@
 //! CB_SEQUENCE is echoed, CB_RECALL starts returning the delegation at
 //! once (write back, then DELEGRETURN: one round trip after the flush),
 //! CB_RECALL_ANY returns them all, CB_OFFLOAD ends a background COPY's
-//! wait; anything else is NFS4ERR_NOTSUPP.
+//! wait; anything else is NFS4ERR_NOTSUPP. A call under RPCSEC_GSS is
+//! checked, and answered, under the context this client lent the server
+//! for it (`cbsec`).
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -12,7 +14,7 @@ use proto::nfs4::*;
 use tokio::sync::mpsc;
 use xdr::{Decode, Decoder};
 
-use super::session::CB_PROGRAM;
+use super::session::{CbRefresh, CB_PROGRAM};
 use super::Nfs41;
 use crate::transport::Incoming;
 
@@ -32,9 +34,16 @@ const RECALL_RACE_STEP: Duration = Duration::from_millis(2);
 /// client asks (RFC 8881 section 2.10.3.1), and a server with no back
 /// channel cannot recall a delegation, so another client's OPEN would
 /// wait for this client's lease to run out.
+///
+/// Under Kerberos it also lends the server each new context the
+/// connection sets up (after the server refused the one before), which
+/// callbacks then come under.
 pub(crate) async fn serve(nfs: Weak<Nfs41>, mut calls: mpsc::UnboundedReceiver<Incoming>) {
-    let Some(mut reconnects) = nfs.upgrade().map(|n| n.conn.reconnects()) else { return };
-    let mut watching = true;
+    let Some((mut reconnects, mut contexts)) = nfs.upgrade().map(|n| (n.conn.reconnects(), n.conn.context_changes()))
+    else {
+        return;
+    };
+    let (mut watching, mut watching_contexts) = (true, true);
     loop {
         let Incoming { call, reply } = tokio::select! {
             c = calls.recv() => match c {
@@ -51,7 +60,22 @@ pub(crate) async fn serve(nfs: Weak<Nfs41>, mut calls: mpsc::UnboundedReceiver<I
                 }
                 continue;
             }
+            r = contexts.changed(), if watching_contexts => {
+                match (r, nfs.upgrade()) {
+                    (Ok(()), Some(nfs)) => {
+                        tokio::spawn(async move { nfs.refresh_back_channel(CbRefresh::NewContext).await });
+                    }
+                    (Ok(()), None) => return,
+                    (Err(_), _) => watching_contexts = false,
+                }
+                continue;
+            }
         };
+        let Some(me) = nfs.upgrade() else { return };
+        // The credential first, as a server judges a call before its
+        // program.
+        let Some((args, reply)) = me.cb_sec.admit(&call, reply) else { continue };
+        drop(me);
         if call.prog != CB_PROGRAM {
             // Not ours: answering nothing lets the server time out.
             tracing::debug!(prog = call.prog, "call for an unknown program on the back channel");
@@ -61,7 +85,7 @@ pub(crate) async fn serve(nfs: Weak<Nfs41>, mut calls: mpsc::UnboundedReceiver<I
             CB_NULL => reply.send(vec![]),
             CB_COMPOUND => {
                 let Some(nfs) = nfs.upgrade() else { return };
-                let args = match CB_COMPOUND4args::decode(&mut Decoder::new(call.args)) {
+                let args = match CB_COMPOUND4args::decode(&mut Decoder::new(args)) {
                     Ok(a) => a,
                     Err(e) => {
                         tracing::warn!("undecodable CB_COMPOUND from the server: {e}");

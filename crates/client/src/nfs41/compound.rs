@@ -382,6 +382,14 @@ impl Nfs41 {
                 }
             }
         }
+        if flags & (SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRING | SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED) != 0
+            && self.cb_sec.refresh_due()
+        {
+            tracing::info!(flags, "the context lent for callbacks ends: lending a newer one");
+            if let Some(me) = self.arc() {
+                tokio::spawn(async move { me.refresh_back_channel(super::session::CbRefresh::Expiring).await });
+            }
+        }
         if flags
             & (SEQ4_STATUS_RECALLABLE_STATE_REVOKED
                 | SEQ4_STATUS_EXPIRED_ALL_STATE_REVOKED

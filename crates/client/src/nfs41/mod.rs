@@ -9,6 +9,7 @@
 //! on the wire; the NFSv4 work (stateids, opens, the lease) stays here.
 
 mod callback;
+mod cbsec;
 mod compound;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -106,6 +107,8 @@ pub struct Nfs41 {
     pub(crate) root: Mutex<Bytes>,
     /// Background COPYs waited for, and CB_OFFLOADs that came first.
     pub(crate) offloads: Mutex<v42::Offloads>,
+    /// The contexts callbacks may come under (RPCSEC_GSS).
+    pub(crate) cb_sec: cbsec::CbSecurity,
     pub(crate) me: Weak<Nfs41>,
     pub(crate) counters: Mutex<Counters>,
     /// Layouts and data servers, when the server is a pNFS metadata server

@@ -13,6 +13,7 @@ use proto::nfs4::*;
 use tokio::sync::{mpsc, Notify};
 use xdr::{Decode, Decoder};
 
+use super::cbsec::CbSecurity;
 use super::reply::Results;
 use super::{callback, pnfs, Counters, Nfs41, SessionState};
 use crate::error::{Error, Result};
@@ -80,14 +81,62 @@ async fn exchange_id(conn: &Connection, minor: u32, owner: &Bytes, verifier: [u8
     }
 }
 
-async fn create_session(
-    conn: &Connection,
+/// The session's parameters besides the client id's.
+#[derive(Clone, Copy)]
+struct SessionAsk {
     minor: u32,
-    clientid: clientid4,
-    seq: u32,
     slots: u32,
     max_request: u32,
+}
+
+/// CREATE_SESSION, its callbacks under the connection's RPCSEC_GSS
+/// context when there is one, AUTH_NONE otherwise. AUTH_NONE comes
+/// second in the offer, for servers that do not call back under
+/// RPCSEC_GSS (NFS-Ganesha) and take the first flavor they can use; a
+/// server that does not know the context's handle refuses the whole
+/// request (NFS4ERR_NOENT, RFC 8881 section 18.36.4), which is asked
+/// again with AUTH_NONE alone. Only a reply to the request consumes the
+/// client id's sequence id, so the second goes under the same.
+async fn create_session(
+    conn: &Connection,
+    cb: &CbSecurity,
+    ask: SessionAsk,
+    clientid: clientid4,
+    seq: u32,
 ) -> Result<CREATE_SESSION4resok> {
+    let Some(back) = conn.back_context() else {
+        return create_session_under(conn, ask, clientid, seq, vec![callback_sec_parms4::AUTH_NONE]).await;
+    };
+    let offer = cb.offer(&back);
+    let parms = vec![offer.parms.clone(), callback_sec_parms4::AUTH_NONE];
+    match create_session_under(conn, ask, clientid, seq, parms).await {
+        Ok(cs) => {
+            cb.taken(&offer);
+            Ok(cs)
+        }
+        Err(Error::Nfs4 { status: nfsstat4::NFS4ERR_NOENT, .. }) => {
+            cb.refused(&offer, false);
+            tracing::info!(
+                "the server does not take this client's RPCSEC_GSS context for callbacks (NFS4ERR_NOENT); \
+                 asking for callbacks under AUTH_NONE"
+            );
+            create_session_under(conn, ask, clientid, seq, vec![callback_sec_parms4::AUTH_NONE]).await
+        }
+        Err(e) => {
+            cb.refused(&offer, true);
+            Err(e)
+        }
+    }
+}
+
+async fn create_session_under(
+    conn: &Connection,
+    ask: SessionAsk,
+    clientid: clientid4,
+    seq: u32,
+    csa_sec_parms: Vec<callback_sec_parms4>,
+) -> Result<CREATE_SESSION4resok> {
+    let SessionAsk { minor, slots, max_request } = ask;
     let r = plain_compound(
         conn,
         minor,
@@ -98,7 +147,7 @@ async fn create_session(
             csa_fore_chan_attrs: channel(slots, max_request),
             csa_back_chan_attrs: channel(BACK_CHANNEL_SLOTS, 64 << 10),
             csa_cb_program: CB_PROGRAM,
-            csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
+            csa_sec_parms,
         })],
     )
     .await?;
@@ -108,6 +157,17 @@ async fn create_session(
         Some(nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::default(s))) => Err(failed("CREATE_SESSION", s)),
         _ => Err(failed("CREATE_SESSION", status)),
     }
+}
+
+/// Why the back channel's context is lent anew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CbRefresh {
+    /// A new context was set up for the fore channel (the server refused
+    /// the old one).
+    NewContext,
+    /// SEQUENCE says the context lent ends soon or has ended
+    /// (SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRING, _EXPIRED).
+    Expiring,
 }
 
 /// A fresh client id: eight bytes no earlier run of this process used.
@@ -158,7 +218,9 @@ impl Nfs41 {
         let Some((minor, eid)) = found else {
             return Err(Error::Invalid("no NFSv4 minor version to try".into()));
         };
-        let cs = create_session(&conn, minor, eid.eir_clientid, eid.eir_sequenceid, slots_wanted, max_request).await?;
+        let cb_sec = CbSecurity::default();
+        let ask = SessionAsk { minor, slots: slots_wanted, max_request };
+        let cs = create_session(&conn, &cb_sec, ask, eid.eir_clientid, eid.eir_sequenceid).await?;
         let granted = cs.csr_fore_chan_attrs.ca_maxrequests.max(1);
         let pnfs = (settings.v41.pnfs && eid.eir_flags & EXCHGID4_FLAG_USE_PNFS_MDS != 0).then(|| pnfs::Pnfs {
             params: params.clone(),
@@ -196,6 +258,7 @@ impl Nfs41 {
             flush_hook: Default::default(),
             root: Mutex::new(Bytes::new()),
             offloads: Mutex::default(),
+            cb_sec,
             me: me.clone(),
             counters: Mutex::new(Counters { sessions_created: 1, ..Default::default() }),
             pnfs,
@@ -239,12 +302,12 @@ impl Nfs41 {
             let s = self.session.lock();
             (s.clientid, s.create_seq)
         };
-        let max_request = 4 << 20;
+        let ask = SessionAsk { minor: self.minor, slots: self.slots_wanted, max_request: 4 << 20 };
         let lost_client = matches!(status, nfsstat4::NFS4ERR_STALE_CLIENTID | nfsstat4::NFS4ERR_EXPIRED);
         let attempt = if lost_client {
             Err(Error::Nfs4 { op: "CREATE_SESSION", status })
         } else {
-            create_session(&self.conn, self.minor, clientid, seq, self.slots_wanted, max_request).await
+            create_session(&self.conn, &self.cb_sec, ask, clientid, seq).await
         };
         let (cs, clientid, reclaim) = match attempt {
             Ok(cs) => (cs, clientid, false),
@@ -252,7 +315,7 @@ impl Nfs41 {
                 tracing::info!("the server lost this client's state: establishing it again and reclaiming opens");
                 let eid = exchange_id(&self.conn, self.minor, &self.owner, self.verifier).await?;
                 let (id, seq) = (eid.eir_clientid, eid.eir_sequenceid);
-                let cs = create_session(&self.conn, self.minor, id, seq, self.slots_wanted, max_request).await?;
+                let cs = create_session(&self.conn, &self.cb_sec, ask, id, seq).await?;
                 (cs, eid.eir_clientid, true)
             }
             Err(e) => return Err(e),
@@ -304,6 +367,55 @@ impl Nfs41 {
         .await;
         if let Err(e) = r {
             tracing::warn!("BIND_CONN_TO_SESSION failed: {e}");
+        }
+    }
+
+    /// Lends the server the connection's newest RPCSEC_GSS context for
+    /// callbacks (BACKCHANNEL_CTL, RFC 8881 section 18.33, AUTH_NONE
+    /// after it as in CREATE_SESSION), once at a time. For
+    /// [`CbRefresh::Expiring`] a context newer than the one lent is set up
+    /// first if there is none. Nothing is lent to a server that did not
+    /// take the first offer.
+    pub(crate) async fn refresh_back_channel(&self, mut why: CbRefresh) {
+        let Ok(_one) = self.cb_sec.updating.try_lock() else { return };
+        // A context set up while one was being lent is lent in turn; a
+        // few rounds are plenty, as set-ups are rare.
+        for _ in 0..3 {
+            if !self.cb_sec.lent() {
+                return;
+            }
+            let lent = self.cb_sec.generation();
+            if why == CbRefresh::Expiring {
+                if let Err(e) = self.conn.gss_setup(NFS4_PROGRAM, NFS_V4, lent).await {
+                    tracing::warn!("could not set up an RPCSEC_GSS context to lend for callbacks: {e}");
+                    return;
+                }
+            }
+            let Some(back) = self.conn.back_context() else { return };
+            if back.generation <= lent {
+                return;
+            }
+            let offer = self.cb_sec.offer(&back);
+            let args = BACKCHANNEL_CTL4args {
+                bca_cb_program: CB_PROGRAM,
+                bca_sec_parms: vec![offer.parms.clone(), callback_sec_parms4::AUTH_NONE],
+            };
+            match self.compound(vec![nfs_argop4::OP_BACKCHANNEL_CTL(args)]).await {
+                Ok(_) => {
+                    self.cb_sec.taken(&offer);
+                    tracing::debug!(generation = back.generation, "RPCSEC_GSS context lent for callbacks");
+                }
+                Err(e) => {
+                    let unsupported = matches!(
+                        e,
+                        Error::Nfs4 { status: nfsstat4::NFS4ERR_NOTSUPP | nfsstat4::NFS4ERR_OP_ILLEGAL, .. }
+                    );
+                    self.cb_sec.refused(&offer, !unsupported);
+                    tracing::warn!("BACKCHANNEL_CTL with a new RPCSEC_GSS context failed: {e}");
+                    return;
+                }
+            }
+            why = CbRefresh::NewContext;
         }
     }
 

@@ -4,6 +4,9 @@
 //! up again when the server says it no longer holds it
 //! (RPCSEC_GSS_CREDPROBLEM or CTXPROBLEM), after which the refused call
 //! is made once more. The sealing of each call is the sans-IO core's.
+//! Each context is also kept for the NFSv4.1 back channel, which the
+//! server calls back under ([`BackContext`]): the GSS-API's per-message
+//! state is one per context, so both go through one `SharedContext`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,7 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use client_core::rpc::{split_init_result, RpcError};
 use rpcsec::call::check_init_verifier;
-use rpcsec::{major, GssClient, InitStep, Initiating, Initiator, Service};
+use rpcsec::{major, GssClient, InitStep, Initiating, Initiator, Service, SharedContext};
 
 use super::{Call, Connection};
 
@@ -30,13 +33,42 @@ impl std::fmt::Debug for GssParams {
     }
 }
 
+/// The context NFS calls go under now, as the back channel shares it
+/// (RFC 8881 section 2.10.8.2: the server calls back under a context the
+/// client lends it by its handle).
+#[derive(Clone)]
+pub struct BackContext {
+    /// The same mechanism context the fore channel's calls use.
+    pub ctx: SharedContext,
+    /// The server's handle for it (`gcbp_handle_from_server`).
+    pub handle: Bytes,
+    /// The server's sequence window.
+    pub window: u32,
+    pub service: Service,
+    /// Which set-up of the connection made it (1 for the first).
+    pub generation: u64,
+}
+
 /// A connection's context set-ups: one at a time, and none for a call
 /// whose failure an earlier set-up already answered.
-#[derive(Default)]
 pub(super) struct Setups {
     lock: tokio::sync::Mutex<()>,
     /// Contexts set up so far.
     generation: AtomicU64,
+    current: parking_lot::Mutex<Option<BackContext>>,
+    /// The generation, for those who act when it changes.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Setups {
+    fn default() -> Self {
+        Setups {
+            lock: Default::default(),
+            generation: AtomicU64::new(0),
+            current: Default::default(),
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 fn mech_failed(e: rpcsec::GssError) -> RpcError {
@@ -86,9 +118,20 @@ impl Connection {
         }
     }
 
+    /// The context calls go under now, for the back channel to share;
+    /// None before the first is set up, or without Kerberos.
+    pub fn back_context(&self) -> Option<BackContext> {
+        self.setups.current.lock().clone()
+    }
+
+    /// Changes each time a new context is set up (its generation).
+    pub fn context_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.setups.changes.subscribe()
+    }
+
     /// The generation of the context calls go under now, setting one up
     /// if there is none yet.
-    pub(super) async fn gss_ready(&self, prog: u32, vers: u32) -> Result<u64, RpcError> {
+    pub(crate) async fn gss_ready(&self, prog: u32, vers: u32) -> Result<u64, RpcError> {
         let gen = self.setups.generation.load(Ordering::Acquire);
         if gen > 0 {
             return Ok(gen);
@@ -97,7 +140,7 @@ impl Connection {
     }
 
     /// Sets up a new context unless one newer than `seen` exists already.
-    pub(super) async fn gss_setup(&self, prog: u32, vers: u32, seen: u64) -> Result<u64, RpcError> {
+    pub(crate) async fn gss_setup(&self, prog: u32, vers: u32, seen: u64) -> Result<u64, RpcError> {
         let Some(g) = self.gss.clone() else { return Ok(0) };
         let _one = self.setups.lock.lock().await;
         let gen = self.setups.generation.load(Ordering::Acquire);
@@ -109,14 +152,25 @@ impl Connection {
             .await
             .map_err(|e| RpcError::AuthError(format!("Kerberos start did not finish: {e}")))?
             .map_err(mech_failed)?;
-        let client = self.exchange(prog, vers, first).await?;
+        let (client, ctx) = self.exchange(prog, vers, first).await?;
+        let (handle, window) = (client.handle().clone(), client.window());
         self.shared.rpc.lock().core.set_gss(client, g.service);
         tracing::debug!(target = %g.target, service = ?g.service, "RPCSEC_GSS context set up");
-        Ok(self.setups.generation.fetch_add(1, Ordering::AcqRel) + 1)
+        // Set-ups are one at a time: none moved the count since it was read.
+        let generation = gen + 1;
+        *self.setups.current.lock() = Some(BackContext { ctx, handle, window, service: g.service, generation });
+        self.setups.generation.store(generation, Ordering::Release);
+        self.setups.changes.send_replace(generation);
+        Ok(generation)
     }
 
     /// Trades tokens with the server until both sides are done.
-    async fn exchange(&self, prog: u32, vers: u32, mut state: InitStep) -> Result<GssClient, RpcError> {
+    async fn exchange(
+        &self,
+        prog: u32,
+        vers: u32,
+        mut state: InitStep,
+    ) -> Result<(GssClient, SharedContext), RpcError> {
         let mut handle = Bytes::new();
         // RFC 4121 takes two tokens; more than a few is a server playing.
         for _ in 0..8 {
@@ -150,7 +204,8 @@ impl Connection {
             };
             check_init_verifier(&mut *ctx, &res, &verf)
                 .map_err(|e| RpcError::BadReply(format!("context creation reply: {e}")))?;
-            return Ok(GssClient::new(handle, ctx, res.seq_window));
+            let shared = SharedContext::new(ctx);
+            return Ok((GssClient::new(handle, Box::new(shared.clone()), res.seq_window), shared));
         }
         Err(RpcError::BadReply("context creation did not finish".into()))
     }
