@@ -210,6 +210,9 @@ impl Out {
     /// Writes `segs` after what is queued, without blocking; returns
     /// whether the task must take over (bytes left, or a failure).
     fn send(&mut self, segs: Vec<Bytes>) -> bool {
+        // An empty segment (a procedure with no results) would make a
+        // write of nothing but it look like a socket that takes nothing.
+        let segs: Vec<Bytes> = segs.into_iter().filter(|b| !b.is_empty()).collect();
         if segs.is_empty() {
             return false;
         }
@@ -748,6 +751,11 @@ async fn write_all_vectored(wr: &mut Writer, segs: &mut Vec<Bytes>) -> std::io::
     // Segments before `i` are written.
     let mut i = 0;
     loop {
+        // Empty segments are skipped, not offered: a write of only those
+        // takes nothing, which would read as a dead socket.
+        while segs.get(i).is_some_and(Bytes::is_empty) {
+            i += 1;
+        }
         let slices: Vec<std::io::IoSlice> =
             segs.iter().skip(i).take(MAX_IOVECS).map(|b| std::io::IoSlice::new(b)).collect();
         if slices.is_empty() {

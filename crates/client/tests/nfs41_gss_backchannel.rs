@@ -26,6 +26,7 @@ use fake41::Fake;
 use gss_gate::Gate;
 use proto::nfs4::*;
 use proto::rpc::{auth_stat, rejected_reply, reply_body, reply_data};
+use rpcsec::testing::{FakeContext, FakeInitiator};
 use rpcsec::Service;
 
 const CB_NULL: u32 = 0;
@@ -47,7 +48,11 @@ fn params(gate: &Gate, service: Service, s: &ClientSettings) -> ConnParams {
         tls: None,
         reply_poll: Duration::ZERO,
         gss: Some(GssParams {
-            initiator: Arc::new(gss_gate::Initiator(AtomicU64::new(1))),
+            initiator: Arc::new(FakeInitiator {
+                principal: "alice@TEST".into(),
+                key: AtomicU64::new(1),
+                lifetime: Duration::from_secs(3600),
+            }),
             target: "nfs@127.0.0.1".into(),
             service,
         }),
@@ -107,14 +112,14 @@ async fn callbacks_go_under_the_lent_context_and_a_new_one_is_lent_when_it_ends(
         cb_null_answered(&gate, 0x7000_0001).await;
 
         // A handle this client did not give: CREDPROBLEM.
-        let mut stranger = rpcsec::GssClient::new(Bytes::from_static(b"no-such"), Box::new(gss_gate::Keyed(1)), 8);
+        let mut stranger = rpcsec::GssClient::new(Bytes::from_static(b"no-such"), Box::new(FakeContext::pair(1).0), 8);
         let call = stranger.call(0x7000_0002, 0x4000_0000, 1, CB_NULL, Service::Integrity, 1, b"", false).unwrap();
         let answer = gate.call(0x7000_0002, call.concat(), WAIT).await;
         let credproblem = reply_body::MSG_DENIED(rejected_reply::AUTH_ERROR(auth_stat::RPCSEC_GSS_CREDPROBLEM));
         assert_eq!(answer.map(|a| a.0), Some(credproblem.clone()));
         // The right handle with a checksum of another key: the same.
         let lent = gate.lent_handle().expect("lent");
-        let mut forger = rpcsec::GssClient::new(lent, Box::new(gss_gate::Keyed(999)), 8);
+        let mut forger = rpcsec::GssClient::new(lent, Box::new(FakeContext::pair(999).0), 8);
         let call = forger.call(0x7000_0003, 0x4000_0000, 1, CB_NULL, Service::Integrity, 50, b"", false).unwrap();
         let answer = gate.call(0x7000_0003, call.concat(), WAIT).await;
         assert_eq!(answer.map(|a| a.0), Some(credproblem));

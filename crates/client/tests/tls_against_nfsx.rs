@@ -10,59 +10,7 @@ use std::path::{Path, PathBuf};
 
 use client::{Client, ClientSettings};
 use common::{pattern, read_file, write_file};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-
-/// A certificate authority and what it signed, as PEM files in a
-/// directory.
-struct Pki {
-    dir: tempfile::TempDir,
-}
-
-impl Pki {
-    fn new() -> Pki {
-        let pki = Pki { dir: tempfile::tempdir().unwrap() };
-        let (ca, ca_key) = authority();
-        pki.write("ca.pem", &ca.pem());
-        let (cert, key) = leaf(&["localhost", "127.0.0.1"], &ca, &ca_key, false);
-        pki.write("server.pem", &cert);
-        pki.write("server.key", &key);
-        let (cert, key) = leaf(&["localhost", "127.0.0.1"], &ca, &ca_key, true);
-        pki.write("expired.pem", &cert);
-        pki.write("expired.key", &key);
-        let (cert, key) = leaf(&["client.test"], &ca, &ca_key, false);
-        pki.write("client.pem", &cert);
-        pki.write("client.key", &key);
-        let (other, _) = authority();
-        pki.write("other-ca.pem", &other.pem());
-        pki
-    }
-
-    fn write(&self, name: &str, text: &str) {
-        std::fs::write(self.dir.path().join(name), text).unwrap();
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-}
-
-fn authority() -> (rcgen::Certificate, KeyPair) {
-    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.distinguished_name.push(rcgen::DnType::CommonName, "nfsx test CA");
-    let key = KeyPair::generate().unwrap();
-    (p.self_signed(&key).unwrap(), key)
-}
-
-fn leaf(names: &[&str], ca: &rcgen::Certificate, ca_key: &KeyPair, expired: bool) -> (String, String) {
-    let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    if expired {
-        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        p.not_after = rcgen::date_time_ymd(2021, 1, 1);
-    }
-    let key = KeyPair::generate().unwrap();
-    (p.signed_by(&key, ca, ca_key).unwrap().pem(), key.serialize_pem())
-}
+use test_support::pki::Pki;
 
 /// An nfsx server with TLS (certificate `cert`, client authorities from
 /// the PKI), exporting a temporary directory with `options`.

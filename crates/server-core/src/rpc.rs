@@ -245,12 +245,14 @@ impl Core {
                 return Some(Outcome { label: "rpc.garbage", ok: false, ..Outcome::default() });
             }
             Head::Reply { xid, at } => {
-                if let Some(woken) = crate::state::callback::on_reply(self, peer.conn, xid, record.decoder_at(at)) {
-                    return Some(Outcome { label: "nfs4.cb_reply", ok: true, woken, ..Outcome::default() });
+                if let Some((woken, label)) =
+                    crate::state::callback::on_reply(self, peer.conn, xid, record.decoder_at(at))
+                {
+                    return Some(Outcome { label, ok: true, woken, ..Outcome::default() });
                 }
                 self.warn(
                     WarnKind::Garbage,
-                    || tracing::warn!(peer = %peer.addr, xid, mtype = 1, "record is not an RPC call; ignored"),
+                    || tracing::warn!(peer = %peer.addr, xid, "a reply that answers no outstanding callback; ignored"),
                 );
                 return Some(Outcome { reply: None, label: "rpc.reply", ok: false, tail: None, ..Outcome::default() });
             }

@@ -6,3 +6,4 @@
 
 pub mod kdc;
 pub mod nfs4;
+pub mod pki;

@@ -5,45 +5,16 @@
 use super::*;
 use client_core::rpc::RpcCore;
 use proto::rpc::{accepted_reply, opaque_auth, rejected_reply, reply_body, reply_data, rpc_msg, rpc_msg_body};
-use rpcsec::{GssClient, GssError, SecContext, SharedContext};
+use rpcsec::testing::FakeContext;
+use rpcsec::{GssClient, SharedContext};
 use tokio::sync::mpsc;
 use xdr::{Decode, Decoder};
 
 const CB_PROGRAM: u32 = 0x4000_0000;
 
-/// A stand-in mechanism: a keyed checksum, and "sealing" that appends it.
-struct Keyed(u64);
-
-impl Keyed {
-    fn sum(&self, m: &[u8]) -> Vec<u8> {
-        let h = m.iter().fold(0xcbf2_9ce4_8422_2325 ^ self.0, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-        h.to_be_bytes().to_vec()
-    }
-}
-
-fn bad() -> GssError {
-    GssError::new(rpcsec::major::GSS_S_BAD_SIG, 0, "bad")
-}
-
-impl SecContext for Keyed {
-    fn get_mic(&mut self, m: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.sum(m))
-    }
-    fn verify_mic(&mut self, m: &[u8], mic: &[u8]) -> Result<(), GssError> {
-        (self.sum(m) == mic).then_some(()).ok_or_else(bad)
-    }
-    fn wrap(&mut self, m: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok([m, &self.sum(m)].concat())
-    }
-    fn unwrap(&mut self, t: &[u8]) -> Result<Vec<u8>, GssError> {
-        let (m, sum) = t.split_at(t.len().checked_sub(8).ok_or_else(bad)?);
-        (self.sum(m) == sum).then(|| m.to_vec()).ok_or_else(bad)
-    }
-}
-
 fn back(key: u64, service: Service, generation: u64) -> BackContext {
     BackContext {
-        ctx: SharedContext::new(Box::new(Keyed(key))),
+        ctx: SharedContext::new(Box::new(FakeContext::pair(key).0)),
         handle: Bytes::from_static(b"fore"),
         window: 8,
         service,
@@ -53,7 +24,7 @@ fn back(key: u64, service: Service, generation: u64) -> BackContext {
 
 /// The server's side of an offer's context.
 fn server(offer: &Offer, key: u64) -> GssClient {
-    GssClient::new(offer.handle.clone(), Box::new(Keyed(key)), 8)
+    GssClient::new(offer.handle.clone(), Box::new(FakeContext::pair(key).0), 8)
 }
 
 fn incoming(record: Vec<Bytes>) -> IncomingCall {
@@ -137,7 +108,7 @@ fn callbacks_the_lent_context_does_not_vouch_for_are_refused() {
     let offer = cb.offer(&back(9, Service::Integrity, 1));
 
     // Under a handle this client never gave.
-    let mut stranger = GssClient::new(Bytes::from_static(b"other"), Box::new(Keyed(9)), 8);
+    let mut stranger = GssClient::new(Bytes::from_static(b"other"), Box::new(FakeContext::pair(9).0), 8);
     let record = stranger.call(41, CB_PROGRAM, 1, 1, Service::Integrity, 1, b"args", false).unwrap();
     let (args, reply) = admit(&cb, record, b"");
     assert_eq!((args, reply.map(|r| r.0)), (None, Some(denied(auth_stat::RPCSEC_GSS_CREDPROBLEM))));

@@ -12,7 +12,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +22,8 @@ use proto::nfs4::*;
 use proto::rpc::*;
 use proto::rpcsec_gss::{rpc_gss_init_res, rpc_gss_proc_t};
 use rpcsec::callee::{self, Callee};
-use rpcsec::{GssClient, GssError, InitStep, Initiating, SecContext, Service};
+use rpcsec::testing::FakeContext;
+use rpcsec::{GssClient, SecContext, Service};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -31,61 +31,6 @@ use xdr::{Decode, Decoder, Encode, Encoder};
 
 const NFS4_PROGRAM: u32 = 100003;
 const WINDOW: u32 = 16;
-
-/// A stand-in mechanism context: a keyed checksum, and "sealing" that
-/// appends it. Both ends of a context share the key.
-pub struct Keyed(pub u64);
-
-impl Keyed {
-    fn sum(&self, m: &[u8]) -> Vec<u8> {
-        let h = m.iter().fold(0xcbf2_9ce4_8422_2325 ^ self.0, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-        h.to_be_bytes().to_vec()
-    }
-}
-
-fn bad() -> GssError {
-    GssError::new(rpcsec::major::GSS_S_BAD_SIG, 0, "bad")
-}
-
-impl SecContext for Keyed {
-    fn get_mic(&mut self, m: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.sum(m))
-    }
-    fn verify_mic(&mut self, m: &[u8], mic: &[u8]) -> Result<(), GssError> {
-        (self.sum(m) == mic).then_some(()).ok_or_else(bad)
-    }
-    fn wrap(&mut self, m: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok([m, &self.sum(m)].concat())
-    }
-    fn unwrap(&mut self, t: &[u8]) -> Result<Vec<u8>, GssError> {
-        let (m, sum) = t.split_at(t.len().checked_sub(8).ok_or_else(bad)?);
-        (self.sum(m) == sum).then(|| m.to_vec()).ok_or_else(bad)
-    }
-}
-
-/// The client's credential: each context gets the next key, sent as the
-/// first token.
-pub struct Initiator(pub AtomicU64);
-
-struct Init(u64);
-
-impl rpcsec::Initiator for Initiator {
-    fn start(&self, _target: &str) -> Result<Box<dyn Initiating>, GssError> {
-        Ok(Box::new(Init(self.0.fetch_add(1, Ordering::Relaxed))))
-    }
-}
-
-impl Initiating for Init {
-    fn step(self: Box<Self>, token: Option<&[u8]>) -> Result<InitStep, GssError> {
-        let key = self.0;
-        Ok(match token {
-            None => InitStep::Continue { next: self, token: key.to_be_bytes().to_vec() },
-            Some(_) => {
-                InitStep::Complete { ctx: Box::new(Keyed(key)), token: Vec::new(), lifetime: Duration::from_secs(3600) }
-            }
-        })
-    }
-}
 
 /// What the gate saw and did, for the test to look at.
 #[derive(Default)]
@@ -364,12 +309,15 @@ impl Gate {
         if cred.gss_proc != rpc_gss_proc_t::RPCSEC_GSS_DATA as u32 {
             // Context creation: the token is the key.
             let token = Bytes::decode(&mut d).expect("a token");
-            let key = u64::from_be_bytes(token.as_ref().try_into().expect("an 8-byte token"));
+            let text = std::str::from_utf8(&token).expect("a stand-in token");
+            let key: u64 = text.rsplit('\0').next().and_then(|k| k.parse().ok()).expect("a stand-in token's key");
             let handle = Bytes::from(format!("ctx-{key}"));
-            let ctx = Keyed(key);
-            let verf =
-                opaque_auth { flavor: auth_flavor::RPCSEC_GSS, body: Bytes::from(ctx.sum(&WINDOW.to_be_bytes())) };
-            let callee = Callee::new(handle.clone(), self.service, Box::new(Keyed(key)), WINDOW);
+            let mut ctx = FakeContext::pair(key).0;
+            let verf = opaque_auth {
+                flavor: auth_flavor::RPCSEC_GSS,
+                body: Bytes::from(ctx.get_mic(&WINDOW.to_be_bytes()).expect("a checksum")),
+            };
+            let callee = Callee::new(handle.clone(), self.service, Box::new(FakeContext::pair(key).0), WINDOW);
             st.fore.insert(handle.clone(), Fore { key, callee });
             st.seen.contexts.push(handle.clone());
             let res = rpc_gss_init_res {
@@ -413,7 +361,8 @@ impl Gate {
                 let Some(h) = gss_handles(parms) else { continue };
                 match st.fore.get(&h.gcbp_handle_from_server) {
                     Some(f) if !st.noent_on_gss => {
-                        let client = GssClient::new(h.gcbp_handle_from_client, Box::new(Keyed(f.key)), WINDOW);
+                        let client =
+                            GssClient::new(h.gcbp_handle_from_client, Box::new(FakeContext::pair(f.key).0), WINDOW);
                         st.lent = Some(Lent { client, service: service_of(h.gcbp_service) });
                     }
                     _ => noent = true,

@@ -167,12 +167,22 @@ fn send_cb(
 /// A reply record that arrived on connection `conn` (a client answering
 /// one of our callbacks); `body` starts after the xid and message type.
 /// Returns `None` when it matched no outstanding callback, else the
-/// parked calls it answered.
-pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, mut body: Decoder) -> Option<Vec<WaitId>> {
+/// parked calls it answered and the reply's label for the metrics (one
+/// of its own for a callback under RPCSEC_GSS).
+pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, body: Decoder) -> Option<(Vec<WaitId>, &'static str)> {
+    let mut label = "nfs4.cb_reply";
+    let woken = answered(core, conn, xid, body, &mut label)?;
+    Some((woken, label))
+}
+
+fn answered(core: &Core, conn: u64, xid: u32, mut body: Decoder, label: &mut &'static str) -> Option<Vec<WaitId>> {
     let st = &core.v4;
     let mut guard = st.lock_tables();
     let t = &mut *guard;
     let p = t.callbacks.pending.remove(&(conn, xid))?;
+    if p.gss.is_some() {
+        *label = "nfs4.cb_reply.rpcsec_gss";
+    }
     let mut woken = Vec::new();
     // The results, when the call was accepted and ran (and, under
     // RPCSEC_GSS, the reply verifies); else the back channel is down.
