@@ -94,11 +94,23 @@ pub fn auth_sys(machinename: &str, uid: u32, gid: u32, gids: &[u32]) -> opaque_a
 }
 
 /// A finished call: the xid and either the procedure's result bytes (after
-/// the accepted-reply header) or why there are none.
+/// the accepted-reply header) or why there are none. Under an RPCSEC_GSS
+/// context whose results are opened by the caller, `sealed` holds them
+/// and `result` is empty: take both with [`Completion::into_results`].
 #[derive(Debug)]
 pub struct Completion {
     pub xid: u32,
     pub result: Result<Bytes, RpcError>,
+    pub sealed: Option<gss::Unopened>,
+}
+
+impl Completion {
+    pub fn into_results(self) -> gss::Results {
+        match self.sealed {
+            Some(u) => gss::Results::Sealed(u),
+            None => gss::Results::Ready(self.result),
+        }
+    }
 }
 
 /// What expired retransmit timers call for.
@@ -316,6 +328,7 @@ impl RpcCore {
         } else {
             self.queue.retain(|x| *x != msg.xid); // a reply to an earlier send while requeued
         }
+        let mut unopened = None;
         let result = match (&p.gss, p.init, body) {
             (
                 _,
@@ -325,7 +338,14 @@ impl RpcCore {
                 )),
             ) => Err(RpcError::GssContext(format!("{s:?}"))),
             (Some(sealed), _, reply_body::MSG_ACCEPTED(a)) => match self.gss.as_mut() {
-                Some(ctx) => sealed.open(ctx, a, d.rest()),
+                Some(ctx) => match sealed.open(ctx, a, d.rest()) {
+                    Ok(gss::Results::Sealed(u)) => {
+                        unopened = Some(u);
+                        Ok(Bytes::new())
+                    }
+                    Ok(gss::Results::Ready(r)) => r,
+                    Err(e) => Err(e),
+                },
                 None => Err(RpcError::BadReply("a reply under a security context that is gone".into())),
             },
             (None, true, reply_body::MSG_ACCEPTED(a)) => gss::init_result(a, d.rest()),
@@ -338,7 +358,7 @@ impl RpcCore {
         if result.is_err() {
             c.errors += 1;
         }
-        Some(Completion { xid: msg.xid, result })
+        Some(Completion { xid: msg.xid, result, sealed: unopened })
     }
 
     /// Handles expired timers: calls with retransmissions left go back to
@@ -433,7 +453,7 @@ impl RpcCore {
             c.errors += 1;
             c.execute_ns += now.saturating_sub(p.created);
         }
-        Completion { xid, result: Err(err) }
+        Completion { xid, result: Err(err), sealed: None }
     }
 }
 
@@ -463,7 +483,7 @@ fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {
 
 mod gss;
 mod incoming;
-pub use gss::split_init_result;
+pub use gss::{split_init_result, Results, Unopened};
 pub use incoming::{auth_error_reply, garbage_args_reply, success_reply, success_reply_with, IncomingCall};
 #[cfg(test)]
 mod tests;

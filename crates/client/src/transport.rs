@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use client_core::rpc::{Completion, IncomingCall, Nanos, RpcCore, RpcError, RpcSettings};
+use client_core::rpc::{Completion, IncomingCall, Nanos, Results, RpcCore, RpcError, RpcSettings};
 use client_core::stats::Stats;
 use parking_lot::Mutex;
 use proto::framer::RecordDecoder;
@@ -115,7 +115,7 @@ struct Call {
     vers: u32,
     proc_: u32,
     args: Vec<Bytes>,
-    reply: oneshot::Sender<Result<Bytes, RpcError>>,
+    reply: oneshot::Sender<Results>,
     /// An RPCSEC_GSS context-creation call: the handle (empty for the
     /// first) and the token.
     init: Option<(Bytes, Vec<u8>)>,
@@ -157,7 +157,7 @@ impl Shared {
 
 struct Rpc {
     core: RpcCore,
-    waiters: HashMap<u32, oneshot::Sender<Result<Bytes, RpcError>>>,
+    waiters: HashMap<u32, oneshot::Sender<Results>>,
 }
 
 impl Rpc {
@@ -181,14 +181,14 @@ impl Rpc {
     }
 
     /// Takes the waiters of finished calls, to be answered outside the lock.
-    fn finish(&mut self, done: impl IntoIterator<Item = Completion>) -> Vec<(oneshot::Sender<RpcResult>, RpcResult)> {
-        done.into_iter().filter_map(|c| self.waiters.remove(&c.xid).map(|w| (w, c.result))).collect()
+    fn finish(&mut self, done: impl IntoIterator<Item = Completion>) -> Vec<(oneshot::Sender<Results>, Results)> {
+        done.into_iter().filter_map(|c| Some((self.waiters.remove(&c.xid)?, c.into_results()))).collect()
     }
 }
 
-type RpcResult = Result<Bytes, RpcError>;
-
-fn answer(done: Vec<(oneshot::Sender<RpcResult>, RpcResult)>) {
+/// Hands finished calls their results; sealed ones are opened by their
+/// callers, off the connection's task.
+fn answer(done: Vec<(oneshot::Sender<Results>, Results)>) {
     for (w, r) in done {
         let _ = w.send(r);
     }
@@ -365,7 +365,7 @@ impl Connection {
             self.calls.send(call).map_err(|_| RpcError::Disconnected("connection closed".into()))?;
         }
         let reply = if self.reply_poll.is_zero() { rx.await } else { poll_for(rx, self.reply_poll).await };
-        reply.unwrap_or_else(|_| Err(RpcError::Disconnected("connection closed".into())))
+        reply.map_or_else(|_| Err(RpcError::Disconnected("connection closed".into())), Results::open)
     }
 
     /// Registers `call` and writes it on this thread when it is the only

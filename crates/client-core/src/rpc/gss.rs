@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use proto::rpc::{accepted_reply, opaque_auth, reply_data};
 use proto::rpcsec_gss::MAXSEQ;
-use rpcsec::{GssClient, Service};
+use rpcsec::{open_body, GssClient, Service, SharedContext};
 use xdr::{Decoder, Encode, Encoder};
 
 use super::{reply_result, RpcCore, RpcError};
@@ -27,6 +27,10 @@ const SEQS_KEPT: usize = 8;
 pub(super) struct Context {
     client: GssClient,
     service: Service,
+    /// The same context, for opening results away from the connection:
+    /// a 1 MiB krb5p reply takes milliseconds to decrypt, during which the
+    /// connection's reader would read nothing and no call could start.
+    opener: Option<SharedContext>,
 }
 
 impl Context {
@@ -92,19 +96,60 @@ impl Sealed {
 
     /// The results of an accepted reply to the call, its verifier checked
     /// against the transmissions' numbers and its body opened.
-    pub(super) fn open(&self, ctx: &mut Context, a: accepted_reply, rest: Bytes) -> Result<Bytes, RpcError> {
+    ///
+    /// With a shared context the results of a SUCCESS are left sealed,
+    /// for the caller to open ([`Results::Sealed`]).
+    pub(super) fn open(&self, ctx: &mut Context, a: accepted_reply, rest: Bytes) -> Result<Results, RpcError> {
         let Some(&seq) = self.seqs.iter().rev().find(|&&s| ctx.client.check_verifier(s, &a.verf).is_ok()) else {
             return Err(RpcError::BadReply("the reply's RPCSEC_GSS verifier does not verify".into()));
         };
-        match a.reply_data {
-            reply_data::SUCCESS => ctx
+        match (a.reply_data, &ctx.opener) {
+            (reply_data::SUCCESS, Some(shared)) => {
+                Ok(Results::Sealed(Unopened { ctx: shared.clone(), service: ctx.service, seq, body: rest }))
+            }
+            (reply_data::SUCCESS, None) => ctx
                 .client
                 .reply(ctx.service, seq, &a.verf, rest)
+                .map(|b| Results::Ready(Ok(b)))
                 .map_err(|e| RpcError::BadReply(format!("RPCSEC_GSS results: {e}"))),
-            other => {
+            (other, _) => {
                 let mut d = Decoder::new(rest);
                 reply_result(proto::rpc::reply_body::MSG_ACCEPTED(accepted_reply { reply_data: other, ..a }), &mut d)
+                    .map(|b| Results::Ready(Ok(b)))
             }
+        }
+    }
+}
+
+/// Results still sealed under the call's context; the reply's verifier
+/// was checked already.
+pub struct Unopened {
+    ctx: SharedContext,
+    service: Service,
+    seq: u32,
+    body: Bytes,
+}
+
+impl std::fmt::Debug for Unopened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unopened").field("service", &self.service).field("seq", &self.seq).finish()
+    }
+}
+
+/// A finished call's results, or what opens them.
+#[derive(Debug)]
+pub enum Results {
+    Ready(Result<Bytes, RpcError>),
+    Sealed(Unopened),
+}
+
+impl Results {
+    /// The procedure's results: opened first when they came sealed.
+    pub fn open(self) -> Result<Bytes, RpcError> {
+        match self {
+            Results::Ready(r) => r,
+            Results::Sealed(mut u) => open_body(&mut u.ctx, u.service, u.seq, u.body)
+                .map_err(|e| RpcError::BadReply(format!("RPCSEC_GSS results: {e}"))),
         }
     }
 }
@@ -159,7 +204,14 @@ impl RpcCore {
     /// Makes calls from now on (and retransmissions of those made
     /// before) under the RPCSEC_GSS context `client` with `service`.
     pub fn set_gss(&mut self, client: GssClient, service: Service) {
-        self.gss = Some(Context { client, service });
+        self.gss = Some(Context { client, service, opener: None });
+    }
+
+    /// [`RpcCore::set_gss`] with `shared` the context `client` seals
+    /// with: the results of replies are then opened by whoever takes the
+    /// [`Completion`], not on the connection ([`Results::Sealed`]).
+    pub fn set_gss_shared(&mut self, client: GssClient, service: Service, shared: SharedContext) {
+        self.gss = Some(Context { client, service, opener: Some(shared) });
     }
 
     /// Whether the queued call `xid` may be sealed and sent now: calls
@@ -233,6 +285,39 @@ mod tests {
         let resent = c.poll_transmit(timeout).unwrap();
         assert_eq!(u32::from_be_bytes(resent.concat()[4..8].try_into().unwrap()), first);
         assert_eq!(c.pending[&first].gss.as_ref().and_then(Sealed::latest_seq), Some(3));
+    }
+
+    /// With a shared context the connection checks the verifier and
+    /// leaves the results sealed for the caller, who opens them; a
+    /// verifier that does not verify fails the call on the connection.
+    #[test]
+    fn results_under_a_shared_context_are_opened_by_the_caller() {
+        let (mine, mut server) = rpcsec::testing::FakeContext::pair(5);
+        let shared = SharedContext::new(Box::new(mine));
+        let mut c = RpcCore::new(RpcSettings::default(), auth_sys("t", 0, 0, &[]), 1);
+        let handle = Bytes::from_static(b"ctx");
+        c.set_gss_shared(GssClient::new(handle.clone(), Box::new(shared.clone()), 8), Service::Privacy, shared);
+        let reply = |xid: u32, seq: u32, server: &mut rpcsec::testing::FakeContext, verf_ok: bool| {
+            let mut e = Encoder::new();
+            for w in [xid, 1, 0] {
+                e.u32(w);
+            }
+            let mic =
+                if verf_ok { rpcsec::SecContext::get_mic(server, &seq.to_be_bytes()).unwrap() } else { vec![0; 8] };
+            opaque_auth { flavor: proto::rpc::auth_flavor::RPCSEC_GSS, body: Bytes::from(mic) }.encode(&mut e);
+            e.u32(0);
+            e.append_segments(rpcsec::seal_body(server, Service::Privacy, seq, b"results!").unwrap());
+            e.into_bytes()
+        };
+        let xid = c.call(NFS, 3, 1, Vec::new(), 0);
+        assert!(c.poll_transmit(0).is_some());
+        let done = c.on_record(reply(xid, 1, &mut server, true), 1).unwrap();
+        assert!(done.sealed.is_some(), "left sealed for the caller");
+        assert_eq!(done.into_results().open().unwrap().as_ref(), b"results!");
+        let xid = c.call(NFS, 3, 1, Vec::new(), 2);
+        assert!(c.poll_transmit(2).is_some());
+        let done = c.on_record(reply(xid, 2, &mut server, false), 3).unwrap();
+        assert!(done.sealed.is_none() && matches!(done.result, Err(RpcError::BadReply(_))), "{done:?}");
     }
 
     /// A wide window leaves the connection's own limit in charge.

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use client_core::rpc::{split_init_result, RpcError};
+use client_core::rpc::{split_init_result, Results, RpcError};
 use rpcsec::call::check_init_verifier;
 use rpcsec::{major, GssClient, InitStep, Initiating, Initiator, Service, SharedContext};
 
@@ -154,7 +154,7 @@ impl Connection {
             .map_err(mech_failed)?;
         let (client, ctx) = self.exchange(prog, vers, first).await?;
         let (handle, window) = (client.handle().clone(), client.window());
-        self.shared.rpc.lock().core.set_gss(client, g.service);
+        self.shared.rpc.lock().core.set_gss_shared(client, g.service, ctx.clone());
         tracing::debug!(target = %g.target, service = ?g.service, "RPCSEC_GSS context set up");
         // Set-ups are one at a time: none moved the count since it was read.
         let generation = gen + 1;
@@ -215,6 +215,6 @@ impl Connection {
         let call =
             Call { name: None, prog, vers, proc_: 0, args: Vec::new(), reply, init: Some((handle.clone(), token)) };
         self.calls.send(call).map_err(|_| RpcError::Disconnected("connection closed".into()))?;
-        rx.await.unwrap_or_else(|_| Err(RpcError::Disconnected("connection closed".into())))
+        rx.await.map_or_else(|_| Err(RpcError::Disconnected("connection closed".into())), Results::open)
     }
 }

@@ -88,7 +88,8 @@ impl Task {
                     return Some(s);
                 }
                 Err(e) => {
-                    let _ = call.reply.send(Err(RpcError::Disconnected(format!("{}: {e}", self.params.addr))));
+                    let why = RpcError::Disconnected(format!("{}: {e}", self.params.addr));
+                    let _ = call.reply.send(client_core::rpc::Results::Ready(Err(why)));
                 }
             }
         }
