@@ -1,5 +1,6 @@
 //! An established Kerberos context: the per-message calls of RPCSEC_GSS.
 
+use bytes::Bytes;
 use libgssapi::context::{ClientCtx, SecurityContext, ServerCtx};
 use rpcsec::{major, GssError, SecContext};
 
@@ -57,17 +58,17 @@ impl SecContext for KrbContext {
         self.gss().verify_mic(msg, mic).map_err(gss_error)
     }
 
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
-        Ok(self.gss().wrap(true, msg).map_err(gss_error)?.to_vec())
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
+        Ok(Bytes::from_owner(Token(self.gss().wrap(true, msg).map_err(gss_error)?)))
     }
 
     /// The binding's unwrap does not return GSS_Unwrap's conf_state, so the
     /// token's own header says whether it was encrypted (see [`sealed`]).
     /// That header is covered by the token's checksum, so once the library
     /// has accepted the token the answer read from it is authentic.
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
         match sealed(token) {
-            Some(true) => Ok(self.gss().unwrap(token).map_err(gss_error)?.to_vec()),
+            Some(true) => Ok(Bytes::from_owner(Token(self.gss().unwrap(token).map_err(gss_error)?))),
             Some(false) => Err(GssError::new(
                 major::GSS_S_DEFECTIVE_TOKEN,
                 0,
@@ -75,6 +76,17 @@ impl SecContext for KrbContext {
             )),
             None => Err(GssError::new(major::GSS_S_DEFECTIVE_TOKEN, 0, "not a Kerberos V5 wrap token")),
         }
+    }
+}
+
+/// A buffer the library allocated, handed on without a copy (a krb5p
+/// READ reply is a mebibyte); freed by the library when the last `Bytes`
+/// of it goes.
+struct Token(libgssapi::util::Buf);
+
+impl AsRef<[u8]> for Token {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
     }
 }
 

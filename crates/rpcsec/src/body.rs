@@ -32,12 +32,27 @@ pub fn seal_body(
     seq: u32,
     procedure_xdr: &[u8],
 ) -> Result<Vec<Bytes>, GssError> {
+    seal_segments(ctx, service, seq, &[Bytes::copy_from_slice(procedure_xdr)])
+}
+
+/// [`seal_body`] of the procedure's XDR given as segments (an encoder's
+/// output), gathered once behind the sequence number: the mechanism
+/// wants one buffer, and a READ's results are a mebibyte.
+pub fn seal_segments(
+    ctx: &mut dyn SecContext,
+    service: Service,
+    seq: u32,
+    procedure_xdr: &[Bytes],
+) -> Result<Vec<Bytes>, GssError> {
     if service == Service::None {
-        return Ok(vec![Bytes::copy_from_slice(procedure_xdr)]);
+        return Ok(procedure_xdr.to_vec());
     }
-    let mut data = Vec::with_capacity(4 + procedure_xdr.len());
+    let len: usize = procedure_xdr.iter().map(Bytes::len).sum();
+    let mut data = Vec::with_capacity(4 + len);
     data.extend_from_slice(&seq.to_be_bytes());
-    data.extend_from_slice(procedure_xdr);
+    for s in procedure_xdr {
+        data.extend_from_slice(s);
+    }
     let mut e = Encoder::with_capacity(64);
     match service {
         Service::Integrity => {
@@ -45,7 +60,7 @@ pub fn seal_body(
             xdr::Encode::encode(&rpc_gss_integ_data { databody_integ: Bytes::from(data), checksum }, &mut e);
         }
         _ => {
-            let sealed = Bytes::from(ctx.wrap(&data)?);
+            let sealed = ctx.wrap(&data)?;
             xdr::Encode::encode(&rpc_gss_priv_data { databody_priv: sealed }, &mut e);
         }
     }
@@ -63,7 +78,7 @@ pub fn open_body(ctx: &mut dyn SecContext, service: Service, seq: u32, body: Byt
         }
         Service::Privacy => {
             let d: rpc_gss_priv_data = xdr::from_bytes(body).map_err(|_| BodyError::Malformed)?;
-            Bytes::from(ctx.unwrap(&d.databody_priv).map_err(BodyError::Decrypt)?)
+            ctx.unwrap(&d.databody_priv).map_err(BodyError::Decrypt)?
         }
     };
     let Some(head) = data.get(..4) else { return Err(BodyError::Malformed) };

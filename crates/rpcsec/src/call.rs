@@ -8,7 +8,7 @@ use proto::rpc::{auth_flavor, opaque_auth};
 use proto::rpcsec_gss::{rpc_gss_cred_t, rpc_gss_cred_vers_1_t, rpc_gss_init_res, rpc_gss_proc_t, MAXSEQ};
 use xdr::{Encode, Encoder};
 
-use crate::{open_body, seal_body, BodyError, GssError, SecContext, Service};
+use crate::{open_body, seal_segments, BodyError, GssError, SecContext, Service};
 
 /// Why a reply under a context is not to be believed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,6 +115,23 @@ impl GssClient {
         args: &[u8],
         destroy: bool,
     ) -> Result<Vec<Bytes>, GssError> {
+        self.call_segments(xid, prog, vers, proc_, service, seq, &[Bytes::copy_from_slice(args)], destroy)
+    }
+
+    /// [`GssClient::call`] with the arguments as an encoder's segments,
+    /// gathered once for the mechanism (a WRITE's are a mebibyte).
+    #[allow(clippy::too_many_arguments)]
+    pub fn call_segments(
+        &mut self,
+        xid: u32,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        service: Service,
+        seq: u32,
+        args: &[Bytes],
+        destroy: bool,
+    ) -> Result<Vec<Bytes>, GssError> {
         let gss_proc = if destroy { rpc_gss_proc_t::RPCSEC_GSS_DESTROY } else { rpc_gss_proc_t::RPCSEC_GSS_DATA };
         let cred = rpc_gss_cred_vers_1_t {
             gss_proc: gss_proc as u32,
@@ -128,7 +145,7 @@ impl GssClient {
         let mut e = Encoder::with_capacity(64);
         e.append_segments(vec![head]);
         opaque_auth { flavor: auth_flavor::RPCSEC_GSS, body: Bytes::from(mic) }.encode(&mut e);
-        e.append_segments(seal_body(&mut *self.ctx, service, seq, args)?);
+        e.append_segments(seal_segments(&mut *self.ctx, service, seq, args)?);
         Ok(e.into_segments())
     }
 

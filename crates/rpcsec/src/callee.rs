@@ -40,10 +40,10 @@ impl SecContext for SharedContext {
     fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
         self.with(|c| c.verify_mic(msg, mic))
     }
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
         self.with(|c| c.wrap(msg))
     }
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
         self.with(|c| c.unwrap(token))
     }
 }
@@ -217,6 +217,6 @@ mod tests {
         let mic = fore.get_mic(b"x").unwrap();
         peer.verify_mic(b"x", &mic).unwrap();
         let sealed = peer.wrap(b"y").unwrap();
-        assert_eq!(back.unwrap(&sealed).unwrap(), b"y");
+        assert_eq!(back.unwrap(&sealed).unwrap().as_ref(), b"y");
     }
 }

@@ -19,7 +19,9 @@ mod window;
 
 use std::time::Duration;
 
-pub use body::{open_body, seal_body, BodyError};
+use bytes::Bytes;
+
+pub use body::{open_body, seal_body, seal_segments, BodyError};
 pub use call::{GssClient, ReplyError};
 pub use callee::{Callee, SharedContext};
 pub use flavor::{Flavor, Service, KRB5_OID_DER};
@@ -61,10 +63,12 @@ pub trait SecContext: Send {
     fn get_mic(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError>;
     /// GSS_VerifyMIC.
     fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError>;
-    /// GSS_Wrap with confidentiality.
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError>;
+    /// GSS_Wrap with confidentiality. The token comes as `Bytes`, so
+    /// that one the library allocated goes out as it is: a READ reply is
+    /// a mebibyte.
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError>;
     /// GSS_Unwrap of a token that must have been encrypted.
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError>;
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError>;
 }
 
 /// A context the server has accepted.

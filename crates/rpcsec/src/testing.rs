@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use crate::{
     major, AcceptStep, Accepting, Acceptor, Established, GssError, InitStep, Initiating, Initiator, SecContext,
 };
@@ -48,16 +50,16 @@ impl SecContext for FakeContext {
         (self.sum(msg) == mic).then_some(()).ok_or_else(|| bad("checksum mismatch"))
     }
 
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
         let mut out = self.xor(msg);
         out.extend_from_slice(&self.sum(msg));
-        Ok(out)
+        Ok(Bytes::from(out))
     }
 
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
         let split = token.len().checked_sub(8).ok_or_else(|| bad("token too short"))?;
         let plain = self.xor(&token[..split]);
-        (self.sum(&plain) == token[split..]).then_some(plain).ok_or_else(|| bad("does not decrypt"))
+        (self.sum(&plain) == token[split..]).then(|| Bytes::from(plain)).ok_or_else(|| bad("does not decrypt"))
     }
 }
 

@@ -79,13 +79,13 @@ impl Sealed {
             self.seqs.remove(0);
         }
         self.seqs.push(seq);
-        let args = self.args.concat();
-        let sealed = ctx.client.call(xid, self.prog, self.vers, self.proc_, ctx.service, seq, &args, false);
+        let sealed =
+            ctx.client.call_segments(xid, self.prog, self.vers, self.proc_, ctx.service, seq, &self.args, false);
         sealed.unwrap_or_else(|e| {
             tracing::debug!(xid, "could not seal a call under the security context ({e}); sent unsealed");
             // A verifier that verifies nothing: the server answers
             // CREDPROBLEM.
-            unverified(xid, self.prog, self.vers, self.proc_, ctx.client.handle(), seq, &args)
+            unverified(xid, self.prog, self.vers, self.proc_, ctx.client.handle(), seq, &self.args.concat())
         })
     }
 
@@ -170,10 +170,10 @@ impl rpcsec::SecContext for NoMic {
     fn verify_mic(&mut self, _: &[u8], _: &[u8]) -> Result<(), rpcsec::GssError> {
         Err(rpcsec::GssError::new(rpcsec::major::GSS_S_BAD_SIG, 0, "no context"))
     }
-    fn wrap(&mut self, m: &[u8]) -> Result<Vec<u8>, rpcsec::GssError> {
-        Ok(m.to_vec())
+    fn wrap(&mut self, m: &[u8]) -> Result<Bytes, rpcsec::GssError> {
+        Ok(Bytes::copy_from_slice(m))
     }
-    fn unwrap(&mut self, _: &[u8]) -> Result<Vec<u8>, rpcsec::GssError> {
+    fn unwrap(&mut self, _: &[u8]) -> Result<Bytes, rpcsec::GssError> {
         Err(rpcsec::GssError::new(rpcsec::major::GSS_S_BAD_SIG, 0, "no context"))
     }
 }

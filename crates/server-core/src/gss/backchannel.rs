@@ -29,10 +29,10 @@ impl SecContext for Lent {
     fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
         self.0.inner.lock().mech.verify_mic(msg, mic)
     }
-    fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
+    fn wrap(&mut self, msg: &[u8]) -> Result<Bytes, GssError> {
         self.0.inner.lock().mech.wrap(msg)
     }
-    fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
+    fn unwrap(&mut self, token: &[u8]) -> Result<Bytes, GssError> {
         self.0.inner.lock().mech.unwrap(token)
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use proto::rpc::{auth_flavor, opaque_auth, reply_data};
-use rpcsec::{seal_body, Service};
+use rpcsec::{seal_segments, Service};
 use xdr::Encoder;
 
 use super::{Context, GssCaller};
@@ -27,6 +27,34 @@ const SUCCESS: u32 = 0;
 
 fn word(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// The first `n` bytes of `segments` (fewer when they are shorter).
+fn prefix(segments: &[Bytes], n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n);
+    for s in segments {
+        let take = (n - out.len()).min(s.len());
+        out.extend_from_slice(s.get(..take).unwrap_or_default());
+        if out.len() == n {
+            break;
+        }
+    }
+    out
+}
+
+/// `segments` without their first `n` bytes, sharing what is left;
+/// `None` when they are shorter.
+fn skip(segments: Vec<Bytes>, mut n: usize) -> Option<Vec<Bytes>> {
+    let mut out = Vec::with_capacity(segments.len());
+    for s in segments {
+        if n >= s.len() {
+            n -= s.len();
+        } else {
+            out.push(s.slice(n..));
+            n = 0;
+        }
+    }
+    (n == 0).then_some(out)
 }
 
 impl Core {
@@ -46,8 +74,7 @@ impl Core {
             out.ok = false;
             return;
         }
-        let plain = segments.concat();
-        match self.sealed(ctx, seq, service, &plain) {
+        match self.sealed(ctx, seq, service, segments) {
             Some(reply) => out.reply = Some(reply),
             None => {
                 // RFC 2203 section 5.3.3.4.4: no reply at all.
@@ -57,25 +84,29 @@ impl Core {
         }
     }
 
-    fn sealed(&self, ctx: &Context, seq: u32, service: Service, plain: &[u8]) -> Option<Vec<Bytes>> {
-        let (Some(xid), Some(stat)) = (word(plain, 0), word(plain, 8)) else { return None };
+    /// The reply in `segments` rewritten: its header read from the first
+    /// bytes, the results after it sealed without first gathering the
+    /// whole reply into one buffer.
+    fn sealed(&self, ctx: &Context, seq: u32, service: Service, segments: Vec<Bytes>) -> Option<Vec<Bytes>> {
+        let head = prefix(&segments, HEAD);
+        let (Some(xid), Some(stat)) = (word(&head, 0), word(&head, 8)) else { return None };
         if stat != ACCEPTED {
             // A denied reply has no verifier.
-            return Some(vec![Bytes::copy_from_slice(plain)]);
+            return Some(segments);
         }
-        let verf_len = word(plain, HEAD - 4)? as usize;
+        let verf_len = word(&head, HEAD - 4)? as usize;
         let at = HEAD + verf_len.next_multiple_of(4);
-        let accept = word(plain, at)?;
-        let rest = plain.get(at + 4..)?;
+        let accept = word(&prefix(&segments, at + 4), at)?;
+        let rest = skip(segments, at + 4)?;
         let verf =
             opaque_auth { flavor: auth_flavor::RPCSEC_GSS, body: Bytes::from(ctx.mic(&seq.to_be_bytes()).ok()?) };
         let mut e = Encoder::with_capacity(64);
         crate::rpc::encode_accepted_head(xid, verf, accept, &mut e);
         if accept == SUCCESS {
             let mut inner = ctx.inner.lock();
-            e.append_segments(seal_body(&mut *inner.mech, service, seq, rest).ok()?);
+            e.append_segments(seal_segments(&mut *inner.mech, service, seq, &rest).ok()?);
         } else {
-            e.append_segments(vec![Bytes::copy_from_slice(rest)]);
+            e.append_segments(rest);
         }
         Some(e.into_segments())
     }
