@@ -440,6 +440,11 @@ fn sealed_reply(back: &mut Callee, xid: u32, seq: u32, results: &[u8]) -> Bytes 
     e.into_bytes()
 }
 
+/// BACKCHANNEL_CTL lending the back channel one context.
+fn backchannel_ctl(offer: callback_sec_parms4) -> nfs_argop4 {
+    nfs_argop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4args { bca_cb_program: 0x40000000, bca_sec_parms: vec![offer] })
+}
+
 /// SEQUENCE's status flags for session `s`.
 fn flags(t: &Gss, s: &mut Session) -> u32 {
     let seq = s.sequence(0);
@@ -494,21 +499,9 @@ fn a_handle_that_names_no_context_of_the_caller_is_noent() {
     // BACKCHANNEL_CTL checks its handles as CREATE_SESSION does.
     let mine = t.client.borrow().handle().clone();
     let mut s = create_with(&t, "c", vec![callback_sec_parms4::AUTH_NONE]).unwrap();
-    let r = s.run(
-        &t,
-        vec![nfs_argop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4args {
-            bca_cb_program: 0x40000000,
-            bca_sec_parms: vec![lend(&Bytes::from_static(b"nope"), rpc_gss_svc_t::RPC_GSS_SVC_NONE)],
-        })],
-    );
+    let r = s.run(&t, vec![backchannel_ctl(lend(&Bytes::from_static(b"nope"), rpc_gss_svc_t::RPC_GSS_SVC_NONE))]);
     assert_eq!(r.status, proto::nfs4::nfsstat4::NFS4ERR_NOENT);
-    let r = s.run(
-        &t,
-        vec![nfs_argop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4args {
-            bca_cb_program: 0x40000000,
-            bca_sec_parms: vec![lend(&mine, rpc_gss_svc_t::RPC_GSS_SVC_NONE)],
-        })],
-    );
+    let r = s.run(&t, vec![backchannel_ctl(lend(&mine, rpc_gss_svc_t::RPC_GSS_SVC_NONE))]);
     assert_eq!(r.status, proto::nfs4::nfsstat4::NFS4_OK, "{r:?}");
 }
 
@@ -530,13 +523,7 @@ fn sequence_warns_before_the_lent_context_expires_and_backchannel_ctl_lends_a_ne
     clock.advance(Duration::from_secs(61));
     assert_eq!(flags(&t, &mut s) & gss_flags, SEQ4_STATUS_CB_GSS_CONTEXTS_EXPIRED);
     let newer = t.client.borrow().handle().clone();
-    let r = s.run(
-        &t,
-        vec![nfs_argop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4args {
-            bca_cb_program: 0x40000000,
-            bca_sec_parms: vec![lend(&newer, rpc_gss_svc_t::RPC_GSS_SVC_NONE)],
-        })],
-    );
+    let r = s.run(&t, vec![backchannel_ctl(lend(&newer, rpc_gss_svc_t::RPC_GSS_SVC_NONE))]);
     assert_eq!(r.status, proto::nfs4::nfsstat4::NFS4_OK, "{r:?}");
     assert_eq!(flags(&t, &mut s) & gss_flags, 0, "the newer context ends in half a lifetime");
 }
