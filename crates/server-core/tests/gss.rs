@@ -164,9 +164,11 @@ fn replayed_and_stale_sequence_numbers_are_dropped_without_a_reply() {
     assert!(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 400, &[], false).unwrap()).reply.is_some());
     assert!(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 272, &[], false).unwrap()).reply.is_none());
     assert!(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 273, &[], false).unwrap()).reply.is_some());
-    // At MAXSEQ the context is used up.
+    // At MAXSEQ the context is used up: that call is refused, and the
+    // context is left for its client to replace.
     let r = parse_reply(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 0x8000_0000, &[], false).unwrap()));
     assert_eq!(denied(&r), rejected_reply::AUTH_ERROR(auth_stat::RPCSEC_GSS_CTXPROBLEM));
+    assert!(send(&env, c.call(env.next_xid(), NFS, 3, 0, Service::None, 274, &[], false).unwrap()).reply.is_some());
 }
 
 #[test]

@@ -130,7 +130,9 @@ impl Core {
             }
             Verdict::Exhausted => {
                 drop(inner);
-                self.gss.remove(&cred.handle);
+                // The context stays: RFC 2203 section 5.3.3.3 has the
+                // client refresh it, and a number past MAXSEQ says nothing
+                // about the calls it makes with lower ones meanwhile.
                 return Err(self.gss_refused(h, peer, auth_stat::RPCSEC_GSS_CTXPROBLEM, "sequence numbers used up"));
             }
         }
