@@ -162,8 +162,9 @@ pub struct RpcCore {
     /// When the connection last delivered a whole record, or came up.
     last_progress: Nanos,
     stats: Stats,
-    /// The RPCSEC_GSS context calls are made under ([`RpcCore::set_gss`]).
-    gss: Option<gss::Context>,
+    /// The RPCSEC_GSS context calls are made under ([`RpcCore::set_gss`]),
+    /// and the one before it.
+    gss: Option<gss::Contexts>,
 }
 
 impl RpcCore {

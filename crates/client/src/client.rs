@@ -63,6 +63,7 @@ fn conn_params_for(url: &NfsUrl, s: &ClientSettings, addr: SocketAddr) -> Result
             initiator: kerberos_credential(&s.gss)?,
             target: format!("nfs@{}", url.host),
             service,
+            renew_before: Duration::from_secs(s.gss.renew_before_secs),
         });
     }
     Ok(p)

@@ -131,7 +131,7 @@ pub struct ClientSettings {
 /// caller's credential cache (`KRB5CCNAME`, else the default) holds it,
 /// as after `kinit`; with one, the client gets its own tickets for
 /// `principal` from the keytab and keeps them in memory.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GssSettings {
     /// A keytab holding the principal's key (a client keytab). Default:
@@ -140,6 +140,20 @@ pub struct GssSettings {
     /// The principal to act as, `user` or `user@REALM`; needed with a
     /// keytab.
     pub principal: Option<String>,
+    /// A connection sets up a new context this many seconds before the
+    /// one in use ends (its ticket's end; never in the first half of its
+    /// lifetime), while calls go on under the old. Otherwise the first
+    /// call after the end is refused (RPCSEC_GSS_CTXPROBLEM) and waits
+    /// for a new context, and a credential that can no longer give one
+    /// fails calls at that moment instead of a warning this long ahead.
+    /// Default 300.
+    pub renew_before_secs: u64,
+}
+
+impl Default for GssSettings {
+    fn default() -> Self {
+        GssSettings { keytab: None, principal: None, renew_before_secs: 300 }
+    }
 }
 
 /// NFSv4.1 sessions (`?version=4.1`).

@@ -14,55 +14,27 @@ mod fake41;
 #[path = "common/gss_gate.rs"]
 mod gss_gate;
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use client::nfs41::{Nfs41, OpenAccess};
-use client::transport::{ConnParams, GssParams};
 use client::ClientSettings;
 use fake41::Fake;
 use gss_gate::Gate;
 use proto::nfs4::*;
 use proto::rpc::{auth_stat, rejected_reply, reply_body, reply_data};
-use rpcsec::testing::{FakeContext, FakeInitiator};
+use rpcsec::testing::FakeContext;
 use rpcsec::Service;
 
 const CB_NULL: u32 = 0;
 const WAIT: Duration = Duration::from_secs(10);
 
-fn params(gate: &Gate, service: Service, s: &ClientSettings) -> ConnParams {
-    ConnParams {
-        addr: gate.addr,
-        rpc: s.rpc.clone(),
-        cred: client_core::rpc::auth_sys("gss-test", 0, 0, &[0]),
-        connect_timeout: Duration::from_secs(2),
-        reconnect_timeout: Duration::from_secs(2),
-        reconnect_max_pause: Duration::from_millis(100),
-        max_record: s.max_record,
-        read_buffer: s.read_buffer,
-        copy_replies_below: s.copy_replies_below,
-        reply_lowat_min: s.reply_lowat_min,
-        reply_lowat_max: s.reply_lowat_max,
-        tls: None,
-        reply_poll: Duration::ZERO,
-        gss: Some(GssParams {
-            initiator: Arc::new(FakeInitiator {
-                principal: "alice@TEST".into(),
-                key: AtomicU64::new(1),
-                lifetime: Duration::from_secs(3600),
-            }),
-            target: "nfs@127.0.0.1".into(),
-            service,
-        }),
-    }
-}
-
 async fn mount(gate: &Gate, service: Service) -> Arc<Nfs41> {
     let mut s = ClientSettings::default();
     s.machine_name = Some("gss-test".into());
-    let connect = Nfs41::connect(params(gate, service, &s), &s, "/export", &[1]);
+    let params = gate.params(service, &s, Duration::from_secs(3600), Duration::from_secs(300));
+    let connect = Nfs41::connect(params, &s, "/export", &[1]);
     tokio::time::timeout(WAIT, connect).await.expect("mount within 10 s").expect("mount")
 }
 

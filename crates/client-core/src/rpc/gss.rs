@@ -8,6 +8,11 @@
 //! sends the call, with a verifier the server refuses: its
 //! RPCSEC_GSS_CREDPROBLEM or CTXPROBLEM then tells the caller to set up
 //! a new context, the one way back for all of them.
+//!
+//! A new context may replace the one calls go under while some are still
+//! out (a renewal before the old one's ticket ends): each transmission
+//! remembers which context sealed it, and its reply is checked and opened
+//! under that one. The context before the current is kept for them.
 
 use bytes::Bytes;
 use proto::rpc::{accepted_reply, opaque_auth, reply_data};
@@ -23,8 +28,29 @@ use crate::rpc::Nanos;
 /// count is far lower) is checked against its latest.
 const SEQS_KEPT: usize = 8;
 
-/// The context calls are made under, and their service.
+/// The context calls are made under, and the one before it, whose calls
+/// may still be out.
+pub(super) struct Contexts {
+    now: Context,
+    before: Option<Context>,
+}
+
+impl Contexts {
+    /// The context that sealed a transmission, while it is kept.
+    fn by_id(&mut self, id: u64) -> Option<&mut Context> {
+        if self.now.id == id {
+            return Some(&mut self.now);
+        }
+        self.before.as_mut().filter(|c| c.id == id)
+    }
+}
+
+/// A context calls are made under, and their service.
 pub(super) struct Context {
+    /// Tells this context from the one before it, for a transmission to
+    /// name the context that sealed it (two contexts' handles may be
+    /// equal: the server picks them).
+    id: u64,
     client: GssClient,
     service: Service,
     /// The same context, for opening results away from the connection:
@@ -60,8 +86,9 @@ pub(super) struct Sealed {
     vers: u32,
     proc_: u32,
     args: Vec<Bytes>,
-    /// The sequence numbers of its transmissions, oldest first.
-    seqs: Vec<u32>,
+    /// The sequence numbers of its transmissions, oldest first, each with
+    /// the context ([`Context::id`]) it belongs to.
+    seqs: Vec<(u64, u32)>,
 }
 
 impl Sealed {
@@ -71,14 +98,15 @@ impl Sealed {
 
     /// The call's record body for one more transmission (without the
     /// record mark).
-    pub(super) fn seal(&mut self, ctx: &mut Context, xid: u32) -> Vec<Bytes> {
+    pub(super) fn seal(&mut self, ctxs: &mut Contexts, xid: u32) -> Vec<Bytes> {
+        let ctx = &mut ctxs.now;
         // Past the last number the server refuses the call with
         // CTXPROBLEM, which is what sets up a new context.
         let seq = ctx.client.next_seq().unwrap_or(MAXSEQ);
         if self.seqs.len() == SEQS_KEPT {
             self.seqs.remove(0);
         }
-        self.seqs.push(seq);
+        self.seqs.push((ctx.id, seq));
         let sealed =
             ctx.client.call_segments(xid, self.prog, self.vers, self.proc_, ctx.service, seq, &self.args, false);
         sealed.unwrap_or_else(|e| {
@@ -89,19 +117,31 @@ impl Sealed {
         })
     }
 
-    /// The sequence number of its latest transmission.
-    fn latest_seq(&self) -> Option<u32> {
-        self.seqs.last().copied()
+    /// The sequence number of its latest transmission, if the context
+    /// `id` sealed it: numbers of another context are not in its window.
+    fn latest_seq_under(&self, id: u64) -> Option<u32> {
+        self.seqs.last().filter(|(c, _)| *c == id).map(|&(_, seq)| seq)
     }
 
     /// The results of an accepted reply to the call, its verifier checked
-    /// against the transmissions' numbers and its body opened.
+    /// against the transmissions' numbers, each under the context that
+    /// sealed it, and its body opened under the one that verified.
     ///
     /// With a shared context the results of a SUCCESS are left sealed,
     /// for the caller to open ([`Results::Sealed`]).
-    pub(super) fn open(&self, ctx: &mut Context, a: accepted_reply, rest: Bytes) -> Result<Results, RpcError> {
-        let Some(&seq) = self.seqs.iter().rev().find(|&&s| ctx.client.check_verifier(s, &a.verf).is_ok()) else {
-            return Err(RpcError::BadReply("the reply's RPCSEC_GSS verifier does not verify".into()));
+    pub(super) fn open(&self, ctxs: &mut Contexts, a: accepted_reply, rest: Bytes) -> Result<Results, RpcError> {
+        let verifies = |ctxs: &mut Contexts, (id, seq): (u64, u32)| {
+            ctxs.by_id(id).is_some_and(|c| c.client.check_verifier(seq, &a.verf).is_ok())
+        };
+        let found = self.seqs.iter().rev().copied().find(|&s| verifies(ctxs, s));
+        let Some((ctx, seq)) = found.and_then(|(id, seq)| Some((ctxs.by_id(id)?, seq))) else {
+            let gone = !self.seqs.is_empty() && self.seqs.iter().all(|&(id, _)| ctxs.by_id(id).is_none());
+            let why = if gone {
+                "a reply under an RPCSEC_GSS context replaced twice since the call went out"
+            } else {
+                "the reply's RPCSEC_GSS verifier does not verify"
+            };
+            return Err(RpcError::BadReply(why.into()));
         };
         match (a.reply_data, &ctx.opener) {
             (reply_data::SUCCESS, Some(shared)) => {
@@ -203,27 +243,36 @@ pub fn split_init_result(b: Bytes) -> Result<(opaque_auth, proto::rpcsec_gss::rp
 impl RpcCore {
     /// Makes calls from now on (and retransmissions of those made
     /// before) under the RPCSEC_GSS context `client` with `service`.
+    ///
+    /// Calls still out under the context this replaces get their replies
+    /// checked under it; only the one before the new context is kept.
     pub fn set_gss(&mut self, client: GssClient, service: Service) {
-        self.gss = Some(Context { client, service, opener: None });
+        self.install(client, service, None);
     }
 
     /// [`RpcCore::set_gss`] with `shared` the context `client` seals
     /// with: the results of replies are then opened by whoever takes the
     /// [`Completion`], not on the connection ([`Results::Sealed`]).
     pub fn set_gss_shared(&mut self, client: GssClient, service: Service, shared: SharedContext) {
-        self.gss = Some(Context { client, service, opener: Some(shared) });
+        self.install(client, service, Some(shared));
+    }
+
+    fn install(&mut self, client: GssClient, service: Service, opener: Option<SharedContext>) {
+        let before = self.gss.take().map(|c| c.now);
+        let id = before.as_ref().map_or(0, |c| c.id.wrapping_add(1));
+        self.gss = Some(Contexts { now: Context { id, client, service, opener }, before });
     }
 
     /// Whether the queued call `xid` may be sealed and sent now: calls
     /// under the context wait while one sent long before is still out
     /// ([`Context::may_seal`]).
     pub(super) fn gss_may_send(&self, xid: u32) -> bool {
-        let Some(ctx) = self.gss.as_ref() else { return true };
+        let Some(ctx) = self.gss.as_ref().map(|c| &c.now) else { return true };
         if self.pending.get(&xid).is_none_or(|p| p.gss.is_none()) {
             return true;
         }
         let out = self.pending.values().filter(|p| p.deadline.is_some());
-        ctx.may_seal(out.filter_map(|p| p.gss.as_ref()?.latest_seq()).min())
+        ctx.may_seal(out.filter_map(|p| p.gss.as_ref()?.latest_seq_under(ctx.id)).min())
     }
 
     /// Whether calls go under an RPCSEC_GSS context.
@@ -248,7 +297,32 @@ mod tests {
     use super::*;
     use crate::rpc::{auth_sys, RpcSettings};
 
+    use rpcsec::testing::FakeContext;
+
     const NFS: u32 = proto::nfs3::NFS_PROGRAM;
+
+    /// A reply under krb5p to transmission `seq`, its verifier made by
+    /// `server` (or garbage).
+    fn sealed_reply(xid: u32, seq: u32, server: &mut FakeContext, verf_ok: bool, results: &[u8]) -> Bytes {
+        let mut e = Encoder::new();
+        for w in [xid, 1, 0] {
+            e.u32(w);
+        }
+        let mic = if verf_ok { rpcsec::SecContext::get_mic(server, &seq.to_be_bytes()).unwrap() } else { vec![0; 8] };
+        opaque_auth { flavor: proto::rpc::auth_flavor::RPCSEC_GSS, body: Bytes::from(mic) }.encode(&mut e);
+        e.u32(0);
+        e.append_segments(rpcsec::seal_body(server, Service::Privacy, seq, results).unwrap());
+        e.into_bytes()
+    }
+
+    /// The xid, context handle and sequence number a sealed record went with.
+    fn sent_under(record: &[Bytes]) -> (u32, Bytes, u32) {
+        let flat = Bytes::from(record.concat()).slice(4..);
+        let msg = <proto::rpc::rpc_msg as xdr::Decode>::decode(&mut Decoder::new(flat)).unwrap();
+        let proto::rpc::rpc_msg_body::CALL(call) = msg.body else { panic!("not a call") };
+        let cred = rpcsec::callee::credential(call.cred.body).unwrap();
+        (msg.xid, cred.handle, cred.seq_num)
+    }
 
     fn core(window: u32) -> RpcCore {
         let mut c = RpcCore::new(RpcSettings { max_in_flight: 64, ..Default::default() }, auth_sys("t", 0, 0, &[]), 1);
@@ -284,7 +358,7 @@ mod tests {
         assert!(c.poll_timers(timeout).failed.is_empty());
         let resent = c.poll_transmit(timeout).unwrap();
         assert_eq!(u32::from_be_bytes(resent.concat()[4..8].try_into().unwrap()), first);
-        assert_eq!(c.pending[&first].gss.as_ref().and_then(Sealed::latest_seq), Some(3));
+        assert_eq!(c.pending[&first].gss.as_ref().and_then(|s| s.latest_seq_under(0)), Some(3));
     }
 
     /// With a shared context the connection checks the verifier and
@@ -297,18 +371,7 @@ mod tests {
         let mut c = RpcCore::new(RpcSettings::default(), auth_sys("t", 0, 0, &[]), 1);
         let handle = Bytes::from_static(b"ctx");
         c.set_gss_shared(GssClient::new(handle.clone(), Box::new(shared.clone()), 8), Service::Privacy, shared);
-        let reply = |xid: u32, seq: u32, server: &mut rpcsec::testing::FakeContext, verf_ok: bool| {
-            let mut e = Encoder::new();
-            for w in [xid, 1, 0] {
-                e.u32(w);
-            }
-            let mic =
-                if verf_ok { rpcsec::SecContext::get_mic(server, &seq.to_be_bytes()).unwrap() } else { vec![0; 8] };
-            opaque_auth { flavor: proto::rpc::auth_flavor::RPCSEC_GSS, body: Bytes::from(mic) }.encode(&mut e);
-            e.u32(0);
-            e.append_segments(rpcsec::seal_body(server, Service::Privacy, seq, b"results!").unwrap());
-            e.into_bytes()
-        };
+        let reply = |xid, seq, server: &mut FakeContext, verf_ok| sealed_reply(xid, seq, server, verf_ok, b"results!");
         let xid = c.call(NFS, 3, 1, Vec::new(), 0);
         assert!(c.poll_transmit(0).is_some());
         let done = c.on_record(reply(xid, 1, &mut server, true), 1).unwrap();
@@ -318,6 +381,67 @@ mod tests {
         assert!(c.poll_transmit(2).is_some());
         let done = c.on_record(reply(xid, 2, &mut server, false), 3).unwrap();
         assert!(done.sealed.is_none() && matches!(done.result, Err(RpcError::BadReply(_))), "{done:?}");
+    }
+
+    /// Calls out under a context when a new one replaces it are answered
+    /// under theirs, their results opened with it; calls made after, and
+    /// retransmissions, go under the new one, whose window the old calls'
+    /// numbers do not hold back.
+    #[test]
+    fn calls_out_when_the_context_is_replaced_are_answered_under_theirs() {
+        const MS: Nanos = crate::rpc::MS;
+        let settings = RpcSettings { timeout_ms: 100, ..Default::default() };
+        let mut c = RpcCore::new(settings, auth_sys("t", 0, 0, &[]), 1);
+        let mut install = |c: &mut RpcCore, key: u64, handle: &'static [u8]| {
+            let (mine, server) = FakeContext::pair(key);
+            let shared = SharedContext::new(Box::new(mine));
+            let client = GssClient::new(Bytes::from_static(handle), Box::new(shared.clone()), 4);
+            c.set_gss_shared(client, Service::Privacy, shared);
+            server
+        };
+        let open = |done: Option<crate::rpc::Completion>| done.expect("a completion").into_results().open();
+        let mut a = install(&mut c, 5, b"A");
+        let old: Vec<u32> = (0..3).map(|_| c.call(NFS, 3, 1, Vec::new(), 0)).collect();
+        let sent: Vec<_> = std::iter::from_fn(|| c.poll_transmit(0)).map(|r| sent_under(&r)).collect();
+        assert_eq!(
+            sent.iter().map(|s| (s.1.as_ref(), s.2)).collect::<Vec<_>>(),
+            [(&b"A"[..], 1), (b"A", 2), (b"A", 3)]
+        );
+        let new = c.call(NFS, 3, 1, Vec::new(), 0);
+        assert!(c.poll_transmit(0).is_none(), "a window of 4 holds back A's number 4");
+
+        let mut b = install(&mut c, 6, b"B");
+        let r = c.poll_transmit(50 * MS).expect("A's calls out do not hold back B's");
+        assert_eq!(sent_under(&r), (new, Bytes::from_static(b"B"), 1));
+        let done = c.on_record(sealed_reply(old[1], 2, &mut a, true, b"old 1"), 60 * MS);
+        assert_eq!(open(done).expect("checked and opened under A").as_ref(), b"old 1");
+
+        // The two others time out and go again, under B.
+        assert!(c.poll_timers(100 * MS).failed.is_empty());
+        let resent: Vec<_> = std::iter::from_fn(|| c.poll_transmit(100 * MS)).map(|r| sent_under(&r)).collect();
+        assert_eq!(resent.len(), 2);
+        assert!(resent.iter().all(|(x, h, _)| old.contains(x) && h.as_ref() == b"B"), "{resent:?}");
+        let seq_b = |xid| resent.iter().find(|r| r.0 == xid).map(|r| r.2).unwrap();
+        // One answered under its first transmission's context, one under
+        // its second's, and the call made after under B.
+        let done = c.on_record(sealed_reply(old[0], 1, &mut a, true, b"old 0"), 110 * MS);
+        assert_eq!(open(done).expect("answered under A").as_ref(), b"old 0");
+        let done = c.on_record(sealed_reply(old[2], seq_b(old[2]), &mut b, true, b"old 2"), 110 * MS);
+        assert_eq!(open(done).expect("answered under B").as_ref(), b"old 2");
+        let done = c.on_record(sealed_reply(new, 1, &mut b, true, b"new"), 120 * MS);
+        assert_eq!(open(done).expect("answered under B").as_ref(), b"new");
+
+        // A third context: B's calls out still verify under B; a reply
+        // checked under another context than the call's does not.
+        let x = c.call(NFS, 3, 1, Vec::new(), 200 * MS);
+        let seq = sent_under(&c.poll_transmit(200 * MS).unwrap()).2;
+        install(&mut c, 7, b"C");
+        let other = c.call(NFS, 3, 1, Vec::new(), 200 * MS);
+        let _ = c.poll_transmit(200 * MS);
+        let done = c.on_record(sealed_reply(x, seq, &mut b, true, b"x"), 210 * MS);
+        assert_eq!(open(done).expect("answered under B").as_ref(), b"x");
+        let done = c.on_record(sealed_reply(other, 1, &mut a, true, b"other"), 210 * MS);
+        assert!(matches!(open(done), Err(RpcError::BadReply(_))));
     }
 
     /// A wide window leaves the connection's own limit in charge.

@@ -7,22 +7,26 @@
 //! last, with the client's handle, and their answers are checked before
 //! the fake sees them. It also answers what the fake does not know
 //! (BACKCHANNEL_CTL), can refuse a context the way a server that lost it
-//! does, set SEQUENCE status flags, and send the client calls of its own.
+//! does, or one whose lifetime ended, set SEQUENCE status flags, and send
+//! the client calls of its own.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use client::transport::{ConnParams, GssParams};
+use client::ClientSettings;
 use parking_lot::Mutex;
 use proto::framer::{record_header, RecordDecoder};
 use proto::nfs4::*;
 use proto::rpc::*;
 use proto::rpcsec_gss::{rpc_gss_init_res, rpc_gss_proc_t};
 use rpcsec::callee::{self, Callee};
-use rpcsec::testing::FakeContext;
+use rpcsec::testing::{FakeContext, FakeInitiator};
 use rpcsec::{GssClient, SecContext, Service};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -41,6 +45,13 @@ pub struct Seen {
     pub backchannel_ctls: Vec<Vec<callback_sec_parms4>>,
     /// Context set-ups, by the handle given.
     pub contexts: Vec<Bytes>,
+    /// When each of them was set up.
+    pub set_up_at: Vec<Instant>,
+    /// Calls refused because their context's lifetime had ended.
+    pub expired: u32,
+    /// Replies sealed under a context older than the newest: to calls
+    /// made under it before the client set up the next.
+    pub replies_under_older: u32,
     /// Callback answers checked under the lent context.
     pub callbacks_verified: u32,
     /// Callback answers that were not.
@@ -50,6 +61,7 @@ pub struct Seen {
 struct Fore {
     key: u64,
     callee: Callee,
+    born: Instant,
 }
 
 /// A callback under a lent context: its answer is checked with it.
@@ -77,6 +89,8 @@ struct St {
     callbacks: HashMap<u32, (u32, Service)>,
     seq_flags: u32,
     noent_on_gss: bool,
+    /// Contexts are refused this long after their set-up.
+    lifetime: Option<Duration>,
     to_client: Option<mpsc::UnboundedSender<Vec<u8>>>,
     injected: HashMap<u32, oneshot::Sender<(reply_body, Bytes)>>,
 }
@@ -182,6 +196,45 @@ impl Gate {
         let mut st = self.st.lock();
         let all: Vec<Bytes> = st.fore.keys().cloned().collect();
         st.refused.extend(all);
+    }
+
+    /// Calls under a context set up `lifetime` ago or longer get
+    /// RPCSEC_GSS_CTXPROBLEM, as from a server that holds it to its
+    /// ticket's end.
+    pub fn set_lifetime(&self, lifetime: Duration) {
+        self.st.lock().lifetime = Some(lifetime);
+    }
+
+    /// What a client needs to connect through the gate under `service`,
+    /// with contexts of `lifetime` renewed `renew_before` their end.
+    pub fn params(
+        &self,
+        service: Service,
+        s: &ClientSettings,
+        lifetime: Duration,
+        renew_before: Duration,
+    ) -> ConnParams {
+        ConnParams {
+            addr: self.addr,
+            rpc: s.rpc.clone(),
+            cred: client_core::rpc::auth_sys("gss-test", 0, 0, &[0]),
+            connect_timeout: Duration::from_secs(2),
+            reconnect_timeout: Duration::from_secs(2),
+            reconnect_max_pause: Duration::from_millis(100),
+            max_record: s.max_record,
+            read_buffer: s.read_buffer,
+            copy_replies_below: s.copy_replies_below,
+            reply_lowat_min: s.reply_lowat_min,
+            reply_lowat_max: s.reply_lowat_max,
+            tls: None,
+            reply_poll: Duration::ZERO,
+            gss: Some(GssParams {
+                initiator: Arc::new(FakeInitiator { principal: "alice@TEST".into(), key: AtomicU64::new(1), lifetime }),
+                target: "nfs@127.0.0.1".into(),
+                service,
+                renew_before,
+            }),
+        }
     }
 
     /// The handle the callbacks go under now, and its service.
@@ -318,8 +371,9 @@ impl Gate {
                 body: Bytes::from(ctx.get_mic(&WINDOW.to_be_bytes()).expect("a checksum")),
             };
             let callee = Callee::new(handle.clone(), self.service, Box::new(FakeContext::pair(key).0), WINDOW);
-            st.fore.insert(handle.clone(), Fore { key, callee });
+            st.fore.insert(handle.clone(), Fore { key, callee, born: Instant::now() });
             st.seen.contexts.push(handle.clone());
+            st.seen.set_up_at.push(Instant::now());
             let res = rpc_gss_init_res {
                 handle,
                 gss_major: rpcsec::major::GSS_S_COMPLETE,
@@ -336,6 +390,11 @@ impl Gate {
             return;
         }
         let Some(fore) = st.fore.get_mut(&cred.handle) else { return };
+        if st.lifetime.is_some_and(|l| fore.born.elapsed() >= l) {
+            st.seen.expired += 1;
+            let _ = to_client.send(denied(xid, auth_stat::RPCSEC_GSS_CTXPROBLEM));
+            return;
+        }
         let admitted = match fore.callee.admit(&header, &cred, &call.verf, d.rest()) {
             Ok(a) => a,
             Err(e) => panic!("the gate refused the client's call: {e:?}"),
@@ -394,6 +453,9 @@ impl Gate {
 
     /// The accepted reply to `out`'s call with `results`, sealed.
     fn seal(&self, st: &mut St, out: &Out, results: Bytes) -> (reply_body, Bytes) {
+        if st.seen.contexts.last() != Some(&out.handle) {
+            st.seen.replies_under_older += 1;
+        }
         let fore = st.fore.get_mut(&out.handle).expect("the call's context");
         let verf = fore.callee.verifier(out.seq).expect("a verifier");
         let body = fore.callee.seal_results(out.seq, &results).expect("sealed");
