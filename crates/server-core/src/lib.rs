@@ -146,6 +146,8 @@ pub struct Core {
     /// WRITE/COMMIT verifier; replaced when unstable data may have been lost.
     write_verifier: AtomicU64,
     ports: ServicePorts,
+    /// Programs on this host registered with portmap SET.
+    pub(crate) portmap_regs: portmap::registry::Registry,
     mounts: parking_lot::Mutex<mount::MountList>,
     warn_counts: [AtomicU64; WarnKind::COUNT],
     /// Replies to recent non-idempotent NFSv3 / NFSv4.0 calls, for
@@ -265,6 +267,7 @@ impl Core {
             fh: fh::FhCodec::new(handle_secret),
             write_verifier: AtomicU64::new(u64::from_be_bytes(write_verifier)),
             ports,
+            portmap_regs: Default::default(),
             mounts: parking_lot::Mutex::new(mount::MountList::default()),
             warn_counts: Default::default(),
             sendfile: false,

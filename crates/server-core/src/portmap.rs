@@ -1,12 +1,16 @@
 //! Portmapper v2 (RFC 1833 section 3) and rpcbind v3/v4 (section 2),
-//! answering for the services this server provides itself.
+//! answering for the services this server provides itself and for those
+//! programs on this host registered with SET ([`registry`]).
 //!
-//! There is no registration from other programs: SET and UNSET answer
-//! FALSE, and the forwarding procedures (CALLIT, BCAST, INDIRECT), which
-//! would make this server send traffic on a caller's behalf, are refused
-//! with PROC_UNAVAIL, as are GETTIME (the core reads no clock), the address
+//! SET and UNSET are taken from local callers only (others get FALSE);
+//! registrations of NLM and NSM are kept aside for nfsx's own callbacks.
+//! The forwarding procedures (CALLIT, BCAST, INDIRECT), which would make
+//! this server send traffic on a caller's behalf, are refused with
+//! PROC_UNAVAIL, as are GETTIME (the core reads no clock), the address
 //! translation calls and statistics. Lookups match program, version and
 //! transport exactly.
+
+pub(crate) mod registry;
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -16,6 +20,7 @@ use xdr::{Decode, Decoder, Encoder};
 
 use crate::rpc::{run, Call, Dispatched};
 use crate::Core;
+use registry::{dump_ip, is_local, may_register, netid_of_prot, port_of_uaddr, Registration};
 
 pub const PROGRAM: u32 = PMAP_PROGRAM;
 const IPPROTO_TCP: u32 = 6;
@@ -102,10 +107,58 @@ fn netid(t: Transport, ip: IpAddr) -> &'static str {
     }
 }
 
-fn getaddr(core: &Core, call: &Call, prog: u32, vers: u32, netid: &[u8]) -> Bytes {
-    let found = local_for_netid(call.peer.local, netid)
-        .and_then(|(t, ip)| core.port_for(prog, vers, t).map(|port| uaddr(ip, port)));
+fn getaddr(core: &Core, call: &Call, prog: u32, vers: u32, netid_asked: &[u8]) -> Bytes {
+    let found = local_for_netid(call.peer.local, netid_asked).and_then(|(t, ip)| {
+        let port = core
+            .port_for(prog, vers, t)
+            .or_else(|| core.portmap_regs.port(prog, vers, netid(t, ip).as_bytes(), false))?;
+        Some(uaddr(ip, port))
+    });
     Bytes::from(found.unwrap_or_default())
+}
+
+/// SET: registers `r` for a local caller (RPC TRUE/FALSE as a number).
+fn set(core: &Core, call: &Call, r: Option<Registration>) -> (u32, bool) {
+    let Some(r) = r else { return (0, false) };
+    if !is_local(call.peer) {
+        core.warn(crate::WarnKind::Access, || {
+            tracing::warn!(peer = %call.peer.addr, prog = r.prog, vers = r.vers, "portmap SET refused: not a local caller")
+        });
+        return (0, false);
+    }
+    if !may_register(r.prog, r.vers) {
+        return (0, false);
+    }
+    let (prog, vers, port) = (r.prog, r.vers, r.port);
+    let netid = String::from_utf8_lossy(&r.netid).into_owned();
+    let done = core.portmap_regs.set(r);
+    if done {
+        tracing::info!(prog, vers, %netid, port, "program registered with the portmapper");
+    }
+    (u32::from(done), done)
+}
+
+/// UNSET: removes (prog, vers) on the netids `netid` selects, for a local
+/// caller.
+fn unset(core: &Core, call: &Call, prog: u32, vers: u32, netid: impl Fn(&[u8]) -> bool) -> (u32, bool) {
+    if !is_local(call.peer) {
+        return (0, false);
+    }
+    let done = core.portmap_regs.unset(prog, vers, netid);
+    if done {
+        tracing::info!(prog, vers, "program unregistered from the portmapper");
+    }
+    (u32::from(done), done)
+}
+
+/// A v3/v4 SET's registration: its netid as given, its port from the
+/// universal address.
+fn registration3(prog: u32, vers: u32, netid: Bytes, addr: &[u8], owner: Bytes) -> Option<Registration> {
+    if netid.is_empty() {
+        return None;
+    }
+    let port = port_of_uaddr(addr)?;
+    Some(Registration { prog, vers, netid, port, owner })
 }
 
 /// One entry of DUMP for every registration, built by `entry` from
@@ -122,6 +175,10 @@ fn registrations<L>(core: &Core, call: &Call, entry: impl Fn(u32, u32, Bytes, By
                 out.push(entry(prog, vers, netid, Bytes::from(uaddr(ip, port)), owner));
             }
         }
+    }
+    for r in core.portmap_regs.listed() {
+        let addr = Bytes::from(uaddr(dump_ip(call.peer.local.ip(), &r.netid), r.port));
+        out.push(entry(r.prog, r.vers, r.netid, addr, r.owner));
     }
     out
 }
@@ -141,15 +198,31 @@ pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> D
     };
     match (call.vers, call.proc_) {
         (_, 0) => run(call, d, e, "portmap.NULL", void, |()| ((), true)),
-        (2, PMAP2_SET) => run(call, d, e, "portmap.SET", pmap2_mapping::decode, |_| (0u32, false)),
-        (2, PMAP2_UNSET) => run(call, d, e, "portmap.UNSET", pmap2_mapping::decode, |_| (0u32, false)),
+        (2, PMAP2_SET) => run(call, d, e, "portmap.SET", pmap2_mapping::decode, |m| {
+            let r = netid_of_prot(m.prot).zip(u16::try_from(m.port).ok()).map(|(netid, port)| Registration {
+                prog: m.prog,
+                vers: m.vers,
+                netid: Bytes::from_static(netid),
+                port,
+                owner: Bytes::new(),
+            });
+            set(core, call, r)
+        }),
+        // Version 2's UNSET names no transport: both go.
+        (2, PMAP2_UNSET) => run(call, d, e, "portmap.UNSET", pmap2_mapping::decode, |m| {
+            unset(core, call, m.prog, m.vers, |n| n == b"tcp" || n == b"udp")
+        }),
         (2, PMAP2_GETPORT) => run(call, d, e, "portmap.GETPORT", pmap2_mapping::decode, |m| {
             let t = match m.prot {
                 IPPROTO_TCP => Some(Transport::Tcp),
                 IPPROTO_UDP => Some(Transport::Udp),
                 _ => None,
             };
-            let port = t.and_then(|t| core.port_for(m.prog, m.vers, t)).map_or(0, u32::from);
+            let registered = || {
+                let netid = netid_of_prot(m.prot)?;
+                core.portmap_regs.port(m.prog, m.vers, netid, false)
+            };
+            let port = t.and_then(|t| core.port_for(m.prog, m.vers, t)).or_else(registered).map_or(0, u32::from);
             (port, port != 0)
         }),
         (2, PMAP2_DUMP) => run(call, d, e, "portmap.DUMP", void, |()| {
@@ -161,10 +234,24 @@ pub fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> D
                     }
                 }
             }
+            for r in core.portmap_regs.listed() {
+                let prot = match &r.netid[..] {
+                    b"tcp" => IPPROTO_TCP,
+                    b"udp" => IPPROTO_UDP,
+                    _ => continue,
+                };
+                let map = pmap2_mapping { prog: r.prog, vers: r.vers, prot, port: r.port.into() };
+                list.push(pmap2_mapping_list { map });
+            }
             (pmap2_dump_result { list }, true)
         }),
-        (3 | 4, PMAP3_SET) => run(call, d, e, "portmap.SET", pmap3_mapping::decode, |_| (0u32, false)),
-        (3 | 4, PMAP3_UNSET) => run(call, d, e, "portmap.UNSET", pmap3_mapping::decode, |_| (0u32, false)),
+        (3 | 4, PMAP3_SET) => run(call, d, e, "portmap.SET", pmap3_mapping::decode, |m| {
+            set(core, call, registration3(m.prog, m.vers, m.netid, &m.addr, m.owner))
+        }),
+        // An empty netid unregisters every transport (RFC 1833 2.2.1).
+        (3 | 4, PMAP3_UNSET) => run(call, d, e, "portmap.UNSET", pmap3_mapping::decode, |m| {
+            unset(core, call, m.prog, m.vers, |n| m.netid.is_empty() || *n == m.netid[..])
+        }),
         (3, PMAP3_GETADDR) => run(call, d, e, "portmap.GETADDR", pmap3_mapping::decode, |m| {
             let addr = getaddr(core, call, m.prog, m.vers, &m.netid);
             let ok = !addr.is_empty();

@@ -22,8 +22,8 @@ fn getport_v2() {
     assert_eq!(q(100021, 4, 6), 2049, "NLM v4");
     assert_eq!(q(100024, 1, 6), 2049, "NSM");
     assert_eq!(q(100021, 1, 6), 0);
-    // SET is refused.
-    let r: u32 = e.call(PMAP, 2, PMAP2_SET, &pmap2_mapping { prog: 1, vers: 1, prot: 6, port: 1 }).result();
+    // SET of a program nfsx serves is refused.
+    let r: u32 = e.call(PMAP, 2, PMAP2_SET, &pmap2_mapping { prog: NFS, vers: 3, prot: 6, port: 1 }).result();
     assert_eq!(r, 0);
     // CALLIT is not offered.
     let r = e.call(PMAP, 2, PMAP2_CALLIT, &pmap2_call_args { prog: NFS, vers: 3, proc: 0, args: Bytes::new() });
@@ -94,6 +94,91 @@ fn getaddr_v3_v4() {
     assert!(dump.list.iter().all(|m| m.map.netid == "tcp6" && m.map.addr == "::1.8.1"));
     let dump: pmap3_dump_result = e.call(PMAP, 3, PMAP3_DUMP, &()).result();
     assert_eq!(dump.list.len(), 8);
+}
+
+fn set2(e: &Env, prog: u32, vers: u32, prot: u32, port: u32) -> u32 {
+    e.call(PMAP, 2, PMAP2_SET, &pmap2_mapping { prog, vers, prot, port }).result()
+}
+
+fn getport2(e: &Env, prog: u32, vers: u32, prot: u32) -> u32 {
+    e.call(PMAP, 2, PMAP2_GETPORT, &pmap2_mapping { prog, vers, prot, port: 0 }).result()
+}
+
+fn mapping3(prog: u32, vers: u32, netid: &str, addr: &str) -> pmap3_mapping {
+    pmap3_mapping {
+        prog,
+        vers,
+        netid: Bytes::copy_from_slice(netid.as_bytes()),
+        addr: Bytes::copy_from_slice(addr.as_bytes()),
+        owner: Bytes::from_static(b"1000"),
+    }
+}
+
+/// Programs on the server's host register with SET (as with rpcbind);
+/// other hosts may not.
+#[test]
+fn set_and_unset_from_local_callers() {
+    const PROG: u32 = 400_123;
+    let mut e = rw_env();
+    assert_eq!(set2(&e, PROG, 1, 6, 900), 1);
+    assert_eq!(set2(&e, PROG, 1, 6, 901), 0, "already registered");
+    assert_eq!(getport2(&e, PROG, 1, 6), 900);
+    assert_eq!(getport2(&e, PROG, 1, 17), 0);
+    let dump: pmap2_dump_result = e.call(PMAP, 2, PMAP2_DUMP, &()).result();
+    assert_eq!(dump.list.len(), 9);
+    assert!(dump.list.iter().any(|m| m.map.prog == PROG && m.map.port == 900));
+    let r: pmap3_string_result = e.call(PMAP, 3, PMAP3_GETADDR, &mapping3(PROG, 1, "tcp", "")).result();
+    assert_eq!(r.addr, "127.0.0.1.3.132");
+    // rpcbind v4 SET with a universal address, then DUMP lists it.
+    let r: u32 = e.call(PMAP, 4, PMAP3_SET, &mapping3(PROG, 2, "udp", "0.0.0.0.3.133")).result();
+    assert_eq!(r, 1);
+    let dump: pmap4_dump_result = e.call(PMAP, 4, PMAP4_DUMP, &()).result();
+    let mine: Vec<_> = dump.list.iter().filter(|m| m.map.prog == PROG).map(|m| m.map.clone()).collect();
+    assert_eq!(mine.len(), 2);
+    assert!(mine.iter().any(|m| m.vers == 2 && m.netid == "udp" && m.addr == "127.0.0.1.3.133" && m.owner == "1000"));
+    assert_eq!(getport2(&e, PROG, 2, 17), 901);
+    // Another host may neither register nor unregister.
+    let local = e.peer.clone();
+    e.peer = peer("10.0.0.9:700");
+    assert_eq!(set2(&e, PROG + 1, 1, 6, 902), 0);
+    let r: u32 = e.call(PMAP, 2, PMAP2_UNSET, &pmap2_mapping { prog: PROG, vers: 1, prot: 6, port: 0 }).result();
+    assert_eq!(r, 0);
+    assert_eq!(getport2(&e, PROG, 1, 6), 900, "lookups answer everyone");
+    // A caller from the address it reached us on is local too.
+    e.peer.local = "10.0.0.9:2049".parse().unwrap();
+    assert_eq!(set2(&e, PROG + 1, 1, 6, 902), 1);
+    e.peer = local;
+    // v2 UNSET drops both transports; v3 UNSET with an empty netid too.
+    let r: u32 = e.call(PMAP, 2, PMAP2_UNSET, &pmap2_mapping { prog: PROG, vers: 1, prot: 17, port: 0 }).result();
+    assert_eq!(r, 1);
+    assert_eq!(getport2(&e, PROG, 1, 6), 0);
+    let r: u32 = e.call(PMAP, 3, PMAP3_UNSET, &mapping3(PROG, 2, "", "")).result();
+    assert_eq!(r, 1);
+    assert_eq!(getport2(&e, PROG, 2, 17), 0);
+    assert_eq!(getport2(&e, PROG + 1, 1, 6), 902);
+    // A universal address without a port is refused.
+    let r: u32 = e.call(PMAP, 3, PMAP3_SET, &mapping3(PROG, 3, "tcp", "junk")).result();
+    assert_eq!(r, 0);
+}
+
+/// A lock client on the server's host registers NLM and NSM for the
+/// server's callbacks: the lookups keep answering nfsx's own services,
+/// the callbacks find the client's port.
+#[test]
+fn nlm_registrations_are_kept_for_callbacks() {
+    let e = rw_env();
+    assert_eq!(set2(&e, 100021, 4, 6, 4045), 1);
+    assert_eq!(set2(&e, 100024, 1, 17, 4046), 1);
+    assert_eq!(getport2(&e, 100021, 4, 6), 2049);
+    assert_eq!(getport2(&e, 100024, 1, 17), 0);
+    let dump: pmap2_dump_result = e.call(PMAP, 2, PMAP2_DUMP, &()).result();
+    assert_eq!(dump.list.len(), 8);
+    assert_eq!(e.core.local_callback_port(100021, 4, "tcp"), Some(4045));
+    assert_eq!(e.core.local_callback_port(100024, 1, "udp"), Some(4046));
+    assert_eq!(e.core.local_callback_port(100021, 4, "udp"), None);
+    let r: u32 = e.call(PMAP, 2, PMAP2_UNSET, &pmap2_mapping { prog: 100021, vers: 4, prot: 6, port: 0 }).result();
+    assert_eq!(r, 1);
+    assert_eq!(e.core.local_callback_port(100021, 4, "tcp"), None);
 }
 
 fn mnt_status(r: &mountres3) -> mountstat3 {
