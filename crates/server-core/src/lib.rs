@@ -22,6 +22,7 @@ mod jobs;
 mod mount;
 mod nlm;
 mod ops;
+pub mod outbound;
 mod park;
 mod placement;
 mod portmap;
@@ -38,7 +39,9 @@ pub use clock::{Clock, ManualClock};
 pub use exports::{ClientMatcher, ClientRule, ExportOptions};
 pub use gss::{GssCaller, GssLimits};
 pub use jobs::{Jobs, NoJobs};
+pub use nlm::settings::NlmSettings;
 pub use ops::v4::attrs::idmap::{use_name_source, NameSource};
+pub use outbound::{NoOutbound, OutCall, OutReply, Outbound};
 pub use park::{Parked, WaitId};
 pub use placement::Placement;
 pub use portmap::uaddr;
@@ -176,6 +179,8 @@ pub struct Core {
     pub(crate) jobs: Arc<dyn Jobs>,
     /// RPCSEC_GSS contexts ([`Core::with_gss`]).
     pub(crate) gss: gss::GssState,
+    /// NLM's calls to clients' lock managers ([`Core::with_outbound`]).
+    pub(crate) nlm: nlm::calls::NlmCalls,
     /// Some export rule admits other flavors than AUTH_SYS: NFSv4
     /// compounds check each handle against the call's flavor
     /// (`ops::v4::wrongsec`). Without one, every call is AUTH_SYS or
@@ -253,6 +258,7 @@ impl Core {
         let pseudo = ops::v4::pseudo::PseudoFs::build(&kept);
         v4.track_released_locks(shared_locks);
         let settings_gss = settings.gss.clone();
+        let nlm = nlm::calls::NlmCalls::new(Arc::new(NoOutbound), settings.nlm.clone(), 1);
         let drc = drc::Drc::new(
             settings.drc_entries,
             settings.drc_max_reply_bytes,
@@ -278,6 +284,7 @@ impl Core {
             shared_delegs: Default::default(),
             records_parsed: Default::default(),
             jobs: Arc::new(NoJobs),
+            nlm,
             sec_restricted,
             gss: gss::GssState::new(
                 settings_gss,

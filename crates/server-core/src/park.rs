@@ -92,6 +92,7 @@ impl Core {
         self.settle(ticket.map(|t| self.drc.reattach(t)), &mut out);
         self.seal_for(&call, &mut out);
         self.release_shared_locks();
+        self.send_nlm_calls();
         out
     }
 }

@@ -217,6 +217,7 @@ impl Core {
             ..Outcome::default()
         });
         self.release_shared_locks();
+        self.send_nlm_calls();
         out
     }
 
@@ -231,7 +232,9 @@ impl Core {
     /// [`Core::handle_record`] on a thread that may block). For records
     /// placed [`crate::Placement::TryInline`].
     pub fn try_handle_inline(&self, record: &Record, peer: &PeerInfo) -> Option<Outcome> {
-        self.run_record(record, peer, true)
+        let out = self.run_record(record, peer, true);
+        self.send_nlm_calls();
+        out
     }
 
     fn run_record(&self, record: &Record, peer: &PeerInfo, nowait: bool) -> Option<Outcome> {

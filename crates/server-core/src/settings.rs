@@ -107,6 +107,8 @@ pub struct CoreSettings {
     pub versions: Vec<NfsVersion>,
     /// NFSv4 limits and policies (`[core.nfs4]`).
     pub nfs4: crate::state::Nfs4Settings,
+    /// NLM's calls to clients and its limits (`[core.nlm]`).
+    pub nlm: crate::NlmSettings,
     /// pNFS flexible-file data servers (RFC 8435), as `"HOST:PORT"`:
     /// servers that serve the same exports under the same file handles
     /// (heads of a cluster over one store, sharing a handle key). When
@@ -150,6 +152,7 @@ impl Default for CoreSettings {
             inline_cached_reads: true,
             versions: NfsVersion::ALL.to_vec(),
             nfs4: Default::default(),
+            nlm: Default::default(),
             pnfs_data_servers: Vec::new(),
             pnfs_error_hold_secs: 30,
             gss: Default::default(),
@@ -171,6 +174,7 @@ impl CoreSettings {
         self.name_max = self.name_max.clamp(1, 255);
         self.warn_sample_every = self.warn_sample_every.max(1);
         self.nfs4 = self.nfs4.sanitized();
+        self.nlm = self.nlm.sanitized();
         if self.versions.is_empty() {
             tracing::error!("[core] versions is empty; offering every NFS version");
             self.versions = NfsVersion::ALL.to_vec();

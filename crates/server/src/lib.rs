@@ -16,6 +16,7 @@ pub mod jobs;
 pub mod lone_poll;
 pub mod metrics;
 pub mod names;
+pub mod outbound;
 pub mod settings;
 pub mod sink;
 pub mod slots;
@@ -32,7 +33,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 
-use server_core::{Core, CoreSettings, PeerInfo, ServicePorts};
+use server_core::{Core, CoreSettings, OutReply, PeerInfo, ServicePorts};
 
 use crate::clock::SystemClock;
 
@@ -190,8 +191,11 @@ impl Server {
             nfs4.owner_cache_entries,
         )));
         let core_settings = CoreSettings { gss: settings.gss.limits(), ..settings.core.clone() };
+        let own_ports = [Some(local_addr.port()), portmap_addr.map(|a| a.port())].into_iter().flatten().collect();
+        let (outbound, outbound_ends) = outbound::TcpOutbound::new(tokio::runtime::Handle::current(), own_ports);
         let mut core = Core::new(core_settings, exports, key, state::boot_verifier(), ports)
             .with_nfs4_env(Arc::new(SystemClock::default()), connections.clone(), store)
+            .with_outbound(outbound)
             .with_jobs(jobs.clone())
             .with_sendfile();
         if let Some((acceptor, map)) = kerberos {
@@ -239,6 +243,8 @@ impl Server {
         if shared.core.shares_store() {
             tasks.push(tokio::spawn(expire_lapsed_clients(shared.clone())));
         }
+        tasks.push(tokio::spawn(outbound_results(shared.clone(), outbound_ends)));
+        tasks.push(tokio::spawn(nlm_ticks(shared.clone())));
         if let Some(addr) = shared.settings.metrics {
             let registry = shared.metrics.registry(shared.core.clone(), cluster_stats);
             tasks.push(tokio::spawn(async move {
@@ -320,6 +326,41 @@ async fn expire_lapsed_clients(shared: Arc<Shared>) {
         let core = shared.core.clone();
         // The tables' lock may be held by a request waiting on the store.
         let _ = tokio::task::spawn_blocking(move || core.expire_lapsed_clients()).await;
+    }
+}
+
+/// Hands the ends of the core's calls to clients back to it.
+async fn outbound_results(shared: Arc<Shared>, mut ends: tokio::sync::mpsc::UnboundedReceiver<(u64, OutReply)>) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        let (id, r) = tokio::select! {
+            e = ends.recv() => match e {
+                Some(e) => e,
+                None => return,
+            },
+            _ = shutdown.changed() => return,
+        };
+        let core = shared.core.clone();
+        // The core may wait briefly on its locks.
+        let _ = tokio::task::spawn_blocking(move || core.outbound_done(id, r)).await;
+    }
+}
+
+/// How often the core's calls to clients are driven (retries, deadlines)
+/// while it has some in progress.
+const NLM_TICK: Duration = Duration::from_millis(250);
+
+async fn nlm_ticks(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(NLM_TICK) => {}
+            _ = shutdown.changed() => return,
+        }
+        if shared.core.nlm_busy() {
+            let core = shared.core.clone();
+            let _ = tokio::task::spawn_blocking(move || core.nlm_tick()).await;
+        }
     }
 }
 

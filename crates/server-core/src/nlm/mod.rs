@@ -4,17 +4,23 @@
 //! locks go into the same lock manager as NFSv4 LOCK, so a v3 and a v4
 //! client contending for one byte range see each other.
 //!
-//! Only the synchronous procedures are served. The `_MSG`/`_RES`
-//! variants need calls back to the client's own lock manager, which
-//! clients over TCP do not use; they get PROC_UNAVAIL. Blocking LOCK
+//! The asynchronous procedures (`_MSG`) run as their synchronous
+//! counterparts, answer with an empty reply and send the result as a call
+//! of the matching `_RES` procedure to the client's own lock manager
+//! ([`calls`]); a server without a transport for such calls
+//! ([`crate::NoOutbound`]) answers them PROC_UNAVAIL. `_RES` calls sent
+//! to us are taken and ignored (we make no `_MSG` calls). Blocking LOCK
 //! requests are answered `denied` rather than `blocked`, since granting
-//! later would need the same call back (NLM_GRANTED); clients then retry,
-//! as they do for a non-blocking conflict.
+//! later would need a call back (NLM_GRANTED); clients then retry, as they
+//! do for a non-blocking conflict.
 
+pub(crate) mod calls;
 mod cancel;
 mod free_all;
 mod lock;
+mod msg;
 pub(crate) mod nsm;
+pub(crate) mod settings;
 mod share;
 mod test;
 mod unlock;
@@ -49,6 +55,8 @@ pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encode
         NLM_UNSHARE => run(call, d, e, "nlm4.UNSHARE", nlm4_shareargs::decode, |a| share::share(core, call, a, false)),
         NLM_NM_LOCK => run(call, d, e, "nlm4.NM_LOCK", nlm4_lockargs::decode, |a| lock::lock(core, call, a)),
         NLM_FREE_ALL => run(call, d, e, "nlm4.FREE_ALL", nlm4_notify::decode, |a| free_all::free_all(core, a)),
+        NLM_TEST_MSG..=NLM_GRANTED_MSG if core.nlm.can_call() => msg::dispatch(core, call, d, e),
+        NLM_TEST_RES..=NLM_GRANTED_RES => msg::result(call, d, e),
         _ => Dispatched::ProcUnavail { label: "nlm4.unknown" },
     }
 }

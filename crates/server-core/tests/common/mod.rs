@@ -14,6 +14,7 @@ use vfs::memfs::MemFsSettings;
 use vfs::{MemFs, Vfs};
 use xdr::{Decode, Decoder, Encode, Encoder};
 
+pub mod outbound;
 pub mod v4;
 
 pub const SECRET: [u8; 32] = [7; 32];
