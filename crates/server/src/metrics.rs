@@ -9,6 +9,7 @@
 //! and every RPC makes one, so the request path keeps its lock-free buckets.
 
 pub mod http;
+mod nlm;
 mod shares;
 
 use std::collections::HashMap;
@@ -250,6 +251,7 @@ impl Metrics {
         r.register_collector(Box::new(PnfsCollector(core.clone())));
         r.register_collector(Box::new(GssCollector(core.clone())));
         r.register_collector(Box::new(shares::SharesCollector(core.clone())));
+        r.register_collector(Box::new(nlm::NlmCollector(core.clone())));
         r.register_collector(Box::new(BackendCollector(core)));
         if let Some(c) = cluster {
             r.register_collector(Box::new(crate::cluster::stats::StatsCollector(c)));

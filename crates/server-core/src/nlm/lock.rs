@@ -1,11 +1,21 @@
 //! NLM4_LOCK and NLM4_NM_LOCK: take a byte-range lock. During the grace
-//! period after a restart only reclaims are granted.
+//! period after a restart only reclaims are granted. A blocking request
+//! that meets a conflict waits in the lock manager (`nlm4_blocked`) and
+//! is told with NLM_GRANTED once it holds the lock, when the server can
+//! call clients and the file system is not shared with other servers
+//! (whose locks this server is never told are released); otherwise it is
+//! answered `denied` and the client asks again.
+
+use std::sync::Arc;
 
 use proto::nlm::*;
 
+use super::blocked::GrantTo;
+use super::calls::Target;
 use super::{file_of, kind, owner_of, range_of, res};
 use crate::rpc::Call;
 use crate::shared_locks;
+use crate::state::Wait;
 use crate::Core;
 
 pub(super) fn lock(core: &Core, call: &Call, a: nlm4_lockargs) -> (nlm4_res, bool) {
@@ -23,9 +33,28 @@ pub(super) fn lock(core: &Core, call: &Call, a: nlm4_lockargs) -> (nlm4_res, boo
         Ok(false) => return res(a.cookie, nlm4_stats::nlm4_denied),
         Err(_) => return res(a.cookie, nlm4_stats::nlm4_failed),
     }
-    let stat = st.nlm_lock(file, &owner, kind, start, end, a.reclaim);
-    if stat != nlm4_stats::nlm4_granted {
+    let may_wait = a.block && !a.reclaim && core.nlm.can_call() && export.fs.shared_store().is_none();
+    let wait = may_wait.then(|| Wait {
+        grant: Arc::new(GrantTo {
+            target: Target::of(core, call.peer),
+            cookie: a.cookie.clone(),
+            lock: a.alock.clone(),
+            exclusive: a.exclusive,
+            msg: call.proc_ == NLM_LOCK_MSG,
+        }),
+        max_blocked: core.nlm.settings.max_blocked,
+        max_blocked_per_host: core.nlm.settings.max_blocked_per_host,
+    });
+    let stat = st.nlm_lock(file, &owner, kind, start, end, a.reclaim, wait);
+    if stat == nlm4_stats::nlm4_granted {
+        // A blocked request granted while the client asked again: it
+        // learns from this reply, and a GRANTED still on its way would
+        // find nothing waiting (and have the lock released).
+        core.nlm.forget_grant(file, &owner, start, end);
+    } else {
         shared_locks::sync(&*export.fs, st, file, &owner, start, end);
     }
-    res(a.cookie, stat)
+    // Waiting is a normal answer, not an error.
+    let (r, ok) = res(a.cookie, stat);
+    (r, ok || stat == nlm4_stats::nlm4_blocked)
 }

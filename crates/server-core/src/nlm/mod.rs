@@ -9,11 +9,17 @@
 //! of the matching `_RES` procedure to the client's own lock manager
 //! ([`calls`]); a server without a transport for such calls
 //! ([`crate::NoOutbound`]) answers them PROC_UNAVAIL. `_RES` calls sent
-//! to us are taken and ignored (we make no `_MSG` calls). Blocking LOCK
-//! requests are answered `denied` rather than `blocked`, since granting
-//! later would need a call back (NLM_GRANTED); clients then retry, as they
-//! do for a non-blocking conflict.
+//! to us are taken and ignored (we make no `_MSG` calls), but for
+//! GRANTED_RES, the answer to our GRANTED_MSG.
+//!
+//! A blocking LOCK that meets a conflict waits in the lock manager
+//! (`nlm4_blocked`, [`blocked`]) and is granted when the range comes free,
+//! in arrival order, whoever held it (an NFSv4 client's LOCKU, CLOSE or
+//! lapsed lease frees it too); the client is told with NLM_GRANTED
+//! ([`calls`]). Without calls to clients, or on a file system other
+//! servers share, it is answered `denied` and the client asks again.
 
+pub(crate) mod blocked;
 pub(crate) mod calls;
 mod cancel;
 mod free_all;
@@ -46,8 +52,8 @@ pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encode
         NLM_LOCK => run(call, d, e, "nlm4.LOCK", nlm4_lockargs::decode, |a| lock::lock(core, call, a)),
         NLM_CANCEL => run(call, d, e, "nlm4.CANCEL", nlm4_cancargs::decode, |a| cancel::cancel(core, call, a)),
         NLM_UNLOCK => run(call, d, e, "nlm4.UNLOCK", nlm4_unlockargs::decode, |a| unlock::unlock(core, call, a)),
-        // GRANTED is what a server calls on a client; we hold no blocked
-        // requests, so any GRANTED sent to us matches nothing.
+        // GRANTED is what a server calls on a client; we are no client,
+        // so any GRANTED sent to us matches nothing.
         NLM_GRANTED => run(call, d, e, "nlm4.GRANTED", nlm4_testargs::decode, |a| {
             (nlm4_res { cookie: a.cookie, stat: nlm4_stat { stat: nlm4_stats::nlm4_denied } }, false)
         }),
@@ -56,7 +62,7 @@ pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encode
         NLM_NM_LOCK => run(call, d, e, "nlm4.NM_LOCK", nlm4_lockargs::decode, |a| lock::lock(core, call, a)),
         NLM_FREE_ALL => run(call, d, e, "nlm4.FREE_ALL", nlm4_notify::decode, |a| free_all::free_all(core, a)),
         NLM_TEST_MSG..=NLM_GRANTED_MSG if core.nlm.can_call() => msg::dispatch(core, call, d, e),
-        NLM_TEST_RES..=NLM_GRANTED_RES => msg::result(call, d, e),
+        NLM_TEST_RES..=NLM_GRANTED_RES => msg::result(core, call, d, e),
         _ => Dispatched::ProcUnavail { label: "nlm4.unknown" },
     }
 }

@@ -51,15 +51,24 @@ fn run_msg<A, R: Encode>(
 ) -> Dispatched {
     run(call, d, e, label, decode, |a| {
         let (res, ok) = f(a);
-        let tries = core.nlm.settings.result_tries;
-        core.nlm.queue(Target::of(core, call.peer), call.proc_ + RES_OFFSET, xdr::to_bytes(&res), tries);
+        let now = core.v4.now();
+        core.nlm.queue_result(Target::of(core, call.peer), call.proc_ + RES_OFFSET, xdr::to_bytes(&res), now);
         ((), ok)
     })
 }
 
-/// A `_RES` call: the result of a `_MSG` call we made. We make none, so
-/// it is taken (an empty reply, as the protocol has it) and dropped.
-pub(super) fn result(call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
+/// A `_RES` call: the result of a `_MSG` call we made, taken with an
+/// empty reply, as the protocol has it. Only GRANTED_RES answers one
+/// (our GRANTED_MSG); the others are dropped.
+pub(super) fn result(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
+    if call.proc_ == NLM_GRANTED_RES {
+        return run(call, d, e, "nlm4.GRANTED_RES", nlm4_res::decode, |r| {
+            let host = crate::exports::canonical_ip(call.peer.addr.ip());
+            let releases = core.nlm.granted_res(host, &r.cookie, r.stat.stat, core.v4.now());
+            core.release_grants(releases);
+            ((), true)
+        });
+    }
     let label = match call.proc_ {
         NLM_TEST_RES => "nlm4.TEST_RES",
         NLM_LOCK_RES => "nlm4.LOCK_RES",

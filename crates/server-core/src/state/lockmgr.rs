@@ -8,14 +8,25 @@
 //! sub-range splits a lock; adjacent or overlapping ranges of one owner
 //! and type merge. Ranges are inclusive (`start..=end`), so a lock to
 //! the end of the file (`end == u64::MAX`) needs no special value.
+//!
+//! A blocking NLM request that meets a conflict waits in its file's queue
+//! ([`Waiter`]), in arrival order. Whatever frees a range (an unlock, a
+//! downgrade, a CLOSE, a lease running out, a host restarting) hands it
+//! to the first waiters that now fit, under the same hold of the shard,
+//! so nothing slips in between; who got what is queued in the
+//! [`LockBook`] for NLM to tell them (NLM_GRANTED). A new request, NLM or
+//! NFSv4, also yields to an earlier waiter of another owner it would
+//! conflict with, so that a steady stream of readers cannot starve a
+//! waiting writer.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::FileKey;
+use crate::nlm::blocked::GrantTo;
 
 /// Who holds a lock. Locks of different owners conflict; one owner's
 /// locks never conflict with each other.
@@ -82,6 +93,46 @@ pub(crate) fn range_of(offset: u64, length: u64) -> Option<(u64, u64)> {
     Some((offset, end - 1))
 }
 
+/// A blocked lock request waiting for its range.
+#[derive(Debug, Clone)]
+pub(crate) struct Waiter {
+    pub owner: LockOwner,
+    pub kind: LockKind,
+    pub start: u64,
+    pub end: u64,
+    /// Whom to tell once it is granted.
+    pub grant: Arc<GrantTo>,
+}
+
+impl Waiter {
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.start <= end && start <= self.end
+    }
+
+    fn as_lock(&self) -> Lock {
+        Lock { owner: self.owner.clone(), kind: self.kind, start: self.start, end: self.end }
+    }
+}
+
+/// A waiter's lock, taken when its range came free: NLM tells the owner.
+#[derive(Debug, Clone)]
+pub(crate) struct Granted {
+    pub file: FileKey,
+    pub owner: LockOwner,
+    pub start: u64,
+    pub end: u64,
+    pub grant: Arc<GrantTo>,
+}
+
+/// Why a blocked request was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QueueFull {
+    /// `max_blocked` requests wait already.
+    All,
+    /// The host has `max_blocked_per_host` waiting.
+    Host,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LockError {
     /// Another owner holds this conflicting lock.
@@ -106,6 +157,13 @@ pub(crate) struct LockBook {
     /// Set whenever `released` gains entries, so the server need not look
     /// after every request.
     pub released_pending: Arc<AtomicBool>,
+    /// Waiters granted since NLM last looked.
+    grants: parking_lot::Mutex<Vec<Granted>>,
+    /// Set whenever `grants` gains entries.
+    pub grants_pending: AtomicBool,
+    /// Waiters queued, all files together, and per host.
+    blocked: AtomicUsize,
+    blocked_per_host: parking_lot::Mutex<HashMap<Bytes, usize>>,
 }
 
 impl LockBook {
@@ -151,6 +209,64 @@ impl LockBook {
     pub fn count_for_client(&self, client: u64) -> usize {
         self.per_client.lock().get(&client).copied().unwrap_or(0)
     }
+
+    /// The waiters granted since the last call.
+    pub fn take_grants(&self) -> Vec<Granted> {
+        // A load first: this runs after every request, and a swap would
+        // write the shared line each time.
+        if !self.grants_pending.load(Ordering::Acquire) || !self.grants_pending.swap(false, Ordering::AcqRel) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.grants.lock())
+    }
+
+    fn push_grants(&self, granted: Vec<Granted>) {
+        if granted.is_empty() {
+            return;
+        }
+        self.grants.lock().extend(granted);
+        self.grants_pending.store(true, Ordering::Release);
+    }
+
+    /// Blocked requests waiting now.
+    pub fn blocked(&self) -> usize {
+        self.blocked.load(Ordering::Relaxed)
+    }
+
+    /// Counts one more waiter of `host` unless that passes a cap.
+    fn try_block(&self, host: &Bytes, max: usize, max_per_host: usize) -> Result<(), QueueFull> {
+        let mut per_host = self.blocked_per_host.lock();
+        if self.blocked.load(Ordering::Relaxed) >= max {
+            return Err(QueueFull::All);
+        }
+        let n = per_host.entry(host.clone()).or_default();
+        if *n >= max_per_host {
+            return Err(QueueFull::Host);
+        }
+        *n += 1;
+        self.blocked.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// One waiter of `host` left its queue.
+    fn unblock(&self, host: &Bytes) {
+        let mut per_host = self.blocked_per_host.lock();
+        if let Some(n) = per_host.get_mut(host) {
+            *n -= 1;
+            if *n == 0 {
+                per_host.remove(host);
+            }
+            self.blocked.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The host a waiter is counted against.
+fn host_of(owner: &LockOwner) -> Bytes {
+    match owner {
+        LockOwner::Nlm { caller, .. } => caller.clone(),
+        LockOwner::V4 { .. } => Bytes::new(),
+    }
 }
 
 /// The byte-range locks of the files of one shard
@@ -158,6 +274,8 @@ impl LockBook {
 #[derive(Debug, Default)]
 pub(crate) struct LockManager {
     files: HashMap<FileKey, Vec<Lock>>,
+    /// Blocked requests per file, in arrival order.
+    waiters: HashMap<FileKey, VecDeque<Waiter>>,
     book: Arc<LockBook>,
 }
 
@@ -205,7 +323,7 @@ fn insert_merged(locks: &mut Vec<Lock>, mut new: Lock) {
 impl LockManager {
     /// The locks of one shard, counted in `book` with every other shard's.
     pub fn with_book(book: Arc<LockBook>) -> LockManager {
-        LockManager { files: HashMap::new(), book }
+        LockManager { files: HashMap::new(), waiters: HashMap::new(), book }
     }
 
     /// The first lock of another owner that conflicts with `kind` on
@@ -233,6 +351,30 @@ impl LockManager {
         if let Some(c) = self.test(file, owner, kind, start, end) {
             return Err(LockError::Conflict(c));
         }
+        // An owner changing what it holds (an upgrade, a downgrade, the
+        // same lock again) does not queue behind waiters.
+        if self.owned_in(file, owner, start, end).is_empty() {
+            if let Some(c) = self.first_waiter_conflict(file, owner, kind, start, end) {
+                return Err(LockError::Conflict(c));
+            }
+        }
+        self.take(file, owner, kind, start, end, max_per_client)?;
+        // A downgrade may let a waiter in.
+        self.regrant(file);
+        Ok(())
+    }
+
+    /// Puts `kind` on `start..=end` into `owner`'s locks, with no
+    /// conflict check.
+    fn take(
+        &mut self,
+        file: FileKey,
+        owner: &LockOwner,
+        kind: LockKind,
+        start: u64,
+        end: u64,
+        max_per_client: usize,
+    ) -> Result<(), LockError> {
         let mut next = self.files.get(&file).cloned().unwrap_or_default();
         let before = next.iter().filter(|l| l.owner == *owner).count();
         carve(&mut next, owner, start, end);
@@ -241,6 +383,131 @@ impl LockManager {
         self.book.admit(owner, before, after, max_per_client)?;
         self.files.insert(file, next);
         Ok(())
+    }
+
+    /// The first waiter on `file` of another owner than `owner` whose
+    /// request conflicts with `kind` on `start..=end`, as a lock.
+    pub fn first_waiter_conflict(
+        &self,
+        file: FileKey,
+        owner: &LockOwner,
+        kind: LockKind,
+        start: u64,
+        end: u64,
+    ) -> Option<Lock> {
+        self.waiters
+            .get(&file)?
+            .iter()
+            .find(|w| w.owner != *owner && w.overlaps(start, end) && conflicts(w.kind, kind))
+            .map(Waiter::as_lock)
+    }
+
+    /// Queues a blocked request of `owner` (an NLM host) for `kind` on
+    /// `start..=end`, to be granted when it fits. The same request queued
+    /// again (clients resend a blocked LOCK now and then) keeps its place
+    /// and takes the new `grant` (its cookie).
+    #[allow(clippy::too_many_arguments)]
+    pub fn enqueue(
+        &mut self,
+        file: FileKey,
+        owner: &LockOwner,
+        kind: LockKind,
+        start: u64,
+        end: u64,
+        grant: Arc<GrantTo>,
+        max: usize,
+        max_per_host: usize,
+    ) -> Result<(), QueueFull> {
+        let queue = self.waiters.entry(file).or_default();
+        if let Some(w) =
+            queue.iter_mut().find(|w| w.owner == *owner && w.kind == kind && w.start == start && w.end == end)
+        {
+            w.grant = grant;
+            return Ok(());
+        }
+        if let Err(e) = self.book.try_block(&host_of(owner), max, max_per_host) {
+            if queue.is_empty() {
+                self.waiters.remove(&file);
+            }
+            return Err(e);
+        }
+        queue.push_back(Waiter { owner: owner.clone(), kind, start, end, grant });
+        Ok(())
+    }
+
+    /// Removes `owner`'s waiting request for `kind` on `start..=end`
+    /// (NLM4_CANCEL); whether there was one.
+    pub fn cancel(&mut self, file: FileKey, owner: &LockOwner, kind: LockKind, start: u64, end: u64) -> bool {
+        let Some(queue) = self.waiters.get_mut(&file) else { return false };
+        let Some(i) =
+            queue.iter().position(|w| w.owner == *owner && w.kind == kind && w.start == start && w.end == end)
+        else {
+            return false;
+        };
+        if let Some(w) = queue.remove(i) {
+            self.book.unblock(&host_of(&w.owner));
+        }
+        if queue.is_empty() {
+            self.waiters.remove(&file);
+        }
+        // A later request it held back may fit now.
+        self.regrant(file);
+        true
+    }
+
+    /// Removes every waiter whose owner `pred` selects (a host
+    /// restarting).
+    pub fn drop_waiters_where(&mut self, mut pred: impl FnMut(&LockOwner) -> bool) {
+        let mut touched = Vec::new();
+        for (file, queue) in self.waiters.iter_mut() {
+            let before = queue.len();
+            queue.retain(|w| {
+                let drop = pred(&w.owner);
+                if drop {
+                    self.book.unblock(&host_of(&w.owner));
+                }
+                !drop
+            });
+            if queue.len() != before {
+                touched.push(*file);
+            }
+        }
+        self.waiters.retain(|_, q| !q.is_empty());
+        for file in touched {
+            self.regrant(file);
+        }
+    }
+
+    /// Grants, in arrival order, the waiters on `file` that fit now: no
+    /// held lock of another owner conflicts, nor an earlier waiter still
+    /// waiting. Their locks are taken here; the book tells NLM.
+    fn regrant(&mut self, file: FileKey) {
+        let Some(mut queue) = self.waiters.remove(&file) else { return };
+        let mut kept: VecDeque<Waiter> = VecDeque::with_capacity(queue.len());
+        let mut granted = Vec::new();
+        for w in queue.drain(..) {
+            let behind =
+                kept.iter().any(|k| k.owner != w.owner && k.overlaps(w.start, w.end) && conflicts(k.kind, w.kind));
+            if behind
+                || self.test(file, &w.owner, w.kind, w.start, w.end).is_some()
+                || self.take(file, &w.owner, w.kind, w.start, w.end, usize::MAX).is_err()
+            {
+                kept.push_back(w);
+                continue;
+            }
+            self.book.unblock(&host_of(&w.owner));
+            granted.push(Granted { file, owner: w.owner, start: w.start, end: w.end, grant: w.grant });
+        }
+        if !kept.is_empty() {
+            self.waiters.insert(file, kept);
+        }
+        self.book.push_grants(granted);
+    }
+
+    /// The requests waiting on `file`, in order.
+    #[cfg(test)]
+    pub fn waiters_on(&self, file: FileKey) -> Vec<Waiter> {
+        self.waiters.get(&file).map_or_else(Vec::new, |q| q.iter().cloned().collect())
     }
 
     /// Releases `owner`'s locks on `start..=end` (splitting as needed).
@@ -254,6 +521,7 @@ impl LockManager {
             self.files.remove(&file);
         }
         self.adjust(owner, before, after);
+        self.regrant(file);
     }
 
     fn adjust(&self, owner: &LockOwner, before: usize, after: usize) {
@@ -302,6 +570,11 @@ impl LockManager {
         });
         for (_, o) in &dropped {
             self.adjust(o, 1, 0);
+        }
+        let mut files: Vec<FileKey> = dropped.iter().map(|(f, _)| *f).collect();
+        files.dedup();
+        for f in files {
+            self.regrant(f);
         }
         self.book.queue_released(dropped);
     }
@@ -427,5 +700,84 @@ mod tests {
         assert!(!m.holds_any(&a));
         assert!(m.holds_on(F, &n));
         assert_eq!(m.count_for_client(1), 0);
+    }
+    fn nlm(host: &'static str) -> LockOwner {
+        LockOwner::Nlm { caller: Bytes::from_static(host.as_bytes()), svid: 1, oh: Bytes::new() }
+    }
+
+    fn wait(m: &mut LockManager, o: &LockOwner, kind: LockKind, start: u64, end: u64, cookie: &'static [u8]) {
+        let g = Arc::new(GrantTo::for_test(cookie));
+        m.enqueue(F, o, kind, start, end, g, 100, 100).unwrap();
+    }
+
+    fn granted(m: &LockManager) -> Vec<(LockOwner, Bytes)> {
+        m.book.take_grants().into_iter().map(|g| (g.owner, g.grant.cookie.clone())).collect()
+    }
+
+    #[test]
+    fn waiters_are_granted_in_order_at_the_release() {
+        let mut m = LockManager::default();
+        let (a, b, c) = (v4(1, "a"), nlm("b"), nlm("c"));
+        m.lock(F, &a, LockKind::Write, 0, 99, MAX).unwrap();
+        wait(&mut m, &b, LockKind::Write, 0, 9, b"1");
+        wait(&mut m, &c, LockKind::Write, 5, 20, b"2");
+        assert_eq!(m.book.blocked(), 2);
+        m.unlock(F, &a, 0, 99);
+        assert_eq!(granted(&m), vec![(b.clone(), Bytes::from_static(b"1"))]);
+        assert_eq!(m.waiters_on(F).len(), 1);
+        m.unlock(F, &b, 0, u64::MAX);
+        assert_eq!(granted(&m), vec![(c.clone(), Bytes::from_static(b"2"))]);
+        assert_eq!(m.book.blocked(), 0);
+        assert!(m.waiters_on(F).is_empty());
+    }
+
+    #[test]
+    fn a_reader_does_not_overtake_a_waiting_writer() {
+        let mut m = LockManager::default();
+        let (a, b, d) = (v4(1, "a"), nlm("b"), v4(2, "d"));
+        m.lock(F, &a, LockKind::Read, 0, 99, MAX).unwrap();
+        wait(&mut m, &b, LockKind::Write, 0, 9, b"1");
+        // Nothing held conflicts with another reader, but the writer waits.
+        assert!(m.test(F, &d, LockKind::Read, 0, 9).is_none());
+        let Err(LockError::Conflict(c)) = m.lock(F, &d, LockKind::Read, 5, 5, MAX) else { panic!() };
+        assert_eq!(c.owner, b);
+        assert!(m.lock(F, &d, LockKind::Read, 10, 20, MAX).is_ok());
+        // The holder itself may still change its own lock.
+        assert!(m.lock(F, &a, LockKind::Read, 0, 99, MAX).is_ok());
+    }
+
+    #[test]
+    fn a_downgrade_lets_a_reader_in() {
+        let mut m = LockManager::default();
+        let (a, b) = (v4(1, "a"), nlm("b"));
+        m.lock(F, &a, LockKind::Write, 0, 99, MAX).unwrap();
+        wait(&mut m, &b, LockKind::Read, 0, 9, b"1");
+        m.lock(F, &a, LockKind::Read, 0, 99, MAX).unwrap();
+        assert_eq!(granted(&m), vec![(b, Bytes::from_static(b"1"))]);
+    }
+
+    #[test]
+    fn release_where_cancel_and_resend() {
+        let mut m = LockManager::default();
+        let (a, b, c) = (nlm("a"), nlm("b"), nlm("c"));
+        m.lock(F, &a, LockKind::Write, 0, 99, MAX).unwrap();
+        wait(&mut m, &b, LockKind::Write, 0, 9, b"1");
+        // Sent again: one waiter, the new cookie.
+        wait(&mut m, &b, LockKind::Write, 0, 9, b"2");
+        assert_eq!(m.book.blocked(), 1);
+        wait(&mut m, &c, LockKind::Write, 50, 60, b"1");
+        assert!(m.cancel(F, &c, LockKind::Write, 50, 60));
+        assert!(!m.cancel(F, &c, LockKind::Write, 50, 60));
+        m.release_where(|o| *o == a);
+        assert_eq!(granted(&m), vec![(b.clone(), Bytes::from_static(b"2"))]);
+        // A host's waiters go with it.
+        wait(&mut m, &c, LockKind::Write, 0, 0, b"1");
+        m.drop_waiters_where(|o| *o == c);
+        assert_eq!(m.book.blocked(), 0);
+        // Caps.
+        let g = || Arc::new(GrantTo::for_test(b"1"));
+        assert_eq!(m.enqueue(F, &c, LockKind::Write, 0, 0, g(), 0, 10), Err(QueueFull::All));
+        assert_eq!(m.enqueue(F, &c, LockKind::Write, 0, 0, g(), 10, 0), Err(QueueFull::Host));
+        assert!(m.waiters_on(F).is_empty());
     }
 }

@@ -51,7 +51,7 @@ use bytes::Bytes;
 use proto::nfs4::sessionid4;
 
 use crate::clock::Clock;
-pub(crate) use api::{Answer, LockRange, Locker, OpenRequest, OpenStep, OpenStore};
+pub(crate) use api::{Answer, LockRange, Locker, OpenRequest, OpenStep, OpenStore, Wait};
 pub use settings::{DelegationPolicy, Nfs4Settings, OwnerFormat};
 
 /// A file as state is kept for it: (export id, file id, generation). The

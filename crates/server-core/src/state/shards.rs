@@ -117,6 +117,14 @@ impl FileShards {
         }
     }
 
+    /// Removes every blocked lock request whose owner `pred` selects (an
+    /// NLM host restarting), one shard at a time.
+    pub(crate) fn drop_waiters_where(&self, pred: impl Fn(&LockOwner) -> bool) {
+        for i in 0..FILE_SHARDS {
+            self.lock(i).locks.drop_waiters_where(&pred);
+        }
+    }
+
     /// How many times a shard's lock was taken.
     pub(crate) fn locked(&self) -> u64 {
         self.locked.load(Ordering::Relaxed)

@@ -17,4 +17,5 @@ mod stateids;
 mod without_tables;
 
 pub(crate) use locks::{LockRange, Locker};
+pub(crate) use nlm::Wait;
 pub(crate) use opens::{Answer, OpenRequest, OpenStep, OpenStore};

@@ -9,12 +9,24 @@
 use proto::nfs4::nfsstat4;
 use proto::nlm::nlm4_stats;
 
-use crate::state::lockmgr::{Lock, LockError, LockKind, LockOwner};
+use std::sync::Arc;
+
+use crate::nlm::blocked::GrantTo;
+use crate::state::lockmgr::{Granted, Lock, LockError, LockKind, LockOwner};
 use crate::state::{delegations, FileKey, State4};
+
+/// A blocking LOCK's wish to wait, and the caps on waiting.
+pub(crate) struct Wait {
+    pub grant: Arc<GrantTo>,
+    pub max_blocked: usize,
+    pub max_blocked_per_host: usize,
+}
 
 impl State4 {
     /// NLM4_LOCK: takes `kind` on `start..=end` of `file` for `owner`;
-    /// during the grace period only a `reclaim` is granted.
+    /// during the grace period only a `reclaim` is granted. On a conflict
+    /// a request that may `wait` is queued (`nlm4_blocked`), to be
+    /// granted when the range comes free.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn nlm_lock(
         &self,
@@ -24,17 +36,46 @@ impl State4 {
         start: u64,
         end: u64,
         reclaim: bool,
+        wait: Option<Wait>,
     ) -> nlm4_stats {
         if self.grace_refuses(reclaim) {
             return nlm4_stats::nlm4_denied_grace_period;
         }
+        let mut shard = self.shards.of_file(file);
         // The per-client cap does not apply (the lock manager only counts
         // v4 owners).
-        match self.shards.of_file(file).locks.lock(file, owner, kind, start, end, usize::MAX) {
+        match shard.locks.lock(file, owner, kind, start, end, usize::MAX) {
             Ok(()) => nlm4_stats::nlm4_granted,
-            Err(LockError::Conflict(_)) => nlm4_stats::nlm4_denied,
+            Err(LockError::Conflict(_)) => {
+                let Some(w) = wait else { return nlm4_stats::nlm4_denied };
+                match shard.locks.enqueue(file, owner, kind, start, end, w.grant, w.max_blocked, w.max_blocked_per_host)
+                {
+                    Ok(()) => nlm4_stats::nlm4_blocked,
+                    Err(full) => {
+                        tracing::debug!(?full, "too many blocked NLM requests; refused");
+                        nlm4_stats::nlm4_denied_nolocks
+                    }
+                }
+            }
             Err(LockError::TooMany) => nlm4_stats::nlm4_denied_nolocks,
         }
+    }
+
+    /// NLM4_CANCEL: removes `owner`'s blocked request for `kind` on
+    /// `start..=end` of `file`; whether there was one.
+    pub(crate) fn nlm_cancel(&self, file: FileKey, owner: &LockOwner, kind: LockKind, start: u64, end: u64) -> bool {
+        self.shards.of_file(file).locks.cancel(file, owner, kind, start, end)
+    }
+
+    /// Blocked requests granted since the last call, for NLM to tell
+    /// their owners; one atomic load when there are none.
+    pub(crate) fn take_grants(&self) -> Vec<Granted> {
+        self.shards.lock_book.take_grants()
+    }
+
+    /// Blocked NLM requests waiting now.
+    pub(crate) fn nlm_blocked(&self) -> usize {
+        self.shards.lock_book.blocked()
     }
 
     /// NLM4_TEST: the lock of another owner than `owner` that conflicts
@@ -56,9 +97,13 @@ impl State4 {
     }
 
     /// NLM4_FREE_ALL and SM_NOTIFY: the host `caller` restarted; every
-    /// lock it held goes.
+    /// lock it held goes, and every request it had waiting.
     pub(crate) fn nlm_free_all(&self, caller: &[u8]) {
-        self.shards.release_locks_where(|o| matches!(o, LockOwner::Nlm { caller: c, .. } if c[..] == *caller));
+        let of_host = |o: &LockOwner| matches!(o, LockOwner::Nlm { caller: c, .. } if c[..] == *caller);
+        if self.nlm_blocked() > 0 {
+            self.shards.drop_waiters_where(of_host);
+        }
+        self.shards.release_locks_where(of_host);
     }
 
     /// Whether the grace period refuses an NLM request that takes state
