@@ -485,6 +485,8 @@ fn reply_result(body: reply_body, d: &mut Decoder) -> Result<Bytes, RpcError> {
 mod gss;
 mod incoming;
 pub use gss::{split_init_result, Results, Unopened};
-pub use incoming::{auth_error_reply, garbage_args_reply, success_reply, success_reply_with, IncomingCall};
+pub use incoming::{
+    auth_error_reply, garbage_args_reply, success_reply, success_reply_with, unavailable_reply, IncomingCall,
+};
 #[cfg(test)]
 mod tests;

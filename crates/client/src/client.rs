@@ -197,7 +197,7 @@ impl Client {
             conns.push(c);
         }
         let caller = machine_name(&settings);
-        let nlm = Nlm::new(addrs.nlm, base.clone(), &caller, settings.v41.retry.clone());
+        let nlm = Nlm::new(addrs.nlm, base.clone(), &caller, settings.v41.retry.clone(), settings.nlm.clone());
         let nfs = Nfs3::new(conns).with_lock_manager(nlm);
         let info = nfs.fsinfo(&root).await?;
         settings.rsize = clamp_io(settings.rsize, info.rtmax);

@@ -24,6 +24,7 @@ pub mod error;
 mod file;
 mod fs;
 mod handles;
+pub mod lockd;
 pub mod mount;
 pub mod nfs;
 pub mod nfs3;

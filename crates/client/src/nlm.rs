@@ -2,14 +2,17 @@
 //! lock manager with 64-bit offsets), the side protocol NFSv3 leaves
 //! locking to.
 //!
-//! Only the synchronous procedures are used (TEST, LOCK, UNLOCK). A lock
-//! held elsewhere is waited for by asking again without `block`, 1 ms
-//! first and doubling up to a second, as this client does for NFSv4.1
-//! locks: a blocking LOCK would have the server call back (NLM_GRANTED)
-//! to a lock manager on this machine, which a user-space client does not
-//! run. For the same reason there is no status monitor here: a server
-//! that restarts does not learn that this client held locks, and the
-//! locks are lost with it (NFSv4.1 reclaims them; prefer it for locking).
+//! A lock held elsewhere is waited for the way Linux's lockd waits: a
+//! LOCK with `block` set, which the server answers `blocked` and queues;
+//! when the lock is free the server grants it and calls back NLM_GRANTED
+//! on this process's lock service ([`crate::lockd`]), which wakes the
+//! caller. A wait that hears nothing for `[nlm] repoll_secs` asks again
+//! (the server knows the request and answers `granted` if it granted
+//! it). A server that does not queue (it answers `denied`), or a client
+//! whose lock service could not register with this host's portmapper,
+//! asks again without `block`, 1 ms first and doubling up to a second.
+//! A wait that is given up (a signal interrupting `F_SETLKW`) sends
+//! CANCEL.
 //!
 //! The server knows a lock owner by the caller's host name and `svid`
 //! (Linux lockd uses only those two) plus the owner handle `oh`, so each
@@ -19,6 +22,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,6 +34,7 @@ use tokio::sync::OnceCell;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use crate::error::{Error, Result};
+use crate::lockd::{LockService, LockServiceSettings};
 use crate::nfs41::LockConflict;
 use crate::transport::{ConnParams, Connection};
 
@@ -64,6 +69,54 @@ pub struct Nlm {
     /// here: a later release asks the server once too often, never too
     /// rarely).
     held: Mutex<HashMap<Bytes, HashSet<u64>>>,
+    lockd: LockServiceSettings,
+    /// The process's lock service, when it registered with this host's
+    /// portmapper (looked up at the first wait).
+    service: OnceCell<Option<Arc<LockService>>>,
+}
+
+/// How a wait by callback ended.
+enum Waited {
+    Granted,
+    /// The server does not queue requests: ask again without `block`.
+    NotQueued,
+}
+
+/// Sends CANCEL for a blocked request whose caller stopped waiting, and
+/// ends the wait either way.
+struct WaitGuard {
+    svc: Arc<LockService>,
+    conn: Connection,
+    args: nlm4_cancargs,
+    blocked: bool,
+    done: bool,
+}
+
+impl WaitGuard {
+    fn finish(&mut self, granted: bool) {
+        self.done = true;
+        self.svc.waiters().done(&self.args.alock, granted);
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.svc.waiters().done(&self.args.alock, false);
+        if !self.blocked {
+            return;
+        }
+        // The server would grant a lock nobody waits for any more.
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let (conn, args) = (self.conn.clone(), xdr::to_bytes(&self.args));
+        rt.spawn(async move {
+            if let Err(e) = conn.call(NLM_PROG, NLM_V4, NLM_CANCEL, vec![args]).await {
+                tracing::debug!("NLM_CANCEL of a lock no longer waited for: {e}");
+            }
+        });
+    }
 }
 
 /// NFSv4's (offset, length `u64::MAX` = to the end) as NLM's (offset,
@@ -89,7 +142,13 @@ fn failed(proc_: &'static str, stat: nlm4_stats) -> Error {
 impl Nlm {
     /// `addr`: the server's NLM v4 service over TCP, None when its
     /// portmapper did not know one (locks then fail with NOTSUPP).
-    pub fn new(addr: Option<SocketAddr>, params: ConnParams, caller_name: &str, retry: RetrySettings) -> Nlm {
+    pub fn new(
+        addr: Option<SocketAddr>,
+        params: ConnParams,
+        caller_name: &str,
+        retry: RetrySettings,
+        lockd: LockServiceSettings,
+    ) -> Nlm {
         Nlm {
             addr,
             params,
@@ -99,6 +158,71 @@ impl Nlm {
             cookie: AtomicU64::new(1),
             svids: Mutex::new(HashMap::new()),
             held: Mutex::new(HashMap::new()),
+            lockd,
+            service: OnceCell::new(),
+        }
+    }
+
+    /// The lock service servers can call back, if it runs and registered.
+    async fn lock_service(&self) -> Option<Arc<LockService>> {
+        if !self.lockd.callbacks {
+            return None;
+        }
+        self.service
+            .get_or_init(|| async {
+                let svc = match LockService::get(self.lockd.listen) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::info!("{e}; blocked locks are asked for again instead of granted by callback");
+                        return None;
+                    }
+                };
+                svc.register(self.lockd.portmap, &self.params).await.then_some(svc)
+            })
+            .await
+            .clone()
+    }
+
+    /// LOCK with `block` set, then the wait for the server's GRANTED.
+    async fn lock_by_callback(&self, svc: Arc<LockService>, alock: nlm4_lock, write: bool) -> Result<Waited> {
+        let wait = svc.waiters().expect(&alock);
+        let conn = self.conn().await?.clone();
+        let cancel = nlm4_cancargs { cookie: self.cookie(), block: true, exclusive: write, alock: alock.clone() };
+        let mut guard = WaitGuard { svc, conn, args: cancel, blocked: false, done: false };
+        let mut grace = Backoff::new(&self.retry);
+        let repoll = Duration::from_secs(self.lockd.repoll_secs.max(1));
+        loop {
+            let args = nlm4_lockargs {
+                cookie: self.cookie(),
+                block: true,
+                exclusive: write,
+                alock: alock.clone(),
+                reclaim: false,
+                state: NSM_STATE,
+            };
+            let res: nlm4_res = self.call(NLM_LOCK, &args).await?;
+            match res.stat.stat {
+                nlm4_stats::nlm4_granted => {
+                    guard.finish(true);
+                    return Ok(Waited::Granted);
+                }
+                nlm4_stats::nlm4_blocked => {
+                    guard.blocked = true;
+                    if wait.granted_within(repoll).await {
+                        guard.finish(true);
+                        return Ok(Waited::Granted);
+                    }
+                }
+                nlm4_stats::nlm4_denied => {
+                    guard.finish(false);
+                    return Ok(Waited::NotQueued);
+                }
+                nlm4_stats::nlm4_denied_grace_period => match grace.next_wait() {
+                    Some(pause) => tokio::time::sleep(Duration::from_nanos(pause)).await,
+                    None => return Err(failed("NLM_LOCK", res.stat.stat)),
+                },
+                other => return Err(failed("NLM_LOCK", other)),
+            }
         }
     }
 
@@ -159,6 +283,15 @@ impl Nlm {
         write: bool,
         wait: bool,
     ) -> Result<Option<LockConflict>> {
+        if wait {
+            if let Some(svc) = self.lock_service().await {
+                let alock = self.alock(fh, owner, offset, length);
+                if let Waited::Granted = self.lock_by_callback(svc, alock, write).await? {
+                    self.held.lock().entry(fh.clone()).or_default().insert(owner);
+                    return Ok(None);
+                }
+            }
+        }
         let poll = RetrySettings { delay_max_ms: LOCK_POLL_MAX.as_millis() as u64, ..self.retry.clone() };
         let mut grace = Backoff::new(&poll);
         let mut held = Backoff::new(&RetrySettings { give_up_ms: u64::MAX, ..poll.clone() });
@@ -228,6 +361,9 @@ impl Nlm {
             return Ok(());
         }
         let args = nlm4_unlockargs { cookie: self.cookie(), alock: self.alock(fh, owner, offset, length) };
+        if let Some(Some(svc)) = self.service.get() {
+            svc.waiters().released(fh, &args.alock.oh);
+        }
         let res: nlm4_res = self.call(NLM_UNLOCK, &args).await?;
         match res.stat.stat {
             // Unlocking what is not locked is not an error in POSIX.

@@ -125,6 +125,9 @@ pub struct ClientSettings {
     pub tls: crate::tls::TlsSettings,
     /// Kerberos (`?sec=krb5`, `krb5i`, `krb5p`): whose credential.
     pub gss: GssSettings,
+    /// NFSv3 locking: the lock service servers call back when a blocked
+    /// lock is granted (`callbacks`, `portmap`, `listen`, `repoll_secs`).
+    pub nlm: crate::lockd::LockServiceSettings,
 }
 
 /// The Kerberos credential a mount uses (`[gss]`). Without a keytab the
@@ -229,6 +232,7 @@ impl Default for ClientSettings {
             v41: V41Settings::default(),
             tls: Default::default(),
             gss: Default::default(),
+            nlm: Default::default(),
         }
     }
 }

@@ -9,7 +9,7 @@ use proto::rpc::{
     accept_stat, accepted_reply, auth_flavor, auth_stat, call_body, opaque_auth, rejected_reply, reply_body,
     reply_data, rpc_msg, rpc_msg_body,
 };
-use xdr::{Encode, Encoder};
+use xdr::{Decode, Encode, Encoder};
 
 use super::framed;
 
@@ -54,6 +54,18 @@ impl IncomingCall {
             args,
         })
     }
+
+    /// A record that came to a service of this client's own (not on a
+    /// connection it made): the call it holds, or None when it holds no
+    /// call or does not decode.
+    pub fn parse(record: Bytes) -> Option<IncomingCall> {
+        let mut d = xdr::Decoder::new(record.clone());
+        let msg = rpc_msg::decode(&mut d).ok()?;
+        match msg.body {
+            rpc_msg_body::CALL(call) if call.rpcvers == 2 => IncomingCall::new(&record, msg.xid, call, d.rest()),
+            _ => None,
+        }
+    }
 }
 
 fn none() -> opaque_auth {
@@ -89,6 +101,12 @@ pub fn success_reply_with(xid: u32, verf: opaque_auth, sealed_results: Vec<Bytes
 /// or decode.
 pub fn garbage_args_reply(xid: u32, verf: opaque_auth) -> Vec<Bytes> {
     accepted(xid, verf, reply_data::default(accept_stat::GARBAGE_ARGS), Vec::new())
+}
+
+/// An accepted call the service does not run: PROG_UNAVAIL,
+/// PROC_UNAVAIL or SYSTEM_ERR (AUTH_NONE verifier).
+pub fn unavailable_reply(xid: u32, why: accept_stat) -> Vec<Bytes> {
+    accepted(xid, none(), reply_data::default(why), Vec::new())
 }
 
 /// MSG_DENIED with AUTH_ERROR `why`: the call's credential or verifier

@@ -1,0 +1,256 @@
+//! The client's own lock manager service: what an NFSv3 server calls
+//! back when a lock a caller waits for is granted (NLM4 GRANTED, XNFS
+//! chapter 10), and where a restarted server's status monitor says so
+//! (NSM SM_NOTIFY). With it a blocking lock (`F_SETLKW`) waits for the
+//! server's call instead of asking again and again, and is woken within
+//! a round trip of the unlock.
+//!
+//! A server finds the service through the portmapper of the host the
+//! client calls from, so the service registers NLM version 4 and NSM
+//! version 1 there (`[nlm] portmap`). A portmapper holds one port per
+//! program and version: when another live service holds them (the
+//! kernel's lockd, rpc.statd, another process's lock service), this one
+//! stays unregistered and its callers ask again instead, as they do when
+//! there is no portmapper at all. A registration left by a process that
+//! ended (its port refuses connections) is taken over.
+//!
+//! One service runs per process, on a thread of its own (so that it
+//! outlives any one async runtime a client was made on), for all the
+//! clients of the process.
+
+mod dispatch;
+mod waiters;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use proto::framer::{frame_segments, RecordDecoder};
+use proto::nlm::{NLM_PROG, NLM_VERS4};
+use proto::nsm::{SM_PROG, SM_VERS};
+use proto::portmap::{pmap2_mapping, PMAP2_GETPORT, PMAP2_SET, PMAP2_UNSET, PMAP_PROGRAM, PMAP_V2};
+use serde::Deserialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use xdr::Decode;
+
+use crate::transport::{ConnParams, Connection};
+pub(crate) use waiters::Waiters;
+
+/// Where the lock service listens and registers, and how long a blocked
+/// lock waits for the server's call before asking again.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LockServiceSettings {
+    /// Run the service and take blocking locks by callback. Off, a lock
+    /// held elsewhere is asked for again (1 ms, doubling to 1 s). Default
+    /// true.
+    pub callbacks: bool,
+    /// The portmapper of this host, where servers look the service up.
+    /// Default 127.0.0.1:111.
+    pub portmap: SocketAddr,
+    /// Address the service listens on; port 0 picks one. Default
+    /// 0.0.0.0:0.
+    pub listen: SocketAddr,
+    /// How long a blocked lock waits for the server's GRANTED before it
+    /// asks again (a call the server could not make, or one lost), in
+    /// seconds. Default 10.
+    pub repoll_secs: u64,
+}
+
+impl Default for LockServiceSettings {
+    fn default() -> Self {
+        LockServiceSettings {
+            callbacks: true,
+            portmap: SocketAddr::from(([127, 0, 0, 1], 111)),
+            listen: SocketAddr::from(([0, 0, 0, 0], 0)),
+            repoll_secs: 10,
+        }
+    }
+}
+
+/// Largest call record the service reads: GRANTED and SM_NOTIFY are a
+/// few hundred bytes.
+const MAX_CALL: usize = 64 << 10;
+
+const IPPROTO_TCP: u32 = 6;
+
+/// The process's lock service.
+pub struct LockService {
+    port: u16,
+    waiters: Waiters,
+    /// Portmappers registered with, and whether it took.
+    registered: tokio::sync::Mutex<HashMap<SocketAddr, bool>>,
+    /// Server restarts told by SM_NOTIFY: (their NSM name, new state).
+    notified: tokio::sync::broadcast::Sender<(Bytes, i32)>,
+    grants: AtomicU64,
+    notifies: AtomicU64,
+}
+
+static SERVICE: OnceLock<Result<Arc<LockService>, String>> = OnceLock::new();
+
+impl LockService {
+    /// The process's service, started at the first call with `listen`.
+    pub fn get(listen: SocketAddr) -> Result<Arc<LockService>, String> {
+        SERVICE.get_or_init(|| LockService::start(listen).map_err(|e| format!("lock service on {listen}: {e}"))).clone()
+    }
+
+    fn start(listen: SocketAddr) -> std::io::Result<Arc<LockService>> {
+        let std_listener = std::net::TcpListener::bind(listen)?;
+        std_listener.set_nonblocking(true)?;
+        let port = std_listener.local_addr()?.port();
+        let svc = Arc::new(LockService {
+            port,
+            waiters: Waiters::default(),
+            registered: Default::default(),
+            notified: tokio::sync::broadcast::channel(16).0,
+            grants: AtomicU64::new(0),
+            notifies: AtomicU64::new(0),
+        });
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let served = svc.clone();
+        std::thread::Builder::new().name("nfsx-lockd".into()).spawn(move || {
+            rt.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                    Ok(l) => l,
+                    Err(e) => return tracing::warn!("lock service stopped: {e}"),
+                };
+                loop {
+                    match listener.accept().await {
+                        Ok((conn, _)) => {
+                            tokio::spawn(served.clone().serve(conn));
+                        }
+                        // Out of descriptors and the like: pause, go on.
+                        Err(e) => {
+                            tracing::debug!("lock service accept: {e}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                }
+            })
+        })?;
+        tracing::debug!(port, "lock service listening");
+        Ok(svc)
+    }
+
+    /// The port the service listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// GRANTED calls that woke a waiter, and SM_NOTIFY calls received.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.grants.load(Ordering::Relaxed), self.notifies.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
+
+    /// Server restarts as SM_NOTIFY tells them.
+    pub fn restarts(&self) -> tokio::sync::broadcast::Receiver<(Bytes, i32)> {
+        self.notified.subscribe()
+    }
+
+    async fn serve(self: Arc<Self>, mut conn: TcpStream) {
+        let mut records = RecordDecoder::new(MAX_CALL);
+        loop {
+            records.reserve_for_read(4096);
+            match conn.read_buf(records.buffer_mut()).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            loop {
+                let record = match records.next_record() {
+                    Ok(Some(r)) => r,
+                    Ok(None) => break,
+                    // A record larger than any call of these programs.
+                    Err(_) => return,
+                };
+                let (reply, event) = dispatch::answer(&self.waiters, record);
+                match event {
+                    dispatch::Event::Granted => {
+                        self.grants.fetch_add(1, Ordering::Relaxed);
+                    }
+                    dispatch::Event::Notified { mon_name, state } => {
+                        self.notifies.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(server = %String::from_utf8_lossy(&mon_name), state, "SM_NOTIFY: server restarted");
+                        let _ = self.notified.send((mon_name, state));
+                    }
+                    dispatch::Event::Nothing => {}
+                }
+                let Some(reply) = reply else { continue };
+                for seg in frame_segments(reply) {
+                    if conn.write_all(&seg).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Registers NLM 4 and NSM 1 with the portmapper at `portmap`, once;
+    /// whether servers can call back through it.
+    pub async fn register(&self, portmap: SocketAddr, params: &ConnParams) -> bool {
+        let mut done = self.registered.lock().await;
+        if let Some(ok) = done.get(&portmap) {
+            return *ok;
+        }
+        // A portmapper that takes calls and never answers is no portmapper.
+        let limit = params.connect_timeout.saturating_mul(2);
+        let tried = tokio::time::timeout(limit, self.register_with(portmap, params)).await;
+        let ok = match tried.unwrap_or_else(|_| Err(format!("no answer within {limit:?}"))) {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::info!(
+                    "lock service not registered with the portmapper at {portmap} ({why}); blocked locks are \
+                     asked for again instead of granted by callback"
+                );
+                false
+            }
+        };
+        done.insert(portmap, ok);
+        ok
+    }
+
+    async fn register_with(&self, portmap: SocketAddr, params: &ConnParams) -> Result<(), String> {
+        let conn = Connection::connect(ConnParams { addr: portmap, ..params.clone() })
+            .await
+            .map_err(|e| format!("no portmapper: {e}"))?;
+        for (prog, vers) in [(NLM_PROG, NLM_VERS4), (SM_PROG, SM_VERS)] {
+            let m = pmap2_mapping { prog, vers, prot: IPPROTO_TCP, port: u32::from(self.port) };
+            if pmap_bool(&conn, PMAP2_SET, &m).await? {
+                continue;
+            }
+            let held = pmap_port(&conn, &m).await?;
+            if held == u32::from(self.port) {
+                continue;
+            }
+            // Someone else's: taken over only when nothing answers there.
+            let at = SocketAddr::new(portmap.ip(), u16::try_from(held).unwrap_or(0));
+            if held != 0 && TcpStream::connect(at).await.is_ok() {
+                return Err(format!("program {prog} version {vers} is served at port {held}"));
+            }
+            pmap_bool(&conn, PMAP2_UNSET, &m).await?;
+            if !pmap_bool(&conn, PMAP2_SET, &m).await? {
+                return Err(format!("the portmapper refused program {prog} version {vers}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn pmap_bool(conn: &Connection, proc_: u32, m: &pmap2_mapping) -> Result<bool, String> {
+    let reply = conn.call(PMAP_PROGRAM, PMAP_V2, proc_, vec![xdr::to_bytes(m)]).await.map_err(|e| e.to_string())?;
+    bool::decode(&mut xdr::Decoder::new(reply)).map_err(|e| e.to_string())
+}
+
+async fn pmap_port(conn: &Connection, m: &pmap2_mapping) -> Result<u32, String> {
+    let args = pmap2_mapping { port: 0, ..m.clone() };
+    let reply =
+        conn.call(PMAP_PROGRAM, PMAP_V2, PMAP2_GETPORT, vec![xdr::to_bytes(&args)]).await.map_err(|e| e.to_string())?;
+    u32::decode(&mut xdr::Decoder::new(reply)).map_err(|e| e.to_string())
+}

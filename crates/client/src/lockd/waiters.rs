@@ -1,0 +1,141 @@
+//! Callers waiting for a lock the server said was `blocked`, found again
+//! by the lock a GRANTED call names. A grant that comes before the
+//! caller starts to wait (the server can call back before its LOCK reply
+//! arrives) is kept for it; a lock granted a moment ago is granted again
+//! when the server repeats its call because our answer was lost.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use proto::nlm::nlm4_lock;
+use tokio::sync::Notify;
+
+/// How long a granted lock is known as granted to a repeated GRANTED:
+/// longer than a server's retries of one call (seconds).
+const REMEMBER_GRANTED: Duration = Duration::from_secs(60);
+
+/// Bound of the granted locks remembered.
+const MAX_REMEMBERED: usize = 4096;
+
+/// A lock as GRANTED names it: the file, the owner (handle and svid) and
+/// the range; the caller's name is the server's view of us and may be
+/// spelled differently.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Key {
+    fh: Bytes,
+    oh: Bytes,
+    svid: u32,
+    offset: u64,
+    len: u64,
+}
+
+impl Key {
+    fn of(l: &nlm4_lock) -> Key {
+        Key { fh: l.fh.clone(), oh: l.oh.clone(), svid: l.svid, offset: l.l_offset, len: l.l_len }
+    }
+}
+
+/// One caller's wait.
+#[derive(Default)]
+pub(crate) struct Wait {
+    granted: AtomicBool,
+    woken: Notify,
+}
+
+impl Wait {
+    /// Whether the server granted the lock within `limit`.
+    pub(crate) async fn granted_within(&self, limit: Duration) -> bool {
+        if self.granted.load(Ordering::Acquire) {
+            return true;
+        }
+        // notify_one keeps a permit for a wake before this point.
+        let _ = tokio::time::timeout(limit, self.woken.notified()).await;
+        self.granted.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Waiters {
+    waiting: Mutex<HashMap<Key, Arc<Wait>>>,
+    granted: Mutex<HashMap<Key, Instant>>,
+}
+
+impl Waiters {
+    /// Starts waiting for `l`, before the LOCK that may block goes out.
+    pub(crate) fn expect(&self, l: &nlm4_lock) -> Arc<Wait> {
+        self.waiting.lock().entry(Key::of(l)).or_default().clone()
+    }
+
+    /// The wait for `l` is over; `granted`: the caller holds the lock.
+    pub(crate) fn done(&self, l: &nlm4_lock, granted: bool) {
+        let key = Key::of(l);
+        self.waiting.lock().remove(&key);
+        if granted {
+            let now = Instant::now();
+            let mut g = self.granted.lock();
+            g.retain(|_, at| now.duration_since(*at) < REMEMBER_GRANTED);
+            if g.len() < MAX_REMEMBERED {
+                g.insert(key, now);
+            }
+        }
+    }
+
+    /// The owner's locks on `fh` are released: a GRANTED repeated for
+    /// them now is refused (the server then frees what it granted).
+    pub(crate) fn released(&self, fh: &Bytes, oh: &Bytes) {
+        self.granted.lock().retain(|k, _| !(k.fh == *fh && k.oh == *oh));
+    }
+
+    /// A GRANTED for `l`: wakes its caller. False when nobody waits for
+    /// it and it was not granted a moment ago.
+    pub(crate) fn grant(&self, l: &nlm4_lock) -> bool {
+        let key = Key::of(l);
+        if let Some(w) = self.waiting.lock().get(&key) {
+            w.granted.store(true, Ordering::Release);
+            w.woken.notify_one();
+            return true;
+        }
+        self.granted.lock().get(&key).is_some_and(|at| at.elapsed() < REMEMBER_GRANTED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(offset: u64) -> nlm4_lock {
+        nlm4_lock {
+            caller_name: Bytes::from_static(b"c"),
+            fh: Bytes::from_static(b"fh"),
+            oh: Bytes::from_static(b"oh"),
+            svid: 7,
+            l_offset: offset,
+            l_len: 10,
+        }
+    }
+
+    /// A grant before the wait starts is not lost; one for another range
+    /// wakes nobody; a repeat after the grant is granted again until the
+    /// lock is released.
+    #[tokio::test]
+    async fn grants_find_their_waiter() {
+        let w = Waiters::default();
+        let wait = w.expect(&lock(0));
+        assert!(!w.grant(&lock(5)));
+        assert!(w.grant(&lock(0)));
+        assert!(wait.granted_within(Duration::from_millis(1)).await);
+        w.done(&lock(0), true);
+        assert!(w.grant(&lock(0)), "a repeated GRANTED");
+        w.released(&Bytes::from_static(b"fh"), &Bytes::from_static(b"oh"));
+        assert!(!w.grant(&lock(0)));
+
+        let wait = w.expect(&lock(20));
+        assert!(!wait.granted_within(Duration::from_millis(5)).await);
+        w.done(&lock(20), false);
+        assert!(!w.grant(&lock(20)));
+    }
+}
