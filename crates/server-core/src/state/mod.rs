@@ -37,6 +37,7 @@ pub(crate) mod grace;
 pub(crate) mod layouts;
 pub(crate) mod lease;
 pub(crate) mod lockmgr;
+pub(crate) mod nlm_shares;
 pub(crate) mod offload;
 pub(crate) mod opens;
 pub(crate) mod sessions;

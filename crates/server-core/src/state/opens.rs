@@ -75,6 +75,13 @@ pub(crate) fn share_conflicts(
     v
 }
 
+/// Whether an NLM share reservation on `file` stands in the way of an
+/// open with `access`/`deny` (NLM hosts are no NFSv4 clients: their
+/// shares have no courtesy to expire).
+pub(crate) fn nlm_share_denies(ids: &Stateids, file: FileKey, access: u32, deny: u32) -> bool {
+    ids.on_file(file).shard.nlm_share_conflicts(file, None, access, deny)
+}
+
 /// The share modes an OPEN records ([`Stateids::open_held`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OpenModes {

@@ -41,6 +41,8 @@ pub(crate) struct FileShard {
     pub(crate) files: HashMap<FileKey, Vec<Other>>,
     /// The byte-range locks on the files (NFSv4 and NLM alike).
     pub(crate) locks: LockManager,
+    /// NLM share reservations per file ([`super::nlm_shares`]).
+    pub(crate) nlm_shares: HashMap<FileKey, Vec<super::nlm_shares::NlmShare>>,
     /// NFSv4.0 open stateids of this shard just closed → their owner
     /// (replays of CLOSE).
     pub(crate) closed: HashMap<Other, OwnerKey>,
@@ -122,6 +124,13 @@ impl FileShards {
     pub(crate) fn drop_waiters_where(&self, pred: impl Fn(&LockOwner) -> bool) {
         for i in 0..FILE_SHARDS {
             self.lock(i).locks.drop_waiters_where(&pred);
+        }
+    }
+
+    /// Drops the NLM shares `pred` names, on every file.
+    pub(crate) fn nlm_unshare_where(&self, pred: impl Fn(&super::nlm_shares::NlmShare) -> bool) {
+        for i in 0..FILE_SHARDS {
+            self.lock(i).nlm_unshare_where(None, &pred);
         }
     }
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::nlm::blocked::GrantTo;
 use crate::state::lockmgr::{Granted, Lock, LockError, LockKind, LockOwner};
+use crate::state::nlm_shares::NlmShare;
 use crate::state::{delegations, FileKey, State4};
 
 /// A blocking LOCK's wish to wait, and the caps on waiting.
@@ -104,12 +105,34 @@ impl State4 {
             self.shards.drop_waiters_where(of_host);
         }
         self.shards.release_locks_where(of_host);
+        self.shards.nlm_unshare_where(|s| s.caller[..] == *caller);
     }
 
-    /// Whether the grace period refuses an NLM request that takes state
-    /// (NLM4_SHARE) and is no `reclaim`.
-    pub(crate) fn nlm_grace_refuses(&self, reclaim: bool) -> bool {
-        self.grace_refuses(reclaim)
+    /// NLM4_SHARE: reserves `share`'s access and deny modes on `file`,
+    /// unless another owner's share or an NFSv4 open stands in the way
+    /// (`denied`); the owner's earlier share on the file is replaced.
+    /// Only the file's shard is taken: NFSv4 opens are recorded there.
+    pub(crate) fn nlm_share(&self, file: FileKey, share: NlmShare, reclaim: bool) -> nlm4_stats {
+        if self.grace_refuses(reclaim) {
+            return nlm4_stats::nlm4_denied_grace_period;
+        }
+        let mut shard = self.shards.of_file(file);
+        let me = Some((&share.caller[..], &share.oh[..]));
+        if shard.nlm_share_conflicts(file, me, share.access, share.deny)
+            || shard.v4_open_conflicts(file, share.access, share.deny)
+        {
+            return nlm4_stats::nlm4_denied;
+        }
+        if shard.nlm_share(file, share) {
+            nlm4_stats::nlm4_granted
+        } else {
+            nlm4_stats::nlm4_denied_nolocks
+        }
+    }
+
+    /// NLM4_UNSHARE: drops the share of `caller`'s owner `oh` on `file`.
+    pub(crate) fn nlm_unshare(&self, file: FileKey, caller: &[u8], oh: &[u8]) {
+        self.shards.of_file(file).nlm_unshare_where(Some(file), |s| s.owned_by(caller, oh));
     }
 
     /// Recalls the NFSv4 delegations on `file` that an NFSv3 request

@@ -12,7 +12,7 @@ use proto::nfs4::*;
 use crate::fh::Fh;
 use crate::state::delegations;
 use crate::state::lease::Lease;
-use crate::state::opens::{check_share, share_conflicts, upgraded_modes};
+use crate::state::opens::{check_share, nlm_share_denies, share_conflicts, upgraded_modes};
 use crate::state::stateids::{Kind, Other, OwnerKey, OwnerSort, Replay, SeqCheck, Stateids};
 use crate::state::{FileKey, State4, Tables};
 
@@ -328,7 +328,7 @@ impl State4 {
         if !conflicts.is_empty() && expire_courtesy(self, &mut t, req.client, &conflicts) {
             conflicts = share_conflicts(&t.stateids, file, existing.as_ref(), all_access, all_deny);
         }
-        if !conflicts.is_empty() {
+        if !conflicts.is_empty() || nlm_share_denies(&t.stateids, file, all_access, all_deny) {
             return Err(nfsstat4::NFS4ERR_SHARE_DENIED);
         }
         if existing.is_none() && store.reserves_unlocked() {
@@ -356,6 +356,7 @@ impl State4 {
         let mut t = self.lock_tables();
         if t.stateids.open_of(req.owner, req.file).is_some()
             || !share_conflicts(&t.stateids, req.file, None, req.access, req.deny).is_empty()
+            || nlm_share_denies(&t.stateids, req.file, req.access, req.deny)
         {
             drop(t);
             store.undo(&reserved);

@@ -240,7 +240,7 @@ impl State4 {
         let in_the_way = shard.on_file(file).any(|(o, e)| {
             e.open().is_some_and(|e| e.deny & access != 0 || e.access & deny != 0) && Some(o) != existing.as_ref()
         });
-        if in_the_way {
+        if in_the_way || shard.nlm_share_conflicts(file, None, access, deny) {
             return None;
         }
         let max = self.settings.max_stateids_per_client;
