@@ -48,6 +48,7 @@ pub use portmap::uaddr;
 pub use record::Record;
 pub use rpc::{starttls_reply, tls_probe_xid, Auth, AUTH_TLS};
 pub use settings::{CoreSettings, NfsVersion};
+pub use state::nsm_hosts::NsmHost;
 pub use state::{Backchannel, MemStore, NoBackchannel, StableStore};
 
 use std::net::SocketAddr;

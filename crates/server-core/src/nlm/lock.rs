@@ -46,6 +46,11 @@ pub(super) fn lock(core: &Core, call: &Call, a: nlm4_lockargs) -> (nlm4_res, boo
         max_blocked_per_host: core.nlm.settings.max_blocked_per_host,
     });
     let stat = st.nlm_lock(file, &owner, kind, start, end, a.reclaim, wait);
+    // A host holding or waiting for a lock is monitored: after a restart
+    // it is told to reclaim.
+    if matches!(stat, nlm4_stats::nlm4_granted | nlm4_stats::nlm4_blocked) {
+        super::nsm::monitor(core, call, &a.alock.caller_name);
+    }
     if stat == nlm4_stats::nlm4_granted {
         // A blocked request granted while the client asked again: it
         // learns from this reply, and a GRANTED still on its way would

@@ -1,8 +1,10 @@
-//! NSM (status monitor, program 100024): enough of it for clients to
-//! talk to: SM_STAT/SM_MON answer with our state number, and SM_NOTIFY
-//! from a restarted client releases its NLM locks. nfsx does not send
-//! SM_NOTIFY itself after a restart: v3 clients relearn through the NLM
-//! grace period (their reclaims are accepted while it lasts).
+//! NSM (status monitor, program 100024), the side a client's host
+//! talks to: SM_STAT and SM_MON answer with our state number, which
+//! grows at each restart (the state directory counts them), and
+//! SM_NOTIFY from a restarted host releases its NLM locks and shares.
+//! The server monitors every host it grants a lock or share to itself
+//! (`state::nsm_hosts`), with no SM_MON needed: after a restart those
+//! hosts are the ones the grace period waits for.
 
 use proto::nsm::*;
 use xdr::{Decode, Decoder, Encoder};
@@ -13,10 +15,9 @@ use crate::Core;
 pub const PROGRAM: u32 = SM_PROG;
 pub const VERSION: u32 = SM_VERS;
 
-/// Our NSM state: odd while up, and different after each restart (the
-/// boot time, made odd).
+/// Our NSM state: odd while up, and larger after each restart.
 fn state(core: &Core) -> i32 {
-    (core.v4.boot as i32) | 1
+    core.v4.nsm_state()
 }
 
 pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encoder) -> Dispatched {
@@ -30,9 +31,24 @@ pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encode
         SM_UNMON_ALL => run(call, d, e, "nsm.UNMON_ALL", my_id::decode, |_| (sm_stat { state: state(core) }, true)),
         SM_SIMU_CRASH => run(call, d, e, "nsm.SIMU_CRASH", void, |()| ((), true)),
         SM_NOTIFY => run(call, d, e, "nsm.NOTIFY", stat_chge::decode, |a| {
-            super::free_all::release_host(core, &a.mon_name);
+            // Its status monitor may name the host otherwise than its lock
+            // manager did: hosts whose lock calls came from the same
+            // address restarted with it.
+            let ip = crate::exports::canonical_ip(call.peer.addr.ip());
+            let mut names = core.v4.nsm_hosts_at(ip);
+            if !names.iter().any(|n| n[..] == a.mon_name[..]) {
+                names.push(a.mon_name);
+            }
+            for name in names {
+                super::free_all::release_host(core, &name);
+            }
             ((), true)
         }),
         _ => Dispatched::ProcUnavail { label: "nsm.unknown" },
     }
+}
+
+/// A lock or share was granted to `caller`: monitored from now on.
+pub(crate) fn monitor(core: &Core, call: &Call, caller: &bytes::Bytes) {
+    core.v4.nsm_monitor(caller, crate::exports::canonical_ip(call.peer.addr.ip()));
 }

@@ -27,7 +27,11 @@ pub(super) fn share(core: &Core, call: &Call, a: nlm4_shareargs, take: bool) -> 
                 nlm4_stats::nlm4_failed
             } else {
                 let share = NlmShare { caller: a.share.caller_name.clone(), oh: a.share.oh.clone(), access, deny };
-                core.v4.nlm_share(file, share, a.reclaim)
+                let stat = core.v4.nlm_share(file, share, a.reclaim);
+                if stat == nlm4_stats::nlm4_granted {
+                    super::nsm::monitor(core, call, &a.share.caller_name);
+                }
+                stat
             }
         }
     };

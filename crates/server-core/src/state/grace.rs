@@ -22,6 +22,10 @@ pub(crate) struct Grace {
     /// Set while `until` is: read without the tables' lock
     /// ([`Grace::may_be_in_grace`]).
     pub open: Arc<AtomicBool>,
+    /// NFSv3 hosts held locks before the restart and reclaim them through
+    /// NLM, which has no RECLAIM_COMPLETE: the period then runs its full
+    /// length.
+    pub nlm_hosts: usize,
 }
 
 /// Whether a grace period may be running, read without the tables' lock:
@@ -32,10 +36,15 @@ pub(crate) fn may_be_in_grace(open: &AtomicBool, cluster: &AtomicBool) -> bool {
 }
 
 impl Grace {
-    pub fn start(known: Vec<Vec<u8>>, now: Duration, length: Duration) -> Grace {
-        let until = if known.is_empty() { None } else { Some(now + length) };
+    /// The grace period after a start, for the NFSv4 clients `known`
+    /// and `nlm_hosts` NFSv3 hosts (NSM's list) that held state before.
+    pub fn start(known: Vec<Vec<u8>>, nlm_hosts: usize, now: Duration, length: Duration) -> Grace {
+        let until = if known.is_empty() && nlm_hosts == 0 { None } else { Some(now + length) };
+        if nlm_hosts > 0 {
+            tracing::info!(hosts = nlm_hosts, clients = known.len(), "grace period: NFSv3 hosts reclaim their locks");
+        }
         let open = Arc::new(AtomicBool::new(until.is_some()));
-        Grace { known, until, completed: HashSet::new(), cluster: Arc::default(), open }
+        Grace { known, until, completed: HashSet::new(), cluster: Arc::default(), open, nlm_hosts }
     }
 
     /// True while new (non-reclaim) opens and locks must get NFS4ERR_GRACE:
@@ -85,7 +94,7 @@ impl Grace {
             return;
         }
         self.completed.insert(owner.to_vec());
-        if self.known.iter().all(|k| self.completed.contains(k)) {
+        if self.nlm_hosts == 0 && self.known.iter().all(|k| self.completed.contains(k)) {
             self.end("every client completed reclaim");
         }
     }

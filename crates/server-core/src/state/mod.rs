@@ -38,6 +38,7 @@ pub(crate) mod layouts;
 pub(crate) mod lease;
 pub(crate) mod lockmgr;
 pub(crate) mod nlm_shares;
+pub mod nsm_hosts;
 pub(crate) mod offload;
 pub(crate) mod opens;
 pub(crate) mod sessions;
@@ -97,12 +98,30 @@ pub trait StableStore: Send + Sync + 'static {
     fn instance(&self, wall_secs: u32) -> u32 {
         wall_secs
     }
+    /// This run's NSM state number, odd and larger than that of any run
+    /// before (the store counts starts durably); None: a store that does
+    /// not count, whose server takes its boot number instead.
+    fn nsm_state(&self) -> Option<i32> {
+        None
+    }
+    /// The NFSv3 hosts monitored when the server started
+    /// ([`nsm_hosts`]); a store without them forgets them at restart.
+    fn nsm_hosts(&self) -> Vec<nsm_hosts::NsmHost> {
+        Vec::new()
+    }
+    /// Adds or updates `host` durably (synced before returning).
+    fn nsm_monitor(&self, _host: &nsm_hosts::NsmHost) {}
+    fn nsm_unmonitor(&self, _name: &[u8]) {}
 }
 
-/// A store that forgets everything on restart.
+/// A store that forgets everything when the process ends: a state made
+/// again on it (a restart within the process, as tests make) finds what
+/// the one before kept, and counts as a new start for NSM.
 #[derive(Debug, Default)]
 pub struct MemStore {
     records: parking_lot::Mutex<Vec<Vec<u8>>>,
+    /// The last NSM state handed out, and the monitored hosts.
+    nsm: parking_lot::Mutex<(i32, Vec<nsm_hosts::NsmHost>)>,
 }
 
 impl StableStore for MemStore {
@@ -117,6 +136,22 @@ impl StableStore for MemStore {
     }
     fn remove(&self, record: &[u8]) {
         self.records.lock().retain(|x| x != record);
+    }
+    fn nsm_state(&self) -> Option<i32> {
+        let mut n = self.nsm.lock();
+        n.0 = if n.0 <= 0 { 1 } else { n.0 + 2 };
+        Some(n.0)
+    }
+    fn nsm_hosts(&self) -> Vec<nsm_hosts::NsmHost> {
+        self.nsm.lock().1.clone()
+    }
+    fn nsm_monitor(&self, host: &nsm_hosts::NsmHost) {
+        let mut n = self.nsm.lock();
+        n.1.retain(|h| h.name != host.name);
+        n.1.push(host.clone());
+    }
+    fn nsm_unmonitor(&self, name: &[u8]) {
+        self.nsm.lock().1.retain(|h| h.name[..] != *name);
     }
 }
 
@@ -168,6 +203,8 @@ pub(crate) struct State4 {
     /// The grace period's flags (this server's, the cluster's), read
     /// without the tables' lock ([`grace::may_be_in_grace`]).
     grace_flags: (Arc<std::sync::atomic::AtomicBool>, Arc<std::sync::atomic::AtomicBool>),
+    /// The NFSv3 hosts NSM monitors, and this run's NSM state.
+    pub(crate) nsm: nsm_hosts::NsmHosts,
 }
 
 /// Shards of the set of files under write delegations.
@@ -238,7 +275,9 @@ impl State4 {
             Arc::new(stateids::Stateids::new(shards.clone(), settings.max_expired_stateids, lock_releases.clone()));
         let mut tables = Tables { stateids: stateids.clone(), ..Default::default() };
         let grace = Duration::from_secs(settings.grace_secs.into());
-        tables.grace = grace::Grace::start(store.load(), clock.now(), grace);
+        let nsm_before = store.nsm_hosts();
+        tables.grace = grace::Grace::start(store.load(), nsm_before.len(), clock.now(), grace);
+        let nsm = nsm_hosts::NsmHosts::new(store.nsm_state().unwrap_or(boot as i32 | 1), nsm_before);
         let write_delegated = stateids.write_delegated.clone();
         let files_held = stateids.files_held.clone();
         let grace_flags = (tables.grace.open.clone(), tables.grace.cluster.clone());
@@ -259,6 +298,7 @@ impl State4 {
             files_held,
             lock_releases,
             grace_flags,
+            nsm,
         }
     }
 

@@ -106,6 +106,23 @@ impl State4 {
         }
         self.shards.release_locks_where(of_host);
         self.shards.nlm_unshare_where(|s| s.caller[..] == *caller);
+        self.nsm.unmonitor(&*self.store, caller);
+    }
+
+    /// A lock or share was granted to `caller`, calling from `addr`: NSM
+    /// monitors it from now on, durably, so that it hears of a restart.
+    pub(crate) fn nsm_monitor(&self, caller: &bytes::Bytes, addr: std::net::IpAddr) {
+        self.nsm.monitor(&*self.store, caller, addr);
+    }
+
+    /// The monitored hosts whose lock calls came from `addr`.
+    pub(crate) fn nsm_hosts_at(&self, addr: std::net::IpAddr) -> Vec<bytes::Bytes> {
+        self.nsm.named_at(addr)
+    }
+
+    /// This run's NSM state number.
+    pub(crate) fn nsm_state(&self) -> i32 {
+        self.nsm.state
     }
 
     /// NLM4_SHARE: reserves `share`'s access and deny modes on `file`,

@@ -1,0 +1,94 @@
+//! NSM on the server's side: hosts granted NLM locks are monitored
+//! durably, so that after a restart the grace period holds their ranges
+//! for their reclaims (NLM has no RECLAIM_COMPLETE: it runs its length);
+//! the NSM state grows at each start; a host's restart (SM_NOTIFY under
+//! any name, from its address; FREE_ALL) frees its locks and ends its
+//! monitoring.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::v4::*;
+use common::*;
+use proto::nlm::*;
+use proto::nsm::*;
+use server_core::state::Nfs4Settings;
+use server_core::{CoreSettings, ManualClock, MemStore};
+
+fn alock(host: &str, fh: &proto::nfs3::nfs_fh3, off: u64, len: u64) -> nlm4_lock {
+    nlm4_lock {
+        caller_name: Bytes::copy_from_slice(host.as_bytes()),
+        fh: fh.data.clone(),
+        oh: Bytes::copy_from_slice(host.as_bytes()),
+        svid: 1,
+        l_offset: off,
+        l_len: len,
+    }
+}
+
+fn lock(e: &Env, l: nlm4_lock, reclaim: bool) -> nlm4_stats {
+    let a = nlm4_lockargs { cookie: Bytes::new(), block: false, exclusive: true, alock: l, reclaim, state: 1 };
+    let r: nlm4_res = e.call(NLM_PROG, 4, NLM_LOCK, &a).result();
+    r.stat.stat
+}
+
+fn nsm_state(e: &Env) -> i32 {
+    let r: sm_stat_res = e.call(SM_PROG, 1, SM_STAT, &sm_name { mon_name: Bytes::from_static(b"x") }).result();
+    r.state
+}
+
+const GRACE_SECS: u32 = 10;
+
+/// A server whose NFSv4 and NLM state is kept in `store`, exporting
+/// `fs`: started again on both, it is the same server restarted.
+fn start(fs: &Arc<vfs::MemFs>, store: &Arc<MemStore>) -> (Env, Arc<ManualClock>) {
+    let nfs4 = Nfs4Settings { grace_secs: GRACE_SECS, lease_secs: GRACE_SECS, ..Nfs4Settings::default() };
+    let settings = CoreSettings { nfs4, ..CoreSettings::default() };
+    let backend: Arc<dyn vfs::Vfs> = fs.clone();
+    let mut e = env_on_with("/export *(rw,insecure)\n", vec![backend], settings);
+    let clock = Arc::new(ManualClock::default());
+    e.core = e.core.with_nfs4_env(clock.clone(), Arc::new(RecordingBackchannel::default()), store.clone());
+    (e, clock)
+}
+
+#[test]
+fn monitored_hosts_reclaim_in_the_grace_period_after_a_restart() {
+    let (fs, store) = (memfs(), Arc::new(MemStore::default()));
+    let (e, _) = start(&fs, &store);
+    let f = e.create_file(&e.root(), "f");
+    let before = nsm_state(&e);
+    assert_eq!(before % 2, 1);
+    assert_eq!(lock(&e, alock("a", &f, 0, 100), false), nlm4_stats::nlm4_granted);
+
+    let (e, clock) = start(&fs, &store);
+    let after = nsm_state(&e);
+    assert!(after > before && after % 2 == 1, "{before} then {after}");
+    // B may not take A's range, nor any other, until A has reclaimed.
+    assert_eq!(lock(&e, alock("b", &f, 0, 10), false), nlm4_stats::nlm4_denied_grace_period);
+    assert_eq!(lock(&e, alock("a", &f, 0, 100), true), nlm4_stats::nlm4_granted);
+    assert_eq!(lock(&e, alock("b", &f, 200, 10), false), nlm4_stats::nlm4_denied_grace_period);
+    clock.advance(Duration::from_secs(GRACE_SECS.into()));
+    assert_eq!(lock(&e, alock("b", &f, 0, 10), false), nlm4_stats::nlm4_denied);
+    assert_eq!(lock(&e, alock("b", &f, 200, 10), false), nlm4_stats::nlm4_granted);
+}
+
+/// A host that said it restarted is no longer monitored: the next start
+/// has nobody to wait for.
+#[test]
+fn a_restarted_host_is_freed_and_forgotten() {
+    let (fs, store) = (memfs(), Arc::new(MemStore::default()));
+    let (e, _) = start(&fs, &store);
+    let f = e.create_file(&e.root(), "f");
+    assert_eq!(lock(&e, alock("a", &f, 0, 0), false), nlm4_stats::nlm4_granted);
+    // Its status monitor names it otherwise ("a.example"); its address
+    // is what the server knows it by.
+    let n = stat_chge { mon_name: Bytes::from_static(b"a.example"), state: 7 };
+    let _ = e.call(SM_PROG, 1, SM_NOTIFY, &n);
+    assert_eq!(lock(&e, alock("b", &f, 0, 0), false), nlm4_stats::nlm4_granted);
+    let _ = e.call(NLM_PROG, 4, NLM_FREE_ALL, &nlm4_notify { name: Bytes::from_static(b"b"), state: 3 });
+    let (e, _) = start(&fs, &store);
+    assert_eq!(lock(&e, alock("c", &f, 0, 0), false), nlm4_stats::nlm4_granted, "no grace period");
+}
