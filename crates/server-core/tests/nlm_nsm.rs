@@ -80,12 +80,18 @@ fn monitored_hosts_reclaim_in_the_grace_period_after_a_restart() {
 #[test]
 fn a_restarted_host_is_freed_and_forgotten() {
     let (fs, store) = (memfs(), Arc::new(MemStore::default()));
-    let (e, _) = start(&fs, &store);
+    let (mut e, _) = start(&fs, &store);
     let f = e.create_file(&e.root(), "f");
+    e.peer = peer("10.0.0.5:700");
     assert_eq!(lock(&e, alock("a", &f, 0, 0), false), nlm4_stats::nlm4_granted);
     // Its status monitor names it otherwise ("a.example"); its address
-    // is what the server knows it by.
+    // is what the server knows it by. (Not on loopback: there every
+    // client of the machine shares the address.)
     let n = stat_chge { mon_name: Bytes::from_static(b"a.example"), state: 7 };
+    e.peer = peer("127.0.0.1:700");
+    let _ = e.call(SM_PROG, 1, SM_NOTIFY, &n);
+    assert_eq!(lock(&e, alock("b", &f, 0, 0), false), nlm4_stats::nlm4_denied);
+    e.peer = peer("10.0.0.5:700");
     let _ = e.call(SM_PROG, 1, SM_NOTIFY, &n);
     assert_eq!(lock(&e, alock("b", &f, 0, 0), false), nlm4_stats::nlm4_granted);
     let _ = e.call(NLM_PROG, 4, NLM_FREE_ALL, &nlm4_notify { name: Bytes::from_static(b"b"), state: 3 });

@@ -33,9 +33,11 @@ pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encode
         SM_NOTIFY => run(call, d, e, "nsm.NOTIFY", stat_chge::decode, |a| {
             // Its status monitor may name the host otherwise than its lock
             // manager did: hosts whose lock calls came from the same
-            // address restarted with it.
+            // address restarted with it. Not on loopback, where every
+            // client of this machine calls from one address and none of
+            // them is the machine restarting.
             let ip = crate::exports::canonical_ip(call.peer.addr.ip());
-            let mut names = core.v4.nsm_hosts_at(ip);
+            let mut names = if ip.is_loopback() { Vec::new() } else { core.v4.nsm_hosts_at(ip) };
             if !names.iter().any(|n| n[..] == a.mon_name[..]) {
                 names.push(a.mon_name);
             }
