@@ -104,6 +104,11 @@ impl<K: Hash + Eq + Clone> LocalLocks<K> {
         self.files.get(file).is_some_and(|ls| ls.iter().any(|l| owner.is_none_or(|o| o == l.owner)))
     }
 
+    /// Every lock held, by file (for reclaiming them all).
+    pub fn all(&self) -> Vec<(K, LocalLock)> {
+        self.files.iter().flat_map(|(f, ls)| ls.iter().map(move |l| (f.clone(), *l))).collect()
+    }
+
     /// Every lock on `file`, removed: the delegation goes back and they
     /// are to be taken at the server.
     pub fn take(&mut self, file: &K) -> Vec<LocalLock> {

@@ -22,7 +22,7 @@ mod dispatch;
 mod waiters;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -84,8 +84,9 @@ pub struct LockService {
     waiters: Waiters,
     /// Portmappers registered with, and whether it took.
     registered: tokio::sync::Mutex<HashMap<SocketAddr, bool>>,
-    /// Server restarts told by SM_NOTIFY: (their NSM name, new state).
-    notified: tokio::sync::broadcast::Sender<(Bytes, i32)>,
+    /// Server restarts told by SM_NOTIFY: (their NSM name, new state,
+    /// the address the call came from).
+    notified: tokio::sync::broadcast::Sender<(Bytes, i32, IpAddr)>,
     grants: AtomicU64,
     notifies: AtomicU64,
 }
@@ -151,11 +152,12 @@ impl LockService {
     }
 
     /// Server restarts as SM_NOTIFY tells them.
-    pub fn restarts(&self) -> tokio::sync::broadcast::Receiver<(Bytes, i32)> {
+    pub fn restarts(&self) -> tokio::sync::broadcast::Receiver<(Bytes, i32, IpAddr)> {
         self.notified.subscribe()
     }
 
     async fn serve(self: Arc<Self>, mut conn: TcpStream) {
+        let Ok(from) = conn.peer_addr().map(|a| a.ip().to_canonical()) else { return };
         let mut records = RecordDecoder::new(MAX_CALL);
         loop {
             records.reserve_for_read(4096);
@@ -178,7 +180,7 @@ impl LockService {
                     dispatch::Event::Notified { mon_name, state } => {
                         self.notifies.fetch_add(1, Ordering::Relaxed);
                         tracing::info!(server = %String::from_utf8_lossy(&mon_name), state, "SM_NOTIFY: server restarted");
-                        let _ = self.notified.send((mon_name, state));
+                        let _ = self.notified.send((mon_name, state, from));
                     }
                     dispatch::Event::Nothing => {}
                 }

@@ -14,12 +14,19 @@
 //! A wait that is given up (a signal interrupting `F_SETLKW`) sends
 //! CANCEL.
 //!
+//! Locks this client holds are kept (`held`, by file, owner and range),
+//! so that when the server's status monitor says it restarted
+//! (SM_NOTIFY, received by the lock service) they are taken again as
+//! reclaims within its grace period ([`reclaim`]).
+//!
 //! The server knows a lock owner by the caller's host name and `svid`
 //! (Linux lockd uses only those two) plus the owner handle `oh`, so each
 //! owner the caller names gets an `svid` unique within this process, and
 //! `oh` carries the process id beside it, unique on this machine.
 
-use std::collections::{HashMap, HashSet};
+mod reclaim;
+
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,6 +35,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use client_core::stats::{procedure_name, Stats};
 use client_core::v41::backoff::{Backoff, RetrySettings};
+use client_core::v41::locallocks::{range_end, LocalLocks};
 use parking_lot::Mutex;
 use proto::nlm::*;
 use tokio::sync::OnceCell;
@@ -43,9 +51,16 @@ pub const NLM_V4: u32 = 4;
 /// Longest pause between two asks for a lock held elsewhere.
 const LOCK_POLL_MAX: Duration = Duration::from_secs(1);
 
-/// The NSM state this client reports in LOCK (odd: "up"). Without a
-/// status monitor it never changes.
-const NSM_STATE: i32 = 1;
+/// The NSM state this client reports in LOCK: odd ("up"), and another
+/// number in each process (its start time), as a host's changes at each
+/// boot.
+fn nsm_state() -> i32 {
+    static STATE: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *STATE.get_or_init(|| {
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        (secs as i32 & i32::MAX) | 1
+    })
+}
 
 /// NLM's "to the end of the file" length.
 const NLM_TO_END: u64 = 0;
@@ -63,12 +78,14 @@ pub struct Nlm {
     caller_name: Bytes,
     retry: RetrySettings,
     cookie: AtomicU64,
-    svids: Mutex<HashMap<u64, u32>>,
-    /// Files and the owners that were granted a lock on them and have not
-    /// unlocked the whole file since (partial unlocks leave the owner
-    /// here: a later release asks the server once too often, never too
-    /// rarely).
-    held: Mutex<HashMap<Bytes, HashSet<u64>>>,
+    svids: Arc<Mutex<HashMap<u64, u32>>>,
+    /// The locks the server granted this client, by file (its handle),
+    /// owner and range: what an unlock must be sent for, and what is
+    /// reclaimed after the server restarts.
+    held: Arc<Mutex<LocalLocks<Bytes>>>,
+    /// Locks reclaimed after a server restart, and locks lost (the
+    /// server refused the reclaim).
+    reclaims: Arc<reclaim::Counts>,
     lockd: LockServiceSettings,
     /// The process's lock service, when it registered with this host's
     /// portmapper (looked up at the first wait).
@@ -119,6 +136,28 @@ impl Drop for WaitGuard {
     }
 }
 
+/// The NLM lock of `owner` on `fh` over `[offset, offset + length)`.
+fn make_alock(
+    caller_name: &Bytes,
+    svids: &Mutex<HashMap<u64, u32>>,
+    fh: &Bytes,
+    owner: u64,
+    offset: u64,
+    length: u64,
+) -> nlm4_lock {
+    let svid = *svids.lock().entry(owner).or_insert_with(|| NEXT_SVID.fetch_add(1, Ordering::Relaxed));
+    let mut oh = std::process::id().to_be_bytes().to_vec();
+    oh.extend_from_slice(&owner.to_be_bytes());
+    nlm4_lock {
+        caller_name: caller_name.clone(),
+        fh: fh.clone(),
+        oh: Bytes::from(oh),
+        svid,
+        l_offset: offset,
+        l_len: nlm_len(length),
+    }
+}
+
 /// NFSv4's (offset, length `u64::MAX` = to the end) as NLM's (offset,
 /// length 0 = to the end).
 fn nlm_len(length: u64) -> u64 {
@@ -156,8 +195,9 @@ impl Nlm {
             caller_name: Bytes::copy_from_slice(caller_name.as_bytes()),
             retry,
             cookie: AtomicU64::new(1),
-            svids: Mutex::new(HashMap::new()),
-            held: Mutex::new(HashMap::new()),
+            svids: Default::default(),
+            held: Default::default(),
+            reclaims: Default::default(),
             lockd,
             service: OnceCell::new(),
         }
@@ -177,7 +217,22 @@ impl Nlm {
                         return None;
                     }
                 };
-                svc.register(self.lockd.portmap, &self.params).await.then_some(svc)
+                if !svc.register(self.lockd.portmap, &self.params).await {
+                    return None;
+                }
+                if let (Some(addr), Ok(conn)) = (self.addr, self.conn().await) {
+                    let r = reclaim::Reclaimer {
+                        server: addr.ip(),
+                        conn: conn.clone(),
+                        caller_name: self.caller_name.clone(),
+                        svids: self.svids.clone(),
+                        held: Arc::downgrade(&self.held),
+                        counts: self.reclaims.clone(),
+                        retry: self.retry.clone(),
+                    };
+                    r.watch(&svc);
+                }
+                Some(svc)
             })
             .await
             .clone()
@@ -198,7 +253,7 @@ impl Nlm {
                 exclusive: write,
                 alock: alock.clone(),
                 reclaim: false,
-                state: NSM_STATE,
+                state: nsm_state(),
             };
             let res: nlm4_res = self.call(NLM_LOCK, &args).await?;
             match res.stat.stat {
@@ -257,17 +312,13 @@ impl Nlm {
     }
 
     fn alock(&self, fh: &Bytes, owner: u64, offset: u64, length: u64) -> nlm4_lock {
-        let svid = *self.svids.lock().entry(owner).or_insert_with(|| NEXT_SVID.fetch_add(1, Ordering::Relaxed));
-        let mut oh = std::process::id().to_be_bytes().to_vec();
-        oh.extend_from_slice(&owner.to_be_bytes());
-        nlm4_lock {
-            caller_name: self.caller_name.clone(),
-            fh: fh.clone(),
-            oh: Bytes::from(oh),
-            svid,
-            l_offset: offset,
-            l_len: nlm_len(length),
-        }
+        make_alock(&self.caller_name, &self.svids, fh, owner, offset, length)
+    }
+
+    /// Records a lock the server granted.
+    fn granted(&self, fh: &Bytes, owner: u64, offset: u64, length: u64, write: bool) {
+        // Granted by the server, so no owner of ours is in the way.
+        let _ = self.held.lock().lock(fh, owner, offset, range_end(offset, length), write);
     }
 
     /// LOCK `[offset, offset + length)` (`length` `u64::MAX`: to the end)
@@ -283,11 +334,14 @@ impl Nlm {
         write: bool,
         wait: bool,
     ) -> Result<Option<LockConflict>> {
+        // Started at the first lock, waiting or not: the service is also
+        // where the server's restart is told, for any lock held.
+        let svc = self.lock_service().await;
         if wait {
-            if let Some(svc) = self.lock_service().await {
+            if let Some(svc) = svc {
                 let alock = self.alock(fh, owner, offset, length);
                 if let Waited::Granted = self.lock_by_callback(svc, alock, write).await? {
-                    self.held.lock().entry(fh.clone()).or_default().insert(owner);
+                    self.granted(fh, owner, offset, length, write);
                     return Ok(None);
                 }
             }
@@ -302,12 +356,12 @@ impl Nlm {
                 exclusive: write,
                 alock: self.alock(fh, owner, offset, length),
                 reclaim: false,
-                state: NSM_STATE,
+                state: nsm_state(),
             };
             let res: nlm4_res = self.call(NLM_LOCK, &args).await?;
             let pause = match res.stat.stat {
                 nlm4_stats::nlm4_granted => {
-                    self.held.lock().entry(fh.clone()).or_default().insert(owner);
+                    self.granted(fh, owner, offset, length, write);
                     return Ok(None);
                 }
                 // Who holds it, for the caller (fcntl F_SETLK only needs
@@ -357,7 +411,7 @@ impl Nlm {
     /// UNLOCK of `[offset, offset + length)` for `owner`; nothing is sent
     /// when the owner holds no lock on the file.
     pub async fn unlock(&self, fh: &Bytes, owner: u64, offset: u64, length: u64) -> Result<()> {
-        if !self.held.lock().get(fh).is_some_and(|o| o.contains(&owner)) {
+        if !self.held.lock().holds(fh, Some(owner)) {
             return Ok(());
         }
         let args = nlm4_unlockargs { cookie: self.cookie(), alock: self.alock(fh, owner, offset, length) };
@@ -370,21 +424,18 @@ impl Nlm {
             nlm4_stats::nlm4_granted | nlm4_stats::nlm4_denied => {}
             other => return Err(failed("NLM_UNLOCK", other)),
         }
-        if offset == 0 && length == u64::MAX {
-            let mut held = self.held.lock();
-            if let Some(owners) = held.get_mut(fh) {
-                owners.remove(&owner);
-                if owners.is_empty() {
-                    held.remove(fh);
-                }
-            }
-        }
+        self.held.lock().unlock(fh, owner, offset, range_end(offset, length));
         Ok(())
     }
 
     /// Whether some owner of this client may hold a lock on `fh`.
     pub fn has_lock_state(&self, fh: &Bytes) -> bool {
-        self.held.lock().contains_key(fh)
+        self.held.lock().holds(fh, None)
+    }
+
+    /// Locks reclaimed after server restarts, and locks lost there.
+    pub fn reclaim_counts(&self) -> (u64, u64) {
+        self.reclaims.get()
     }
 
     /// Whether the server has a lock manager this client can reach.
