@@ -3,7 +3,7 @@
 //! write-behind and readahead, metadata operations, several connections,
 //! errors for a wrong export and for a server that goes away.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod common;
 
@@ -370,4 +370,48 @@ async fn a_lock_over_nfsv3_keeps_the_cache_of_an_unchanged_file() {
     g.unlock(2, 0, u64::MAX).await.unwrap();
     g.close().await.unwrap();
     f.close().await.unwrap();
+}
+
+/// A blocked NFSv3 lock waits for the server's NLM_GRANTED rather than
+/// asking again: the waiter is woken within a round trip of the unlock,
+/// with one LOCK sent (`block` set) and one GRANTED received. The clients
+/// register their lock service with the server's own portmapper, which
+/// keeps registrations from this host aside for its calls back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_nfsv3_lock_is_granted_by_callback() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("locked"), b"x").unwrap();
+    let mut settings = ClientSettings::default();
+    settings.nlm.portmap = srv.addr;
+    let a = Client::connect(&srv.url_v3(), settings.clone()).await.unwrap();
+    let b = Client::connect(&srv.url_v3(), settings.clone()).await.unwrap();
+    let mut fa = a.open("locked", OpenOptions::read_write()).await.unwrap();
+    let mut fb = b.open("locked", OpenOptions::read_write()).await.unwrap();
+    assert_eq!(fa.lock(1, 0, 100, true, false).await.unwrap(), None);
+    let service = client::lockd::LockService::get(settings.nlm.listen).unwrap();
+    let grants = service.counts().0;
+    let (woken_tx, woken_rx) = tokio::sync::oneshot::channel();
+    let waiter = tokio::spawn(async move {
+        let r = fb.lock(7, 0, 100, true, true).await.unwrap();
+        let _ = woken_tx.send(Instant::now());
+        (r, fb)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let locks_before = b.stats().ops["NLM_LOCK"].count;
+    let unlocked = Instant::now();
+    fa.unlock(1, 0, 100).await.unwrap();
+    let woken = tokio::time::timeout(Duration::from_secs(5), woken_rx).await.unwrap().unwrap();
+    let (r, mut fb) = waiter.await.unwrap();
+    assert_eq!(r, None);
+    let latency = woken.duration_since(unlocked);
+    assert!(latency < Duration::from_millis(50), "woken {latency:?} after the unlock");
+    // One blocked LOCK in all: nothing asked again while waiting.
+    assert_eq!(b.stats().ops["NLM_LOCK"].count, 1, "b asked again");
+    assert_eq!(locks_before, 1);
+    assert_eq!(service.counts().0, grants + 1);
+    // B holds it: A's try is refused.
+    assert!(fa.lock(1, 0, 1, true, false).await.unwrap().is_some());
+    fb.unlock(7, 0, u64::MAX).await.unwrap();
+    fb.close().await.unwrap();
+    fa.close().await.unwrap();
 }

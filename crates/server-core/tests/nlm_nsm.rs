@@ -3,7 +3,9 @@
 //! for their reclaims (NLM has no RECLAIM_COMPLETE: it runs its length);
 //! the NSM state grows at each start; a host's restart (SM_NOTIFY under
 //! any name, from its address; FREE_ALL) frees its locks and ends its
-//! monitoring.
+//! monitoring. After a restart each host of before is told with
+//! SM_NOTIFY, retried until it answers, and then no longer monitored
+//! until its reclaims.
 
 mod common;
 
@@ -11,12 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::outbound::*;
 use common::v4::*;
 use common::*;
 use proto::nlm::*;
 use proto::nsm::*;
 use server_core::state::Nfs4Settings;
 use server_core::{CoreSettings, ManualClock, MemStore};
+use xdr::Decode;
 
 fn alock(host: &str, fh: &proto::nfs3::nfs_fh3, off: u64, len: u64) -> nlm4_lock {
     nlm4_lock {
@@ -97,4 +101,50 @@ fn a_restarted_host_is_freed_and_forgotten() {
     let _ = e.call(NLM_PROG, 4, NLM_FREE_ALL, &nlm4_notify { name: Bytes::from_static(b"b"), state: 3 });
     let (e, _) = start(&fs, &store);
     assert_eq!(lock(&e, alock("c", &f, 0, 0), false), nlm4_stats::nlm4_granted, "no grace period");
+}
+
+/// The restarted server calls SM_NOTIFY on each host of before, at the
+/// address its locks came from, naming itself by the address they came
+/// to, with the new state; an unanswered call is made again later, and
+/// an answered one ends the host's monitoring (its reclaim starts it
+/// again).
+#[test]
+fn hosts_of_before_are_notified_until_they_answer() {
+    let (fs, store) = (memfs(), Arc::new(MemStore::default()));
+    let (mut e, _) = start(&fs, &store);
+    let f = e.create_file(&e.root(), "f");
+    e.peer = peer("10.0.0.5:700");
+    e.peer.local = "10.0.0.1:2049".parse().unwrap();
+    assert_eq!(lock(&e, alock("a", &f, 0, 0), false), nlm4_stats::nlm4_granted);
+
+    let (mut e, clock) = start(&fs, &store);
+    let out = Arc::new(RecordingOutbound::default());
+    e.core = e.core.with_outbound(out.clone());
+    let state = nsm_state(&e);
+    assert!(e.core.nlm_busy());
+    e.core.nlm_tick();
+    let calls = out.take();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let c = &calls[0];
+    assert_eq!((c.host, c.from, c.port), ("10.0.0.5".parse().unwrap(), "10.0.0.1".parse().unwrap(), None));
+    let (prog, vers, proc_, args) = decode_call(c);
+    assert_eq!((prog, vers, proc_), (SM_PROG, SM_VERS, SM_NOTIFY));
+    let n = stat_chge::decode(&mut xdr::Decoder::new(args)).unwrap();
+    assert_eq!((&n.mon_name[..], n.state), (&b"10.0.0.1"[..], state));
+
+    // Unanswered: again after a while, not before.
+    e.core.outbound_done(c.id, server_core::OutReply::Unreachable);
+    e.core.nlm_tick();
+    assert!(out.take().is_empty());
+    clock.advance(Duration::from_secs(2));
+    e.core.nlm_tick();
+    let calls = out.take();
+    assert_eq!(calls.len(), 1);
+    e.core.outbound_done(calls[0].id, server_core::OutReply::Reply(reply_to(&calls[0], &[])));
+    assert_eq!(e.core.nsm_counts(), (0, 1, 0));
+    assert!(!e.core.nlm_busy());
+    // A reclaimed lock monitors the host again.
+    e.peer = peer("10.0.0.5:700");
+    assert_eq!(lock(&e, alock("a", &f, 0, 0), true), nlm4_stats::nlm4_granted);
+    assert_eq!(e.core.nsm_counts().0, 1);
 }

@@ -4,8 +4,9 @@
 //! - `nfs4-clients`: the NFSv4 clients that may reclaim during the grace
 //!   period, one hex-encoded owner per line;
 //! - `nsm-monitor`: the NFSv3 hosts NSM monitors (granted a lock or a
-//!   share), one per line, the hex-encoded name and the address its calls
-//!   came from (`-` when unknown), told of a restart with SM_NOTIFY;
+//!   share), one per line: the hex-encoded name, the address its calls
+//!   came from and ours they came to (`-` when unknown), told of a
+//!   restart with SM_NOTIFY;
 //! - `nsm-state`: the NSM state number of the last start, one decimal
 //!   line; each start takes the next odd number.
 
@@ -62,14 +63,21 @@ fn save_lines(path: &Path, what: &str, lines: impl Iterator<Item = String>) {
 }
 
 fn host_line(h: &NsmHost) -> String {
-    let addr = h.addr.map_or_else(|| "-".to_string(), |a| a.to_string());
-    format!("{} {addr}", encode_hex(&h.name))
+    let ip = |a: Option<IpAddr>| a.map_or_else(|| "-".to_string(), |a| a.to_string());
+    format!("{} {} {}", encode_hex(&h.name), ip(h.addr), ip(h.local))
 }
 
 fn parse_host(line: &str) -> Option<NsmHost> {
-    let (name, addr) = line.trim().split_once(' ')?;
-    let addr = if addr == "-" { None } else { Some(addr.parse::<IpAddr>().ok()?) };
-    Some(NsmHost { name: Bytes::from(decode_hex(name)?), addr })
+    let mut words = line.split_whitespace();
+    let name = Bytes::from(decode_hex(words.next()?)?);
+    let mut ip = || -> Option<Option<IpAddr>> {
+        match words.next() {
+            None | Some("-") => Some(None),
+            Some(a) => a.parse().ok().map(Some),
+        }
+    };
+    let (addr, local) = (ip()?, ip()?);
+    Some(NsmHost { name, addr, local })
 }
 
 impl FileStore {
@@ -196,8 +204,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = FileStore::open(dir.path()).unwrap();
         assert_eq!(s.nsm_state(), Some(1));
-        let a = NsmHost { name: Bytes::from_static(b"host a"), addr: Some("10.0.0.1".parse().unwrap()) };
-        let b = NsmHost { name: Bytes::from_static(b"b"), addr: None };
+        let a = NsmHost {
+            name: Bytes::from_static(b"host a"),
+            addr: Some("10.0.0.1".parse().unwrap()),
+            local: Some("10.0.0.9".parse().unwrap()),
+        };
+        let b = NsmHost { name: Bytes::from_static(b"b"), addr: None, local: None };
         s.nsm_monitor(&a);
         s.nsm_monitor(&b);
         s.nsm_monitor(&a);

@@ -1,6 +1,8 @@
 //! The calls NLM makes to clients' lock managers: the results of the
 //! `_MSG` procedures (TEST_RES, LOCK_RES, ...) and NLM_GRANTED (or
-//! GRANTED_MSG) for a blocked request the lock manager granted. Each is a
+//! GRANTED_MSG) for a blocked request the lock manager granted; and NSM's
+//! SM_NOTIFY to the status monitor of every host that held locks before
+//! a restart, which has it reclaim them. Each is a
 //! job with its own id, sent through the core's [`Outbound`] transport
 //! and retried on the core's clock ([`Core::nlm_tick`]); nothing here
 //! holds a lock while a call is handed over, and no file's shard is held
@@ -74,11 +76,20 @@ enum What {
         tries_left: u32,
     },
     Grant(Box<GrantJob>),
+    /// SM_NOTIFY of our restart to the host `name`, sent until it is
+    /// answered or `until`.
+    Notify {
+        name: Bytes,
+        attempts: u32,
+        until: Duration,
+    },
 }
 
 /// One call to make.
 struct Job {
     target: Target,
+    prog: u32,
+    vers: u32,
     record: Vec<Bytes>,
     xid: u32,
     /// Handed to the transport, its end not reported yet (or, for
@@ -116,6 +127,11 @@ pub(crate) struct NlmCalls {
     /// Some job is not finished.
     busy: AtomicBool,
     pub grants: GrantCounts,
+    /// SM_NOTIFY calls answered, and given up.
+    pub notifies: (AtomicU64, AtomicU64),
+    /// Hosts whose SM_NOTIFY ended (answered or given up), for the core
+    /// to stop monitoring.
+    notified: Mutex<Vec<Bytes>>,
 }
 
 /// What finishing a job leaves the core to do, with no lock held.
@@ -136,6 +152,8 @@ impl NlmCalls {
             ready: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             grants: GrantCounts::default(),
+            notifies: Default::default(),
+            notified: Default::default(),
         }
     }
 
@@ -145,14 +163,26 @@ impl NlmCalls {
     }
 
     fn add(&self, inner: &mut Inner, target: Target, proc_: u32, args: Bytes, what: What, now: Duration) {
+        self.add_call(inner, target, (NLM_PROG, super::VERSION, proc_), args, what, now);
+    }
+
+    fn add_call(
+        &self,
+        inner: &mut Inner,
+        target: Target,
+        (prog, vers, proc_): (u32, u32, u32),
+        args: Bytes,
+        what: What,
+        now: Duration,
+    ) {
         let id = inner.next_id;
         inner.next_id += 1;
         // The xid is the id's low half: ids are consecutive, so no two
         // calls in flight share one.
         let xid = id as u32;
         let machine = target.from.to_string();
-        let record = outbound::call_record(xid, NLM_PROG, super::VERSION, proc_, machine.as_bytes(), args);
-        inner.jobs.insert(id, Job { target, record, xid, in_flight: false, next_at: Some(now), what });
+        let record = outbound::call_record(xid, prog, vers, proc_, machine.as_bytes(), args);
+        inner.jobs.insert(id, Job { target, prog, vers, record, xid, in_flight: false, next_at: Some(now), what });
         self.ready.store(true, Ordering::Release);
         self.busy.store(true, Ordering::Release);
     }
@@ -185,13 +215,43 @@ impl NlmCalls {
         }
     }
 
+    /// Queues SM_NOTIFY of our restart, with NSM state `state`, to each of
+    /// `hosts` (those monitored before it), named by the address it called
+    /// us at, from that address.
+    pub fn queue_notifies(&self, hosts: Vec<crate::NsmHost>, state: i32, now: Duration) {
+        let mut inner = self.inner.lock();
+        let until = now + Duration::from_secs(self.settings.notify_give_up_secs.into());
+        for h in hosts {
+            let Some(host) = h.addr else {
+                tracing::info!(host = %String::from_utf8_lossy(&h.name), "NSM: no address to notify");
+                self.notified.lock().push(h.name);
+                continue;
+            };
+            let from = h.local.unwrap_or(if host.is_ipv4() {
+                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+            });
+            let mon_name = Bytes::from(h.local.map_or_else(|| host.to_string(), |l| l.to_string()).into_bytes());
+            let args = xdr::to_bytes(&proto::nsm::stat_chge { mon_name, state });
+            let target = Target { host, from, port: None };
+            let call = (proto::nsm::SM_PROG, proto::nsm::SM_VERS, proto::nsm::SM_NOTIFY);
+            self.add_call(&mut inner, target, call, args, What::Notify { name: h.name, attempts: 0, until }, now);
+        }
+    }
+
+    /// Hosts whose SM_NOTIFY ended since the last look.
+    pub fn take_notified(&self) -> Vec<Bytes> {
+        std::mem::take(&mut *self.notified.lock())
+    }
+
     fn out_call(&self, id: u64, job: &Job) -> OutCall {
         OutCall {
             id,
             host: job.target.host,
             from: job.target.from,
-            prog: NLM_PROG,
-            vers: super::VERSION,
+            prog: job.prog,
+            vers: job.vers,
             udp: false,
             port: job.target.port,
             portmap_port: self.settings.client_portmap_port,
@@ -273,6 +333,25 @@ impl NlmCalls {
                 },
                 None => self.grant_unanswered(g, &job.target, now),
             },
+            What::Notify { name, attempts, until } => {
+                if results.is_some() {
+                    self.notifies.0.fetch_add(1, Ordering::Relaxed);
+                    self.notified.lock().push(name.clone());
+                    Step::Finish(None)
+                } else if now >= *until {
+                    tracing::warn!(host = %job.target.host, name = %String::from_utf8_lossy(name), reply = ?r,
+                        "NSM: the host never took the news of this server's restart; no longer monitored");
+                    self.notifies.1.fetch_add(1, Ordering::Relaxed);
+                    self.notified.lock().push(name.clone());
+                    Step::Finish(None)
+                } else {
+                    *attempts += 1;
+                    let ms = u64::from(self.settings.grant_retry_ms)
+                        .saturating_mul(1u64 << (*attempts - 1).min(20))
+                        .min(self.settings.notify_retry_max_ms.into());
+                    Step::Retry(now + Duration::from_millis(ms))
+                }
+            }
         };
         self.apply(&mut inner, id, outcome)
     }
@@ -400,7 +479,7 @@ impl NlmCalls {
         let mut inner = self.inner.lock();
         inner.jobs.retain(|_, job| match &job.what {
             What::Grant(g) => !matches!(&g.owner, LockOwner::Nlm { caller: c, .. } if c[..] == *caller),
-            What::Result { .. } => true,
+            What::Result { .. } | What::Notify { .. } => true,
         });
         if inner.jobs.is_empty() {
             self.busy.store(false, Ordering::Release);
@@ -433,6 +512,14 @@ impl Core {
     /// calls. Call before serving, after [`Core::with_nfs4_env`].
     pub fn with_outbound(mut self, out: Arc<dyn Outbound>) -> Core {
         self.nlm = NlmCalls::new(out, self.settings.nlm.clone(), first_call_id(self.v4.boot));
+        // The hosts that held locks before the restart hear of it now.
+        if self.nlm.can_call() {
+            let hosts = self.v4.nsm_take_before();
+            if !hosts.is_empty() {
+                tracing::info!(hosts = hosts.len(), state = self.v4.nsm_state(), "NSM: notifying hosts of the restart");
+                self.nlm.queue_notifies(hosts, self.v4.nsm_state(), self.v4.now());
+            }
+        }
         self
     }
 
@@ -442,7 +529,22 @@ impl Core {
     pub fn outbound_done(&self, id: u64, r: OutReply) {
         let releases = self.nlm.done(id, r, self.v4.now());
         self.release_grants(releases);
+        self.unmonitor_notified();
         self.send_nlm_calls();
+    }
+
+    /// Hosts told of the restart (or never reached) are monitored again
+    /// only when they take a lock again, which a reclaim is.
+    fn unmonitor_notified(&self) {
+        for name in self.nlm.take_notified() {
+            self.v4.nsm_unmonitor(&name);
+        }
+    }
+
+    /// NSM: hosts monitored now, SM_NOTIFY calls answered and given up.
+    pub fn nsm_counts(&self) -> (usize, u64, u64) {
+        let n = &self.nlm.notifies;
+        (self.v4.nsm_monitored(), n.0.load(Ordering::Relaxed), n.1.load(Ordering::Relaxed))
     }
 
     /// Drives the calls' retries and deadlines, and expires the NFSv4
@@ -455,6 +557,7 @@ impl Core {
         }
         let releases = self.nlm.tick(self.v4.now());
         self.release_grants(releases);
+        self.unmonitor_notified();
         self.send_nlm_calls();
     }
 

@@ -52,5 +52,6 @@ pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encode
 
 /// A lock or share was granted to `caller`: monitored from now on.
 pub(crate) fn monitor(core: &Core, call: &Call, caller: &bytes::Bytes) {
-    core.v4.nsm_monitor(caller, crate::exports::canonical_ip(call.peer.addr.ip()));
+    let (addr, local) = (call.peer.addr.ip(), call.peer.local.ip());
+    core.v4.nsm_monitor(caller, crate::exports::canonical_ip(addr), crate::exports::canonical_ip(local));
 }

@@ -28,6 +28,13 @@ pub struct NlmSettings {
     pub max_blocked: usize,
     /// Blocked lock requests queued at once for one client host.
     pub max_blocked_per_host: usize,
+    /// Longest wait between two SM_NOTIFY calls to a host that did not
+    /// answer the news of this server's restart (the first wait is
+    /// `grant_retry_ms`, doubling).
+    pub notify_retry_max_ms: u32,
+    /// How long SM_NOTIFY is tried before the host is given up (and no
+    /// longer monitored).
+    pub notify_give_up_secs: u32,
 }
 
 impl Default for NlmSettings {
@@ -41,6 +48,8 @@ impl Default for NlmSettings {
             grant_retry_max_ms: 16_000,
             max_blocked: 65_536,
             max_blocked_per_host: 1024,
+            notify_retry_max_ms: 60_000,
+            notify_give_up_secs: 900,
         }
     }
 }
@@ -52,6 +61,7 @@ impl NlmSettings {
         self.grant_retries = self.grant_retries.max(1);
         self.grant_retry_ms = self.grant_retry_ms.max(1);
         self.grant_retry_max_ms = self.grant_retry_max_ms.max(self.grant_retry_ms);
+        self.notify_retry_max_ms = self.notify_retry_max_ms.max(self.grant_retry_ms);
         self
     }
 }

@@ -111,8 +111,23 @@ impl State4 {
 
     /// A lock or share was granted to `caller`, calling from `addr`: NSM
     /// monitors it from now on, durably, so that it hears of a restart.
-    pub(crate) fn nsm_monitor(&self, caller: &bytes::Bytes, addr: std::net::IpAddr) {
-        self.nsm.monitor(&*self.store, caller, addr);
+    pub(crate) fn nsm_monitor(&self, caller: &bytes::Bytes, addr: std::net::IpAddr, local: std::net::IpAddr) {
+        self.nsm.monitor(&*self.store, caller, addr, local);
+    }
+
+    /// Stops monitoring `caller` (told of our restart, or never reached).
+    pub(crate) fn nsm_unmonitor(&self, caller: &[u8]) {
+        self.nsm.unmonitor(&*self.store, caller);
+    }
+
+    /// The hosts monitored before the restart, to be told of it (once).
+    pub(crate) fn nsm_take_before(&self) -> Vec<crate::NsmHost> {
+        std::mem::take(&mut *self.nsm.before.lock())
+    }
+
+    /// Hosts monitored now.
+    pub(crate) fn nsm_monitored(&self) -> usize {
+        self.nsm.count()
     }
 
     /// The monitored hosts whose lock calls came from `addr`.
