@@ -415,3 +415,36 @@ async fn a_blocked_nfsv3_lock_is_granted_by_callback() {
     fb.close().await.unwrap();
     fa.close().await.unwrap();
 }
+
+/// NFSv3 locks survive a server restart: the restarted server's status
+/// monitor tells the client (SM_NOTIFY, to the lock service registered
+/// with the server's portmapper, which keeps that registration in its
+/// state directory), the client reclaims in the grace period, and
+/// another client finds the lock held, during the grace period and after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nfsv3_locks_are_reclaimed_after_a_server_restart() {
+    let mut srv = Srv::start().await;
+    std::fs::write(srv.path("locked"), b"x").unwrap();
+    let mut settings = ClientSettings::default();
+    settings.nlm.portmap = srv.addr;
+    let a = Client::connect(&srv.url_v3(), settings.clone()).await.unwrap();
+    let mut fa = a.open("locked", OpenOptions::read_write()).await.unwrap();
+    assert_eq!(fa.lock(1, 0, 100, true, false).await.unwrap(), None);
+    let service = client::lockd::LockService::get(settings.nlm.listen).unwrap();
+    let notifies = service.counts().1;
+    srv.restart().await;
+    let b = Client::connect(&srv.url_v3(), settings.clone()).await.unwrap();
+    let mut fb = b.open("locked", OpenOptions::read_write()).await.unwrap();
+    let t = Instant::now();
+    while service.counts().1 == notifies {
+        assert!(t.elapsed() < Duration::from_secs(10), "no SM_NOTIFY from the restarted server");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // B's try waits out the grace period (3 s here), then finds A's
+    // reclaimed lock in its way.
+    let c = fb.lock(7, 0, 1, true, false).await.unwrap().expect("A's lock, reclaimed");
+    assert_eq!((c.offset, c.length, c.write), (0, 100, true));
+    fa.unlock(1, 0, 100).await.unwrap();
+    assert_eq!(fb.lock(7, 0, 1, true, false).await.unwrap(), None);
+    fb.unlock(7, 0, u64::MAX).await.unwrap();
+}

@@ -326,6 +326,7 @@ impl Core {
         backchannel: Arc<dyn Backchannel>,
         store: Arc<dyn StableStore>,
     ) -> Core {
+        self.portmap_regs.restore(&store.local_registrations());
         self.v4 = Arc::new(state::State4::new(self.settings.nfs4.clone(), clock, backchannel, store));
         self.v4.track_released_locks(self.shared_locks);
         self

@@ -131,9 +131,13 @@ fn set(core: &Core, call: &Call, r: Option<Registration>) -> (u32, bool) {
     }
     let (prog, vers, port) = (r.prog, r.vers, r.port);
     let netid = String::from_utf8_lossy(&r.netid).into_owned();
+    let aside = r.aside();
     let done = core.portmap_regs.set(r);
     if done {
         tracing::info!(prog, vers, %netid, port, "program registered with the portmapper");
+        if aside {
+            core.v4.store.save_local_registrations(core.portmap_regs.aside_lines());
+        }
     }
     (u32::from(done), done)
 }
@@ -147,6 +151,7 @@ fn unset(core: &Core, call: &Call, prog: u32, vers: u32, netid: impl Fn(&[u8]) -
     let done = core.portmap_regs.unset(prog, vers, netid);
     if done {
         tracing::info!(prog, vers, "program unregistered from the portmapper");
+        core.v4.store.save_local_registrations(core.portmap_regs.aside_lines());
     }
     (u32::from(done), done)
 }

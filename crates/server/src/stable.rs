@@ -8,7 +8,10 @@
 //!   came from and ours they came to (`-` when unknown), told of a
 //!   restart with SM_NOTIFY;
 //! - `nsm-state`: the NSM state number of the last start, one decimal
-//!   line; each start takes the next odd number.
+//!   line; each start takes the next odd number;
+//! - `portmap-local`: NLM and NSM registrations lock clients on this host
+//!   made with the built-in portmapper, so that after a restart they are
+//!   still found, to be told to reclaim.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -23,6 +26,7 @@ use crate::state::StateError;
 const FILE: &str = "nfs4-clients";
 const NSM_MONITOR: &str = "nsm-monitor";
 const NSM_STATE: &str = "nsm-state";
+const PORTMAP_LOCAL: &str = "portmap-local";
 
 pub struct FileStore {
     path: PathBuf,
@@ -32,6 +36,7 @@ pub struct FileStore {
     /// The hosts monitored at start.
     nsm_before: Vec<NsmHost>,
     nsm_state: i32,
+    dir: PathBuf,
 }
 
 fn read_lines(path: &Path) -> Result<Vec<String>, StateError> {
@@ -104,6 +109,7 @@ impl FileStore {
             nsm_before: hosts.clone(),
             nsm_hosts: Mutex::new(hosts),
             nsm_state,
+            dir: dir.to_path_buf(),
         })
     }
 
@@ -155,6 +161,14 @@ impl StableStore for FileStore {
         hosts.retain(|h| h.name != host.name);
         hosts.push(host.clone());
         self.save_hosts(&hosts);
+    }
+
+    fn local_registrations(&self) -> Vec<String> {
+        read_lines(&self.dir.join(PORTMAP_LOCAL)).unwrap_or_default()
+    }
+
+    fn save_local_registrations(&self, lines: Vec<String>) {
+        save_lines(&self.dir.join(PORTMAP_LOCAL), "local portmapper registrations", lines.into_iter());
     }
 
     fn nsm_unmonitor(&self, name: &[u8]) {

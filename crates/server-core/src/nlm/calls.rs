@@ -218,7 +218,15 @@ impl NlmCalls {
     /// Queues SM_NOTIFY of our restart, with NSM state `state`, to each of
     /// `hosts` (those monitored before it), named by the address it called
     /// us at, from that address.
-    pub fn queue_notifies(&self, hosts: Vec<crate::NsmHost>, state: i32, now: Duration) {
+    /// `port_of`: the port of a host's status monitor when known (one on
+    /// our own host that registered with us).
+    pub fn queue_notifies(
+        &self,
+        hosts: Vec<crate::NsmHost>,
+        state: i32,
+        now: Duration,
+        port_of: impl Fn(&crate::NsmHost) -> Option<u16>,
+    ) {
         let mut inner = self.inner.lock();
         let until = now + Duration::from_secs(self.settings.notify_give_up_secs.into());
         for h in hosts {
@@ -234,7 +242,7 @@ impl NlmCalls {
             });
             let mon_name = Bytes::from(h.local.map_or_else(|| host.to_string(), |l| l.to_string()).into_bytes());
             let args = xdr::to_bytes(&proto::nsm::stat_chge { mon_name, state });
-            let target = Target { host, from, port: None };
+            let target = Target { host, from, port: port_of(&h) };
             let call = (proto::nsm::SM_PROG, proto::nsm::SM_VERS, proto::nsm::SM_NOTIFY);
             self.add_call(&mut inner, target, call, args, What::Notify { name: h.name, attempts: 0, until }, now);
         }
@@ -517,7 +525,17 @@ impl Core {
             let hosts = self.v4.nsm_take_before();
             if !hosts.is_empty() {
                 tracing::info!(hosts = hosts.len(), state = self.v4.nsm_state(), "NSM: notifying hosts of the restart");
-                self.nlm.queue_notifies(hosts, self.v4.nsm_state(), self.v4.now());
+                // A host that is this one reaches its status monitor by
+                // the registration it made with us.
+                let port_of = |h: &crate::NsmHost| {
+                    let local = h.addr.is_some_and(|a| a.is_loopback() || Some(a) == h.local);
+                    if local {
+                        self.local_callback_port(proto::nsm::SM_PROG, proto::nsm::SM_VERS, "tcp")
+                    } else {
+                        None
+                    }
+                };
+                self.nlm.queue_notifies(hosts, self.v4.nsm_state(), self.v4.now(), port_of);
             }
         }
         self

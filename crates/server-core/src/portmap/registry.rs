@@ -10,6 +10,9 @@
 //! for them (a local client's registration must not take remote clients'
 //! locks away from the server), and only the callbacks nfsx makes to a
 //! client on its own host use them ([`Core::local_callback_port`]).
+//! Those are kept in the state directory too (`portmap-local`): a lock
+//! client on this host must still be found after nfsx restarts, to be
+//! told to reclaim its locks.
 
 use std::net::IpAddr;
 
@@ -87,6 +90,37 @@ impl Registry {
             .map(|x| x.port)
     }
 
+    /// The registrations kept aside, one line each (`prog vers netid port
+    /// owner-hex`), for the store.
+    pub fn aside_lines(&self) -> Vec<String> {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let regs = self.regs.lock();
+        let line = |r: &Registration| {
+            format!("{} {} {} {} {}", r.prog, r.vers, String::from_utf8_lossy(&r.netid), r.port, hex(&r.owner))
+        };
+        regs.iter().filter(|r| r.aside()).map(line).collect()
+    }
+
+    /// Takes back registrations kept aside before a restart; a line that
+    /// does not parse, or names a program not kept aside, is skipped.
+    pub fn restore(&self, lines: &[String]) {
+        for l in lines {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let [prog, vers, netid, port, owner @ ..] = w.as_slice() else { continue };
+            let owner = owner.first().copied().unwrap_or("");
+            let owner: Option<Vec<u8>> = (0..owner.len() / 2)
+                .map(|i| owner.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+                .collect();
+            let (Ok(prog), Ok(vers), Ok(port), Some(owner)) = (prog.parse(), vers.parse(), port.parse(), owner) else {
+                continue;
+            };
+            let r = Registration { prog, vers, netid: Bytes::from(netid.to_string()), port, owner: Bytes::from(owner) };
+            if r.aside() {
+                self.set(r);
+            }
+        }
+    }
+
     /// Every registration lookups answer (those kept aside left out).
     pub fn listed(&self) -> Vec<Registration> {
         self.regs.lock().iter().filter(|x| !x.aside()).cloned().collect()
@@ -154,6 +188,28 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Registrations kept aside go to the store's lines and come back
+    /// from them; others are not kept.
+    #[test]
+    fn aside_registrations_survive_in_lines() {
+        let r = Registry::default();
+        let reg = |prog, port| Registration {
+            prog,
+            vers: 1,
+            netid: Bytes::from_static(b"tcp"),
+            port,
+            owner: Bytes::from_static(b"me"),
+        };
+        assert!(r.set(reg(crate::nlm::nsm::PROGRAM, 700)));
+        assert!(r.set(reg(400_000, 701)));
+        let lines = r.aside_lines();
+        assert_eq!(lines, vec![format!("{} 1 tcp 700 6d65", crate::nlm::nsm::PROGRAM)]);
+        let again = Registry::default();
+        again.restore(&[lines[0].clone(), "garbage".into(), "400000 1 tcp 9 00".into()]);
+        assert_eq!(again.port(crate::nlm::nsm::PROGRAM, 1, b"tcp", true), Some(700));
+        assert_eq!(again.port(400_000, 1, b"tcp", true), None);
+    }
 
     #[test]
     fn universal_address_ports() {

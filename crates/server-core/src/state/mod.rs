@@ -112,6 +112,13 @@ pub trait StableStore: Send + Sync + 'static {
     /// Adds or updates `host` durably (synced before returning).
     fn nsm_monitor(&self, _host: &nsm_hosts::NsmHost) {}
     fn nsm_unmonitor(&self, _name: &[u8]) {}
+    /// Registrations made with the built-in portmapper by lock clients on
+    /// this host (one line each, the portmapper's format), as saved.
+    fn local_registrations(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Replaces them durably.
+    fn save_local_registrations(&self, _lines: Vec<String>) {}
 }
 
 /// A store that forgets everything when the process ends: a state made
@@ -122,6 +129,7 @@ pub struct MemStore {
     records: parking_lot::Mutex<Vec<Vec<u8>>>,
     /// The last NSM state handed out, and the monitored hosts.
     nsm: parking_lot::Mutex<(i32, Vec<nsm_hosts::NsmHost>)>,
+    registrations: parking_lot::Mutex<Vec<String>>,
 }
 
 impl StableStore for MemStore {
@@ -152,6 +160,12 @@ impl StableStore for MemStore {
     }
     fn nsm_unmonitor(&self, name: &[u8]) {
         self.nsm.lock().1.retain(|h| h.name[..] != *name);
+    }
+    fn local_registrations(&self) -> Vec<String> {
+        self.registrations.lock().clone()
+    }
+    fn save_local_registrations(&self, lines: Vec<String>) {
+        *self.registrations.lock() = lines;
     }
 }
 
