@@ -11,7 +11,7 @@ use common::round_trip;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else { return };
-    match sel % 14 {
+    match sel % 16 {
         0 => round_trip::<COMPOUND4args>(rest),
         1 => round_trip::<COMPOUND4res>(rest),
         2 => round_trip::<CB_COMPOUND4args>(rest),
@@ -25,6 +25,9 @@ fuzz_target!(|data: &[u8]| {
         10 => round_trip::<mon>(rest),
         11 => round_trip::<stat_chge>(rest),
         12 => round_trip::<fattr4>(rest),
+        // The arguments of the _RES calls clients send back.
+        13 => round_trip::<nlm4_res>(rest),
+        14 => round_trip::<nlm4_testres>(rest),
         _ => round_trip::<nfs_argop4>(rest),
     }
 });

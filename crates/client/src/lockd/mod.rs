@@ -245,6 +245,13 @@ impl LockService {
     }
 }
 
+/// The service's answer to one record, with nobody waiting: for fuzzing
+/// the path calls take.
+#[doc(hidden)]
+pub fn answer_for_fuzzing(record: Bytes) -> Option<Vec<Bytes>> {
+    dispatch::answer(&Waiters::default(), record).0
+}
+
 async fn pmap_bool(conn: &Connection, proc_: u32, m: &pmap2_mapping) -> Result<bool, String> {
     let reply = conn.call(PMAP_PROGRAM, PMAP_V2, proc_, vec![xdr::to_bytes(m)]).await.map_err(|e| e.to_string())?;
     bool::decode(&mut xdr::Decoder::new(reply)).map_err(|e| e.to_string())

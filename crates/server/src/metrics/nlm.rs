@@ -36,6 +36,24 @@ impl Collector for NlmCollector {
         for (result, n) in [("acknowledged", acknowledged), ("refused", refused), ("given_up", given_up)] {
             ConstCounter::new(n).encode(m.encode_family(&[("result", result)])?)?;
         }
+        drop(m);
+        let (monitored, answered, gave_up) = self.0.nsm_counts();
+        let hosts = ConstGauge::new(monitored as i64);
+        hosts.encode(encoder.encode_descriptor(
+            "nfsx_nsm_monitored",
+            "NFSv3 hosts NSM monitors (granted a lock or a share, or waiting for a lock): told of a restart",
+            None,
+            hosts.metric_type(),
+        )?)?;
+        let mut m = encoder.encode_descriptor(
+            "nfsx_nsm_notify",
+            "SM_NOTIFY calls telling hosts of this server's restart, by how they ended: answered, or given up",
+            None,
+            MetricType::Counter,
+        )?;
+        for (result, n) in [("answered", answered), ("given_up", gave_up)] {
+            ConstCounter::new(n).encode(m.encode_family(&[("result", result)])?)?;
+        }
         Ok(())
     }
 }
