@@ -30,8 +30,8 @@ fn none() -> opaque_auth {
     opaque_auth { flavor: auth_flavor::AUTH_NONE, body: Bytes::new() }
 }
 
-/// The reply to `record` (None: it holds no call, so nothing is sent),
-/// and what it asked.
+/// The reply to `record`, record-marked for the stream (None: it holds
+/// no call, so nothing is sent), and what it asked.
 pub(super) fn answer(waiters: &Waiters, record: Bytes) -> (Option<Vec<Bytes>>, Event) {
     let Some(call) = IncomingCall::parse(record) else { return (None, Event::Nothing) };
     let xid = call.xid;
@@ -82,10 +82,15 @@ mod tests {
         e.into_bytes()
     }
 
-    /// The reply's accept state and results.
+    /// The reply's accept state and results, from the one record the
+    /// segments hold.
     fn reply(segs: Vec<Bytes>) -> (reply_data, Bytes) {
         let whole: Vec<u8> = segs.iter().flat_map(|s| s.iter().copied()).collect();
-        let mut d = Decoder::new(Bytes::from(whole).slice(4..));
+        let mut records = proto::framer::RecordDecoder::new(1 << 20);
+        records.push(&whole);
+        let record = records.next_record().expect("framed").expect("one whole record");
+        assert!(records.is_idle(), "more than one record");
+        let mut d = Decoder::new(record);
         let msg = rpc_msg::decode(&mut d).expect("a reply");
         match msg.body {
             rpc_msg_body::REPLY(reply_body::MSG_ACCEPTED(a)) => (a.reply_data, d.rest()),

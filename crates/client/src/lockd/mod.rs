@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use proto::framer::{frame_segments, RecordDecoder};
+use proto::framer::RecordDecoder;
 use proto::nlm::{NLM_PROG, NLM_VERS4};
 use proto::nsm::{SM_PROG, SM_VERS};
 use proto::portmap::{pmap2_mapping, PMAP2_GETPORT, PMAP2_SET, PMAP2_UNSET, PMAP_PROGRAM, PMAP_V2};
@@ -82,8 +82,9 @@ const IPPROTO_TCP: u32 = 6;
 pub struct LockService {
     port: u16,
     waiters: Waiters,
-    /// Portmappers registered with, and whether it took.
-    registered: tokio::sync::Mutex<HashMap<SocketAddr, bool>>,
+    /// Portmappers registered with, and how, when it took (None: it did
+    /// not).
+    registered: tokio::sync::Mutex<HashMap<SocketAddr, Option<ConnParams>>>,
     /// Server restarts told by SM_NOTIFY: (their NSM name, new state,
     /// the address the call came from).
     notified: tokio::sync::broadcast::Sender<(Bytes, i32, IpAddr)>,
@@ -94,6 +95,25 @@ pub struct LockService {
 static SERVICE: OnceLock<Result<Arc<LockService>, String>> = OnceLock::new();
 
 impl LockService {
+    /// The process's service, if one was started.
+    pub fn running() -> Option<Arc<LockService>> {
+        SERVICE.get().and_then(|s| s.as_ref().ok()).cloned()
+    }
+
+    /// Takes the service's entries out of every portmapper it registered
+    /// with (the process is ending).
+    pub async fn unregister(&self) {
+        let mut done = self.registered.lock().await;
+        for (portmap, params) in done.iter_mut() {
+            let Some(params) = params.take() else { continue };
+            let Ok(conn) = Connection::connect(ConnParams { addr: *portmap, ..params }).await else { continue };
+            for (prog, vers) in [(NLM_PROG, NLM_VERS4), (SM_PROG, SM_VERS)] {
+                let m = pmap2_mapping { prog, vers, prot: IPPROTO_TCP, port: u32::from(self.port) };
+                let _ = pmap_bool(&conn, PMAP2_UNSET, &m).await;
+            }
+        }
+    }
+
     /// The process's service, started at the first call with `listen`.
     pub fn get(listen: SocketAddr) -> Result<Arc<LockService>, String> {
         SERVICE.get_or_init(|| LockService::start(listen).map_err(|e| format!("lock service on {listen}: {e}"))).clone()
@@ -184,8 +204,9 @@ impl LockService {
                     }
                     dispatch::Event::Nothing => {}
                 }
+                // Replies come record-marked already.
                 let Some(reply) = reply else { continue };
-                for seg in frame_segments(reply) {
+                for seg in reply {
                     if conn.write_all(&seg).await.is_err() {
                         return;
                     }
@@ -199,7 +220,7 @@ impl LockService {
     pub async fn register(&self, portmap: SocketAddr, params: &ConnParams) -> bool {
         let mut done = self.registered.lock().await;
         if let Some(ok) = done.get(&portmap) {
-            return *ok;
+            return ok.is_some();
         }
         // A portmapper that takes calls and never answers is no portmapper.
         let limit = params.connect_timeout.saturating_mul(2);
@@ -214,7 +235,7 @@ impl LockService {
                 false
             }
         };
-        done.insert(portmap, ok);
+        done.insert(portmap, ok.then(|| params.clone()));
         ok
     }
 
