@@ -75,6 +75,17 @@ impl<K: Hash + Eq + Clone> LocalLocks<K> {
         Ok(())
     }
 
+    /// Records a lock the server granted `owner`: what this table holds of
+    /// other owners in its way is gone at the server (an unlock whose
+    /// reply has not come back yet, when the server grants the next
+    /// waiter on it), so it goes here too.
+    pub fn record(&mut self, file: &K, owner: u64, start: u64, end: u64, write: bool) {
+        while let Some(c) = self.conflict(file, owner, start, end, write) {
+            self.unlock(file, c.owner, c.start.max(start), c.end.min(end));
+        }
+        let _ = self.lock(file, owner, start, end, write);
+    }
+
     /// Removes `owner`'s locks over `[start, end)`, keeping what lies
     /// outside it.
     pub fn unlock(&mut self, file: &K, owner: u64, start: u64, end: u64) {
@@ -121,6 +132,20 @@ mod tests {
     use super::*;
 
     const END: u64 = u64::MAX;
+
+    /// A lock the server granted is recorded over what other owners held
+    /// in its way here, which is cut away.
+    #[test]
+    fn a_granted_lock_is_recorded_over_stale_ones() {
+        let mut t = LocalLocks::default();
+        t.lock(&1, 10, 0, END, true).unwrap();
+        t.lock(&1, 11, 0, 10, false).unwrap_err();
+        t.record(&1, 11, 5, 20, true);
+        assert!(t.holds(&1, Some(11)));
+        assert_eq!(t.conflict(&1, 12, 0, 5, true).map(|l| (l.owner, l.start, l.end)), Some((10, 0, 5)));
+        assert_eq!(t.conflict(&1, 12, 5, 20, false).map(|l| l.owner), Some(11));
+        assert_eq!(t.conflict(&1, 12, 20, 30, true).map(|l| (l.owner, l.start)), Some((10, 20)));
+    }
 
     #[test]
     fn owners_conflict_by_kind_and_range() {

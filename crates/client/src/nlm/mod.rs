@@ -317,8 +317,7 @@ impl Nlm {
 
     /// Records a lock the server granted.
     fn granted(&self, fh: &Bytes, owner: u64, offset: u64, length: u64, write: bool) {
-        // Granted by the server, so no owner of ours is in the way.
-        let _ = self.held.lock().lock(fh, owner, offset, range_end(offset, length), write);
+        self.held.lock().record(fh, owner, offset, range_end(offset, length), write);
     }
 
     /// LOCK `[offset, offset + length)` (`length` `u64::MAX`: to the end)
