@@ -375,6 +375,11 @@ async fn mount_nfs(
             }
         }
     };
+    // The lock service's portmapper entries go with the mount, so that the
+    // next lock client on this host can register.
+    if let Some(svc) = client::lockd::LockService::running() {
+        let _ = tokio::time::timeout(UNMOUNT_GRACE, svc.unregister()).await;
+    }
     // Files still open when the mount ended leave no hidden names behind,
     // however it ended.
     if tokio::time::timeout(UNMOUNT_GRACE, namespace.remove_all_hidden()).await.is_err() {

@@ -55,16 +55,26 @@ fn is_aside(prog: u32) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     regs: parking_lot::Mutex<Vec<Registration>>,
+    /// (prog, vers, netid) of registrations taken back from before a
+    /// restart: their programs may have ended since, so a SET of the same
+    /// replaces one rather than being refused (a lock client on this host
+    /// started again could otherwise never register).
+    restored: parking_lot::Mutex<Vec<(u32, u32, Bytes)>>,
 }
 
 impl Registry {
-    /// Adds `r`; false when (prog, vers, netid) is registered already or
-    /// the list is full.
+    /// Adds `r`; false when (prog, vers, netid) is registered already
+    /// (in this run) or the list is full.
     pub fn set(&self, r: Registration) -> bool {
+        let key = (r.prog, r.vers, r.netid.clone());
+        let same = |x: &Registration| x.prog == r.prog && x.vers == r.vers && x.netid == r.netid;
         let mut regs = self.regs.lock();
-        if regs.len() >= MAX_REGISTRATIONS
-            || regs.iter().any(|x| x.prog == r.prog && x.vers == r.vers && x.netid == r.netid)
-        {
+        let mut restored = self.restored.lock();
+        if restored.contains(&key) {
+            restored.retain(|k| *k != key);
+            regs.retain(|x| !same(x));
+        }
+        if regs.len() >= MAX_REGISTRATIONS || regs.iter().any(same) {
             return false;
         }
         regs.push(r);
@@ -115,8 +125,8 @@ impl Registry {
                 continue;
             };
             let r = Registration { prog, vers, netid: Bytes::from(netid.to_string()), port, owner: Bytes::from(owner) };
-            if r.aside() {
-                self.set(r);
+            if r.aside() && self.set(r.clone()) {
+                self.restored.lock().push((r.prog, r.vers, r.netid));
             }
         }
     }
@@ -209,6 +219,10 @@ mod tests {
         again.restore(&[lines[0].clone(), "garbage".into(), "400000 1 tcp 9 00".into()]);
         assert_eq!(again.port(crate::nlm::nsm::PROGRAM, 1, b"tcp", true), Some(700));
         assert_eq!(again.port(400_000, 1, b"tcp", true), None);
+        // One taken back gives way to a new SET; a new one does not.
+        assert!(again.set(reg(crate::nlm::nsm::PROGRAM, 800)));
+        assert_eq!(again.port(crate::nlm::nsm::PROGRAM, 1, b"tcp", true), Some(800));
+        assert!(!again.set(reg(crate::nlm::nsm::PROGRAM, 900)));
     }
 
     #[test]
