@@ -392,7 +392,7 @@ mod tests {
         const MS: Nanos = crate::rpc::MS;
         let settings = RpcSettings { timeout_ms: 100, ..Default::default() };
         let mut c = RpcCore::new(settings, auth_sys("t", 0, 0, &[]), 1);
-        let mut install = |c: &mut RpcCore, key: u64, handle: &'static [u8]| {
+        let install = |c: &mut RpcCore, key: u64, handle: &'static [u8]| {
             let (mine, server) = FakeContext::pair(key);
             let shared = SharedContext::new(Box::new(mine));
             let client = GssClient::new(Bytes::from_static(handle), Box::new(shared.clone()), 4);

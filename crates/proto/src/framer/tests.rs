@@ -148,7 +148,7 @@ fn a_read_inside_a_fragment_ends_at_its_end_and_nothing_moves() {
     let stream = [frame(&[(&body, true)]), frame(&[(&body, true)])].concat();
     let mut at = 0;
     let mut got = Vec::new();
-    let mut feed = |d: &mut RecordDecoder, at: &mut usize| {
+    let feed = |d: &mut RecordDecoder, at: &mut usize| {
         d.reserve_for_read(4096);
         let room = d.buffer_mut().capacity() - d.buffer_mut().len();
         let n = room.min(stream.len() - *at).min(30_000);
