@@ -16,6 +16,7 @@ gen nfs3_prot nfs3
 gen nlm_prot nlm
 gen sm_inter nsm
 gen rpcsec_gss rpcsec_gss
+gen lockd_relay lockd_relay
 gen nfs42_prot nfs4
 # generator feature fixture used by tests/features.rs
 ./target/debug/xdrgen crates/proto/tests/fixtures/features.x -o crates/proto/tests/fixtures/features.rs

@@ -51,6 +51,12 @@ pub mod nlm;
 #[path = "gen/nsm.rs"]
 pub mod nsm;
 
+/// nfsx's lock-service relay between the processes of one host, from
+/// `lockd_relay.x`.
+#[rustfmt::skip]
+#[path = "gen/lockd_relay.rs"]
+pub mod lockd_relay;
+
 /// RPCSEC_GSS version 1 (RFC 2203) and the Kerberos pseudo-flavors
 /// (RFC 2623), from `rpcsec_gss.x`.
 #[rustfmt::skip]

@@ -14,6 +14,7 @@ const MODULES: &[(&str, &str)] = &[
     ("spec/xdr/sm_inter.x", "src/gen/nsm.rs"),
     ("spec/xdr/rpcsec_gss.x", "src/gen/rpcsec_gss.rs"),
     ("spec/xdr/nfs42_prot.x", "src/gen/nfs4.rs"),
+    ("spec/xdr/lockd_relay.x", "src/gen/lockd_relay.rs"),
     ("crates/proto/tests/fixtures/features.x", "tests/fixtures/features.rs"),
 ];
 

@@ -8,17 +8,21 @@
 //! A server finds the service through the portmapper of the host the
 //! client calls from, so the service registers NLM version 4 and NSM
 //! version 1 there (`[nlm] portmap`). A portmapper holds one port per
-//! program and version: when another live service holds them (the
-//! kernel's lockd, rpc.statd, another process's lock service), this one
-//! stays unregistered and its callers ask again instead, as they do when
-//! there is no portmapper at all. A registration left by a process that
-//! ended (its port refuses connections) is taken over.
+//! program and version, so of several nfsx processes on one host only
+//! the first registers (the holder); the others join it ([`relay`]) and
+//! it hands on the calls that are theirs. When another live service
+//! holds NLM (the kernel's lockd), this one stays unregistered and its
+//! callers ask again instead, as they do when there is no portmapper at
+//! all; when rpc.statd holds NSM, the service takes GRANTED calls but a
+//! restarted server's SM_NOTIFY goes to rpc.statd. A registration left
+//! by a process that ended (its port refuses connections) is taken over.
 //!
 //! One service runs per process, on a thread of its own (so that it
 //! outlives any one async runtime a client was made on), for all the
 //! clients of the process.
 
 mod dispatch;
+mod relay;
 mod waiters;
 
 use std::collections::HashMap;
@@ -29,9 +33,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use proto::framer::RecordDecoder;
-use proto::nlm::{NLM_PROG, NLM_VERS4};
-use proto::nsm::{SM_PROG, SM_VERS};
-use proto::portmap::{pmap2_mapping, PMAP2_GETPORT, PMAP2_SET, PMAP2_UNSET, PMAP_PROGRAM, PMAP_V2};
+use proto::portmap::{pmap2_mapping, PMAP2_GETPORT, PMAP2_UNSET, PMAP_PROGRAM, PMAP_V2};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -59,6 +61,11 @@ pub struct LockServiceSettings {
     /// asks again (a call the server could not make, or one lost), in
     /// seconds. Default 10.
     pub repoll_secs: u64,
+    /// When another nfsx process of this host holds the portmapper's
+    /// entries and this one joined it: how often it checks that the
+    /// holder still runs, and takes the entries over when it does not,
+    /// in seconds. Default 5.
+    pub relay_check_secs: u64,
 }
 
 impl Default for LockServiceSettings {
@@ -68,6 +75,7 @@ impl Default for LockServiceSettings {
             portmap: SocketAddr::from(([127, 0, 0, 1], 111)),
             listen: SocketAddr::from(([0, 0, 0, 0], 0)),
             repoll_secs: 10,
+            relay_check_secs: 5,
         }
     }
 }
@@ -78,13 +86,29 @@ const MAX_CALL: usize = 64 << 10;
 
 const IPPROTO_TCP: u32 = 6;
 
+/// How the service stands with one portmapper.
+#[derive(Clone)]
+struct Registration {
+    params: ConnParams,
+    role: relay::Role,
+    /// The programs this service holds there (what it takes out at the
+    /// end): NLM when it is the holder, NSM too unless rpc.statd has it.
+    held: Vec<(u32, u32)>,
+}
+
 /// The process's lock service.
 pub struct LockService {
     port: u16,
     waiters: Waiters,
     /// Portmappers registered with, and how, when it took (None: it did
     /// not).
-    registered: tokio::sync::Mutex<HashMap<SocketAddr, Option<ConnParams>>>,
+    registered: tokio::sync::Mutex<HashMap<SocketAddr, Option<Registration>>>,
+    /// Lock services of other processes of this host that joined this
+    /// one, by process id: the ports they listen on, on loopback.
+    peers: parking_lot::Mutex<HashMap<u32, u16>>,
+    /// The service's own runtime, where the keepers of joined
+    /// registrations run.
+    rt: tokio::runtime::Handle,
     /// Server restarts told by SM_NOTIFY: (their NSM name, new state,
     /// the address the call came from).
     notified: tokio::sync::broadcast::Sender<(Bytes, i32, IpAddr)>,
@@ -104,10 +128,11 @@ impl LockService {
     /// with (the process is ending).
     pub async fn unregister(&self) {
         let mut done = self.registered.lock().await;
-        for (portmap, params) in done.iter_mut() {
-            let Some(params) = params.take() else { continue };
-            let Ok(conn) = Connection::connect(ConnParams { addr: *portmap, ..params }).await else { continue };
-            for (prog, vers) in [(NLM_PROG, NLM_VERS4), (SM_PROG, SM_VERS)] {
+        for (portmap, reg) in done.iter_mut() {
+            // UNSET takes out whoever holds the program: only what is ours.
+            let Some(reg) = reg.take() else { continue };
+            let Ok(conn) = Connection::connect(ConnParams { addr: *portmap, ..reg.params }).await else { continue };
+            for (prog, vers) in reg.held {
                 let m = pmap2_mapping { prog, vers, prot: IPPROTO_TCP, port: u32::from(self.port) };
                 let _ = pmap_bool(&conn, PMAP2_UNSET, &m).await;
             }
@@ -123,15 +148,17 @@ impl LockService {
         let std_listener = std::net::TcpListener::bind(listen)?;
         std_listener.set_nonblocking(true)?;
         let port = std_listener.local_addr()?.port();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let svc = Arc::new(LockService {
             port,
             waiters: Waiters::default(),
             registered: Default::default(),
+            peers: Default::default(),
+            rt: rt.handle().clone(),
             notified: tokio::sync::broadcast::channel(16).0,
             grants: AtomicU64::new(0),
             notifies: AtomicU64::new(0),
         });
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let served = svc.clone();
         std::thread::Builder::new().name("nfsx-lockd".into()).spawn(move || {
             rt.block_on(async move {
@@ -192,7 +219,7 @@ impl LockService {
                     // A record larger than any call of these programs.
                     Err(_) => return,
                 };
-                let (reply, event) = dispatch::answer(&self.waiters, record);
+                let (mut reply, event) = dispatch::answer(&self.waiters, from, record.clone());
                 match event {
                     dispatch::Event::Granted => {
                         self.grants.fetch_add(1, Ordering::Relaxed);
@@ -201,7 +228,14 @@ impl LockService {
                         self.notifies.fetch_add(1, Ordering::Relaxed);
                         tracing::info!(server = %String::from_utf8_lossy(&mon_name), state, "SM_NOTIFY: server restarted");
                         let _ = self.notified.send((mon_name, state, from));
+                        self.hand_on_to_all(record, from);
                     }
+                    dispatch::Event::NotOurs { pid } => {
+                        if let Some(theirs) = self.hand_on(pid, record, from).await {
+                            reply = Some(theirs);
+                        }
+                    }
+                    dispatch::Event::Joined { pid, port } => self.joined(pid, port),
                     dispatch::Event::Nothing => {}
                 }
                 // Replies come record-marked already.
@@ -215,54 +249,36 @@ impl LockService {
         }
     }
 
-    /// Registers NLM 4 and NSM 1 with the portmapper at `portmap`, once;
-    /// whether servers can call back through it.
-    pub async fn register(&self, portmap: SocketAddr, params: &ConnParams) -> bool {
+    /// Registers NLM 4 and NSM 1 with the portmapper of `settings`, or
+    /// joins the process of this host that holds them, once; whether
+    /// servers can call back through it.
+    pub async fn register(self: &Arc<Self>, settings: &LockServiceSettings, params: &ConnParams) -> bool {
+        let portmap = settings.portmap;
         let mut done = self.registered.lock().await;
-        if let Some(ok) = done.get(&portmap) {
-            return ok.is_some();
+        if let Some(reg) = done.get(&portmap) {
+            return reg.is_some();
         }
         // A portmapper that takes calls and never answers is no portmapper.
         let limit = params.connect_timeout.saturating_mul(2);
         let tried = tokio::time::timeout(limit, self.register_with(portmap, params)).await;
-        let ok = match tried.unwrap_or_else(|_| Err(format!("no answer within {limit:?}"))) {
-            Ok(()) => true,
+        let reg = match tried.unwrap_or_else(|_| Err(format!("no answer within {limit:?}"))) {
+            Ok(reg) => Some(reg),
             Err(why) => {
                 tracing::info!(
                     "lock service not registered with the portmapper at {portmap} ({why}); blocked locks are \
                      asked for again instead of granted by callback"
                 );
-                false
+                None
             }
         };
-        done.insert(portmap, ok.then(|| params.clone()));
-        ok
-    }
-
-    async fn register_with(&self, portmap: SocketAddr, params: &ConnParams) -> Result<(), String> {
-        let conn = Connection::connect(ConnParams { addr: portmap, ..params.clone() })
-            .await
-            .map_err(|e| format!("no portmapper: {e}"))?;
-        for (prog, vers) in [(NLM_PROG, NLM_VERS4), (SM_PROG, SM_VERS)] {
-            let m = pmap2_mapping { prog, vers, prot: IPPROTO_TCP, port: u32::from(self.port) };
-            if pmap_bool(&conn, PMAP2_SET, &m).await? {
-                continue;
-            }
-            let held = pmap_port(&conn, &m).await?;
-            if held == u32::from(self.port) {
-                continue;
-            }
-            // Someone else's: taken over only when nothing answers there.
-            let at = SocketAddr::new(portmap.ip(), u16::try_from(held).unwrap_or(0));
-            if held != 0 && TcpStream::connect(at).await.is_ok() {
-                return Err(format!("program {prog} version {vers} is served at port {held}"));
-            }
-            pmap_bool(&conn, PMAP2_UNSET, &m).await?;
-            if !pmap_bool(&conn, PMAP2_SET, &m).await? {
-                return Err(format!("the portmapper refused program {prog} version {vers}"));
-            }
+        if let Some(Registration { role: relay::Role::Joined(holder), .. }) = &reg {
+            tracing::debug!(holder, "lock service joined the one registered with {portmap}");
+            let every = Duration::from_secs(settings.relay_check_secs.max(1));
+            self.rt.spawn(self.clone().keep(portmap, every));
         }
-        Ok(())
+        let ok = reg.is_some();
+        done.insert(portmap, reg);
+        ok
     }
 }
 
@@ -270,7 +286,7 @@ impl LockService {
 /// the path calls take.
 #[doc(hidden)]
 pub fn answer_for_fuzzing(record: Bytes) -> Option<Vec<Bytes>> {
-    dispatch::answer(&Waiters::default(), record).0
+    dispatch::answer(&Waiters::default(), IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), record).0
 }
 
 async fn pmap_bool(conn: &Connection, proc_: u32, m: &pmap2_mapping) -> Result<bool, String> {

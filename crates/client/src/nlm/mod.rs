@@ -217,7 +217,7 @@ impl Nlm {
                         return None;
                     }
                 };
-                if !svc.register(self.lockd.portmap, &self.params).await {
+                if !svc.register(&self.lockd, &self.params).await {
                     return None;
                 }
                 if let (Some(addr), Ok(conn)) = (self.addr, self.conn().await) {
