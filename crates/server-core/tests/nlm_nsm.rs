@@ -103,6 +103,24 @@ fn a_restarted_host_is_freed_and_forgotten() {
     assert_eq!(lock(&e, alock("c", &f, 0, 0), false), nlm4_stats::nlm4_granted, "no grace period");
 }
 
+/// Two processes of one host hold locks under names of their own (as
+/// nfsx's clients do): SM_NOTIFY naming one of them frees that one
+/// alone, not every host at the address.
+#[test]
+fn a_known_name_frees_that_host_alone() {
+    let (fs, store) = (memfs(), Arc::new(MemStore::default()));
+    let (mut e, _) = start(&fs, &store);
+    let (f, g) = (e.create_file(&e.root(), "f"), e.create_file(&e.root(), "g"));
+    e.peer = peer("10.0.0.6:700");
+    assert_eq!(lock(&e, alock("host.nfsx-1", &f, 0, 0), false), nlm4_stats::nlm4_granted);
+    assert_eq!(lock(&e, alock("host.nfsx-2", &g, 0, 0), false), nlm4_stats::nlm4_granted);
+    let n = stat_chge { mon_name: Bytes::from_static(b"host.nfsx-1"), state: 9 };
+    let _ = e.call(SM_PROG, 1, SM_NOTIFY, &n);
+    e.peer = peer("10.0.0.7:700");
+    assert_eq!(lock(&e, alock("other", &f, 0, 0), false), nlm4_stats::nlm4_granted, "freed");
+    assert_eq!(lock(&e, alock("other", &g, 0, 0), false), nlm4_stats::nlm4_denied, "still held");
+}
+
 /// The restarted server calls SM_NOTIFY on each host of before, at the
 /// address its locks came from, naming itself by the address they came
 /// to, with the new state; an unanswered call is made again later, and

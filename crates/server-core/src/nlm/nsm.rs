@@ -32,15 +32,16 @@ pub(crate) fn dispatch(core: &Core, call: &Call, d: &mut Decoder, e: &mut Encode
         SM_SIMU_CRASH => run(call, d, e, "nsm.SIMU_CRASH", void, |()| ((), true)),
         SM_NOTIFY => run(call, d, e, "nsm.NOTIFY", stat_chge::decode, |a| {
             // Its status monitor may name the host otherwise than its lock
-            // manager did: hosts whose lock calls came from the same
-            // address restarted with it. Not on loopback, where every
-            // client of this machine calls from one address and none of
-            // them is the machine restarting.
+            // manager did: when no host calling from that address goes by
+            // the name, all of them restarted with it. A name that is
+            // known frees that host alone: one process of several on a
+            // host (nfsx's clients) ended. Never by address on loopback,
+            // where every client of this machine calls from one address
+            // and none of them is the machine restarting.
             let ip = crate::exports::canonical_ip(call.peer.addr.ip());
-            let mut names = if ip.is_loopback() { Vec::new() } else { core.v4.nsm_hosts_at(ip) };
-            if !names.iter().any(|n| n[..] == a.mon_name[..]) {
-                names.push(a.mon_name);
-            }
+            let at = if ip.is_loopback() { Vec::new() } else { core.v4.nsm_hosts_at(ip) };
+            let mut names = if at.iter().any(|n| n[..] == a.mon_name[..]) { Vec::new() } else { at };
+            names.push(a.mon_name);
             for name in names {
                 super::free_all::release_host(core, &name);
             }
