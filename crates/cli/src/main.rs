@@ -380,6 +380,8 @@ async fn mount_nfs(
     if let Some(svc) = client::lockd::LockService::running() {
         let _ = tokio::time::timeout(UNMOUNT_GRACE, svc.unregister()).await;
     }
+    // Servers free at once any NFSv3 lock of this process left behind.
+    let _ = tokio::time::timeout(UNMOUNT_GRACE, client::lockd::process_ending()).await;
     // Files still open when the mount ended leave no hidden names behind,
     // however it ended.
     if tokio::time::timeout(UNMOUNT_GRACE, namespace.remove_all_hidden()).await.is_err() {

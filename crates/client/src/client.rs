@@ -196,8 +196,15 @@ impl Client {
                 .map_err(|e| Error::Connect { what: format!("NFS service at {}", addrs.nfs), why: e.to_string() })?;
             conns.push(c);
         }
-        let caller = machine_name(&settings);
-        let nlm = Nlm::new(addrs.nlm, base.clone(), &caller, settings.v41.retry.clone(), settings.nlm.clone());
+        // Each process locks under a name of its own, so that a server
+        // told this process ended frees its locks and no other's.
+        let caller = format!("{}.nfsx-{}", machine_name(&settings), std::process::id());
+        let portmap = SocketAddr::new(addrs.nfs.ip(), url.port.unwrap_or(mount::PORTMAP_PORT));
+        let nlm = Nlm::new(addrs.nlm, portmap, base.clone(), &caller, settings.v41.retry.clone(), settings.nlm.clone());
+        // Servers still holding locks of nfsx processes of this host that
+        // were killed are told now.
+        let (lockd, params) = (settings.nlm.clone(), base.clone());
+        tokio::spawn(async move { crate::lockd::notify_ended(&lockd, &params).await });
         let nfs = Nfs3::new(conns).with_lock_manager(nlm);
         let info = nfs.fsinfo(&root).await?;
         settings.rsize = clamp_io(settings.rsize, info.rtmax);

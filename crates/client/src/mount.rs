@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::transport::{ConnParams, Connection};
 
 const IPPROTO_TCP: u32 = 6;
-const PORTMAP_PORT: u16 = 111;
+pub(crate) const PORTMAP_PORT: u16 = 111;
 const NFS_PORT: u16 = 2049;
 
 /// Where a server's services are.

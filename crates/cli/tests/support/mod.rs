@@ -84,7 +84,9 @@ impl TestServer {
         let port = free_port();
         let config = tmp.path().join("nfsx.toml");
         let portmap = if opts.portmap_111 { 111 } else { 0 };
-        std::fs::write(&config, format!("portmap_port = {portmap}\n{}\n", opts.extra_config)).unwrap();
+        // "$PORT" in the extra settings is the port the server listens on.
+        let extra = opts.extra_config.replace("$PORT", &port.to_string());
+        std::fs::write(&config, format!("portmap_port = {portmap}\n{extra}\n")).unwrap();
         let mut args = vec![
             "serve".to_string(),
             "--listen".into(),

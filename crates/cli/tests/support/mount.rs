@@ -58,6 +58,13 @@ impl Mounted {
         m
     }
 
+    /// Kills the `nfsx mount` process outright (its mount is left dead
+    /// until dropped).
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

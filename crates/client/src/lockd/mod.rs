@@ -22,6 +22,7 @@
 //! clients of the process.
 
 mod dispatch;
+mod monitor;
 mod relay;
 mod waiters;
 
@@ -40,6 +41,8 @@ use tokio::net::TcpStream;
 use xdr::Decode;
 
 use crate::transport::{ConnParams, Connection};
+pub use monitor::{notify_ended, process_ending};
+pub(crate) use monitor::{record as monitor_record, Server as MonitoredServer};
 pub(crate) use waiters::Waiters;
 
 /// Where the lock service listens and registers, and how long a blocked
@@ -66,6 +69,16 @@ pub struct LockServiceSettings {
     /// holder still runs, and takes the entries over when it does not,
     /// in seconds. Default 5.
     pub relay_check_secs: u64,
+    /// Write down the servers that granted this process NFSv3 locks, so
+    /// that they are told to free them should the process be killed (by
+    /// the next nfsx client process of the host), or when it ends. Each
+    /// process locks under a caller name of its own for that. Default
+    /// true.
+    pub monitor: bool,
+    /// Where: one small file per process. Default: /var/lib/nfsx/nlm for
+    /// root, else nfsx/nlm under the user's state directory
+    /// (`$XDG_STATE_HOME`, else ~/.local/state).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for LockServiceSettings {
@@ -76,6 +89,8 @@ impl Default for LockServiceSettings {
             listen: SocketAddr::from(([0, 0, 0, 0], 0)),
             repoll_secs: 10,
             relay_check_secs: 5,
+            monitor: true,
+            state_dir: None,
         }
     }
 }
@@ -94,6 +109,8 @@ struct Registration {
     /// The programs this service holds there (what it takes out at the
     /// end): NLM when it is the holder, NSM too unless rpc.statd has it.
     held: Vec<(u32, u32)>,
+    /// `[nlm] state_dir`, where the holder is written down.
+    dir: std::path::PathBuf,
 }
 
 /// The process's lock service.
@@ -131,6 +148,7 @@ impl LockService {
         for (portmap, reg) in done.iter_mut() {
             // UNSET takes out whoever holds the program: only what is ours.
             let Some(reg) = reg.take() else { continue };
+            relay::remove_holder(&reg.dir, self.port);
             let Ok(conn) = Connection::connect(ConnParams { addr: *portmap, ..reg.params }).await else { continue };
             for (prog, vers) in reg.held {
                 let m = pmap2_mapping { prog, vers, prot: IPPROTO_TCP, port: u32::from(self.port) };
@@ -260,7 +278,8 @@ impl LockService {
         }
         // A portmapper that takes calls and never answers is no portmapper.
         let limit = params.connect_timeout.saturating_mul(2);
-        let tried = tokio::time::timeout(limit, self.register_with(portmap, params)).await;
+        let dir = monitor::dir(settings);
+        let tried = tokio::time::timeout(limit, self.register_with(portmap, params, &dir)).await;
         let reg = match tried.unwrap_or_else(|_| Err(format!("no answer within {limit:?}"))) {
             Ok(reg) => Some(reg),
             Err(why) => {
@@ -271,10 +290,15 @@ impl LockService {
                 None
             }
         };
-        if let Some(Registration { role: relay::Role::Joined(holder), .. }) = &reg {
-            tracing::debug!(holder, "lock service joined the one registered with {portmap}");
+        // Joined, or not registered (another process's service may have
+        // registered a moment before and not yet written itself down):
+        // looked at again every relay_check_secs until it holds the entry.
+        if reg.as_ref().is_none_or(|r| r.role != relay::Role::Holder) {
+            if let Some(Registration { role: relay::Role::Joined(holder), .. }) = &reg {
+                tracing::debug!(holder, "lock service joined the one registered with {portmap}");
+            }
             let every = Duration::from_secs(settings.relay_check_secs.max(1));
-            self.rt.spawn(self.clone().keep(portmap, every));
+            self.rt.spawn(self.clone().keep(portmap, params.clone(), dir, every));
         }
         let ok = reg.is_some();
         done.insert(portmap, reg);

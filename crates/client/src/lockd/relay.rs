@@ -6,6 +6,11 @@
 //! (the owner handle starts with the waiting process's id), answered
 //! with that process's reply, and every SM_NOTIFY.
 //!
+//! The holder is found through the portmapper (GETPORT names it), or,
+//! where the portmapper is an nfsx server's own and names that server's
+//! lock manager, through the file `lockd-holder` in `[nlm] state_dir`,
+//! which the holder writes.
+//!
 //! A joined process checks every `relay_check_secs` that the holder
 //! still runs and joins again (a holder that restarted has forgotten
 //! it); when the holder is gone, it takes the portmapper's entries over
@@ -14,6 +19,7 @@
 //! server's retries of GRANTED.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +42,10 @@ const MAX_PEERS: usize = 1024;
 /// host, so a process that takes longer is stuck.
 const RELAY_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long a joining process waits for a holder that just registered to
+/// write itself down, when the portmapper cannot name it.
+const HOLDER_WRITE_WAIT: Duration = Duration::from_millis(100);
+
 /// Where this process's service stands with a portmapper.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Role {
@@ -48,16 +58,50 @@ pub(super) enum Role {
 
 impl LockService {
     /// Registers with the portmapper at `portmap`, or joins the live
-    /// service that holds NLM there.
-    pub(super) async fn register_with(&self, portmap: SocketAddr, params: &ConnParams) -> Result<Registration, String> {
+    /// service that holds NLM there; `dir`: where the holder is written
+    /// down.
+    pub(super) async fn register_with(
+        &self,
+        portmap: SocketAddr,
+        params: &ConnParams,
+        dir: &Path,
+    ) -> Result<Registration, String> {
         let conn = Connection::connect(ConnParams { addr: portmap, ..params.clone() })
             .await
             .map_err(|e| format!("no portmapper: {e}"))?;
         let params = params.clone();
-        if let Some(holder) = self.claim(&conn, portmap, NLM_PROG, NLM_VERS4).await? {
-            self.join(&params, portmap.ip(), holder).await?;
-            return Ok(Registration { params, role: Role::Joined(holder), held: Vec::new() });
+        let reg = |role, held| Registration { params: params.clone(), role, held, dir: dir.to_path_buf() };
+        if let Some(held) = self.claim(&conn, portmap, NLM_PROG, NLM_VERS4).await? {
+            // A holder that registered a moment ago writes itself down
+            // right after.
+            let mut written = written_holder(dir);
+            if written.is_none() {
+                tokio::time::sleep(HOLDER_WRITE_WAIT).await;
+                written = written_holder(dir);
+            }
+            let (named, gone) = match written {
+                Some(port) if port != self.port => (Some(port), !self.is_live(portmap.ip(), port).await),
+                _ => (None, false),
+            };
+            let mut why = Vec::new();
+            for port in [Some(held), named.filter(|p| *p != held && !gone)].into_iter().flatten() {
+                match self.join(&params, portmap.ip(), port).await {
+                    Ok(()) => return Ok(reg(Role::Joined(port), Vec::new())),
+                    Err(e) => why.push(e),
+                }
+            }
+            // The portmapper names its own lock manager, and the nfsx
+            // process that held the entry beside it is gone: taken over.
+            if !gone || !self.take_over(&conn, NLM_PROG, NLM_VERS4).await? {
+                return Err(why.join("; "));
+            }
+            // Its NSM entry too, which the portmapper hides the same way.
+            if self.take_over(&conn, SM_PROG, SM_VERS).await? {
+                write_holder(dir, self.port);
+                return Ok(reg(Role::Holder, vec![(NLM_PROG, NLM_VERS4), (SM_PROG, SM_VERS)]));
+            }
         }
+        write_holder(dir, self.port);
         let mut held = vec![(NLM_PROG, NLM_VERS4)];
         match self.claim(&conn, portmap, SM_PROG, SM_VERS).await {
             Ok(None) => held.push((SM_PROG, SM_VERS)),
@@ -67,7 +111,19 @@ impl LockService {
             ),
             Err(e) => tracing::info!("NSM not registered with the portmapper at {portmap}: {e}"),
         }
-        Ok(Registration { params, role: Role::Holder, held })
+        Ok(reg(Role::Holder, held))
+    }
+
+    async fn is_live(&self, host: IpAddr, port: u16) -> bool {
+        let at = SocketAddr::new(loopback_for(host), port);
+        tokio::time::timeout(RELAY_TIMEOUT, TcpStream::connect(at)).await.is_ok_and(|c| c.is_ok())
+    }
+
+    /// UNSET, then SET of `prog`/`vers` to this service's port.
+    async fn take_over(&self, conn: &Connection, prog: u32, vers: u32) -> Result<bool, String> {
+        let m = pmap2_mapping { prog, vers, prot: IPPROTO_TCP, port: u32::from(self.port) };
+        pmap_bool(conn, PMAP2_UNSET, &m).await?;
+        pmap_bool(conn, PMAP2_SET, &m).await
     }
 
     /// Sets `prog`/`vers` to this service's port; Some(port): a live
@@ -87,8 +143,7 @@ impl LockService {
                 return Ok(Some(port));
             }
         }
-        pmap_bool(conn, PMAP2_UNSET, &m).await?;
-        if !pmap_bool(conn, PMAP2_SET, &m).await? {
+        if !self.take_over(conn, prog, vers).await? {
             return Err(format!("the portmapper refused program {prog} version {vers}"));
         }
         Ok(None)
@@ -110,17 +165,17 @@ impl LockService {
 
     /// While joined to another process's service: checks on it every
     /// `every`, joins again, or takes over the portmapper's entries.
-    pub(super) async fn keep(self: Arc<Self>, portmap: SocketAddr, every: Duration) {
+    pub(super) async fn keep(self: Arc<Self>, portmap: SocketAddr, params: ConnParams, dir: PathBuf, every: Duration) {
         loop {
             tokio::time::sleep(every).await;
             let mut done = self.registered.lock().await;
-            let Some(Some(reg)) = done.get(&portmap).cloned() else { return };
-            let again = tokio::time::timeout(RELAY_TIMEOUT, self.register_with(portmap, &reg.params)).await;
+            let before = done.get(&portmap).cloned().flatten().map(|r| r.role);
+            let again = tokio::time::timeout(RELAY_TIMEOUT, self.register_with(portmap, &params, &dir)).await;
             match again {
                 Ok(Ok(now)) => {
                     let holder = now.role == Role::Holder;
-                    if now.role != reg.role {
-                        tracing::info!("lock service: the one this joined at {portmap} changed ({:?})", now.role);
+                    if Some(now.role) != before {
+                        tracing::info!("lock service at the portmapper {portmap}: {:?} (was {before:?})", now.role);
                     }
                     done.insert(portmap, Some(now));
                     if holder {
@@ -174,6 +229,32 @@ impl LockService {
         let done = self.registered.lock().await;
         let reg = done.values().flatten().next()?;
         Some(ConnParams { tls: None, gss: None, ..reg.params.clone() })
+    }
+}
+
+/// The file in `[nlm] state_dir` that names the holder's port.
+const HOLDER_FILE: &str = "lockd-holder";
+
+/// The holder's port as written down.
+fn written_holder(dir: &Path) -> Option<u16> {
+    std::fs::read_to_string(dir.join(HOLDER_FILE)).ok()?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Writes this process down as the holder ("PID PORT").
+fn write_holder(dir: &Path, port: u16) {
+    let tmp = dir.join(format!(".{HOLDER_FILE}.{}", std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&tmp, format!("{} {port}\n", std::process::id())))
+        .and_then(|()| std::fs::rename(&tmp, dir.join(HOLDER_FILE)));
+    if let Err(e) = written {
+        tracing::debug!("cannot write {}: {e}", dir.join(HOLDER_FILE).display());
+    }
+}
+
+/// Takes the holder's file out if it names this process's `port`.
+pub(super) fn remove_holder(dir: &Path, port: u16) {
+    if written_holder(dir) == Some(port) {
+        let _ = std::fs::remove_file(dir.join(HOLDER_FILE));
     }
 }
 

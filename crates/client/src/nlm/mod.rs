@@ -42,7 +42,7 @@ use tokio::sync::OnceCell;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use crate::error::{Error, Result};
-use crate::lockd::{LockService, LockServiceSettings};
+use crate::lockd::{monitor_record, LockService, LockServiceSettings, MonitoredServer};
 use crate::nfs41::LockConflict;
 use crate::transport::{ConnParams, Connection};
 
@@ -73,6 +73,8 @@ static NEXT_SVID: AtomicU32 = AtomicU32::new(1);
 /// a connection made at the first lock, and which owners hold locks.
 pub struct Nlm {
     addr: Option<SocketAddr>,
+    /// The server's portmapper, where its status monitor is found.
+    portmap: SocketAddr,
     params: ConnParams,
     conn: OnceCell<Connection>,
     caller_name: Bytes,
@@ -183,6 +185,7 @@ impl Nlm {
     /// portmapper did not know one (locks then fail with NOTSUPP).
     pub fn new(
         addr: Option<SocketAddr>,
+        portmap: SocketAddr,
         params: ConnParams,
         caller_name: &str,
         retry: RetrySettings,
@@ -190,6 +193,7 @@ impl Nlm {
     ) -> Nlm {
         Nlm {
             addr,
+            portmap,
             params,
             conn: OnceCell::new(),
             caller_name: Bytes::copy_from_slice(caller_name.as_bytes()),
@@ -203,12 +207,14 @@ impl Nlm {
         }
     }
 
-    /// The lock service servers can call back, if it runs and registered.
+    /// The lock service servers can call back, if it runs and registered
+    /// (or joined the process's of this host that did).
     async fn lock_service(&self) -> Option<Arc<LockService>> {
         if !self.lockd.callbacks {
             return None;
         }
-        self.service
+        let svc = self
+            .service
             .get_or_init(|| async {
                 let svc = match LockService::get(self.lockd.listen) {
                     Ok(s) => s,
@@ -217,9 +223,6 @@ impl Nlm {
                         return None;
                     }
                 };
-                if !svc.register(&self.lockd, &self.params).await {
-                    return None;
-                }
                 if let (Some(addr), Ok(conn)) = (self.addr, self.conn().await) {
                     let r = reclaim::Reclaimer {
                         server: addr.ip(),
@@ -235,7 +238,9 @@ impl Nlm {
                 Some(svc)
             })
             .await
-            .clone()
+            .clone()?;
+        // Asked each time: a registration that failed is tried again.
+        svc.register(&self.lockd, &self.params).await.then_some(svc)
     }
 
     /// LOCK with `block` set, then the wait for the server's GRANTED.
@@ -318,6 +323,13 @@ impl Nlm {
     /// Records a lock the server granted.
     fn granted(&self, fh: &Bytes, owner: u64, offset: u64, length: u64, write: bool) {
         self.held.lock().record(fh, owner, offset, range_end(offset, length), write);
+        let server = MonitoredServer {
+            caller: self.caller_name.clone(),
+            state: nsm_state(),
+            portmap: self.portmap,
+            nlm: self.addr,
+        };
+        monitor_record(&self.lockd, &self.params, server);
     }
 
     /// LOCK `[offset, offset + length)` (`length` `u64::MAX`: to the end)
