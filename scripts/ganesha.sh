@@ -7,10 +7,28 @@
 # Ganesha serves NFSv3 (MOUNT on 20048) and NFSv4 on 2049 from one FSAL_VFS
 # export, reachable as nfs://127.0.0.1/export (portmap discovery on 111).
 # Ganesha 4.3 refuses to start NFSv3 without a portmapper to register with,
-# so rpcbind is started too (it always takes port 111: nothing else may hold
-# it, which is why the test suite runs this after the cargo tests).
+# so rpcbind is started too, on 127.0.0.1 and ::1 alone (port 111 there:
+# nothing else may hold it, which is why the test suite runs this after the
+# cargo tests).
+#
+# NLM, NFSv3's lock manager, is on (GANESHA_NLM). Ganesha's needs rpc.statd
+# (it monitors each lock client with SM_MON), started here with its own
+# state directory. Ganesha grants a blocked lock by calling the client's
+# lock manager back, which it looks up by the client's NLM caller name at
+# port 111 of that host. Lock clients on this machine can be no host of
+# their own on 127.0.0.1, whose portmapper holds Ganesha's NLM already, so
+# a second loopback address stands for their host: 127.0.0.2
+# (GANESHA_NLM_CLIENT), with a portmapper of its own there, a second
+# rpcbind. A client calls itself by that address (nfsx: machine_name
+# "127.0.0.2") and registers its lock service with that portmapper (nfsx:
+# [nlm] portmap = "127.0.0.2:111").
 #
 #   PEER_DIR  [/tmp/nfsx-ganesha]  config, logs, pid files; the export is PEER_DIR/export
+#   GANESHA_NLM  [1]                serve NLM (and start rpc.statd); 0 leaves it off
+#   GANESHA_NLM_CLIENT  [127.0.0.2] the loopback address whose port 111 gets the lock
+#                                   clients' portmapper (empty: none)
+#   GANESHA_LOG_COMPONENTS  [unset] log levels by component for PEER_DIR/ganesha.log,
+#                                   e.g. "NLM = FULL_DEBUG;" to see NLM's callbacks
 #   GANESHA_DELEGATIONS  [none]     NFSv4 delegations Ganesha grants: none, r or rw
 #                                   (off by default in Ganesha; rw for the recall benchmark)
 #   GANESHA_CEPH_CONF  [unset]      serve a Ceph file system through FSAL_CEPH (Debian
@@ -42,6 +60,9 @@
 set -euo pipefail
 
 PEER_DIR=${PEER_DIR:-/tmp/nfsx-ganesha}
+NLM=${GANESHA_NLM:-1}
+NLM_CLIENT=${GANESHA_NLM_CLIENT-127.0.0.2}
+LOG_COMPONENTS=${GANESHA_LOG_COMPONENTS:-}
 DELEGATIONS=${GANESHA_DELEGATIONS:-none}
 CEPH_CONF=${GANESHA_CEPH_CONF:-}
 CEPH_PATH=${GANESHA_CEPH_PATH:-/}
@@ -53,7 +74,8 @@ EXPORT=$PEER_DIR/export
 CONF=$PEER_DIR/ganesha.conf
 
 running() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port_open() { (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null; }
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 install() {
   local missing=()
@@ -61,6 +83,8 @@ install() {
   [[ -z $CEPH_CONF || -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalceph.so ]] || missing+=(nfs-ganesha-ceph)
   command -v rpcbind >/dev/null || missing+=(rpcbind)
   command -v pgrep >/dev/null || missing+=(procps)
+  command -v python3 >/dev/null || missing+=(python3)
+  [[ $NLM == 0 ]] || command -v rpc.statd >/dev/null || missing+=(nfs-common)
   ((${#missing[@]})) || return 0
   [[ $(id -u) -eq 0 ]] || { echo "needs root to install ${missing[*]}" >&2; exit 1; }
   apt-get update -qq
@@ -112,7 +136,10 @@ NFS_CORE_PARAM {
     MNT_Port = 20048;
     Bind_Addr = 127.0.0.1;
     Protocols = 3, 4;
-    Enable_NLM = false;
+    Enable_NLM = $([[ $NLM == 0 ]] && echo false || echo true);
+    # A lock client is the host its caller name says, not the address it
+    # calls from (all of them 127.0.0.1 here): GRANTED goes to that name.
+    NSM_Use_Caller_Name = true;
     Enable_RQUOTA = false;
     Enable_UDP = false;
     Mount_Path_Pseudo = true;
@@ -138,7 +165,10 @@ EXPORT {
     FSAL { $fsal }
 }
 $ceph
-LOG { Default_Log_Level = EVENT; }
+LOG {
+    Default_Log_Level = EVENT;
+    ${LOG_COMPONENTS:+COMPONENTS { $LOG_COMPONENTS \}}
+}
 CONF
 }
 
@@ -150,11 +180,13 @@ start() {
     echo "port 111 is held by something other than rpcbind (an nfsx serve?); Ganesha must register with rpcbind there" >&2
     exit 1
   fi
-  if ! pgrep -x rpcbind >/dev/null; then
-    rpcbind -f -w >"$PEER_DIR/rpcbind.log" 2>&1 &
+  if ! port_open 111; then
+    python3 "$HERE/rpcbind-at.py" 127.0.0.1 111 -- "$(command -v rpcbind)" -f -w >"$PEER_DIR/rpcbind.log" 2>&1 &
     echo $! >"$PEER_DIR/rpcbind.pid"
     for _ in $(seq 50); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
   fi
+  [[ $NLM == 0 ]] || start_statd
+  [[ $NLM == 0 || -z $NLM_CLIENT ]] || start_client_portmap
   if [[ -n $KRB5_KEYTAB ]]; then
     [[ -r $KRB5_KEYTAB ]] || { echo "GANESHA_KRB5_KEYTAB=$KRB5_KEYTAB cannot be read" >&2; exit 1; }
     mkdir -p "$PEER_DIR/krb5cc"
@@ -171,6 +203,40 @@ start() {
   echo "ganesha serving nfs://127.0.0.1/export${KRB5_KEYTAB:+ (SecType $SECTYPE)} (files in ${CEPH_CONF:+CephFS }$([[ -n $CEPH_CONF ]] && echo "$CEPH_PATH" || echo "$EXPORT"))"
 }
 
+# rpc.statd, which Ganesha's NLM asks to monitor lock clients, registered
+# with rpcbind before Ganesha starts (Ganesha finds it there at its first
+# lock). Its state stays under PEER_DIR; it notifies nobody at start, as
+# no client of an earlier run holds locks here.
+start_statd() {
+  running "$PEER_DIR/statd.pid" && return 0
+  mkdir -p "$PEER_DIR/statd/sm" "$PEER_DIR/statd/sm.bak"
+  rpc.statd -F -d -L -P "$PEER_DIR/statd" >"$PEER_DIR/statd.log" 2>&1 &
+  echo $! >"$PEER_DIR/statd.pid"
+  for _ in $(seq 50); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -qw 100024 && return 0; sleep 0.1; done
+  echo "rpc.statd did not register with rpcbind; its log:" >&2
+  tail -20 "$PEER_DIR/statd.log" >&2 || true
+  exit 1
+}
+
+# The lock clients' host's portmapper: a second rpcbind on NLM_CLIENT:111,
+# with a /run of its own (rpcbind's socket and lock file are there), so
+# that it is a second rpcbind and not the first one refusing to start.
+start_client_portmap() {
+  running "$PEER_DIR/client-rpcbind.pid" && return 0
+  if port_open 111 "$NLM_CLIENT"; then
+    echo "port 111 of $NLM_CLIENT is taken (an rpcbind on every address?): lock clients here get no callbacks" >&2
+    return 0
+  fi
+  unshare -m sh -c 'mount -t tmpfs nfsx-client-run /run && mkdir /run/rpcbind &&
+    exec python3 "$1" "$2" 0 -- "$3" -f' sh "$HERE/rpcbind-at.py" "$NLM_CLIENT" "$(command -v rpcbind)" \
+    >"$PEER_DIR/client-rpcbind.log" 2>&1 &
+  echo $! >"$PEER_DIR/client-rpcbind.pid"
+  for _ in $(seq 50); do port_open 111 "$NLM_CLIENT" && return 0; sleep 0.1; done
+  echo "no portmapper on $NLM_CLIENT:111; its log:" >&2
+  tail -20 "$PEER_DIR/client-rpcbind.log" >&2 || true
+  exit 1
+}
+
 stop_pid() {
   running "$1" || { rm -f "$1"; return 0; }
   local pid; pid=$(cat "$1")
@@ -182,6 +248,8 @@ stop_pid() {
 
 stop() {
   stop_pid "$PEER_DIR/ganesha.pid"
+  stop_pid "$PEER_DIR/statd.pid"
+  stop_pid "$PEER_DIR/client-rpcbind.pid"
   stop_pid "$PEER_DIR/rpcbind.pid"
 }
 

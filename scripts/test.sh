@@ -182,6 +182,8 @@ fi
 # nfsx's own portmapper, so this stage runs after them, never beside them.
 ganesha_tests() { # CMD ID
   "$1" "$2" --release -p client --test against_ganesha -- --ignored
+  # Blocked NFSv3 locks granted by Ganesha's NLM callback.
+  "$1" "$2" --release -p client --test against_ganesha_nlm -- --ignored
   "$1" "$2" --release -p nfsx --test bench_ganesha -- --ignored
   # Restarts Ganesha with Kerberos and puts it back: after the others.
   "$1" "$2" --release -p client --test against_ganesha_krb5 -- --ignored

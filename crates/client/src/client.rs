@@ -198,7 +198,10 @@ impl Client {
         }
         // Each process locks under a name of its own, so that a server
         // told this process ended frees its locks and no other's.
-        let caller = format!("{}.nfsx-{}", machine_name(&settings), std::process::id());
+        let caller = match settings.nlm.process_names {
+            true => format!("{}.nfsx-{}", machine_name(&settings), std::process::id()),
+            false => machine_name(&settings),
+        };
         let portmap = SocketAddr::new(addrs.nfs.ip(), url.port.unwrap_or(mount::PORTMAP_PORT));
         let nlm = Nlm::new(addrs.nlm, portmap, base.clone(), &caller, settings.v41.retry.clone(), settings.nlm.clone());
         // Servers still holding locks of nfsx processes of this host that

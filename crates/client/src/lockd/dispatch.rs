@@ -1,10 +1,11 @@
 //! What the lock service answers, record in, record out, without I/O:
-//! NLM4 GRANTED and GRANTED_MSG wake the caller waiting for that lock;
-//! NSM's SM_NOTIFY says a server restarted. From the lock services of
-//! other processes of this host (loopback only), the relay program's
-//! JOIN and FORWARD (`lockd_relay.x`). Anything else is refused the way
-//! RFC 5531 says a service refuses a program or procedure it does not
-//! serve.
+//! NLM4 GRANTED and GRANTED_MSG wake the caller waiting for that lock
+//! (GRANTED_MSG is answered by a GRANTED_RES call: the caller's, or the
+//! service's own when nobody waits); NSM's SM_NOTIFY says a server
+//! restarted. From the lock services of other processes of this host
+//! (loopback only), the relay program's JOIN and FORWARD
+//! (`lockd_relay.x`). Anything else is refused the way RFC 5531 says a
+//! service refuses a program or procedure it does not serve.
 
 use std::net::IpAddr;
 
@@ -19,10 +20,17 @@ use xdr::{Decode, Decoder};
 use super::Waiters;
 
 /// What a call asks of the client, beside its reply.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub(super) enum Event {
     /// A server granted a lock a caller was waiting for.
     Granted,
+    /// A server granted by message (GRANTED_MSG) a lock no caller waits
+    /// for, to be answered with GRANTED_RES carrying `res`: `granted` when
+    /// it was granted a moment ago (the server repeats itself), else
+    /// `denied`, so that the server frees it.
+    GrantedByMessage {
+        res: nlm4_res,
+    },
     /// A server (by its NSM name) restarted with NSM state `state`.
     Notified {
         mon_name: Bytes,
@@ -86,13 +94,21 @@ fn answer_at(waiters: &Waiters, record: Bytes, from: IpAddr, relay: bool) -> (Op
             let res = nlm4_res { cookie: a.cookie, stat: nlm4_stat { stat } };
             (Some(success_reply(xid, vec![xdr::to_bytes(&res)])), event)
         }
-        // The answer to GRANTED_MSG is a GRANTED_RES call of its own,
-        // which only a client that locked with LOCK_MSG is asked for; this
-        // client locks with LOCK, so a server that grants by message is
-        // answered by the wait ending, and its grant is kept.
+        // The answer to GRANTED_MSG is a GRANTED_RES call of its own. Some
+        // servers grant by message even a lock asked for with LOCK (NFS-
+        // Ganesha does), and hold the lock half-granted until that answer
+        // comes. The caller woken sends it, on its connection to the
+        // server, before it goes on: its UNLOCK must not overtake it.
         (NLM_PROG, NLM_VERS4, NLM_GRANTED_MSG) => {
             let Ok(a) = nlm4_testargs::decode(&mut Decoder::new(call.args)) else { return garbage() };
-            let event = if waiters.grant(&a.alock) { Event::Granted } else { unclaimed(&a.alock) };
+            let event = if waiters.grant_by_message(&a.alock, &a.cookie) {
+                Event::Granted
+            } else if let theirs @ Event::NotOurs { .. } = unclaimed(&a.alock) {
+                theirs
+            } else {
+                let stat = if waiters.grant(&a.alock) { nlm4_stats::nlm4_granted } else { nlm4_stats::nlm4_denied };
+                Event::GrantedByMessage { res: nlm4_res { cookie: a.cookie, stat: nlm4_stat { stat } } }
+            };
             (Some(success_reply(xid, Vec::new())), event)
         }
         (SM_PROG, SM_VERS, SM_NOTIFY) => {
@@ -194,6 +210,29 @@ mod tests {
         assert_eq!(ev, Event::Nothing);
         let res = nlm4_res::decode(&mut Decoder::new(reply(r.expect("answered")).1)).expect("nlm4_res");
         assert_eq!(res.stat.stat, nlm4_stats::nlm4_denied);
+    }
+
+    /// GRANTED_MSG for a lock waited for wakes its caller, which is left
+    /// the cookie to answer; for a lock granted a moment ago the service
+    /// answers granted, for any other denied.
+    #[test]
+    fn granted_msg_is_answered_with_granted_res() {
+        let w = Waiters::default();
+        let wait = w.expect(&alock());
+        let args = nlm4_testargs { cookie: Bytes::from_static(b"c"), exclusive: true, alock: alock() };
+        let (r, ev) = answer(&w, LO, call(NLM_PROG, NLM_VERS4, NLM_GRANTED_MSG, &args));
+        assert!(matches!(reply(r.expect("answered")).0, reply_data::SUCCESS));
+        assert_eq!(ev, Event::Granted);
+        assert_eq!(wait.granted_by_message(), Some(Bytes::from_static(b"c")));
+        w.done(&alock(), true);
+        let (_, ev) = answer(&w, LO, call(NLM_PROG, NLM_VERS4, NLM_GRANTED_MSG, &args));
+        let granted = nlm4_res { cookie: Bytes::from_static(b"c"), stat: nlm4_stat { stat: nlm4_stats::nlm4_granted } };
+        assert_eq!(ev, Event::GrantedByMessage { res: granted });
+
+        let other = nlm4_testargs { alock: nlm4_lock { svid: 4, ..alock() }, ..args };
+        let (_, ev) = answer(&w, LO, call(NLM_PROG, NLM_VERS4, NLM_GRANTED_MSG, &other));
+        let denied = nlm4_res { cookie: Bytes::from_static(b"c"), stat: nlm4_stat { stat: nlm4_stats::nlm4_denied } };
+        assert_eq!(ev, Event::GrantedByMessage { res: denied });
     }
 
     /// SM_NOTIFY is reported; garbage arguments, unknown procedures and

@@ -34,7 +34,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use proto::framer::RecordDecoder;
-use proto::portmap::{pmap2_mapping, PMAP2_GETPORT, PMAP2_UNSET, PMAP_PROGRAM, PMAP_V2};
+use proto::nlm::{nlm4_res, NLM_GRANTED_RES, NLM_PROG, NLM_VERS4};
+use proto::portmap::{pmap2_mapping, PMAP2_GETPORT, PMAP2_UNSET, PMAP_PORT, PMAP_PROGRAM, PMAP_V2};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -43,7 +44,7 @@ use xdr::Decode;
 use crate::transport::{ConnParams, Connection};
 pub use monitor::{notify_ended, process_ending};
 pub(crate) use monitor::{record as monitor_record, Server as MonitoredServer};
-pub(crate) use waiters::Waiters;
+pub(crate) use waiters::{Wait, Waiters};
 
 /// Where the lock service listens and registers, and how long a blocked
 /// lock waits for the server's call before asking again.
@@ -75,6 +76,11 @@ pub struct LockServiceSettings {
     /// process locks under a caller name of its own for that. Default
     /// true.
     pub monitor: bool,
+    /// Lock under a caller name of this process's own (`HOST.nfsx-PID`);
+    /// false: the host name alone, for servers that call the caller name
+    /// back as a host (NFS-Ganesha with NSM_Use_Caller_Name). Processes are
+    /// then not monitored. Default true.
+    pub process_names: bool,
     /// Where: one small file per process. Default: /var/lib/nfsx/nlm for
     /// root, else nfsx/nlm under the user's state directory
     /// (`$XDG_STATE_HOME`, else ~/.local/state).
@@ -90,6 +96,7 @@ impl Default for LockServiceSettings {
             repoll_secs: 10,
             relay_check_secs: 5,
             monitor: true,
+            process_names: true,
             state_dir: None,
         }
     }
@@ -242,6 +249,9 @@ impl LockService {
                     dispatch::Event::Granted => {
                         self.grants.fetch_add(1, Ordering::Relaxed);
                     }
+                    dispatch::Event::GrantedByMessage { res } => {
+                        tokio::spawn(self.clone().granted_res(from, res));
+                    }
                     dispatch::Event::Notified { mon_name, state } => {
                         self.notifies.fetch_add(1, Ordering::Relaxed);
                         tracing::info!(server = %String::from_utf8_lossy(&mon_name), state, "SM_NOTIFY: server restarted");
@@ -264,6 +274,37 @@ impl LockService {
                     }
                 }
             }
+        }
+    }
+
+    /// Answers a GRANTED_MSG from `server` that no caller waits for with
+    /// GRANTED_RES, a call to the lock manager its host's portmapper names,
+    /// as Linux's lockd does. A grant the server hears nothing about may be
+    /// held for nobody, and NFS-Ganesha makes no further call for 5 s
+    /// while it waits for the answer.
+    async fn granted_res(self: Arc<Self>, server: IpAddr, res: nlm4_res) {
+        // The parameters calls to the local portmapper were made with.
+        let Some(params) = self.registered.lock().await.values().flatten().next().map(|r| r.params.clone()) else {
+            return;
+        };
+        let limit = params.connect_timeout.saturating_mul(2);
+        let call = async {
+            let pmap = SocketAddr::new(server, PMAP_PORT as u16);
+            let conn =
+                Connection::connect(ConnParams { addr: pmap, ..params.clone() }).await.map_err(|e| e.to_string())?;
+            let m = pmap2_mapping { prog: NLM_PROG, vers: NLM_VERS4, prot: IPPROTO_TCP, port: 0 };
+            let port = u16::try_from(pmap_port(&conn, &m).await?).unwrap_or(0);
+            if port == 0 {
+                return Err(format!("the portmapper at {pmap} knows no NLM 4 over TCP"));
+            }
+            let addr = SocketAddr::new(server, port);
+            let conn = Connection::connect(ConnParams { addr, ..params }).await.map_err(|e| e.to_string())?;
+            conn.call(NLM_PROG, NLM_VERS4, NLM_GRANTED_RES, vec![xdr::to_bytes(&res)]).await.map_err(|e| e.to_string())
+        };
+        match tokio::time::timeout(limit, call).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::debug!("NLM_GRANTED_RES to {server}: {e}"),
+            Err(_) => tracing::debug!("NLM_GRANTED_RES to {server}: no answer within {limit:?}"),
         }
     }
 

@@ -67,7 +67,7 @@ static SCANNED: OnceLock<()> = OnceLock::new();
 /// keeps its state too: /var/lib/nfsx/nlm for root, else nfsx/nlm under
 /// the user's state directory (`$XDG_STATE_HOME`, else ~/.local/state).
 pub(crate) fn state_dir(s: &LockServiceSettings) -> Option<PathBuf> {
-    s.monitor.then(|| dir(s))
+    (s.monitor && s.process_names).then(|| dir(s))
 }
 
 /// `[nlm] state_dir`, or its default, whether processes are monitored or

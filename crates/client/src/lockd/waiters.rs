@@ -44,6 +44,9 @@ impl Key {
 pub(crate) struct Wait {
     granted: AtomicBool,
     woken: Notify,
+    /// The cookie of a grant by message (GRANTED_MSG), which the caller
+    /// answers with GRANTED_RES.
+    res_cookie: Mutex<Option<Bytes>>,
 }
 
 impl Wait {
@@ -55,6 +58,11 @@ impl Wait {
         // notify_one keeps a permit for a wake before this point.
         let _ = tokio::time::timeout(limit, self.woken.notified()).await;
         self.granted.load(Ordering::Acquire)
+    }
+
+    /// The cookie to answer, once, when the grant came by message.
+    pub(crate) fn granted_by_message(&self) -> Option<Bytes> {
+        self.res_cookie.lock().take()
     }
 }
 
@@ -101,6 +109,17 @@ impl Waiters {
         }
         self.granted.lock().get(&key).is_some_and(|at| at.elapsed() < REMEMBER_GRANTED)
     }
+
+    /// A GRANTED_MSG for `l`, with `cookie`: wakes its caller, which
+    /// answers it. False when nobody waits for it (the lock service
+    /// answers then).
+    pub(crate) fn grant_by_message(&self, l: &nlm4_lock, cookie: &Bytes) -> bool {
+        let Some(w) = self.waiting.lock().get(&Key::of(l)).cloned() else { return false };
+        *w.res_cookie.lock() = Some(cookie.clone());
+        w.granted.store(true, Ordering::Release);
+        w.woken.notify_one();
+        true
+    }
 }
 
 #[cfg(test)]
@@ -137,5 +156,19 @@ mod tests {
         assert!(!wait.granted_within(Duration::from_millis(5)).await);
         w.done(&lock(20), false);
         assert!(!w.grant(&lock(20)));
+    }
+
+    /// A grant by message wakes its caller with the cookie to answer,
+    /// given out once; with nobody waiting it is left to the service.
+    #[tokio::test]
+    async fn a_grant_by_message_carries_its_cookie() {
+        let w = Waiters::default();
+        let cookie = Bytes::from_static(b"k");
+        assert!(!w.grant_by_message(&lock(0), &cookie));
+        let wait = w.expect(&lock(0));
+        assert!(w.grant_by_message(&lock(0), &cookie));
+        assert!(wait.granted_within(Duration::from_millis(1)).await);
+        assert_eq!(wait.granted_by_message(), Some(cookie));
+        assert_eq!(wait.granted_by_message(), None);
     }
 }

@@ -42,7 +42,7 @@ use tokio::sync::OnceCell;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use crate::error::{Error, Result};
-use crate::lockd::{monitor_record, LockService, LockServiceSettings, MonitoredServer};
+use crate::lockd::{monitor_record, LockService, LockServiceSettings, MonitoredServer, Wait};
 use crate::nfs41::LockConflict;
 use crate::transport::{ConnParams, Connection};
 
@@ -263,12 +263,14 @@ impl Nlm {
             let res: nlm4_res = self.call(NLM_LOCK, &args).await?;
             match res.stat.stat {
                 nlm4_stats::nlm4_granted => {
+                    self.answer_grant_msg(&wait).await;
                     guard.finish(true);
                     return Ok(Waited::Granted);
                 }
                 nlm4_stats::nlm4_blocked => {
                     guard.blocked = true;
                     if wait.granted_within(repoll).await {
+                        self.answer_grant_msg(&wait).await;
                         guard.finish(true);
                         return Ok(Waited::Granted);
                     }
@@ -283,6 +285,18 @@ impl Nlm {
                 },
                 other => return Err(failed("NLM_LOCK", other)),
             }
+        }
+    }
+
+    /// A grant that came by message (GRANTED_MSG, NFS-Ganesha's way even
+    /// for LOCK) is answered with GRANTED_RES before the caller goes on:
+    /// the server holds the lock half-granted until then, and an UNLOCK
+    /// that overtook the answer would leave it waiting for one.
+    async fn answer_grant_msg(&self, wait: &Wait) {
+        let Some(cookie) = wait.granted_by_message() else { return };
+        let res = nlm4_res { cookie, stat: nlm4_stat { stat: nlm4_stats::nlm4_granted } };
+        if let Err(e) = self.call::<_, ()>(NLM_GRANTED_RES, &res).await {
+            tracing::debug!("NLM_GRANTED_RES: {e}");
         }
     }
 
