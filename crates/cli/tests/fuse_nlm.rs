@@ -129,6 +129,17 @@ fn client_config(srv: &TestServer, state: &Path) -> String {
     format!("[nlm]\nportmap = \"127.0.0.1:{}\"\nstate_dir = \"{}\"\nrelay_check_secs = 1\n", srv.port, state.display())
 }
 
+/// Two mounts of `srv` sharing a state directory (returned, with their
+/// client settings), and the file `locked` made through the first.
+fn two_mounts(srv: &TestServer) -> (tempfile::TempDir, String, Mounted, Mounted) {
+    let state = tempfile::tempdir().unwrap();
+    let cfg = client_config(srv, state.path());
+    let a = Mounted::new(srv, &cfg);
+    let b = Mounted::new(srv, &cfg);
+    std::fs::write(file(&a), b"x").unwrap();
+    (state, cfg, a, b)
+}
+
 fn file(m: &Mounted) -> PathBuf {
     m.dir.join("locked")
 }
@@ -159,11 +170,7 @@ fn hand_off(from: &Mounted, to: &Mounted, hold: Duration) -> Duration {
 #[test]
 fn blocked_locks_through_two_mounts_are_granted_by_callback() {
     let srv = server("");
-    let state = tempfile::tempdir().unwrap();
-    let cfg = client_config(&srv, state.path());
-    let mut a = Mounted::new(&srv, &cfg);
-    let mut b = Mounted::new(&srv, &cfg);
-    std::fs::write(file(&a), b"x").unwrap();
+    let (state, _cfg, mut a, mut b) = two_mounts(&srv);
     let hold = Duration::from_millis(700);
     for round in 0..3 {
         let to_a = hand_off(&b, &a, hold);
@@ -190,11 +197,7 @@ fn blocked_locks_through_two_mounts_are_granted_by_callback() {
 #[test]
 fn a_killed_mounts_locks_are_freed_when_the_next_mount_starts() {
     let srv = server("");
-    let state = tempfile::tempdir().unwrap();
-    let cfg = client_config(&srv, state.path());
-    let mut a = Mounted::new(&srv, &cfg);
-    let mut b = Mounted::new(&srv, &cfg);
-    std::fs::write(file(&a), b"x").unwrap();
+    let (state, cfg, mut a, mut b) = two_mounts(&srv);
     let mut holder = Py::start(HOLDER, &[path(&file(&a))]);
     assert_eq!(holder.line_within(Duration::from_secs(10)).as_deref(), Some("held"));
     let a_pid = a.child.id();
@@ -222,10 +225,7 @@ fn a_killed_mounts_locks_are_freed_when_the_next_mount_starts() {
 #[test]
 fn both_mounts_reclaim_after_the_server_is_killed() {
     let mut srv = server("[core.nfs4]\ngrace_secs = 6\n");
-    let state = tempfile::tempdir().unwrap();
-    let cfg = client_config(&srv, state.path());
-    let mut a = Mounted::new(&srv, &cfg);
-    let mut b = Mounted::new(&srv, &cfg);
+    let (_state, cfg, mut a, mut b) = two_mounts(&srv);
     std::fs::write(a.dir.join("fa"), b"x").unwrap();
     std::fs::write(a.dir.join("fb"), b"x").unwrap();
     let mut ha = Py::start(HOLDER, &[path(&a.dir.join("fa"))]);
