@@ -424,6 +424,39 @@ async fn a_blocked_nfsv3_lock_is_granted_by_callback() {
     fa.close().await.unwrap();
 }
 
+/// A blocked NFSv3 lock whose caller gives up (an interrupted F_SETLKW:
+/// the future dropped) sends NLM CANCEL: the server forgets the request,
+/// so the unlock grants nothing to B, and A can lock again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_nfsv3_lock_given_up_is_cancelled() {
+    let srv = Srv::start().await;
+    std::fs::write(srv.path("locked"), b"x").unwrap();
+    let mut settings = ClientSettings::default();
+    settings.nlm.portmap = srv.addr;
+    let a = Client::connect(&srv.url_v3(), settings.clone()).await.unwrap();
+    let b = Client::connect(&srv.url_v3(), settings.clone()).await.unwrap();
+    let mut fa = a.open("locked", OpenOptions::read_write()).await.unwrap();
+    let mut fb = b.open("locked", OpenOptions::read_write()).await.unwrap();
+    assert_eq!(fa.lock(1, 0, 100, true, false).await.unwrap(), None);
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), fb.lock(7, 0, 100, true, true)).await;
+    assert!(gave_up.is_err(), "B was not made to wait");
+    let cancels = |c: &Client| c.stats().ops.get("NLM_CANCEL").map_or(0, |s| s.count);
+    let t = Instant::now();
+    while cancels(&b) == 0 {
+        assert!(t.elapsed() < Duration::from_secs(5), "no CANCEL sent");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Had the server kept B's request, the unlock would hand the lock to
+    // B first, and A's lock right after it would be refused.
+    fa.unlock(1, 0, 100).await.unwrap();
+    assert_eq!(fa.lock(1, 0, 100, true, false).await.unwrap(), None, "the lock went to B");
+    assert!(fb.lock(7, 0, 1, true, false).await.unwrap().is_some());
+    fa.unlock(1, 0, 100).await.unwrap();
+    fb.close().await.unwrap();
+    fa.close().await.unwrap();
+}
+
 /// NFSv3 locks survive a server restart: the restarted server's status
 /// monitor tells the client (SM_NOTIFY, to the lock service registered
 /// with the server's portmapper, which keeps that registration in its
