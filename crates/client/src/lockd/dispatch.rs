@@ -88,7 +88,7 @@ fn answer_at(waiters: &Waiters, record: Bytes, from: IpAddr, relay: bool) -> (Op
         (NLM_PROG, NLM_VERS4, 0) | (SM_PROG, SM_VERS, 0) => (Some(success_reply(xid, Vec::new())), Event::Nothing),
         (NLM_PROG, NLM_VERS4, NLM_GRANTED) => {
             let Ok(a) = nlm4_testargs::decode(&mut Decoder::new(call.args)) else { return garbage() };
-            let granted = waiters.grant(&a.alock);
+            let granted = waiters.grant(&a.alock, from);
             let stat = if granted { nlm4_stats::nlm4_granted } else { nlm4_stats::nlm4_denied };
             let event = if granted { Event::Granted } else { unclaimed(&a.alock) };
             let res = nlm4_res { cookie: a.cookie, stat: nlm4_stat { stat } };
@@ -101,12 +101,13 @@ fn answer_at(waiters: &Waiters, record: Bytes, from: IpAddr, relay: bool) -> (Op
         // server, before it goes on: its UNLOCK must not overtake it.
         (NLM_PROG, NLM_VERS4, NLM_GRANTED_MSG) => {
             let Ok(a) = nlm4_testargs::decode(&mut Decoder::new(call.args)) else { return garbage() };
-            let event = if waiters.grant_by_message(&a.alock, &a.cookie) {
+            let event = if waiters.grant_by_message(&a.alock, &a.cookie, from) {
                 Event::Granted
             } else if let theirs @ Event::NotOurs { .. } = unclaimed(&a.alock) {
                 theirs
             } else {
-                let stat = if waiters.grant(&a.alock) { nlm4_stats::nlm4_granted } else { nlm4_stats::nlm4_denied };
+                let stat =
+                    if waiters.grant(&a.alock, from) { nlm4_stats::nlm4_granted } else { nlm4_stats::nlm4_denied };
                 Event::GrantedByMessage { res: nlm4_res { cookie: a.cookie, stat: nlm4_stat { stat } } }
             };
             (Some(success_reply(xid, Vec::new())), event)
@@ -196,7 +197,7 @@ mod tests {
     #[test]
     fn granted_wakes_its_waiter_only() {
         let w = Waiters::default();
-        let _wait = w.expect(&alock());
+        let _wait = w.expect(&alock(), LO);
         let args = nlm4_testargs { cookie: Bytes::from_static(b"c"), exclusive: true, alock: alock() };
         let (r, ev) = answer(&w, LO, call(NLM_PROG, NLM_VERS4, NLM_GRANTED, &args));
         assert_eq!(ev, Event::Granted);
@@ -218,7 +219,7 @@ mod tests {
     #[test]
     fn granted_msg_is_answered_with_granted_res() {
         let w = Waiters::default();
-        let wait = w.expect(&alock());
+        let wait = w.expect(&alock(), LO);
         let args = nlm4_testargs { cookie: Bytes::from_static(b"c"), exclusive: true, alock: alock() };
         let (r, ev) = answer(&w, LO, call(NLM_PROG, NLM_VERS4, NLM_GRANTED_MSG, &args));
         assert!(matches!(reply(r.expect("answered")).0, reply_data::SUCCESS));
@@ -277,7 +278,7 @@ mod tests {
         assert_eq!(ev, Event::NotOurs { pid: 42 });
 
         // Handed on to the process that waits for it.
-        let _wait = w.expect(&theirs);
+        let _wait = w.expect(&theirs, IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1)));
         let fwd = |call| relay_forward { from: Bytes::from_static(b"192.0.2.1"), call };
         let inner = call(NLM_PROG, NLM_VERS4, NLM_GRANTED, &args);
         let (r, ev) = answer(&w, LO, call(LOCKD_RELAY_PROG, LOCKD_RELAY_VERS, RELAY_FORWARD, &fwd(inner)));

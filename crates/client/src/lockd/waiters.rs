@@ -5,6 +5,7 @@
 //! when the server repeats its call because our answer was lost.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,30 +67,51 @@ impl Wait {
     }
 }
 
+/// Callers waiting, each with the address of the server it asked: only a
+/// call from there grants its lock (as Linux's lockd checks), so another
+/// host that learns or guesses a lock cannot make a caller believe it
+/// holds it.
 #[derive(Default)]
 pub(crate) struct Waiters {
-    waiting: Mutex<HashMap<Key, Arc<Wait>>>,
-    granted: Mutex<HashMap<Key, Instant>>,
+    waiting: Mutex<HashMap<Key, (Arc<Wait>, IpAddr)>>,
+    granted: Mutex<HashMap<Key, (Instant, IpAddr)>>,
+}
+
+fn same_host(a: IpAddr, b: IpAddr) -> bool {
+    a.to_canonical() == b.to_canonical()
 }
 
 impl Waiters {
-    /// Starts waiting for `l`, before the LOCK that may block goes out.
-    pub(crate) fn expect(&self, l: &nlm4_lock) -> Arc<Wait> {
-        self.waiting.lock().entry(Key::of(l)).or_default().clone()
+    /// Starts waiting for `l`, asked of the server at `server`, before the
+    /// LOCK that may block goes out.
+    pub(crate) fn expect(&self, l: &nlm4_lock, server: IpAddr) -> Arc<Wait> {
+        self.waiting.lock().entry(Key::of(l)).or_insert_with(|| (Arc::default(), server)).0.clone()
     }
 
     /// The wait for `l` is over; `granted`: the caller holds the lock.
     pub(crate) fn done(&self, l: &nlm4_lock, granted: bool) {
         let key = Key::of(l);
-        self.waiting.lock().remove(&key);
+        let Some((_, server)) = self.waiting.lock().remove(&key) else { return };
         if granted {
             let now = Instant::now();
             let mut g = self.granted.lock();
-            g.retain(|_, at| now.duration_since(*at) < REMEMBER_GRANTED);
+            g.retain(|_, (at, _)| now.duration_since(*at) < REMEMBER_GRANTED);
             if g.len() < MAX_REMEMBERED {
-                g.insert(key, now);
+                g.insert(key, (now, server));
             }
         }
+    }
+
+    /// The wait for `l`, if a caller waits for it and `from` is the server
+    /// it asked.
+    fn waiting_for(&self, l: &nlm4_lock, from: IpAddr) -> Option<Arc<Wait>> {
+        let waiting = self.waiting.lock();
+        let (w, server) = waiting.get(&Key::of(l))?;
+        if !same_host(*server, from) {
+            tracing::debug!(%from, %server, "a grant for a lock asked of another server: ignored");
+            return None;
+        }
+        Some(w.clone())
     }
 
     /// The owner's locks on `fh` are released: a GRANTED repeated for
@@ -100,21 +122,21 @@ impl Waiters {
 
     /// A GRANTED for `l`: wakes its caller. False when nobody waits for
     /// it and it was not granted a moment ago.
-    pub(crate) fn grant(&self, l: &nlm4_lock) -> bool {
-        let key = Key::of(l);
-        if let Some(w) = self.waiting.lock().get(&key) {
+    pub(crate) fn grant(&self, l: &nlm4_lock, from: IpAddr) -> bool {
+        if let Some(w) = self.waiting_for(l, from) {
             w.granted.store(true, Ordering::Release);
             w.woken.notify_one();
             return true;
         }
-        self.granted.lock().get(&key).is_some_and(|at| at.elapsed() < REMEMBER_GRANTED)
+        let granted = self.granted.lock();
+        granted.get(&Key::of(l)).is_some_and(|(at, server)| same_host(*server, from) && at.elapsed() < REMEMBER_GRANTED)
     }
 
     /// A GRANTED_MSG for `l`, with `cookie`: wakes its caller, which
     /// answers it. False when nobody waits for it (the lock service
     /// answers then).
-    pub(crate) fn grant_by_message(&self, l: &nlm4_lock, cookie: &Bytes) -> bool {
-        let Some(w) = self.waiting.lock().get(&Key::of(l)).cloned() else { return false };
+    pub(crate) fn grant_by_message(&self, l: &nlm4_lock, cookie: &Bytes, from: IpAddr) -> bool {
+        let Some(w) = self.waiting_for(l, from) else { return false };
         *w.res_cookie.lock() = Some(cookie.clone());
         w.granted.store(true, Ordering::Release);
         w.woken.notify_one();
@@ -125,6 +147,8 @@ impl Waiters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const LO: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
     fn lock(offset: u64) -> nlm4_lock {
         nlm4_lock {
@@ -143,19 +167,19 @@ mod tests {
     #[tokio::test]
     async fn grants_find_their_waiter() {
         let w = Waiters::default();
-        let wait = w.expect(&lock(0));
-        assert!(!w.grant(&lock(5)));
-        assert!(w.grant(&lock(0)));
+        let wait = w.expect(&lock(0), LO);
+        assert!(!w.grant(&lock(5), LO));
+        assert!(w.grant(&lock(0), LO));
         assert!(wait.granted_within(Duration::from_millis(1)).await);
         w.done(&lock(0), true);
-        assert!(w.grant(&lock(0)), "a repeated GRANTED");
+        assert!(w.grant(&lock(0), LO), "a repeated GRANTED");
         w.released(&Bytes::from_static(b"fh"), &Bytes::from_static(b"oh"));
-        assert!(!w.grant(&lock(0)));
+        assert!(!w.grant(&lock(0), LO));
 
-        let wait = w.expect(&lock(20));
+        let wait = w.expect(&lock(20), LO);
         assert!(!wait.granted_within(Duration::from_millis(5)).await);
         w.done(&lock(20), false);
-        assert!(!w.grant(&lock(20)));
+        assert!(!w.grant(&lock(20), LO));
     }
 
     /// A grant by message wakes its caller with the cookie to answer,
@@ -164,11 +188,28 @@ mod tests {
     async fn a_grant_by_message_carries_its_cookie() {
         let w = Waiters::default();
         let cookie = Bytes::from_static(b"k");
-        assert!(!w.grant_by_message(&lock(0), &cookie));
-        let wait = w.expect(&lock(0));
-        assert!(w.grant_by_message(&lock(0), &cookie));
+        assert!(!w.grant_by_message(&lock(0), &cookie, LO));
+        let wait = w.expect(&lock(0), LO);
+        assert!(w.grant_by_message(&lock(0), &cookie, LO));
         assert!(wait.granted_within(Duration::from_millis(1)).await);
         assert_eq!(wait.granted_by_message(), Some(cookie));
         assert_eq!(wait.granted_by_message(), None);
+    }
+
+    /// A grant from another host than the server asked wakes nobody, and
+    /// is not taken for a repeat either.
+    #[tokio::test]
+    async fn grants_come_from_the_server_asked() {
+        let w = Waiters::default();
+        let other = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 9));
+        let wait = w.expect(&lock(0), LO);
+        assert!(!w.grant(&lock(0), other));
+        assert!(!w.grant_by_message(&lock(0), &Bytes::from_static(b"c"), other));
+        assert!(!wait.granted_within(Duration::from_millis(5)).await);
+        // The same server, as an IPv4-mapped address.
+        assert!(w.grant(&lock(0), IpAddr::V6(std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped())));
+        w.done(&lock(0), true);
+        assert!(!w.grant(&lock(0), other));
+        assert!(w.grant(&lock(0), LO));
     }
 }

@@ -245,7 +245,9 @@ impl Nlm {
 
     /// LOCK with `block` set, then the wait for the server's GRANTED.
     async fn lock_by_callback(&self, svc: Arc<LockService>, alock: nlm4_lock, write: bool) -> Result<Waited> {
-        let wait = svc.waiters().expect(&alock);
+        // Only the server asked may grant it.
+        let Some(server) = self.addr.map(|a| a.ip()) else { return Ok(Waited::NotQueued) };
+        let wait = svc.waiters().expect(&alock, server);
         let conn = self.conn().await?.clone();
         let cancel = nlm4_cancargs { cookie: self.cookie(), block: true, exclusive: write, alock: alock.clone() };
         let mut guard = WaitGuard { svc, conn, args: cancel, blocked: false, done: false };
