@@ -70,4 +70,5 @@ pub mod rpcsec_gss;
 pub mod nfs4;
 
 pub mod bitmap4;
+pub mod dir_notify;
 pub mod framer;
