@@ -218,6 +218,74 @@ impl Attrs {
     }
 }
 
+impl Attrs {
+    /// Whether these are enough for a stat of their own (a name new to a
+    /// delegated directory): its type, identity, size, mode, links,
+    /// owners and the times a cache compares.
+    pub fn stat_complete(&self) -> bool {
+        self.r#type.is_some()
+            && self.fileid.is_some()
+            && self.size.is_some()
+            && self.mode.is_some()
+            && self.numlinks.is_some()
+            && self.owner.is_some()
+            && self.owner_group.is_some()
+            && self.time_modify.is_some()
+            && self.time_metadata.is_some()
+    }
+
+    /// `f` with the attributes present here in place of its own, the
+    /// others kept: a notification carries only the attributes asked for
+    /// (RFC 8881 section 20.4), which need not be a whole stat.
+    pub fn merge_into(
+        &self,
+        f: &mut Fattr,
+        uid_of: impl Fn(&str) -> Option<u32>,
+        gid_of: impl Fn(&str) -> Option<u32>,
+    ) {
+        let whole = self.to_fattr(&uid_of, &gid_of);
+        if self.r#type.is_some() {
+            f.r#type = whole.r#type;
+        }
+        if self.mode.is_some() {
+            f.mode = whole.mode;
+        }
+        if self.numlinks.is_some() {
+            f.nlink = whole.nlink;
+        }
+        if self.owner.is_some() {
+            f.uid = whole.uid;
+        }
+        if self.owner_group.is_some() {
+            f.gid = whole.gid;
+        }
+        if self.size.is_some() {
+            f.size = whole.size;
+        }
+        if self.space_used.is_some() {
+            f.used = whole.used;
+        }
+        if self.rawdev.is_some() {
+            f.rdev = whole.rdev;
+        }
+        if self.fsid.is_some() {
+            f.fsid = whole.fsid;
+        }
+        if self.fileid.is_some() {
+            f.fileid = whole.fileid;
+        }
+        if self.time_access.is_some() {
+            f.atime = whole.atime;
+        }
+        if self.time_modify.is_some() {
+            f.mtime = whole.mtime;
+        }
+        if self.time_metadata.is_some() {
+            f.ctime = whole.ctime;
+        }
+    }
+}
+
 fn settime(e: &mut Encoder, how: SetTime) {
     match how {
         SetTime::DontChange => {}
