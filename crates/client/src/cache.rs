@@ -223,6 +223,12 @@ impl Caches {
         }
     }
 
+    /// `name` in `dir` came, went or names another object now (the
+    /// server said so): the name cache forgets it.
+    pub fn forget_name(&self, dir: &Bytes, name: &[u8]) {
+        self.names.lock().remove(dir, name);
+    }
+
     /// This client changed `dir` (create, remove, rename): what is cached
     /// about it is no longer known to be true.
     pub fn changed_dir(&self, dir: &Bytes) {

@@ -171,6 +171,7 @@ impl Client {
         settings.writeback.wsize = settings.wsize as u64;
         let inner = Inner::new(Nfs::V41(nfs.clone()), root, settings, url.clone()).with_time_delta(fs.time_delta_ns);
         let inner = Arc::new(inner);
+        Client::install_dir_hooks(&inner);
         // A recall writes back what the delegation let this client keep,
         // and forgets the attributes it let it trust.
         let weak = Arc::downgrade(&inner);

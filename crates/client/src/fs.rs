@@ -87,6 +87,8 @@ pub(crate) struct Inner {
     /// microsecond or finer), and `[read_cache] keep_after_lock`: cached
     /// data whose file's attributes did not move is still good.
     pub fine_times: bool,
+    /// Told of the changes notified in delegated directories.
+    pub dir_listener: std::sync::OnceLock<crate::delegated::DirListener>,
 }
 
 impl Inner {
@@ -94,7 +96,19 @@ impl Inner {
         let wb = Mutex::new(Writeback::new(settings.writeback.clone()));
         let caches = Caches::new(&settings);
         let data = Mutex::new(ReadCache::new(settings.read_cache.clone()));
-        Inner { nfs, root, settings, url, wb, wb_progress: Notify::new(), caches, data, fine_times: false }
+        let dir_listener = Default::default();
+        Inner {
+            nfs,
+            root,
+            settings,
+            url,
+            wb,
+            wb_progress: Notify::new(),
+            caches,
+            data,
+            fine_times: false,
+            dir_listener,
+        }
     }
 
     /// The granularity of the server's times, from the mount.
@@ -133,6 +147,7 @@ impl Inner {
         self.caches
             .attrs(&fh.data)
             .or_else(|| self.nfs.delegated(fh).then(|| self.caches.attrs_any(&fh.data)).flatten())
+            .or_else(|| self.notified_attrs(fh))
     }
 
     /// Sends whatever the write-behind cache wants sent.
@@ -229,8 +244,13 @@ impl Client {
             let (child, a) = match caches.lookup_step(&fh.data, name, &mut mark) {
                 Some(hit) => hit,
                 None => {
+                    // A walk through a delegated directory is not kept
+                    // (walks.rs knows only the name cache's drops).
                     cached = false;
-                    self.lookup_call(&fh, name).await?
+                    match self.delegated_lookup(&fh, name)? {
+                        Some(hit) => hit,
+                        None => self.lookup_call(&fh, name).await?,
+                    }
                 }
             };
             fh = child;
@@ -249,6 +269,9 @@ impl Client {
     pub async fn lookup_in(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, Fattr)> {
         // Name and attributes both cached and fresh: no call.
         if let Some(hit) = self.inner.caches.lookup_fresh(&dir.data, name) {
+            return Ok(hit);
+        }
+        if let Some(hit) = self.delegated_lookup(dir, name)? {
             return Ok(hit);
         }
         self.lookup_call(dir, name).await
@@ -328,7 +351,7 @@ impl Client {
         let mode = Sattr { mode: Some(0o644), ..Default::default() };
         let data = Bytes::copy_from_slice(data);
         let r = v41.write_new_file(&dir.data, name, &mode, data.clone()).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.inner.changed_dir(&dir.data);
         let (fh, a, dir_after) = r?;
         let fh = nfs_fh3 { data: fh };
         self.inner.caches.put_attrs(&dir.data, &dir_after);
@@ -365,7 +388,7 @@ impl Client {
                     // The cached name outlived its file (removed or
                     // replaced by another client): look it up again.
                     Err(e) if cached.is_some() && e.status() == Some(nfsstat3::NFS3ERR_STALE) => {
-                        self.inner.caches.changed_dir(&dir.data);
+                        self.inner.changed_dir(&dir.data);
                         fh = self.lookup_in(&dir, name).await?.0;
                         self.getattr_fresh(&fh).await?
                     }
@@ -416,7 +439,7 @@ impl Client {
         }
         let r = v41.open_name(&dir.data, name, access, create).await;
         if how.create {
-            self.inner.caches.changed_dir(&dir.data);
+            self.inner.changed_dir(&dir.data);
         }
         let (fh, mut a, dir_after) = r?;
         self.inner.caches.put_attrs(&dir.data, &dir_after);
@@ -432,7 +455,7 @@ impl Client {
     async fn create_file(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, Fattr)> {
         let how = CreateHow::Unchecked(Sattr { mode: Some(0o644), ..Default::default() });
         let ok = self.inner.nfs.create(dir, name, how).await?;
-        self.inner.caches.changed_dir(&dir.data);
+        self.inner.changed_dir(&dir.data);
         let dir_after = ok.dir_after.clone();
         let fh = match ok.obj {
             Some(fh) => fh,
@@ -449,7 +472,7 @@ impl Client {
     pub async fn mkdir(&self, path: &str) -> Result<()> {
         let (dir, name) = self.parent_of(path).await?;
         let r = self.inner.nfs.mkdir(&dir, name, Sattr { mode: Some(0o755), ..Default::default() }).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.inner.changed_dir(&dir.data);
         r.map(drop)
     }
 
@@ -461,14 +484,14 @@ impl Client {
             self.inner.data.lock().invalidate(&fh.data);
         }
         let r = self.inner.nfs.remove(&dir, name).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.inner.changed_dir(&dir.data);
         r.map(drop)
     }
 
     pub async fn rmdir(&self, path: &str) -> Result<()> {
         let (dir, name) = self.parent_of(path).await?;
         let r = self.inner.nfs.rmdir(&dir, name).await;
-        self.inner.caches.changed_dir(&dir.data);
+        self.inner.changed_dir(&dir.data);
         r.map(drop)
     }
 
@@ -476,8 +499,8 @@ impl Client {
         let (fdir, fname) = self.parent_of(from).await?;
         let (tdir, tname) = self.parent_of(to).await?;
         let r = self.inner.nfs.rename(&fdir, fname, &tdir, tname).await;
-        self.inner.caches.changed_dir(&fdir.data);
-        self.inner.caches.changed_dir(&tdir.data);
+        self.inner.changed_dir(&fdir.data);
+        self.inner.changed_dir(&tdir.data);
         r.map(drop)
     }
 
@@ -489,32 +512,19 @@ impl Client {
         if attrs.r#type != ftype3::NF3DIR {
             return Err(Error::Nfs { proc: "READDIRPLUS", status: nfsstat3::NFS3ERR_NOTDIR });
         }
-        let mut out = Vec::new();
-        let (mut cookie, mut verf) = (0u64, [0u8; 8]);
-        loop {
-            let since = self.inner.caches.epoch();
-            let ok = self.inner.nfs.readdirplus(&dir, cookie, verf, self.inner.settings.readdir_size).await?;
-            verf = ok.cookieverf;
-            let named = |e: &&ListEntry| &e.name[..] != b"." && &e.name[..] != b"..";
-            let found = ok.entries.iter().filter(named).filter_map(|e| match (&e.name_handle, &e.name_attributes) {
-                (Some(fh), Some(a)) => Some((&e.name[..], fh, a)),
-                _ => None,
-            });
-            self.inner.caches.put_entries_since(&dir.data, found, ok.dir_attributes.as_ref(), since);
-            for e in ok.entries.iter().filter(named) {
-                let name = String::from_utf8_lossy(&e.name).into_owned();
-                out.push(DirEntry { name, fileid: e.fileid, attrs: e.name_attributes.clone() });
-            }
-            if let Some(e) = ok.entries.last() {
-                cookie = e.cookie;
-            }
-            if ok.eof {
-                return Ok(out);
-            }
-            if ok.entries.is_empty() {
-                return Err(Error::Invalid("READDIRPLUS returned no entries before EOF".into()));
-            }
+        if let Some(n) = self.inner.nfs.v41() {
+            n.dir_listing(&dir.data).await;
         }
+        let entries = match self.delegated_listing(&dir).await? {
+            Some(all) => all,
+            None => self.list_from_server(&dir).await?.0,
+        };
+        let entry = |e: ListEntry| DirEntry {
+            name: String::from_utf8_lossy(&e.name).into_owned(),
+            fileid: e.fileid,
+            attrs: e.name_attributes,
+        };
+        Ok(entries.into_iter().map(entry).collect())
     }
 
     /// Writes back everything cached by this client.

@@ -44,7 +44,7 @@ impl Client {
     /// them), when the reply had them, take its place, so the next stat of
     /// the directory costs no GETATTR.
     fn dir_changed(&self, dir: &nfs_fh3, after: Option<&Fattr>) {
-        self.inner.caches.changed_dir(&dir.data);
+        self.inner.changed_dir(&dir.data);
         if let Some(after) = after {
             self.inner.caches.put_attrs(&dir.data, after);
         }
@@ -241,7 +241,14 @@ impl Client {
     /// One READDIRPLUS page after `cookie`; the entries' handles and
     /// attributes go into the caches, so a following lookup or stat of
     /// each costs no call.
+    ///
+    /// A directory a delegation is held on is listed whole from its cache
+    /// (or read into it), in one page whose cookies are places in that
+    /// listing (`CACHED_VERF`).
     pub async fn readdir_page(&self, dir: &nfs_fh3, cookie: u64, cookieverf: cookieverf3) -> Result<DirPage> {
+        if let Some(page) = self.delegated_page(dir, cookie, cookieverf).await? {
+            return Ok(page);
+        }
         let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.readdirplus(dir, cookie, cookieverf, self.inner.settings.readdir_size).await?;
         for e in &ok.entries {

@@ -20,6 +20,7 @@
 
 mod cache;
 mod client;
+mod delegated;
 pub mod error;
 mod file;
 mod fs;
@@ -40,6 +41,7 @@ mod v42;
 
 pub use client::{resolve, Client};
 pub use client_core::fattr::{Fattr, Sattr, SetTime, Time, TimeRangeError};
+pub use delegated::{DirListener, DirNotice};
 pub use error::{Error, Result};
 pub use file::File;
 pub use fs::{DirEntry, OpenOptions};

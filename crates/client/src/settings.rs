@@ -183,6 +183,24 @@ pub struct V41Settings {
     /// mounting NFSv4.2 send them: a sparse file's holes cross the wire as
     /// (offset, length) pairs. Off, reads are READs. Default false.
     pub read_plus: bool,
+    /// Ask for directory delegations (RFC 8881 section 10.9) where the
+    /// server grants them: while one is held, listings, LOOKUPs and the
+    /// children's GETATTRs of the directory are answered from what the
+    /// client cached, which the server's CB_NOTIFYs keep true. Default true.
+    pub dir_delegations: bool,
+    /// A directory listed a second time within this many seconds of the
+    /// first is asked a delegation for. Default 10.
+    pub dir_delegation_window_secs: u64,
+    /// A directory the server declined a delegation for is not asked
+    /// again for this many seconds. Default 60.
+    pub dir_delegation_declined_secs: u64,
+    /// Directory delegations held at most. Default 256.
+    pub max_dir_delegations: usize,
+    /// The delay asked for between notifications of one child's (or the
+    /// directory's) attribute changes, in ms (`gdda_child_attr_delay`):
+    /// a file being written is notified at most this often rather than
+    /// at every WRITE. Default 100.
+    pub dir_notify_attr_delay_ms: u64,
     /// Waits between retries of a request the server asked to delay.
     pub retry: RetrySettings,
 }
@@ -195,6 +213,11 @@ impl Default for V41Settings {
             pnfs: true,
             pnfs_failed_device_secs: 30,
             read_plus: false,
+            dir_delegations: true,
+            dir_delegation_window_secs: 10,
+            dir_delegation_declined_secs: 60,
+            max_dir_delegations: 256,
+            dir_notify_attr_delay_ms: 100,
             retry: RetrySettings::default(),
         }
     }

@@ -114,6 +114,11 @@ impl DirDelegations {
         self.declined.insert(dir.clone(), now);
     }
 
+    /// Whether a delegation on `dir` was asked for, no answer yet.
+    pub fn is_asking(&self, dir: &[u8]) -> bool {
+        self.asking.contains(dir)
+    }
+
     /// The delegation on `dir`, when it is usable (held, not recalled).
     pub fn usable(&self, dir: &[u8]) -> Option<&HeldDir> {
         self.held.get(dir).filter(|d| !d.recalled)

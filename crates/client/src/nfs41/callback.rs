@@ -2,8 +2,9 @@
 //! session's connection. CB_NULL answers nothing; CB_COMPOUND's
 //! CB_SEQUENCE is echoed, CB_RECALL starts returning the delegation at
 //! once (write back, then DELEGRETURN: one round trip after the flush),
-//! CB_RECALL_ANY returns them all, CB_OFFLOAD ends a background COPY's
-//! wait; anything else is NFS4ERR_NOTSUPP. A call under RPCSEC_GSS is
+//! CB_RECALL_ANY returns them all, CB_NOTIFY updates a delegated
+//! directory's cache, CB_OFFLOAD ends a background COPY's wait; anything
+//! else is NFS4ERR_NOTSUPP. A call under RPCSEC_GSS is
 //! checked, and answered, under the context this client lent the server
 //! for it (`cbsec`).
 
@@ -124,12 +125,21 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
                 (nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(ok)), nfsstat4::NFS4_OK)
             }
             nfs_cb_argop4::OP_CB_RECALL(r) => {
-                let s = recall(nfs, &r.stateid, racing).await;
+                let s = match nfs.recall_dir(&r.stateid) {
+                    Some(s) => s,
+                    None => recall(nfs, &r.stateid, racing).await,
+                };
                 (nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status: s }), s)
             }
-            nfs_cb_argop4::OP_CB_RECALL_ANY(_) => {
+            nfs_cb_argop4::OP_CB_RECALL_ANY(a) => {
                 let me = nfs.clone();
-                tokio::spawn(async move { me.return_all_delegations().await });
+                let dirs = proto::bitmap4::has(&a.craa_type_mask, RCA4_TYPE_MASK_DIR_DLG);
+                tokio::spawn(async move {
+                    if dirs {
+                        me.return_all_dir_delegations().await;
+                    }
+                    me.return_all_delegations().await
+                });
                 (
                     nfs_cb_resop4::OP_CB_RECALL_ANY(CB_RECALL_ANY4res { crar_status: nfsstat4::NFS4_OK }),
                     nfsstat4::NFS4_OK,
@@ -145,6 +155,10 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
                 };
                 let s = if held { nfsstat4::NFS4_OK } else { nfsstat4::NFS4ERR_NOMATCHING_LAYOUT };
                 (nfs_cb_resop4::OP_CB_LAYOUTRECALL(CB_LAYOUTRECALL4res { clorr_status: s }), s)
+            }
+            nfs_cb_argop4::OP_CB_NOTIFY(n) => {
+                let s = notify(nfs, &n, racing).await;
+                (nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: s }), s)
             }
             nfs_cb_argop4::OP_CB_OFFLOAD(o) => {
                 nfs.offloads.lock().deliver(o);
@@ -163,6 +177,26 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
         }
     }
     CB_COMPOUND4res { status, tag: args.tag, resarray }
+}
+
+/// CB_NOTIFY (see `Nfs41::cb_notify`). A notification for a directory
+/// whose GET_DIR_DELEGATION reply has not reached its caller yet (the
+/// server notified a change right after the grant) waits for it, as a
+/// recall does; still unknown, it is NFS4ERR_DELAY when the server said
+/// it may race a reply, else NFS4ERR_BAD_STATEID.
+async fn notify(nfs: &Arc<Nfs41>, args: &CB_NOTIFY4args, racing: bool) -> nfsstat4 {
+    let mut s = nfs.cb_notify(args);
+    for _ in 0..RECALL_RACE_STEPS {
+        if s != nfsstat4::NFS4ERR_BAD_STATEID || !(racing || nfs.dir_delegation_pending(&args.cna_fh)) {
+            break;
+        }
+        tokio::time::sleep(RECALL_RACE_STEP).await;
+        s = nfs.cb_notify(args);
+    }
+    if s == nfsstat4::NFS4ERR_BAD_STATEID && racing {
+        return nfsstat4::NFS4ERR_DELAY;
+    }
+    s
 }
 
 /// CB_RECALL: OK and the return under way, or NFS4ERR_BADHANDLE for a

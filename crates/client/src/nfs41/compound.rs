@@ -127,6 +127,7 @@ pub(crate) fn main_op(ops: &[nfs_argop4]) -> &'static str {
             OP_SETXATTR(_) => "SETXATTR",
             OP_LISTXATTRS(_) => "LISTXATTRS",
             OP_REMOVEXATTR(_) => "REMOVEXATTR",
+            OP_GET_DIR_DELEGATION(_) => "GET_DIR_DELEGATION",
             _ => "COMPOUND",
         };
         return n;
@@ -177,6 +178,7 @@ pub(crate) fn op_name(r: &nfs_resop4) -> &'static str {
         OP_SETXATTR => "SETXATTR",
         OP_LISTXATTRS => "LISTXATTRS",
         OP_REMOVEXATTR => "REMOVEXATTR",
+        OP_GET_DIR_DELEGATION => "GET_DIR_DELEGATION",
         _ => "COMPOUND",
     }
 }
@@ -373,6 +375,20 @@ impl Nfs41 {
 
     /// What SEQUENCE's status flags ask of the client.
     fn on_status_flags(&self, flags: u32) {
+        const LOST: u32 = SEQ4_STATUS_CB_PATH_DOWN
+            | SEQ4_STATUS_CB_PATH_DOWN_SESSION
+            | SEQ4_STATUS_RECALLABLE_STATE_REVOKED
+            | SEQ4_STATUS_EXPIRED_ALL_STATE_REVOKED
+            | SEQ4_STATUS_ADMIN_STATE_REVOKED;
+        // The server cannot tell this client of changes (no back channel),
+        // or took its delegations: what a directory delegation let it
+        // trust is not true any more. On the flags' rise only: they stay
+        // up until the state is freed, and delegations granted since are
+        // good.
+        let before = self.seen_status_flags.swap(flags & LOST, std::sync::atomic::Ordering::AcqRel);
+        if flags & LOST & !before != 0 {
+            self.dir_delegations_lost();
+        }
         if flags & (SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION) != 0 {
             // After a reconnect the server has no way to call back: offer
             // this connection again, once at a time.

@@ -11,6 +11,7 @@
 mod callback;
 mod cbsec;
 mod compound;
+mod dirdeleg;
 #[doc(hidden)]
 pub mod fuzzing;
 mod locks;
@@ -38,6 +39,7 @@ use tokio::sync::Notify;
 
 use crate::transport::Connection;
 
+pub use dirdeleg::{DirHooks, CACHED_FIRST_COOKIE, CACHED_VERF};
 pub use locks::LockConflict;
 pub use opens::OpenAccess;
 pub use v42::Copied;
@@ -114,6 +116,20 @@ pub struct Nfs41 {
     /// Layouts and data servers, when the server is a pNFS metadata server
     /// and `[v41] pnfs` is on.
     pub(crate) pnfs: Option<pnfs::Pnfs>,
+    /// Whether directories are asked delegations for (`[v41] dir_delegations`).
+    pub(crate) want_dir_delegations: bool,
+    /// The server does not know GET_DIR_DELEGATION: not asked again.
+    pub(crate) dir_delegations_refused: std::sync::atomic::AtomicBool,
+    /// `[v41] dir_notify_attr_delay_ms`.
+    pub(crate) dir_notify_delay_ms: u64,
+    pub(crate) dir_delegs: Mutex<client_core::v41::dirdelegs::DirDelegations>,
+    pub(crate) dir_hooks: OnceLock<DirHooks>,
+    /// Since the session began, for the times directory listings are
+    /// compared at.
+    pub(crate) clock: tokio::time::Instant,
+    /// The SEQUENCE status flags about lost callbacks and revoked state
+    /// the last reply had, to act on their rise.
+    pub(crate) seen_status_flags: std::sync::atomic::AtomicU32,
 }
 
 /// What the v4.1 layer did besides the calls the stats count.
@@ -131,6 +147,12 @@ pub struct Counters {
     /// READs and WRITEs sent to a pNFS data server instead of the server.
     pub ds_reads: u64,
     pub ds_writes: u64,
+    pub dir_delegations_granted: u64,
+    /// CB_NOTIFYs applied to a delegated directory's cache.
+    pub dir_notifications: u64,
+    /// Listings, LOOKUPs and GETATTRs answered from a delegated
+    /// directory's cache, where a call would have been made otherwise.
+    pub dir_calls_saved: u64,
 }
 
 impl Nfs41 {

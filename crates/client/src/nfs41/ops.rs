@@ -23,11 +23,11 @@ fn decoded(f: &fattr4) -> Result<attrs::Attrs> {
 }
 
 /// Owner names the server sends as `name@domain` become local ids.
-fn uid_by_name(name: &str) -> Option<u32> {
+pub(crate) fn uid_by_name(name: &str) -> Option<u32> {
     id_by_name(name, "/etc/passwd")
 }
 
-fn gid_by_name(name: &str) -> Option<u32> {
+pub(crate) fn gid_by_name(name: &str) -> Option<u32> {
     id_by_name(name, "/etc/group")
 }
 

@@ -262,6 +262,15 @@ impl Nfs41 {
             me: me.clone(),
             counters: Mutex::new(Counters { sessions_created: 1, ..Default::default() }),
             pnfs,
+            want_dir_delegations: settings.v41.dir_delegations,
+            dir_delegations_refused: Default::default(),
+            dir_notify_delay_ms: settings.v41.dir_notify_attr_delay_ms,
+            dir_delegs: Mutex::new(client_core::v41::dirdelegs::DirDelegations::new(super::dirdeleg::ask_policy(
+                &settings.v41,
+            ))),
+            dir_hooks: Default::default(),
+            clock: tokio::time::Instant::now(),
+            seen_status_flags: Default::default(),
         });
         tokio::spawn(callback::serve(Arc::downgrade(&nfs), cb_rx));
         nfs.reclaim_complete().await?;
@@ -341,6 +350,7 @@ impl Nfs41 {
             // checked again instead, and I/O under them goes on under the
             // file's open (or none).
             let dropped = self.delegations.lock().drain();
+            self.dir_delegations_lost();
             self.reclaim_opens().await;
             for (fh, d) in dropped {
                 let now = self.io_stateid(&fh, true);
@@ -421,6 +431,7 @@ impl Nfs41 {
 
     /// Ends the session and the client's state on the server (unmount).
     pub async fn shutdown(&self) {
+        self.return_all_dir_delegations().await;
         self.return_all_delegations().await;
         let (sessionid, clientid) = {
             let s = self.session.lock();
