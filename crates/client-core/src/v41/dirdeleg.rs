@@ -45,7 +45,8 @@ pub struct Child {
 /// client's name and attribute caches, the kernel's under a mount).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Touched {
-    /// A name came, went, or names another object now.
+    /// A name came, went, or names another object now (a name that came
+    /// with its handle and attributes is followed by a [`Touched::Child`]).
     Name(Bytes),
     /// A child's attributes changed: its name, and its handle and new
     /// attributes where known.
@@ -238,8 +239,9 @@ impl DelegatedDir {
                 // A new name replaces what it named before (this client's
                 // own rename over it, notified after the listing had it).
                 self.take(&e.ne_file);
-                self.insert(e.ne_file.clone(), child);
                 touched.push(Touched::Name(e.ne_file.clone()));
+                touched.extend(known(&e.ne_file, &child));
+                self.insert(e.ne_file.clone(), child);
             }
             DirChange::Rename(r) => {
                 let old_name = &r.nrn_old_entry.nrm_old_entry.ne_file;
@@ -253,8 +255,9 @@ impl DelegatedDir {
                 let e = &add.nad_new_entry;
                 let child = self.child_of(e, Some(&moved), ids)?;
                 self.take(&e.ne_file);
-                self.insert(e.ne_file.clone(), child);
                 touched.push(Touched::Name(e.ne_file.clone()));
+                touched.extend(known(&e.ne_file, &child));
+                self.insert(e.ne_file.clone(), child);
             }
             // Cached listings carry no server cookies.
             DirChange::CookieVerifier(_) => {}
@@ -324,6 +327,13 @@ impl DelegatedDir {
         }
         Some(c)
     }
+}
+
+/// A child under a new name whose handle and attributes are known, for
+/// the caches above to take.
+fn known(name: &Bytes, c: &Child) -> Option<Touched> {
+    let (Some(handle), Some(attrs)) = (&c.handle, &c.attrs) else { return None };
+    Some(Touched::Child { name: name.clone(), handle: Some(handle.clone()), attrs: Some(attrs.clone()) })
 }
 
 /// An entry's attributes; None when it carries none (a name whose

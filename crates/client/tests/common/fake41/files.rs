@@ -41,6 +41,17 @@ impl State {
         self.files.insert(handle(name), FileRec { data: data.to_vec(), change: 1, fileid });
     }
 
+    pub fn remove_file(&mut self, name: &str) {
+        self.files.remove(&handle(name));
+    }
+
+    /// Renames `from` to `to`; its handle follows its name here.
+    pub fn rename_file(&mut self, from: &str, to: &str) {
+        if let Some(f) = self.files.remove(&handle(from)) {
+            self.files.insert(handle(to), f);
+        }
+    }
+
     pub fn file(&self, name: &str) -> Option<Vec<u8>> {
         self.files.get(&handle(name)).map(|f| f.data.clone())
     }
@@ -156,8 +167,70 @@ impl State {
                 let attrsset = a.obj_attributes.attrmask.clone();
                 Ok(R::OP_SETATTR(SETATTR4res { status: OK, attrsset }))
             }
+            A::OP_READDIR(a) => self.readdir(ctx, a),
+            A::OP_GET_DIR_DELEGATION(a) => {
+                let dir = cur(ctx)?;
+                let clientid = ctx.clientid.ok_or(nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)?;
+                if !self.dir_delegations {
+                    return Err(nfsstat4::NFS4ERR_NOTSUPP);
+                }
+                if !is_dir(&dir) {
+                    return Err(nfsstat4::NFS4ERR_NOTDIR);
+                }
+                let held = self.stateids.values().any(|s| s.deleg && s.fh == dir);
+                let res = if held {
+                    GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(false)
+                } else {
+                    let stateid = self.new_stateid(&dir, ctx, clientid, true);
+                    let ok = GET_DIR_DELEGATION4resok {
+                        gddr_cookieverf: [0; 8],
+                        gddr_stateid: stateid,
+                        gddr_notification: a.gdda_notification_types.clone(),
+                        gddr_child_attributes: a.gdda_child_attributes.clone(),
+                        gddr_dir_attributes: a.gdda_dir_attributes.clone(),
+                    };
+                    GET_DIR_DELEGATION4res_non_fatal::GDD4_OK(ok)
+                };
+                Ok(R::OP_GET_DIR_DELEGATION(GET_DIR_DELEGATION4res::NFS4_OK(res)))
+            }
             _ => Err(nfsstat4::NFS4ERR_NOTSUPP),
         }
+    }
+
+    /// The export's files in handle order, all in one reply, each with
+    /// the attributes asked for; the cookie of the n-th is n + 3.
+    fn readdir(&mut self, ctx: &mut Ctx, a: &READDIR4args) -> Result<nfs_resop4, nfsstat4> {
+        let dir = cur(ctx)?;
+        if !is_dir(&dir) {
+            return Err(nfsstat4::NFS4ERR_NOTDIR);
+        }
+        let prefix = join(&dir, b"");
+        let entries = self
+            .files
+            .keys()
+            .filter_map(|fh| Some((fh.clone(), fh.strip_prefix(&prefix[..])?.to_vec())))
+            .filter(|(_, name)| !name.contains(&b'/'))
+            .enumerate()
+            .map(|(i, (fh, name))| entry4 {
+                cookie: i as u64 + 3,
+                name: Bytes::from(name),
+                attrs: self.fattr(&fh, &a.attr_request),
+            })
+            .filter(|e| e.cookie > a.cookie)
+            .collect();
+        let reply = dirlist4 { entries, eof: true };
+        Ok(nfs_resop4::OP_READDIR(READDIR4res::NFS4_OK(READDIR4resok { cookieverf: [0; 8], reply })))
+    }
+
+    /// The export's own attributes asked `mask`.
+    pub fn export_attrs(&self, mask: &[u32]) -> fattr4 {
+        self.fattr(&Bytes::from_static(EXPORT), mask)
+    }
+
+    /// The attributes of `name` in the export for a notification: what
+    /// READDIR gives an entry asked `mask`.
+    pub fn entry_attrs(&self, name: &str, mask: &[u32]) -> fattr4 {
+        self.fattr(&handle(name), mask)
     }
 
     fn open(&mut self, ctx: &mut Ctx, a: &OPEN4args) -> Result<nfs_resop4, nfsstat4> {
@@ -261,6 +334,7 @@ impl State {
                     e.u64(0);
                 }
                 FATTR4_LEASE_TIME => e.u32(self.lease_time),
+                FATTR4_FILEHANDLE => e.opaque_var(fh),
                 FATTR4_FILEID => e.u64(fileid),
                 FATTR4_MAXREAD | FATTR4_MAXWRITE => e.u64(self.maxrw),
                 FATTR4_MODE => e.u32(if dir { 0o755 } else { 0o644 }),
@@ -307,6 +381,8 @@ pub(super) fn error_res(num: nfs_opnum4, s: nfsstat4) -> nfs_resop4 {
         N::OP_DESTROY_CLIENTID => R::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4res { dcr_status: s }),
         N::OP_RECLAIM_COMPLETE => R::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4res { rcr_status: s }),
         N::OP_FREE_STATEID => R::OP_FREE_STATEID(FREE_STATEID4res { fsr_status: s }),
+        N::OP_READDIR => R::OP_READDIR(READDIR4res::default(s)),
+        N::OP_GET_DIR_DELEGATION => R::OP_GET_DIR_DELEGATION(GET_DIR_DELEGATION4res::default(s)),
         _ => R::OP_ILLEGAL(ILLEGAL4res { status: s }),
     }
 }

@@ -176,6 +176,32 @@ impl Fake {
         rx.await.expect("the client answered CB_COMPOUND")
     }
 
+    /// CB_COMPOUND (CB_SEQUENCE, CB_NOTIFY of `changes`) for the
+    /// delegation on the directory `fh`; the client's answer.
+    pub async fn notify(&self, fh: &Bytes, changes: Vec<proto::nfs4::notify4>) -> CB_COMPOUND4res {
+        let rx: oneshot::Receiver<CB_COMPOUND4res> = self.with(|s| {
+            let (conn, record, rx) = s.cb_notify(fh, changes).expect("a delegation on the directory");
+            s.conns.get(&conn).expect("back channel connection").out.send(record).expect("connection open");
+            rx
+        });
+        rx.await.expect("the client answered CB_COMPOUND")
+    }
+
+    /// CB_COMPOUND (CB_SEQUENCE and the operation `op` makes of the
+    /// stateid of the delegation on `fh`, and `fh`); the client's answer.
+    pub async fn callback(
+        &self,
+        fh: &Bytes,
+        op: impl FnOnce(proto::nfs4::stateid4, Bytes) -> proto::nfs4::nfs_cb_argop4,
+    ) -> CB_COMPOUND4res {
+        let rx: oneshot::Receiver<CB_COMPOUND4res> = self.with(|s| {
+            let (conn, record, rx) = s.cb_about(fh, op).expect("a delegation");
+            s.conns.get(&conn).expect("back channel connection").out.send(record).expect("connection open");
+            rx
+        });
+        rx.await.expect("the client answered CB_COMPOUND")
+    }
+
     /// The client's lease expired: the server forgets it, its sessions
     /// and state (RFC 8881 section 8.4.3).
     pub fn expire_clients(&self) {

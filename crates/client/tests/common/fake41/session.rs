@@ -111,6 +111,30 @@ impl State {
         &mut self,
         fh: &Bytes,
     ) -> Result<(u64, Vec<Bytes>, oneshot::Receiver<CB_COMPOUND4res>), String> {
+        self.cb_about(fh, |stateid, fh| nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args { stateid, truncate: false, fh }))
+    }
+
+    /// CB_SEQUENCE + CB_NOTIFY of `changes` under the delegation held on
+    /// the directory `fh`.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn cb_notify(
+        &mut self,
+        fh: &Bytes,
+        cna_changes: Vec<notify4>,
+    ) -> Result<(u64, Vec<Bytes>, oneshot::Receiver<CB_COMPOUND4res>), String> {
+        self.cb_about(fh, |cna_stateid, cna_fh| {
+            nfs_cb_argop4::OP_CB_NOTIFY(CB_NOTIFY4args { cna_stateid, cna_fh, cna_changes })
+        })
+    }
+
+    /// A callback about the delegation held on `fh`, `op` made from its
+    /// stateid and `fh`.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn cb_about(
+        &mut self,
+        fh: &Bytes,
+        op: impl FnOnce(stateid4, Bytes) -> nfs_cb_argop4,
+    ) -> Result<(u64, Vec<Bytes>, oneshot::Receiver<CB_COMPOUND4res>), String> {
         let (other, d) = self
             .stateids
             .iter()
@@ -151,7 +175,7 @@ impl State {
                     csa_cachethis: false,
                     csa_referring_call_lists,
                 }),
-                nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args { stateid, truncate: false, fh: fh.clone() }),
+                op(stateid, fh.clone()),
             ],
         };
         let prog = s.cb_program;

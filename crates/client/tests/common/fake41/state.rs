@@ -88,6 +88,10 @@ pub struct State {
     pub maxrw: u64,
     /// OPENs for writing get a write delegation.
     pub delegate_writes: bool,
+    /// GET_DIR_DELEGATION grants one (else NFS4ERR_NOTSUPP).
+    pub dir_delegations: bool,
+    /// Added to every SEQUENCE reply's status flags.
+    pub status_flags: u32,
     /// Until then non-reclaim state operations and I/O get NFS4ERR_GRACE.
     pub grace_until: Option<Instant>,
     /// Every compound in order of arrival.
@@ -117,6 +121,8 @@ impl Default for State {
             lease_time: 3600,
             maxrw: 1 << 16,
             delegate_writes: false,
+            dir_delegations: false,
+            status_flags: 0,
             grace_until: None,
             log: Vec::new(),
             violations: Vec::new(),
@@ -358,7 +364,7 @@ impl State {
             sr_highest_slotid: highest,
             sr_target_highest_slotid: self.target_highest_slotid.unwrap_or(highest).min(highest),
             // The back channel's connection is gone (RFC 8881 section 18.46.3).
-            sr_status_flags: if back_up { 0 } else { SEQ4_STATUS_CB_PATH_DOWN_SESSION },
+            sr_status_flags: self.status_flags | if back_up { 0 } else { SEQ4_STATUS_CB_PATH_DOWN_SESSION },
         };
         let mut resarray = vec![nfs_resop4::OP_SEQUENCE(SEQUENCE4res::NFS4_OK(ok))];
         let call = Some((s.sa_sessionid, s.sa_slotid, s.sa_sequenceid));
