@@ -416,3 +416,22 @@ fn a_refused_notify_recalls() {
     assert!(matches!(&cbs[..], [(_, ops)] if matches!(&ops[0], nfs_cb_argop4::OP_CB_RECALL(_))));
     assert_eq!(f.env.core.dir_delegation_counts().recalls[3], 1, "refused");
 }
+
+#[test]
+fn a_connection_lost_with_a_notify_out_revokes_the_delegation() {
+    let mut f = fixture(Nfs4Settings::default());
+    let mut a = holder(&mut f);
+    let fh = dir_fh(&f, &mut a);
+    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    std::fs::write(host(&f, "d/a"), b"").unwrap();
+    f.env.core.dir_events_ready(1);
+    assert_eq!(new_callbacks(&mut f).len(), 1);
+    f.env.core.connection_closed(HOLDER_CONN);
+    let counts = f.env.core.dir_delegation_counts();
+    assert_eq!((counts.held, counts.recalls[5]), (0, 1), "backchannel_lost");
+    // The holder learns of it at its next SEQUENCE.
+    f.env.peer.conn = HOLDER_CONN;
+    let r = a.run_on(&f.env, 0, 0, vec![]);
+    let flags = seq_res(&r).sr_status_flags;
+    assert_ne!(flags & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0, "{flags:#x}");
+}

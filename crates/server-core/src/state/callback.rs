@@ -458,9 +458,23 @@ pub(super) fn refresh_path(st: &State4, t: &Tables, client: u64) {
 /// bind a new connection (BIND_CONN_TO_SESSION, RFC 8881 section
 /// 2.10.3.1) before a recall needs it; callbacks sent on it will not be
 /// answered.
-pub(crate) fn connection_closed(st: &State4, conn: u64) {
+///
+/// A directory delegation whose CB_NOTIFY was out on it is revoked: the
+/// changes it told are lost, and its holder cannot know which (it learns
+/// of the revocation at its next SEQUENCE). The watches no delegation
+/// uses any more are returned, for the caller to stop.
+pub(crate) fn connection_closed(st: &State4, conn: u64) -> Vec<super::Unwatch> {
     let mut t = st.lock_tables();
+    let lost: Vec<[u8; 12]> =
+        t.callbacks.pending.iter().filter(|((c, _), _)| *c == conn).filter_map(|(_, p)| p.notify).collect();
     t.callbacks.pending.retain(|(c, _), _| *c != conn);
+    let mut unwatch = Vec::new();
+    for other in lost {
+        tracing::info!("connection closed with a CB_NOTIFY out: directory delegation revoked");
+        t.dir_delegs.count_recall(super::dir_delegs::RecallCause::BackchannelLost);
+        super::delegations::revoke(&mut t, &other);
+        unwatch.extend(t.dir_delegs.remove(&other));
+    }
     let mut clients = Vec::new();
     for cell in st.sessions.all() {
         let mut s = cell.lock();
@@ -478,6 +492,7 @@ pub(crate) fn connection_closed(st: &State4, conn: u64) {
     for c in clients {
         refresh_path(st, &t, c);
     }
+    unwatch
 }
 
 /// What parked call `wait` waited for; [`HolderAnswer::NoAnswer`] when
