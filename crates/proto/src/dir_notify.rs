@@ -7,7 +7,6 @@
 //! order the changes happened, and the client reads any number of bits
 //! per `notify4` ([`decode`]), as the RFC allows.
 
-use bytes::Bytes;
 use xdr::{Decode, Decoder, Encode, Encoder};
 
 use crate::bitmap4;
@@ -121,6 +120,7 @@ pub fn decode(changes: &[notify4]) -> Result<Vec<DirChange>, NotifyError> {
 mod tests {
     use super::*;
     use crate::nfs4::{fattr4, notify_entry4, prev_entry4};
+    use bytes::Bytes;
 
     fn entry(name: &str) -> notify_entry4 {
         notify_entry4 {

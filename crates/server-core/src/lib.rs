@@ -14,6 +14,7 @@ pub mod auth;
 pub mod clock;
 mod cluster;
 pub mod devices;
+mod dir_notify;
 mod drc;
 pub mod exports;
 pub mod fh;

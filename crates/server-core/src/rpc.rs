@@ -224,7 +224,8 @@ impl Core {
     /// Tells the core that connection `conn` (`PeerInfo::conn`) closed:
     /// the NFSv4.1 back channels bound to it are down from now on.
     pub fn connection_closed(&self, conn: u64) {
-        crate::state::callback::connection_closed(&self.v4, conn);
+        let unwatch = crate::state::callback::connection_closed(&self.v4, conn);
+        self.stop_watches(unwatch);
     }
 
     /// Runs `record` if it can finish without waiting on a disk; `None`

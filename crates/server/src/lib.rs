@@ -10,6 +10,7 @@ pub mod backchannel;
 pub mod clock;
 pub mod cluster;
 pub mod conn;
+mod dir_events;
 pub mod exports;
 pub mod gss;
 pub mod jobs;
@@ -245,6 +246,7 @@ impl Server {
         }
         tasks.push(tokio::spawn(outbound_results(shared.clone(), outbound_ends)));
         tasks.push(tokio::spawn(nlm_ticks(shared.clone())));
+        tasks.extend(dir_events::spawn(&shared));
         if let Some(addr) = shared.settings.metrics {
             let registry = shared.metrics.registry(shared.core.clone(), cluster_stats);
             tasks.push(tokio::spawn(async move {

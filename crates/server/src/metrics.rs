@@ -8,6 +8,7 @@
 //! scrape time: the crate's `Histogram` takes a mutex on every observation,
 //! and every RPC makes one, so the request path keeps its lock-free buckets.
 
+mod dir_delegs;
 pub mod http;
 mod nlm;
 mod shares;
@@ -252,6 +253,7 @@ impl Metrics {
         r.register_collector(Box::new(GssCollector(core.clone())));
         r.register_collector(Box::new(shares::SharesCollector(core.clone())));
         r.register_collector(Box::new(nlm::NlmCollector(core.clone())));
+        r.register_collector(Box::new(dir_delegs::DirDelegCollector(core.clone())));
         r.register_collector(Box::new(BackendCollector(core)));
         if let Some(c) = cluster {
             r.register_collector(Box::new(crate::cluster::stats::StatsCollector(c)));

@@ -33,6 +33,8 @@ pub use scope::RequestScope;
 pub mod uninit;
 
 mod shared;
+mod dir_events;
+pub use dir_events::{DirEvent, DirEvents, WatchId};
 pub use shared::{DelegationRecallSink, ShareDenialSink, SharedStore};
 
 /// Keeps a file reachable by its id after its last name is removed, for
@@ -205,6 +207,12 @@ pub trait Vfs: Send + Sync + 'static {
 
     /// The backend's [`KeepUnlinked`], if it can keep unlinked files.
     fn keeps_unlinked(&self) -> Option<&dyn KeepUnlinked> {
+        None
+    }
+
+    /// The backend's [`DirEvents`]: `Some` where it reports every change of
+    /// a directory, whoever makes it (directory delegations need that).
+    fn dir_events(&self) -> Option<&dyn DirEvents> {
         None
     }
 

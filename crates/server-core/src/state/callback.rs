@@ -31,6 +31,8 @@ pub(crate) struct Pending {
     pub getattr: Option<WaitId>,
     /// The delegation a CB_RECALL recalls.
     pub recall: Option<stateid4>,
+    /// The directory delegation a CB_NOTIFY tells of changes.
+    pub notify: Option<[u8; 12]>,
     /// What its reply must pass when it went under RPCSEC_GSS.
     pub gss: Option<CbReplyCheck>,
 }
@@ -95,9 +97,10 @@ pub(super) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     let client = s.client;
     let Some(conn) = s.backchannel.as_ref().map(|bc| bc.conn) else { return };
     if let Some(gss) = send_record(st, &mut s, xid, CB_NULL, Vec::new()) {
-        t.callbacks
-            .pending
-            .insert((conn, xid), Pending { session: *session, client, slot: None, getattr: None, recall: None, gss });
+        t.callbacks.pending.insert(
+            (conn, xid),
+            Pending { session: *session, client, slot: None, getattr: None, recall: None, notify: None, gss },
+        );
     } else {
         if let Some(bc) = s.backchannel.as_mut() {
             bc.state = CbState::Down;
@@ -156,11 +159,14 @@ fn send_cb(
     let Some(bc) = s.backchannel.as_mut() else { return false };
     bc.slots[i].seqid = seqid;
     bc.slots[i].busy = Some(xid);
-    let recall = match &args.argarray[1] {
-        nfs_cb_argop4::OP_CB_RECALL(r) => Some(r.stateid.clone()),
-        _ => None,
+    let (recall, notify) = match &args.argarray[1] {
+        nfs_cb_argop4::OP_CB_RECALL(r) => (Some(r.stateid.clone()), None),
+        nfs_cb_argop4::OP_CB_NOTIFY(n) => (None, Some(n.cna_stateid.other)),
+        _ => (None, None),
     };
-    t.callbacks.pending.insert((conn, xid), Pending { session, client, slot: Some(slot), getattr, recall, gss });
+    t.callbacks
+        .pending
+        .insert((conn, xid), Pending { session, client, slot: Some(slot), getattr, recall, notify, gss });
     true
 }
 
@@ -171,11 +177,22 @@ fn send_cb(
 /// of its own for a callback under RPCSEC_GSS).
 pub(crate) fn on_reply(core: &Core, conn: u64, xid: u32, body: Decoder) -> Option<(Vec<WaitId>, &'static str)> {
     let mut label = "nfs4.cb_reply";
-    let woken = answered(core, conn, xid, body, &mut label)?;
-    Some((woken, label))
+    let mut unwatch = Vec::new();
+    let woken = answered(core, conn, xid, body, &mut label, &mut unwatch);
+    core.stop_watches(unwatch);
+    // An answered CB_NOTIFY lets the next one of its delegation go.
+    core.dir_notify_flush();
+    Some((woken?, label))
 }
 
-fn answered(core: &Core, conn: u64, xid: u32, mut body: Decoder, label: &mut &'static str) -> Option<Vec<WaitId>> {
+fn answered(
+    core: &Core,
+    conn: u64,
+    xid: u32,
+    mut body: Decoder,
+    label: &mut &'static str,
+    unwatch: &mut Vec<super::Unwatch>,
+) -> Option<Vec<WaitId>> {
     let st = &core.v4;
     let mut guard = st.lock_tables();
     let t = &mut *guard;
@@ -219,6 +236,19 @@ fn answered(core: &Core, conn: u64, xid: u32, mut body: Decoder, label: &mut &'s
     }
     if let (Some(recalled), Some(r)) = (&p.recall, &compound) {
         recall_answered(t, recalled, r);
+    }
+    if let Some(other) = &p.notify {
+        let ok = matches!(
+            compound.as_ref().and_then(|r| r.resarray.get(1)),
+            Some(nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: nfsstat4::NFS4_OK }))
+        );
+        if !t.dir_delegs.answered(other, ok) {
+            tracing::info!(
+                client = format_args!("{:#x}", p.client),
+                "CB_NOTIFY refused: directory delegation recalled"
+            );
+            super::api::dir_delegations::recall(st, t, other, super::dir_delegs::RecallCause::Refused, unwatch);
+        }
     }
     let Some(cell) = st.sessions.get(&p.session) else { return Some(woken) };
     let mut s = cell.lock();
@@ -318,6 +348,13 @@ pub(super) fn layout_recall(st: &State4, t: &mut Tables, client: u64, stateid: &
 /// client then learns the result through OFFLOAD_STATUS.
 pub(super) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD4args) -> bool {
     send_to_client(st, t, client, nfs_cb_argop4::OP_CB_OFFLOAD(args))
+}
+
+/// Sends CB_NOTIFY (RFC 8881 section 20.4) of a directory delegation's
+/// changes to its holder, queued behind the callbacks out when every
+/// slot is busy. False when the client has no usable back channel.
+pub(super) fn notify(st: &State4, t: &mut Tables, client: u64, args: CB_NOTIFY4args) -> bool {
+    send_to_client(st, t, client, nfs_cb_argop4::OP_CB_NOTIFY(args))
 }
 
 /// Sends CB_GETATTR for the size and change of `fh` to the holder of its
@@ -421,9 +458,23 @@ pub(super) fn refresh_path(st: &State4, t: &Tables, client: u64) {
 /// bind a new connection (BIND_CONN_TO_SESSION, RFC 8881 section
 /// 2.10.3.1) before a recall needs it; callbacks sent on it will not be
 /// answered.
-pub(crate) fn connection_closed(st: &State4, conn: u64) {
+///
+/// A directory delegation whose CB_NOTIFY was out on it is revoked: the
+/// changes it told are lost, and its holder cannot know which (it learns
+/// of the revocation at its next SEQUENCE). The watches no delegation
+/// uses any more are returned, for the caller to stop.
+pub(crate) fn connection_closed(st: &State4, conn: u64) -> Vec<super::Unwatch> {
     let mut t = st.lock_tables();
+    let lost: Vec<[u8; 12]> =
+        t.callbacks.pending.iter().filter(|((c, _), _)| *c == conn).filter_map(|(_, p)| p.notify).collect();
     t.callbacks.pending.retain(|(c, _), _| *c != conn);
+    let mut unwatch = Vec::new();
+    for other in lost {
+        tracing::info!("connection closed with a CB_NOTIFY out: directory delegation revoked");
+        t.dir_delegs.count_recall(super::dir_delegs::RecallCause::BackchannelLost);
+        super::delegations::revoke(&mut t, &other);
+        unwatch.extend(t.dir_delegs.remove(&other));
+    }
     let mut clients = Vec::new();
     for cell in st.sessions.all() {
         let mut s = cell.lock();
@@ -441,6 +492,7 @@ pub(crate) fn connection_closed(st: &State4, conn: u64) {
     for c in clients {
         refresh_path(st, &t, c);
     }
+    unwatch
 }
 
 /// What parked call `wait` waited for; [`HolderAnswer::NoAnswer`] when

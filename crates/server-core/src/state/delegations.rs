@@ -82,6 +82,8 @@ pub(super) fn recall_conflicting(
                     d.recalled.get_or_insert(now);
                     d.recall_again = false;
                 });
+                // A directory's delegation tells nothing more once recalled.
+                t.dir_delegs.recalled(&other, now, super::dir_delegs::RecallCause::Conflict);
                 wait = true;
             }
         }

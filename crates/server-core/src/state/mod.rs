@@ -33,6 +33,7 @@ pub(crate) mod callback;
 pub(crate) mod cb_sec;
 pub(crate) mod clients;
 pub(crate) mod delegations;
+pub mod dir_delegs;
 pub(crate) mod grace;
 pub(crate) mod layouts;
 pub(crate) mod lease;
@@ -53,6 +54,7 @@ use bytes::Bytes;
 use proto::nfs4::sessionid4;
 
 use crate::clock::Clock;
+pub(crate) use api::dir_delegations::{Decline, Unwatch};
 pub(crate) use api::{Answer, LockRange, Locker, OpenRequest, OpenStep, OpenStore, Wait};
 pub use settings::{DelegationPolicy, Nfs4Settings, OwnerFormat};
 
@@ -180,6 +182,7 @@ struct Tables {
     stateids: Arc<stateids::Stateids>,
     offloads: offload::Offloads,
     layouts: layouts::Layouts,
+    dir_delegs: dir_delegs::DirDelegs,
 }
 
 pub(crate) struct State4 {
@@ -219,6 +222,8 @@ pub(crate) struct State4 {
     grace_flags: (Arc<std::sync::atomic::AtomicBool>, Arc<std::sync::atomic::AtomicBool>),
     /// The NFSv3 hosts NSM monitors, and this run's NSM state.
     pub(crate) nsm: nsm_hosts::NsmHosts,
+    /// Directory delegations held ([`dir_delegs::DirDelegs::held`]).
+    dir_delegs_held: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Shards of the set of files under write delegations.
@@ -295,6 +300,7 @@ impl State4 {
         let write_delegated = stateids.write_delegated.clone();
         let files_held = stateids.files_held.clone();
         let grace_flags = (tables.grace.open.clone(), tables.grace.cluster.clone());
+        let dir_delegs_held = tables.dir_delegs.held.clone();
         let tables = parking_lot::Mutex::new(tables);
         State4 {
             settings,
@@ -313,6 +319,7 @@ impl State4 {
             lock_releases,
             grace_flags,
             nsm,
+            dir_delegs_held,
         }
     }
 

@@ -107,6 +107,27 @@ pub struct Nfs4Settings {
     /// CB_GETATTR sent to a write delegation's holder before the
     /// delegation is recalled instead (and the GETATTR told to retry).
     pub cb_getattr_wait_ms: u32,
+    /// Directory delegations (GET_DIR_DELEGATION, NFSv4.1 and later) on
+    /// exports whose backend reports every change of a directory
+    /// (LocalFs, through inotify); their holders are told of changes with
+    /// CB_NOTIFY. False answers every request GDD4_UNAVAIL.
+    pub dir_delegations: bool,
+    /// Directory delegations held in all, and by one client; past either,
+    /// GET_DIR_DELEGATION answers GDD4_UNAVAIL. Each held directory costs
+    /// one inotify watch (`fs.inotify.max_user_watches`).
+    pub max_dir_delegations: usize,
+    pub max_dir_delegations_per_client: usize,
+    /// Changes waiting to be told to one holder (while its CB_NOTIFY before
+    /// is out, or attribute changes within the delay it asked for); one
+    /// more recalls the delegation instead.
+    pub dir_notify_queue: usize,
+    /// How long a CB_NOTIFY may go unanswered before its delegation is
+    /// recalled (and revoked a lease later if not returned).
+    pub dir_notify_answer_secs: u32,
+    /// How often the transport looks for attribute changes whose delay
+    /// passed and for unanswered CB_NOTIFYs, while any directory
+    /// delegation is held: the granularity of the delays clients ask for.
+    pub dir_notify_tick_ms: u32,
 }
 
 impl Default for Nfs4Settings {
@@ -138,6 +159,12 @@ impl Default for Nfs4Settings {
             copy_sync_max: 64 * 1024 * 1024,
             max_async_copies: 16,
             cb_getattr_wait_ms: 100,
+            dir_delegations: true,
+            max_dir_delegations: 65536,
+            max_dir_delegations_per_client: 4096,
+            dir_notify_queue: 1024,
+            dir_notify_answer_secs: 15,
+            dir_notify_tick_ms: 50,
         }
     }
 }
@@ -154,6 +181,8 @@ impl Nfs4Settings {
         self.max_request_size = self.max_request_size.max(8192);
         self.max_response_size = self.max_response_size.max(8192);
         self.copy_sync_max = self.copy_sync_max.max(4096);
+        self.dir_notify_queue = self.dir_notify_queue.max(1);
+        self.dir_notify_tick_ms = self.dir_notify_tick_ms.max(1);
         self
     }
 }

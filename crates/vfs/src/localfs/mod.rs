@@ -85,6 +85,7 @@ mod resolve;
 mod sys;
 mod unlinked;
 mod v42;
+mod watch;
 mod xattr;
 
 pub(crate) use recent::forget as forget_recent;
@@ -297,6 +298,9 @@ pub struct LocalFs {
     instance: u64,
     /// Statx results a request's call took from its earlier one.
     recent_reused: std::sync::atomic::AtomicU64,
+    /// Change events of directories under delegation; None where no
+    /// inotify instance could be had.
+    watcher: Option<watch::Watcher>,
     /// Held for our lifetime: one LocalFs per state directory.
     _lock: File,
 }
@@ -431,6 +435,7 @@ impl LocalFs {
             recovery: recover::Recovery::new(!clean),
             instance: recent::new_instance(),
             recent_reused: Default::default(),
+            watcher: watch::Watcher::new(),
             _lock: lock,
         })
     }

@@ -226,6 +226,11 @@ impl Vfs for LocalFs {
         Some(self)
     }
 
+    /// inotify, where an instance could be had.
+    fn dir_events(&self) -> Option<&dyn crate::DirEvents> {
+        self.watcher.is_some().then_some(self as &dyn crate::DirEvents)
+    }
+
     fn fast_paths(&self) -> Option<&dyn crate::FastPaths> {
         Some(self)
     }

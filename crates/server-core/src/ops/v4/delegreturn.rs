@@ -15,6 +15,11 @@ pub(super) fn run(cx: &mut Compound, args: DELEGRETURN4args) -> Result<(), nfsst
     let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
     let file = file_key(&obj);
     st.delegreturn(cx.minor, io_client(cx), &sid, file)?;
+    if obj.is_dir() {
+        // A directory's: its notifications end with it.
+        let unwatch = st.dir_delegation_returned(&sid.other);
+        cx.core.stop_watches(unwatch.into_iter().collect());
+    }
     if obj.fs().shared_store().is_some() {
         cx.core.shared_delegation_returned(&obj.export.fs, file);
     }

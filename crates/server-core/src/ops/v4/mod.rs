@@ -35,6 +35,7 @@ mod exchange_id;
 mod free_stateid;
 mod getattr;
 mod getdeviceinfo;
+mod get_dir_delegation;
 mod getdevicelist;
 mod getfh;
 mod getxattr;

@@ -112,8 +112,8 @@ pub(super) fn run_op(cx: &mut Compound, op: nfs_argop4) -> (nfs_resop4, nfsstat4
             unit!(R::OP_DELEGPURGE, DELEGPURGE4res, status, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
         }
         A::OP_OPENATTR(_) => unit!(R::OP_OPENATTR, OPENATTR4res, status, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP)),
-        A::OP_GET_DIR_DELEGATION(_) => {
-            ok!(R::OP_GET_DIR_DELEGATION, GET_DIR_DELEGATION4res, Err::<_, nfsstat4>(nfsstat4::NFS4ERR_NOTSUPP))
+        A::OP_GET_DIR_DELEGATION(args) => {
+            ok!(R::OP_GET_DIR_DELEGATION, GET_DIR_DELEGATION4res, super::get_dir_delegation::run(cx, args))
         }
         A::OP_GETDEVICEINFO(args) => full!(R::OP_GETDEVICEINFO, super::getdeviceinfo::run(cx, args)),
         A::OP_GETDEVICELIST(args) => ok!(R::OP_GETDEVICELIST, GETDEVICELIST4res, super::getdevicelist::run(cx, args)),

@@ -7,6 +7,7 @@
 
 mod clients;
 mod cluster;
+pub(crate) mod dir_delegations;
 mod dirs;
 mod layouts;
 mod locks;

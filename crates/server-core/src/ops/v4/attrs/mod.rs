@@ -7,6 +7,7 @@
 mod decode;
 mod encode;
 pub(crate) mod idmap;
+pub(crate) mod notify;
 
 use proto::nfs4::*;
 use vfs::SetAttrs;

@@ -1,0 +1,201 @@
+//! Directory delegations as GET_DIR_DELEGATION, DELEGRETURN and the
+//! core's change events use them ([`crate::state::dir_delegs`]). The
+//! backend's watches are started and stopped by the caller, outside the
+//! tables' lock: these methods say which to stop.
+
+use std::sync::Arc;
+
+use proto::dir_notify::DirChange;
+use proto::nfs4::*;
+use vfs::WatchId;
+
+use crate::state::dir_delegs::{Batch, DirDelegCounts, RecallCause, Seen, Wants};
+use crate::state::stateids::{DelegState, Entry, Kind, Other};
+use crate::state::{callback, delegations, FileKey, State4, Tables};
+
+/// Why GET_DIR_DELEGATION gives no delegation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decline {
+    /// The client holds one on the directory already (GDD4_UNAVAIL,
+    /// section 18.39.3).
+    AlreadyHeld,
+    /// Turned off, a limit reached, no back channel, or a backend that
+    /// does not report its changes.
+    Unavailable,
+}
+
+/// A watch no delegation uses any more, for the caller to stop.
+pub(crate) type Unwatch = (u32, WatchId);
+
+impl State4 {
+    /// Whether `client` could be granted a delegation on `dir` (before the
+    /// caller starts watching it).
+    pub(crate) fn dir_delegation_allowed(&self, client: u64, dir: FileKey) -> Result<(), Decline> {
+        if !self.settings.dir_delegations || !callback::has_backchannel(self, client) {
+            return Err(Decline::Unavailable);
+        }
+        self.dir_delegation_allowed_in(&self.lock_tables(), client, dir)
+    }
+
+    /// Grants `client` a delegation on `dir` (handle `fh`, watched by
+    /// `watch`), to be told of what `wants` says. On refusal, the watch to
+    /// stop if nobody else uses it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn grant_dir_delegation(
+        &self,
+        minor: u32,
+        client: u64,
+        dir: FileKey,
+        fh: &nfs_fh4,
+        watch: WatchId,
+        wants: Wants,
+    ) -> Result<stateid4, (Decline, Option<Unwatch>)> {
+        let mut t = self.lock_tables();
+        let unused = |t: &Tables| (!t.dir_delegs.watched((dir.0, watch))).then_some((dir.0, watch));
+        if let Err(d) = self.dir_delegation_allowed_in(&t, client, dir) {
+            return Err((d, unused(&t)));
+        }
+        let lease = t.clients.get(client).map(|c| c.lease.clone()).unwrap_or_else(Arc::default);
+        let d = DelegState { write: false, fh: fh.clone(), recalled: None, recall_again: false, revoked: false };
+        let entry = Entry { seqid: 1, client, file: dir, lease, kind: Kind::Deleg(d) };
+        match t.stateids.insert(self.boot, self.settings.max_stateids_per_client, minor, entry) {
+            Ok(other) => {
+                let stateid = stateid4 { seqid: 1, other };
+                t.dir_delegs.insert(other, client, stateid.clone(), dir, fh.clone(), watch, wants);
+                Ok(stateid)
+            }
+            Err(_) => Err((Decline::Unavailable, unused(&t))),
+        }
+    }
+
+    fn dir_delegation_allowed_in(&self, t: &Tables, client: u64, dir: FileKey) -> Result<(), Decline> {
+        let s = &self.settings;
+        if t.dir_delegs.holds(client, dir) {
+            return Err(Decline::AlreadyHeld);
+        }
+        if t.dir_delegs.len() >= s.max_dir_delegations
+            || t.dir_delegs.of_client(client) >= s.max_dir_delegations_per_client
+        {
+            return Err(Decline::Unavailable);
+        }
+        Ok(())
+    }
+
+    /// DELEGRETURN gave back delegation `other`: if it was a directory's,
+    /// its notifications end.
+    pub(crate) fn dir_delegation_returned(&self, other: &Other) -> Option<Unwatch> {
+        let mut t = self.lock_tables();
+        t.dir_delegs.get(other)?;
+        t.dir_delegs.remove(other)
+    }
+
+    /// What export `export`'s directories saw: queued for their holders,
+    /// or recalls. The CB_NOTIFYs now due, and watches to stop.
+    pub(crate) fn dir_seen(&self, export: u32, seen: Vec<(Option<WatchId>, Seen)>) -> (Vec<Batch>, Vec<Unwatch>) {
+        let now = self.now();
+        let queue_max = self.settings.dir_notify_queue;
+        let mut t = self.lock_tables();
+        let mut unwatch = Vec::new();
+        for (watch, s) in &seen {
+            let pushed = t.dir_delegs.push(export, *watch, s, now, queue_max);
+            for (other, cause) in pushed.recall {
+                recall(self, &mut t, &other, cause, &mut unwatch);
+            }
+        }
+        let due = t.dir_delegs.due(now);
+        (due, unwatch)
+    }
+
+    /// What time alone brings: delegations gone from the stateid table
+    /// (returned by other paths, revoked, their client gone) forgotten;
+    /// those whose CB_NOTIFY went unanswered recalled, those recalled and
+    /// not returned within a lease revoked; attribute changes whose delay
+    /// passed due.
+    pub(crate) fn dir_notify_tick(&self) -> (Vec<Batch>, Vec<Unwatch>) {
+        let now = self.now();
+        let answer = std::time::Duration::from_secs(self.settings.dir_notify_answer_secs.into());
+        let mut t = self.lock_tables();
+        let mut unwatch = Vec::new();
+        for other in t.dir_delegs.others() {
+            let live = t.stateids.get(&other).is_some_and(|e| matches!(&e.kind, Kind::Deleg(d) if !d.revoked));
+            if !live {
+                unwatch.extend(t.dir_delegs.remove(&other));
+            }
+        }
+        let (unanswered, unreturned) = t.dir_delegs.overdue(now, answer, self.lease());
+        for other in unanswered {
+            tracing::info!("CB_NOTIFY not answered in {answer:?}: directory delegation recalled");
+            recall(self, &mut t, &other, RecallCause::NotAnswered, &mut unwatch);
+        }
+        for other in unreturned {
+            tracing::info!("directory delegation not returned within the lease; revoked");
+            delegations::revoke(&mut t, &other);
+            unwatch.extend(t.dir_delegs.remove(&other));
+        }
+        let due = t.dir_delegs.due(now);
+        (due, unwatch)
+    }
+
+    /// The CB_NOTIFYs due now (after an answer let a delegation's next
+    /// one go).
+    pub(crate) fn dir_notify_due(&self) -> Vec<Batch> {
+        let now = self.now();
+        self.lock_tables().dir_delegs.due(now)
+    }
+
+    /// Sends `batch`'s CB_NOTIFY with `changes` (read from the backend
+    /// since [`State4::dir_seen`]); a holder that cannot be told loses
+    /// the delegation.
+    pub(crate) fn send_dir_notify(&self, batch: &Batch, changes: Vec<DirChange>) -> Option<Unwatch> {
+        let mut t = self.lock_tables();
+        if changes.is_empty() {
+            t.dir_delegs.nothing_sent(&batch.other);
+            return None;
+        }
+        let n = changes.len();
+        let args = CB_NOTIFY4args {
+            cna_stateid: batch.stateid.clone(),
+            cna_fh: batch.fh.clone(),
+            cna_changes: proto::dir_notify::encode(&changes),
+        };
+        if callback::notify(self, &mut t, batch.client, args) {
+            t.dir_delegs.sent(n);
+            return None;
+        }
+        tracing::info!(client = batch.client, "no back channel to tell of a directory's change: delegation revoked");
+        t.dir_delegs.count_recall(RecallCause::BackchannelLost);
+        delegations::revoke(&mut t, &batch.other);
+        t.dir_delegs.remove(&batch.other)
+    }
+
+    /// How many directory delegations are held, and what they cost.
+    pub fn dir_delegation_counts(&self) -> DirDelegCounts {
+        self.lock_tables().dir_delegs.counts.clone()
+    }
+
+    /// Whether any directory delegation is held (the transport's timer
+    /// runs only then).
+    pub fn any_dir_delegation(&self) -> bool {
+        self.dir_delegs_held.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+}
+
+/// Recalls directory delegation `other` for `cause`: CB_RECALL, and
+/// nothing more told; revoked at once when the recall cannot be sent.
+pub(crate) fn recall(st: &State4, t: &mut Tables, other: &Other, cause: RecallCause, unwatch: &mut Vec<Unwatch>) {
+    let Some(d) = t.dir_delegs.get(other) else { return };
+    if d.recalled.is_some() {
+        return;
+    }
+    let (client, stateid, fh) = (d.client, d.stateid.clone(), d.fh.clone());
+    let now = st.now();
+    t.dir_delegs.recalled(other, now, cause);
+    t.stateids.update_deleg(other, |x| {
+        x.recalled.get_or_insert(now);
+    });
+    if !callback::recall(st, t, client, &stateid, &fh) {
+        tracing::info!(client, "directory delegation recall could not be sent: revoked");
+        delegations::revoke(t, other);
+        unwatch.extend(t.dir_delegs.remove(other));
+    }
+}
