@@ -279,6 +279,15 @@ impl Client {
 
     /// One LOOKUP call, its answer stored in the caches.
     async fn lookup_call(&self, dir: &nfs_fh3, name: &str) -> Result<(nfs_fh3, Fattr)> {
+        if let Some(n) = self.inner.nfs.v41() {
+            // A directory walked repeatedly is worth a delegation as much
+            // as one listed repeatedly (a mount whose kernel keeps the
+            // listing asks for names one by one).
+            n.dir_listing(&dir.data).await;
+            if let Some(hit) = self.delegated_lookup(dir, name)? {
+                return Ok(hit);
+            }
+        }
         let since = self.inner.caches.epoch();
         let ok = self.inner.nfs.lookup(dir, name).await?;
         let attrs = match ok.obj_attributes {

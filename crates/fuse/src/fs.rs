@@ -76,16 +76,19 @@ fn utf8(name: &OsStr) -> Result<String, Errno> {
 impl NfsFs {
     pub fn new(client: Arc<Client>, rt: tokio::runtime::Handle, settings: MountSettings) -> NfsFs {
         let inodes = Arc::new(Inodes::new(client.root().clone()));
+        let (names, notifier) = (Arc::<Names>::default(), Arc::<OnceLock<fuser::Notifier>>::default());
+        // Changes notified in delegated directories reach the kernel.
+        crate::notify::listen(&client, inodes.clone(), names.clone(), notifier.clone());
         NfsFs {
             client,
             rt,
             inodes,
             files: Arc::new(OpenFiles::default()),
             dirs: Arc::default(),
-            names: Arc::default(),
+            names,
             unlinked: Arc::default(),
             settings,
-            notifier: Arc::default(),
+            notifier,
         }
     }
 

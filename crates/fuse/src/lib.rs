@@ -24,6 +24,7 @@ mod inodes;
 mod listing;
 mod locks;
 mod names;
+mod notify;
 mod remove;
 mod unlinked;
 mod v42;
