@@ -188,8 +188,9 @@ pub struct V41Settings {
     /// children's GETATTRs of the directory are answered from what the
     /// client cached, which the server's CB_NOTIFYs keep true. Default true.
     pub dir_delegations: bool,
-    /// A directory listed a second time within this many seconds of the
-    /// first is asked a delegation for. Default 10.
+    /// A directory listed (or walked: a LOOKUP call in it) a second time
+    /// within this many seconds of the first is asked a delegation for.
+    /// Default 10.
     pub dir_delegation_window_secs: u64,
     /// A directory the server declined a delegation for is not asked
     /// again for this many seconds. Default 60.

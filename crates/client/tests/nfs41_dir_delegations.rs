@@ -11,7 +11,7 @@ mod fake41;
 
 use bytes::Bytes;
 use client::{Client, ClientSettings};
-use fake41::{within, Fake, Seen};
+use fake41::{within, Fake, Match};
 use proto::dir_notify::{encode, DirChange};
 use proto::nfs4::*;
 
@@ -222,6 +222,37 @@ async fn a_recall_reads_the_directory_again_then_returns_it() {
         let readdir = seen.iter().position(|o| *o == nfs_opnum4::OP_READDIR);
         let ret = seen.iter().position(|o| *o == nfs_opnum4::OP_DELEGRETURN);
         assert!(readdir.is_some() && readdir < ret, "{seen:?}");
+        assert!(!c.nfs41().unwrap().has_dir_delegation(&export()));
+    })
+    .await
+}
+
+/// The server recalls a delegation whose grant has not reached the
+/// client yet: the recall waits for it, then the delegation goes back.
+#[tokio::test(start_paused = true)]
+async fn a_recall_overtaking_the_grant_waits_for_it() {
+    within(async {
+        let fake = Fake::start(|s| {
+            s.dir_delegations = true;
+            s.put_file("a", b"1");
+        })
+        .await;
+        let c = mount(&fake).await;
+        names(&c).await;
+        fake.hold(Some(Match::Op(nfs_opnum4::OP_GET_DIR_DELEGATION)));
+        let c2 = c.clone();
+        let listing = tokio::spawn(async move { names(&c2).await });
+        fake.until(|s| s.held() == 1).await;
+        fake.hold(None);
+        let release = async {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            fake.release();
+        };
+        let dir = export();
+        let (r, ()) = tokio::join!(fake.recall(&dir), release);
+        assert_eq!(r.status, nfsstat4::NFS4_OK, "{r:?}");
+        assert_eq!(listing.await.unwrap(), ["a"]);
+        fake.until(|s| s.log.iter().any(|l| l.has(nfs_opnum4::OP_DELEGRETURN))).await;
         assert!(!c.nfs41().unwrap().has_dir_delegation(&export()));
     })
     .await

@@ -125,10 +125,7 @@ async fn compound(nfs: &Arc<Nfs41>, args: CB_COMPOUND4args) -> CB_COMPOUND4res {
                 (nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(ok)), nfsstat4::NFS4_OK)
             }
             nfs_cb_argop4::OP_CB_RECALL(r) => {
-                let s = match nfs.recall_dir(&r.stateid) {
-                    Some(s) => s,
-                    None => recall(nfs, &r.stateid, racing).await,
-                };
+                let s = recall(nfs, &r.stateid, racing).await;
                 (nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status: s }), s)
             }
             nfs_cb_argop4::OP_CB_RECALL_ANY(a) => {
@@ -208,6 +205,10 @@ async fn notify(nfs: &Arc<Nfs41>, args: &CB_NOTIFY4args, racing: bool) -> nfssta
 /// nothing would then return the delegation until the server revoked it.
 async fn recall(nfs: &Arc<Nfs41>, stateid: &stateid4, racing: bool) -> nfsstat4 {
     for _ in 0..RECALL_RACE_STEPS {
+        // A directory's, whose GET_DIR_DELEGATION reply is on its way.
+        if let Some(s) = nfs.recall_dir(stateid) {
+            return s;
+        }
         let found = nfs.delegations.lock().recall(stateid);
         if let Some(fh) = found {
             nfs.counters.lock().recalls += 1;
