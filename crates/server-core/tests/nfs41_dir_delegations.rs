@@ -435,3 +435,34 @@ fn a_connection_lost_with_a_notify_out_revokes_the_delegation() {
     let flags = seq_res(&r).sr_status_flags;
     assert_ne!(flags & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0, "{flags:#x}");
 }
+
+#[test]
+fn a_client_declined_for_a_limit_is_told_when_one_is_free() {
+    let settings = Nfs4Settings { max_dir_delegations: 1, ..Default::default() };
+    let mut f = fixture(settings);
+    std::fs::create_dir(host(&f, "e")).unwrap();
+    let mut a = holder(&mut f);
+    let fh = dir_fh(&f, &mut a);
+    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let mut ops = walk(Path::new("/export/e"));
+    ops.push(nfs_argop4::OP_GETFH);
+    let e = fh_res(&a.run(&f.env, ops), 3);
+    let mut op = gdd(all_types(), 0);
+    if let nfs_argop4::OP_GET_DIR_DELEGATION(a) = &mut op {
+        a.gdda_signal_deleg_avail = true;
+    }
+    assert_eq!(get_dir_deleg(&f, &mut a, &e, op), GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(true));
+    f.env.core.dir_notify_tick();
+    assert!(new_callbacks(&mut f).is_empty(), "none free yet");
+    let r = a
+        .run(&f.env, vec![putfh(&fh), nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: ok.gddr_stateid })]);
+    ok_(&r);
+    f.env.core.dir_notify_tick();
+    let cbs = new_callbacks(&mut f);
+    let [(_, ops)] = &cbs[..] else { panic!("{cbs:?}") };
+    let nfs_cb_argop4::OP_CB_RECALLABLE_OBJ_AVAIL(avail) = &ops[0] else { panic!("{ops:?}") };
+    assert_eq!(avail.craa_objects_to_keep, 1);
+    assert!(proto::bitmap4::has(&avail.craa_type_mask, RCA4_TYPE_MASK_DIR_DLG));
+    f.env.core.dir_notify_tick();
+    assert!(new_callbacks(&mut f).is_empty(), "told once");
+}

@@ -213,12 +213,16 @@ pub struct DirDelegCounts {
 
 #[derive(Debug, Default)]
 pub(crate) struct DirDelegs {
-    /// How many are held, read without the tables' lock.
-    pub held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// How many are held plus the clients waiting for one, read without
+    /// the tables' lock: while it is 0 the timer has nothing to do.
+    pub active: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     by_other: HashMap<Other, DirDeleg>,
     /// The delegations on each watched directory, by (export, watch).
     by_watch: HashMap<(u32, WatchId), Vec<Other>>,
     per_client: HashMap<u64, usize>,
+    /// Clients declined for a limit that asked to be told when one is
+    /// free (`gdda_signal_deleg_avail`): CB_RECALLABLE_OBJ_AVAIL.
+    wanting: Vec<u64>,
     pub counts: DirDelegCounts,
 }
 
@@ -240,6 +244,40 @@ impl DirDelegs {
 
     pub fn holds(&self, client: u64, dir: FileKey) -> bool {
         self.by_other.values().any(|d| d.client == client && d.dir == dir)
+    }
+
+    fn publish(&self) {
+        self.active.store(self.by_other.len() + self.wanting.len(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Remembers that `client` wants to be told when a delegation is
+    /// free again (once, however often it asked).
+    pub fn want(&mut self, client: u64, max_clients: usize) {
+        if !self.wanting.contains(&client) && self.wanting.len() < max_clients {
+            self.wanting.push(client);
+            self.publish();
+        }
+    }
+
+    /// The clients waiting for a delegation that may have one now, with
+    /// how many each may hold (`craa_objects_to_keep`): none while the
+    /// total is at `max`.
+    pub fn now_available(&mut self, max: usize, per_client: usize) -> Vec<(u64, u32)> {
+        if self.wanting.is_empty() || self.by_other.len() >= max {
+            return Vec::new();
+        }
+        let room = max - self.by_other.len();
+        let mut out = Vec::new();
+        self.wanting.retain(|c| {
+            let held = self.per_client.get(c).copied().unwrap_or(0);
+            if held >= per_client {
+                return true;
+            }
+            out.push((*c, (held + room).min(per_client) as u32));
+            false
+        });
+        self.publish();
+        out
     }
 
     /// Whether some delegation uses watch `key` (export, watch).
@@ -285,7 +323,7 @@ impl DirDelegs {
         self.by_other.insert(other, d);
         self.counts.granted += 1;
         self.counts.held = self.by_other.len();
-        self.held.store(self.by_other.len(), std::sync::atomic::Ordering::Relaxed);
+        self.publish();
     }
 
     /// Forgets delegation `other`; the watch to stop, when no other
@@ -293,7 +331,7 @@ impl DirDelegs {
     pub fn remove(&mut self, other: &Other) -> Option<(u32, WatchId)> {
         let d = self.by_other.remove(other)?;
         self.counts.held = self.by_other.len();
-        self.held.store(self.by_other.len(), std::sync::atomic::Ordering::Relaxed);
+        self.publish();
         if let Some(n) = self.per_client.get_mut(&d.client) {
             *n -= 1;
             if *n == 0 {

@@ -19,9 +19,12 @@ pub(crate) enum Decline {
     /// The client holds one on the directory already (GDD4_UNAVAIL,
     /// section 18.39.3).
     AlreadyHeld,
-    /// Turned off, a limit reached, no back channel, or a backend that
-    /// does not report its changes.
+    /// Turned off, no back channel, or a backend that does not report its
+    /// changes.
     Unavailable,
+    /// A limit reached (`max_dir_delegations`, `_per_client`): a client
+    /// that asked is told when one is free.
+    Limit,
 }
 
 /// A watch no delegation uses any more, for the caller to stop.
@@ -76,9 +79,16 @@ impl State4 {
         if t.dir_delegs.len() >= s.max_dir_delegations
             || t.dir_delegs.of_client(client) >= s.max_dir_delegations_per_client
         {
-            return Err(Decline::Unavailable);
+            return Err(Decline::Limit);
         }
         Ok(())
+    }
+
+    /// `client`, declined for a limit, asked to be told when a delegation
+    /// is free (CB_RECALLABLE_OBJ_AVAIL, RFC 8881 section 20.7).
+    pub(crate) fn want_dir_delegation(&self, client: u64) {
+        let max = self.settings.max_clients;
+        self.lock_tables().dir_delegs.want(client, max);
     }
 
     /// DELEGRETURN gave back delegation `other`: if it was a directory's,
@@ -132,6 +142,13 @@ impl State4 {
             delegations::revoke(&mut t, &other);
             unwatch.extend(t.dir_delegs.remove(&other));
         }
+        let s = &self.settings;
+        for (client, keep) in t.dir_delegs.now_available(s.max_dir_delegations, s.max_dir_delegations_per_client) {
+            let mut craa_type_mask = Vec::new();
+            proto::bitmap4::add(&mut craa_type_mask, RCA4_TYPE_MASK_DIR_DLG);
+            let args = CB_RECALLABLE_OBJ_AVAIL4args { craa_objects_to_keep: keep, craa_type_mask };
+            callback::objects_available(self, &mut t, client, args);
+        }
         let due = t.dir_delegs.due(now);
         (due, unwatch)
     }
@@ -173,10 +190,10 @@ impl State4 {
         self.lock_tables().dir_delegs.counts.clone()
     }
 
-    /// Whether any directory delegation is held (the transport's timer
-    /// runs only then).
+    /// Whether any directory delegation is held or wanted (the
+    /// transport's timer has work only then).
     pub fn any_dir_delegation(&self) -> bool {
-        self.dir_delegs_held.load(std::sync::atomic::Ordering::Relaxed) > 0
+        self.dir_delegs_active.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 }
 
