@@ -9,7 +9,7 @@ use proto::dir_notify::DirChange;
 use proto::nfs4::*;
 use vfs::WatchId;
 
-use crate::state::dir_delegs::{Batch, DirDelegCounts, RecallCause, Seen, Wants};
+use crate::state::dir_delegs::{Batch, Before, Change, DirDelegCounts, RecallCause, Seen, Wants};
 use crate::state::stateids::{DelegState, Entry, Kind, Other};
 use crate::state::{callback, delegations, FileKey, State4, Tables};
 
@@ -91,6 +91,40 @@ impl State4 {
         self.lock_tables().dir_delegs.want(client, max);
     }
 
+    /// Before a request of `caller` (`None`: not an NFSv4.1 client) makes
+    /// `change` to directory `dir`: other clients' delegations that did
+    /// not ask to hear of it are recalled, and the request waits
+    /// (NFS4ERR_DELAY) until they are returned or revoked (RFC 8881
+    /// section 10.9.2); the holder's own change recalls nothing.
+    pub(crate) fn before_dir_change(&self, dir: FileKey, change: Change, caller: Option<u64>) -> Result<(), nfsstat4> {
+        if !self.any_dir_delegation() {
+            return Ok(());
+        }
+        let now = self.now();
+        let mut t = self.lock_tables();
+        let mut wait = false;
+        let mut unwatch = Vec::new();
+        for (other, verdict) in t.dir_delegs.before(dir, change, caller, now) {
+            match verdict {
+                Before::Proceed => {}
+                Before::Wait => wait = true,
+                Before::Recall => {
+                    recall(self, &mut t, &other, RecallCause::NotAsked, &mut unwatch);
+                    // Revoked at once when the recall could not be sent.
+                    wait |= t.dir_delegs.get(&other).is_some();
+                }
+            }
+        }
+        // The caller has no backend to stop watches with: the next tick
+        // does.
+        t.dir_delegs.unwatch_later(unwatch);
+        if wait {
+            Err(nfsstat4::NFS4ERR_DELAY)
+        } else {
+            Ok(())
+        }
+    }
+
     /// DELEGRETURN gave back delegation `other`: if it was a directory's,
     /// its notifications end.
     pub(crate) fn dir_delegation_returned(&self, other: &Other) -> Option<Unwatch> {
@@ -125,7 +159,7 @@ impl State4 {
         let now = self.now();
         let answer = std::time::Duration::from_secs(self.settings.dir_notify_answer_secs.into());
         let mut t = self.lock_tables();
-        let mut unwatch = Vec::new();
+        let mut unwatch = t.dir_delegs.take_unwatch_later();
         for other in t.dir_delegs.others() {
             let live = t.stateids.get(&other).is_some_and(|e| matches!(&e.kind, Kind::Deleg(d) if !d.revoked));
             if !live {
