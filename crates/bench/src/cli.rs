@@ -157,12 +157,21 @@ pub struct BenchArgs {
     /// (Chen 2015 Fig. 7) [default: read each file once].
     #[arg(long, value_name = "DURATION", value_parser = params::parse_nonzero_duration)]
     pub duration: Option<Duration>,
-    /// metadata list and stat: walk the tree once, untimed, before the timed walk, so the timed
+    /// metadata list and stat: walk the tree twice, untimed, before the timed walk, so the timed
     /// one measures what the caches serve, as a repeated `find` does (Lai ran his with the
-    /// attribute cache warm); without it the timed walk is the first one after the tree was
-    /// created, and reads every directory from the server.
+    /// attribute cache warm; the second walk is when an nfsx client asks for directory
+    /// delegations); without it the timed walk is the first one after the tree was created,
+    /// and reads every directory from the server.
     #[arg(long)]
     pub warm: bool,
+    /// metadata list and stat with --warm: after the warm walk, a second client of the same
+    /// target changes PCT percent of the tree's files (stat: each rewritten one byte longer;
+    /// list: each renamed), then the timed walk checks what it sees and reports `stale`, the
+    /// entries it saw as they were before the change, beside `changed`. A client that trusts
+    /// its caches for a while sees stale entries; one told of changes (directory delegations)
+    /// or one that asks again does not.
+    #[arg(long, value_name = "PCT", value_parser = params::parse_percent)]
+    pub churn: Option<f64>,
     /// Connections per nfs:// client (like the nconnect mount option).
     #[arg(long, value_name = "N", value_parser = |s: &str| params::parse_count(s, 16))]
     pub nconnect: Option<usize>,
@@ -323,7 +332,12 @@ fn invalid(msg: String) -> BenchError {
 fn check_applies(args: &BenchArgs) -> Result<()> {
     use WorkloadKind::*;
     let w = args.workload;
-    let given: [(&str, bool, &[WorkloadKind]); 11] = [
+    if args.churn.is_some() && !args.warm {
+        return Err(invalid(
+            "--churn changes the tree between the warm walk and the timed one: it needs --warm".into(),
+        ));
+    }
+    let given: [(&str, bool, &[WorkloadKind]); 12] = [
         ("--size", !args.size.is_empty(), &[Seqwrite, Data, MultiClient, Copy]),
         ("--io-size", !args.io_size.is_empty(), &[Seqwrite, Data, MultiClient, Copy]),
         ("--threads", !args.threads.is_empty(), &[Data, Metadata, Macro]),
@@ -335,6 +349,7 @@ fn check_applies(args: &BenchArgs) -> Result<()> {
         ("--personality", !args.personality.is_empty(), &[Macro]),
         ("--duration", args.duration.is_some(), &[Data, Macro, Metadata]),
         ("--warm", args.warm, &[Metadata]),
+        ("--churn", args.churn.is_some(), &[Metadata]),
     ];
     for (opt, set, applies) in given {
         if set && !applies.contains(&w) {
@@ -502,7 +517,8 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
                     let c = BTreeMap::from([("op".into(), json!(op.name())), ("threads".into(), json!(t))]);
                     let duration = if op == MetaOp::ReadSmall { args.duration } else { None };
                     let warm = args.warm && matches!(op, MetaOp::List | MetaOp::Stat);
-                    let m = metadata::Metadata { op, files, file_size, threads: t, width: 5, duration, warm };
+                    let churn = if warm { args.churn } else { None };
+                    let m = metadata::Metadata { op, files, file_size, threads: t, width: 5, duration, warm, churn };
                     inner.push((c, Job::Metadata(m)));
                 }
             }
@@ -514,6 +530,7 @@ pub fn build_points(args: &BenchArgs) -> Result<Built> {
             params.insert("file_size".into(), json!(per_op(|m| m.file_size)));
             params.insert("dir_width".into(), json!(5));
             params.insert("warm".into(), json!(args.warm));
+            params.insert("churn_pct".into(), json!(args.churn));
             params.insert("duration_s".into(), json!(args.duration.map(|d| d.as_secs_f64())));
             if args.duration.is_some() {
                 // Chen 2015 Fig. 7: the rate of the first pass over the

@@ -90,6 +90,16 @@ pub fn parse_count(s: &str, max: usize) -> Result<usize, String> {
     }
 }
 
+/// A share of something in percent, above 0 and at most 100.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let p: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| format!("'{s}' is not a number"))?;
+    if p > 0.0 && p <= 100.0 {
+        Ok(p)
+    } else {
+        Err(format!("{p}: a percentage above 0 and at most 100"))
+    }
+}
+
 pub fn parse_threads(s: &str) -> Result<usize, String> {
     parse_count(s, MAX_THREADS)
 }

@@ -151,10 +151,13 @@ fn run_one(
         return rec;
     }
     target.set_callers(point.clients * point.job.threads_per_client());
-    let connected = target
-        .set_delay(point.delay, plan.one_way)
-        .and_then(|()| (0..point.clients).map(|i| target.connect_client(i)).collect::<Result<Vec<Arc<dyn BenchFs>>>>());
-    let clients = match connected {
+    let connected = target.set_delay(point.delay, plan.one_way).and_then(|()| {
+        let clients =
+            (0..point.clients).map(|i| target.connect_client(i)).collect::<Result<Vec<Arc<dyn BenchFs>>>>()?;
+        let changer = if point.job.wants_changer() { Some(target.connect_client(point.clients)?) } else { None };
+        Ok((clients, changer))
+    });
+    let (clients, changer) = match connected {
         Ok(c) => c,
         Err(e) => {
             if matches!(e, BenchError::Target(_) | BenchError::Timeout(_)) {
@@ -176,7 +179,7 @@ fn run_one(
         .mkdir(&workdir)
         .and_then(|()| clients.iter().zip(&dirs).try_for_each(|(c, d)| c.mkdir(d)))
         .and_then(|()| {
-            let ctx = Ctx { clients: &clients, dirs: &dirs };
+            let ctx = Ctx { clients: &clients, dirs: &dirs, changer: changer.as_ref() };
             point.job.run(&ctx, &mut |phase| match phase {
                 Phase::Begin => {
                     before = clients.iter().map(|c| c.op_stats()).collect();

@@ -435,3 +435,90 @@ fn a_connection_lost_with_a_notify_out_revokes_the_delegation() {
     let flags = seq_res(&r).sr_status_flags;
     assert_ne!(flags & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0, "{flags:#x}");
 }
+
+#[test]
+fn a_client_declined_for_a_limit_is_told_when_one_is_free() {
+    let settings = Nfs4Settings { max_dir_delegations: 1, ..Default::default() };
+    let mut f = fixture(settings);
+    std::fs::create_dir(host(&f, "e")).unwrap();
+    let mut a = holder(&mut f);
+    let fh = dir_fh(&f, &mut a);
+    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let mut ops = walk(Path::new("/export/e"));
+    ops.push(nfs_argop4::OP_GETFH);
+    let e = fh_res(&a.run(&f.env, ops), 3);
+    let mut op = gdd(all_types(), 0);
+    if let nfs_argop4::OP_GET_DIR_DELEGATION(a) = &mut op {
+        a.gdda_signal_deleg_avail = true;
+    }
+    assert_eq!(get_dir_deleg(&f, &mut a, &e, op), GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(true));
+    f.env.core.dir_notify_tick();
+    assert!(new_callbacks(&mut f).is_empty(), "none free yet");
+    let r = a
+        .run(&f.env, vec![putfh(&fh), nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: ok.gddr_stateid })]);
+    ok_(&r);
+    f.env.core.dir_notify_tick();
+    let cbs = new_callbacks(&mut f);
+    let [(_, ops)] = &cbs[..] else { panic!("{cbs:?}") };
+    let nfs_cb_argop4::OP_CB_RECALLABLE_OBJ_AVAIL(avail) = &ops[0] else { panic!("{ops:?}") };
+    assert_eq!(avail.craa_objects_to_keep, 1);
+    assert!(proto::bitmap4::has(&avail.craa_type_mask, RCA4_TYPE_MASK_DIR_DLG));
+    f.env.core.dir_notify_tick();
+    assert!(new_callbacks(&mut f).is_empty(), "told once");
+}
+
+fn remove_op(name: &str) -> nfs_argop4 {
+    nfs_argop4::OP_REMOVE(REMOVE4args { target: Bytes::copy_from_slice(name.as_bytes()) })
+}
+
+#[test]
+fn another_clients_change_not_asked_for_waits_for_the_recall_and_the_holders_own_does_not() {
+    let mut f = fixture(Nfs4Settings::default());
+    for n in ["a", "b", "c"] {
+        std::fs::write(host(&f, &format!("d/{n}")), b"").unwrap();
+    }
+    let mut a = holder(&mut f);
+    let fh = dir_fh(&f, &mut a);
+    // Told of additions only.
+    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(vec![1 << 3], 0)));
+
+    // The holder's own removal: no recall, now or when its event comes.
+    ok_(&a.run(&f.env, vec![putfh(&fh), remove_op("a")]));
+    f.env.core.dir_events_ready(1);
+    assert!(new_callbacks(&mut f).is_empty());
+
+    // Another NFSv4.1 client's waits for the recall (RFC 8881 10.9.2).
+    f.env.peer.conn = OTHER_CONN;
+    let mut b = Session::ready(&f.env, "other");
+    let r = b.run(&f.env, vec![putfh(&fh), remove_op("b")]);
+    assert_eq!(r.status, nfsstat4::NFS4ERR_DELAY);
+    assert!(host(&f, "d/b").exists(), "not removed while the recall is out");
+    let cbs = new_callbacks(&mut f);
+    assert!(
+        matches!(&cbs[..], [(_, ops)] if matches!(&ops[0], nfs_cb_argop4::OP_CB_RECALL(r) if r.stateid == ok.gddr_stateid))
+    );
+    // An NFSv3 client's too.
+    let root = f.env.mount("/export");
+    let (d3, _) = f.env.lookup(&root, "d").unwrap();
+    let r: proto::nfs3::REMOVE3res = f.env.nfs(
+        12,
+        &proto::nfs3::REMOVE3args { object: proto::nfs3::diropargs3 { dir: d3, name: Bytes::from_static(b"c") } },
+    );
+    assert!(matches!(r, proto::nfs3::REMOVE3res::default(proto::nfs3::nfsstat3::NFS3ERR_JUKEBOX, _)));
+    // Returned: both go through.
+    f.env.peer.conn = HOLDER_CONN;
+    ok_(&a.run(
+        &f.env,
+        vec![putfh(&fh), nfs_argop4::OP_DELEGRETURN(DELEGRETURN4args { deleg_stateid: ok.gddr_stateid })],
+    ));
+    f.env.peer.conn = OTHER_CONN;
+    ok_(&b.run(&f.env, vec![putfh(&fh), remove_op("b")]));
+    assert_eq!(f.env.core.dir_delegation_counts().recalls[0], 1, "not_asked, once");
+
+    // Asked for: another client's change goes through, and is told.
+    f.env.peer.conn = HOLDER_CONN;
+    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    f.env.peer.conn = OTHER_CONN;
+    ok_(&b.run(&f.env, vec![putfh(&fh), remove_op("c")]));
+    assert_eq!(kinds(&notified(&mut f)), ["remove c", "dir "]);
+}

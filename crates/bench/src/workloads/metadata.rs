@@ -52,6 +52,70 @@ pub struct Metadata {
     /// list and stat: walk the tree once in the setup, so the timed walk
     /// finds the caches warm.
     pub warm: bool,
+    /// list and stat with `warm`: the percentage of the tree's files
+    /// another client changes between the warm walk and the timed one,
+    /// which checks what it sees ([`Churned`]).
+    pub churn: Option<f64>,
+}
+
+/// How long the timed walk waits after another client's changes: what
+/// a client is told of them (CB_NOTIFY) has this long to arrive, as a
+/// person running `ls` after a colleague saved a file gives it.
+const CHURN_SETTLE: Duration = Duration::from_millis(200);
+
+/// What another client changed: the files rewritten one byte longer
+/// (stat), or renamed (list: old name to new).
+#[derive(Debug, Default)]
+pub struct Churned {
+    grown: std::collections::HashSet<String>,
+    renamed: std::collections::HashMap<String, String>,
+    /// The directories holding renamed files, and how many each holds.
+    dirs: std::collections::HashMap<String, usize>,
+}
+
+impl Churned {
+    fn changed(&self) -> usize {
+        self.grown.len() + self.renamed.len()
+    }
+
+    /// The stale entries of listing `entries` of `dir`: old names still
+    /// listed, new names missing.
+    fn stale_in_listing(&self, dir: &str, entries: &[crate::target::DirEntry]) -> u64 {
+        if !self.dirs.contains_key(dir) {
+            return 0;
+        }
+        let names: std::collections::HashSet<String> = entries.iter().map(|e| format!("{dir}/{}", e.name)).collect();
+        let mut stale = 0;
+        for (old, new) in self.renamed.iter().filter(|(o, _)| parent(o) == dir) {
+            stale += u64::from(names.contains(old)) + u64::from(!names.contains(new));
+        }
+        stale
+    }
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// Changes `pct` percent of the files of `t`, spread over the tree,
+/// through `fs`.
+fn churn(fs: &dyn crate::workloads::BenchFs, t: &tree::Tree, op: MetaOp, pct: f64, size: u64) -> Result<Churned> {
+    let n = ((t.files.len() as f64 * pct / 100.0).ceil() as usize).clamp(1, t.files.len().max(1));
+    let step = (t.files.len() / n).max(1);
+    let grown = pattern(size as usize + 1);
+    let mut c = Churned::default();
+    for path in t.files.iter().step_by(step).take(n) {
+        if op == MetaOp::Stat {
+            fs.write_whole(path, &grown)?;
+            c.grown.insert(path.clone());
+        } else {
+            let new = format!("{path}.moved");
+            fs.rename(path, &new)?;
+            *c.dirs.entry(parent(path).to_string()).or_default() += 1;
+            c.renamed.insert(path.clone(), new);
+        }
+    }
+    Ok(c)
 }
 
 /// Files read per bucket of the read-small time series: about 40
@@ -63,6 +127,7 @@ const MIN_BUCKET: Duration = Duration::from_millis(100);
 pub struct Prepared {
     root: String,
     files: Vec<String>,
+    churned: Churned,
 }
 
 impl Workload for Metadata {
@@ -72,6 +137,7 @@ impl Workload for Metadata {
         let buf = pattern(self.file_size.clamp(1, 1 << 20) as usize);
         let mut out = Vec::new();
         for (c, (fs, dir)) in ctx.clients.iter().zip(ctx.dirs).enumerate() {
+            let mut churned = Churned::default();
             let root = format!("{dir}/{}", self.op.name());
             fs.mkdir(&root)?;
             let files = match self.op {
@@ -88,12 +154,24 @@ impl Workload for Metadata {
                     let t = tree::plan(&root, self.files, self.width);
                     tree::create(fs.as_ref(), &t, |_| self.file_size, &buf)?;
                     if self.warm {
-                        tree::walk(&WalkQueue::new(&root), |dir| stat_dir(fs.as_ref(), dir, |_| {}))?;
+                        // Twice: a client that asks for directory
+                        // delegations when it lists a directory again
+                        // holds them by the timed walk.
+                        for _ in 0..2 {
+                            tree::walk(&WalkQueue::new(&root), |dir| stat_dir(fs.as_ref(), dir, |_, _, _| {}))?;
+                        }
+                    }
+                    if let Some(pct) = self.churn {
+                        let changer = ctx.changer.unwrap_or(fs);
+                        churned = churn(changer.as_ref(), &t, self.op, pct, self.file_size)?;
                     }
                     Vec::new()
                 }
             };
-            out.push(Prepared { root, files });
+            out.push(Prepared { root, files, churned });
+        }
+        if out.iter().any(|p| p.churned.changed() > 0) {
+            std::thread::sleep(CHURN_SETTLE);
         }
         Ok(out)
     }
@@ -146,23 +224,35 @@ impl Workload for Metadata {
                     let entries = w.fs.readdir(dir)?;
                     t.lat_us.push(us_since(start));
                     t.ops += entries.len() as u64;
+                    t.stale += prepared[w.client].churned.stale_in_listing(dir, &entries);
                     Ok(entries
                         .into_iter()
                         .filter(|e| e.kind == FileKind::Dir)
                         .map(|e| format!("{dir}/{}", e.name))
                         .collect())
                 })?,
-                MetaOp::Stat => tree::walk(&queues[w.client], |dir| {
-                    stat_dir(w.fs, dir, |start| {
-                        t.lat_us.push(us_since(start));
-                        t.ops += 1;
-                    })
-                })?,
+                MetaOp::Stat => {
+                    let grown = &prepared[w.client].churned.grown;
+                    let want = self.file_size + 1;
+                    tree::walk(&queues[w.client], |dir| {
+                        stat_dir(w.fs, dir, |start, path, size| {
+                            t.lat_us.push(us_since(start));
+                            t.ops += 1;
+                            t.stale += u64::from(grown.contains(path) && size != want);
+                        })
+                    })?
+                }
             }
             Ok(t)
         })?;
         let series = self.duration.map(|d| over_time(&done, d));
+        let stale: u64 = done.iter().map(|d| d.out.stale).sum();
+        let changed: usize = prepared.iter().map(|p| p.churned.changed()).sum();
         let mut m = throughput(done, ctx.clients.len());
+        if self.churn.is_some() {
+            m.insert("changed".into(), changed.into());
+            m.insert("stale".into(), stale.into());
+        }
         if let Some(s) = series {
             m.extend(s);
         }
@@ -172,9 +262,13 @@ impl Workload for Metadata {
 
 /// Lai's `find -exec ls -l` in one directory: `ls -l` of each entry (an
 /// lstat, and for a directory a listing and an lstat of each child),
-/// `timed` called once per entry with when it started. Returns the
-/// subdirectories, for the walk to go on with.
-fn stat_dir(fs: &dyn crate::workloads::BenchFs, dir: &str, mut timed: impl FnMut(Instant)) -> Result<Vec<String>> {
+/// `timed` called once per entry with when it started, its path and the
+/// size found. Returns the subdirectories, for the walk to go on with.
+fn stat_dir(
+    fs: &dyn crate::workloads::BenchFs,
+    dir: &str,
+    mut timed: impl FnMut(Instant, &str, u64),
+) -> Result<Vec<String>> {
     let mut subdirs = Vec::new();
     for e in fs.readdir(dir)? {
         let start = Instant::now();
@@ -184,9 +278,9 @@ fn stat_dir(fs: &dyn crate::workloads::BenchFs, dir: &str, mut timed: impl FnMut
             for child in fs.readdir(&path)? {
                 fs.stat(&format!("{path}/{}", child.name))?;
             }
-            subdirs.push(path);
+            subdirs.push(path.clone());
         }
-        timed(start);
+        timed(start, &path, st.size);
     }
     Ok(subdirs)
 }

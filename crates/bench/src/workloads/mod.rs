@@ -33,6 +33,10 @@ pub type Metrics = BTreeMap<String, Value>;
 pub struct Ctx<'a> {
     pub clients: &'a [Arc<dyn BenchFs>],
     pub dirs: &'a [String],
+    /// A client of the same target besides the measured ones, for a job
+    /// that changes what they work on ([`Job::wants_changer`]); its calls
+    /// are not counted.
+    pub changer: Option<&'a Arc<dyn BenchFs>>,
 }
 
 pub trait Workload {
@@ -73,6 +77,12 @@ impl Job {
             Job::Macro(w) => w.threads,
             Job::SeqWrite(_) | Job::MultiClient(_) | Job::Recall(_) | Job::LockedRead(_) | Job::Copy(_) => 1,
         }
+    }
+
+    /// Whether the job needs [`Ctx::changer`]: a client that changes the
+    /// tree behind the measured ones (metadata `--churn`).
+    pub fn wants_changer(&self) -> bool {
+        matches!(self, Job::Metadata(m) if m.churn.is_some())
     }
 
     /// Runs setup, then the measured phase bracketed by `phase` calls.
@@ -195,6 +205,8 @@ pub struct Tally {
     pub passes: u64,
     /// When the first pass ended.
     pub first_pass_end: Option<Duration>,
+    /// Entries seen as they were before another client changed them.
+    pub stale: u64,
 }
 
 /// Aggregates workers as the multi-client rule says: MB/s is the sum over

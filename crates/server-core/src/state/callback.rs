@@ -357,6 +357,13 @@ pub(super) fn notify(st: &State4, t: &mut Tables, client: u64, args: CB_NOTIFY4a
     send_to_client(st, t, client, nfs_cb_argop4::OP_CB_NOTIFY(args))
 }
 
+/// Sends CB_RECALLABLE_OBJ_AVAIL (RFC 8881 section 20.7): a client
+/// declined a delegation for a limit, that asked to be told, may have one
+/// now. Nothing is lost if it cannot be told: it asks again when it wants.
+pub(super) fn objects_available(st: &State4, t: &mut Tables, client: u64, args: CB_RECALLABLE_OBJ_AVAIL4args) {
+    send_to_client(st, t, client, nfs_cb_argop4::OP_CB_RECALLABLE_OBJ_AVAIL(args));
+}
+
 /// Sends CB_GETATTR for the size and change of `fh` to the holder of its
 /// write delegation; the answer goes to parked call `waiter`. False when no back
 /// channel of the client has a free slot (no queueing: the GETATTR

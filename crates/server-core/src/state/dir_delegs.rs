@@ -182,6 +182,69 @@ pub(crate) struct DirDeleg {
     /// Recalled: nothing more is sent; revoked a lease after unless
     /// returned.
     pub recalled: Option<Duration>,
+    /// Changes the holder itself is making that it did not ask to hear
+    /// of (kind bit, name, when): their events must not recall the
+    /// delegation (section 10.9.2). Forgotten after [`OWN_CHANGE_TTL`].
+    own: Vec<(u32, Bytes, Duration)>,
+}
+
+/// How long a holder's own change waits for its event: one that failed
+/// makes none.
+pub(crate) const OWN_CHANGE_TTL: Duration = Duration::from_secs(2);
+
+/// Own changes remembered per delegation; more are not exempted (a
+/// recall is safe, only slower).
+const MAX_OWN_CHANGES: usize = 64;
+
+/// What a request is about to do to a directory's entries or attributes,
+/// as the notification that would tell of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change<'a> {
+    Add(&'a [u8]),
+    Remove(&'a [u8]),
+    Rename(&'a [u8]),
+    DirAttrs,
+}
+
+impl Change<'_> {
+    fn kind(&self) -> notify_type4 {
+        match self {
+            Change::Add(_) => notify_type4::NOTIFY4_ADD_ENTRY,
+            Change::Remove(_) => notify_type4::NOTIFY4_REMOVE_ENTRY,
+            Change::Rename(_) => notify_type4::NOTIFY4_RENAME_ENTRY,
+            Change::DirAttrs => notify_type4::NOTIFY4_CHANGE_DIR_ATTRS,
+        }
+    }
+
+    fn name(&self) -> &[u8] {
+        match self {
+            Change::Add(n) | Change::Remove(n) | Change::Rename(n) => n,
+            Change::DirAttrs => b"",
+        }
+    }
+}
+
+/// The kind bit and name an event is matched to a holder's own change by.
+fn own_key(s: &Seen) -> Option<(u32, &[u8])> {
+    Some(match s {
+        Seen::Entry(EntryChange::Add(n)) => (bit(notify_type4::NOTIFY4_ADD_ENTRY), n),
+        Seen::Entry(EntryChange::Remove(n)) => (bit(notify_type4::NOTIFY4_REMOVE_ENTRY), n),
+        Seen::Entry(EntryChange::Rename { to, .. }) => (bit(notify_type4::NOTIFY4_RENAME_ENTRY), to),
+        Seen::DirAttrs => (bit(notify_type4::NOTIFY4_CHANGE_DIR_ATTRS), b""),
+        Seen::Child(_) | Seen::Lost => return None,
+    })
+}
+
+/// What a request's change to a directory means for one delegation on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Before {
+    /// Nothing to do: asked for (told when it happens), or the holder's own.
+    Proceed,
+    /// Another client's change the holder did not ask to hear of: recall
+    /// and wait for the return.
+    Recall,
+    /// Recalled already and not yet returned: wait.
+    Wait,
 }
 
 /// What one CB_NOTIFY of a delegation says, by name (the attributes are
@@ -213,12 +276,21 @@ pub struct DirDelegCounts {
 
 #[derive(Debug, Default)]
 pub(crate) struct DirDelegs {
-    /// How many are held, read without the tables' lock.
-    pub held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// How many are held plus the clients waiting for one, read without
+    /// the tables' lock: while it is 0 the timer has nothing to do.
+    pub active: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     by_other: HashMap<Other, DirDeleg>,
     /// The delegations on each watched directory, by (export, watch).
     by_watch: HashMap<(u32, WatchId), Vec<Other>>,
+    /// The delegations on each directory.
+    by_dir: HashMap<FileKey, Vec<Other>>,
+    /// Watches to stop at the next tick (no backend at hand when they
+    /// were left).
+    unwatch_later: Vec<(u32, WatchId)>,
     per_client: HashMap<u64, usize>,
+    /// Clients declined for a limit that asked to be told when one is
+    /// free (`gdda_signal_deleg_avail`): CB_RECALLABLE_OBJ_AVAIL.
+    wanting: Vec<u64>,
     pub counts: DirDelegCounts,
 }
 
@@ -240,6 +312,48 @@ impl DirDelegs {
 
     pub fn holds(&self, client: u64, dir: FileKey) -> bool {
         self.by_other.values().any(|d| d.client == client && d.dir == dir)
+    }
+
+    fn publish(&self) {
+        self.active.store(self.by_other.len() + self.wanting.len(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Remembers that `client` wants to be told when a delegation is
+    /// free again (once, however often it asked).
+    pub fn want(&mut self, client: u64, max_clients: usize) {
+        if !self.wanting.contains(&client) && self.wanting.len() < max_clients {
+            self.wanting.push(client);
+            self.publish();
+        }
+    }
+
+    /// The clients waiting for a delegation that may have one now, with
+    /// how many each may hold (`craa_objects_to_keep`): none while the
+    /// total is at `max`.
+    pub fn now_available(&mut self, max: usize, per_client: usize) -> Vec<(u64, u32)> {
+        if self.wanting.is_empty() || self.by_other.len() >= max {
+            return Vec::new();
+        }
+        let room = max - self.by_other.len();
+        let mut out = Vec::new();
+        self.wanting.retain(|c| {
+            let held = self.per_client.get(c).copied().unwrap_or(0);
+            if held >= per_client {
+                return true;
+            }
+            out.push((*c, (held + room).min(per_client) as u32));
+            false
+        });
+        self.publish();
+        out
+    }
+
+    pub fn unwatch_later(&mut self, keys: Vec<(u32, WatchId)>) {
+        self.unwatch_later.extend(keys);
+    }
+
+    pub fn take_unwatch_later(&mut self) -> Vec<(u32, WatchId)> {
+        std::mem::take(&mut self.unwatch_later)
     }
 
     /// Whether some delegation uses watch `key` (export, watch).
@@ -279,13 +393,15 @@ impl DirDelegs {
             attrs_since: None,
             in_flight: None,
             recalled: None,
+            own: Vec::new(),
         };
         self.by_watch.entry((dir.0, watch)).or_default().push(other);
+        self.by_dir.entry(dir).or_default().push(other);
         *self.per_client.entry(client).or_default() += 1;
         self.by_other.insert(other, d);
         self.counts.granted += 1;
         self.counts.held = self.by_other.len();
-        self.held.store(self.by_other.len(), std::sync::atomic::Ordering::Relaxed);
+        self.publish();
     }
 
     /// Forgets delegation `other`; the watch to stop, when no other
@@ -293,11 +409,17 @@ impl DirDelegs {
     pub fn remove(&mut self, other: &Other) -> Option<(u32, WatchId)> {
         let d = self.by_other.remove(other)?;
         self.counts.held = self.by_other.len();
-        self.held.store(self.by_other.len(), std::sync::atomic::Ordering::Relaxed);
+        self.publish();
         if let Some(n) = self.per_client.get_mut(&d.client) {
             *n -= 1;
             if *n == 0 {
                 self.per_client.remove(&d.client);
+            }
+        }
+        if let Some(v) = self.by_dir.get_mut(&d.dir) {
+            v.retain(|o| o != other);
+            if v.is_empty() {
+                self.by_dir.remove(&d.dir);
             }
         }
         let key = (d.dir.0, d.watch);
@@ -308,6 +430,38 @@ impl DirDelegs {
             return Some(key);
         }
         None
+    }
+
+    /// What `change` of directory `dir` by `caller` (`None`: not an
+    /// NFSv4.1 client) means for each delegation on it (RFC 8881 section
+    /// 10.9.2): a holder's own change it did not ask to hear of is
+    /// remembered, so that its event does not recall.
+    pub fn before(&mut self, dir: FileKey, change: Change, caller: Option<u64>, now: Duration) -> Vec<(Other, Before)> {
+        let Some(others) = self.by_dir.get(&dir) else { return Vec::new() };
+        let mut out = Vec::new();
+        for other in others.clone() {
+            let Some(d) = self.by_other.get_mut(&other) else { continue };
+            let mine = caller == Some(d.client);
+            let verdict = if d.recalled.is_some() {
+                if mine {
+                    Before::Proceed
+                } else {
+                    Before::Wait
+                }
+            } else if d.wants.has(change.kind()) {
+                Before::Proceed
+            } else if mine {
+                d.own.retain(|(_, _, at)| now.saturating_sub(*at) < OWN_CHANGE_TTL);
+                if d.own.len() < MAX_OWN_CHANGES {
+                    d.own.push((bit(change.kind()), Bytes::copy_from_slice(change.name()), now));
+                }
+                Before::Proceed
+            } else {
+                Before::Recall
+            };
+            out.push((other, verdict));
+        }
+        out
     }
 
     /// Records what was seen in the directory watched by `watch` of
@@ -369,6 +523,19 @@ impl DirDelegs {
                     Ok(())
                 }
             });
+            // The holder's own change, announced by the request making it.
+            let verdict = match (verdict, own_key(s)) {
+                (Err(RecallCause::NotAsked), Some((kind, name))) => {
+                    match d.own.iter().position(|(k, n, _)| *k == kind && n[..] == *name) {
+                        Some(i) => {
+                            d.own.remove(i);
+                            Ok(())
+                        }
+                        None => verdict,
+                    }
+                }
+                _ => verdict,
+            };
             if let Err(cause) = verdict {
                 pushed.recall.push((other, cause));
             }

@@ -222,8 +222,8 @@ pub(crate) struct State4 {
     grace_flags: (Arc<std::sync::atomic::AtomicBool>, Arc<std::sync::atomic::AtomicBool>),
     /// The NFSv3 hosts NSM monitors, and this run's NSM state.
     pub(crate) nsm: nsm_hosts::NsmHosts,
-    /// Directory delegations held ([`dir_delegs::DirDelegs::held`]).
-    dir_delegs_held: Arc<std::sync::atomic::AtomicUsize>,
+    /// Directory delegations held and clients waiting for one ([`dir_delegs::DirDelegs::active`]).
+    dir_delegs_active: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Shards of the set of files under write delegations.
@@ -300,7 +300,7 @@ impl State4 {
         let write_delegated = stateids.write_delegated.clone();
         let files_held = stateids.files_held.clone();
         let grace_flags = (tables.grace.open.clone(), tables.grace.cluster.clone());
-        let dir_delegs_held = tables.dir_delegs.held.clone();
+        let dir_delegs_active = tables.dir_delegs.active.clone();
         let tables = parking_lot::Mutex::new(tables);
         State4 {
             settings,
@@ -319,7 +319,7 @@ impl State4 {
             lock_releases,
             grace_flags,
             nsm,
-            dir_delegs_held,
+            dir_delegs_active,
         }
     }
 

@@ -14,6 +14,15 @@ use proto::nfs3::nfsstat3;
 use vfs::{Attrs, FileId};
 
 use super::{Ctx, Obj};
+pub(crate) use crate::state::dir_delegs::Change;
+
+/// Before `change` to directory `dir`: NFSv4.1 clients' directory
+/// delegations that did not ask to hear of it are recalled (RFC 8881
+/// section 10.9.2); JUKEBOX while one is out.
+pub(crate) fn before_dir_change(ctx: &Ctx, dir: &Obj, change: Change) -> Result<(), nfsstat3> {
+    let key = (dir.export.id, dir.id, dir.attrs.generation);
+    ctx.core.v4.before_dir_change(key, change, None).map_err(|_| nfsstat3::NFS3ERR_JUKEBOX)
+}
 
 /// Recalls the delegations on `o` that a change (`for_write`), or a read,
 /// conflicts with; JUKEBOX while one is out.

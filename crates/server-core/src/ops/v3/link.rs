@@ -44,6 +44,9 @@ pub(super) fn link(ctx: &Ctx, a: LINK3args) -> LINK3res {
     if !may_add_entry(&dir.attrs, &dir.creds) {
         return fail(nfsstat3::NFS3ERR_ACCES);
     }
+    if let Err(s) = super::delegations::before_dir_change(ctx, &dir, super::delegations::Change::Add(&a.link.name)) {
+        return fail(s);
+    }
     if let Err(s) = super::delegations::recall_for(ctx, &file, true) {
         return fail(s);
     }

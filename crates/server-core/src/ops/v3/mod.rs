@@ -384,7 +384,7 @@ pub(crate) fn dir_for_create<'a>(ctx: &'a Ctx, at: &diropargs3) -> Result<Obj<'a
         if !crate::auth::may_add_entry(&dir.attrs, &dir.creds) {
             return Err(nfsstat3::NFS3ERR_ACCES);
         }
-        Ok(())
+        delegations::before_dir_change(ctx, dir, delegations::Change::Add(&at.name))
     })
 }
 
@@ -461,6 +461,7 @@ pub(crate) fn remove_entry(
         if !crate::auth::may_delete_entry(&dir.attrs, victim.as_ref().map(|v| &v.1), &dir.creds) {
             return Err(nfsstat3::NFS3ERR_ACCES);
         }
+        delegations::before_dir_change(ctx, dir, delegations::Change::Remove(&at.name))?;
         if let Some((id, attrs)) = &victim {
             if delegated {
                 delegations::recall_on(ctx, dir, *id, attrs, true)?;

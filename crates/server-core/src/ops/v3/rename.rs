@@ -9,7 +9,7 @@
 
 use proto::nfs3::{nfsstat3, RENAME3args, RENAME3res, RENAME3resfail, RENAME3resok};
 
-use super::delegations::recall_on;
+use super::delegations::{before_dir_change, recall_on, Change};
 use super::{check_name, check_writable, is_dot, no_wcc, stat, wcc_attr_of, Ctx};
 use crate::auth::{may_add_entry, may_delete_entry};
 
@@ -50,6 +50,17 @@ pub(super) fn rename(ctx: &Ctx, a: RENAME3args) -> RENAME3res {
     };
     if !may_delete_entry(&from.attrs, Some(&victim), &from.creds) || !may_add_entry(&to.attrs, &to.creds) {
         return fail(nfsstat3::NFS3ERR_ACCES);
+    }
+    let in_place = from.id == to.id;
+    let changes = if in_place {
+        vec![(&from, Change::Rename(&a.to.name))]
+    } else {
+        vec![(&from, Change::Remove(&a.from.name)), (&to, Change::Add(&a.to.name))]
+    };
+    for (dir, change) in changes {
+        if let Err(s) = before_dir_change(ctx, dir, change) {
+            return fail(s);
+        }
     }
     if let Err(s) = recall_on(ctx, &from, victim_id, &victim, true) {
         return fail(s);

@@ -37,7 +37,14 @@ pub(super) fn setattr(ctx: &Ctx, a: SETATTR3args) -> SETATTR3res {
     if let Some(m) = set.mode {
         set.mode = Some(filter_mode(set.gid.unwrap_or(o.attrs.gid), &o.creds, m));
     }
-    if let Err(s) = super::delegations::recall_for(ctx, &o, true) {
+    // A directory's delegations are directory delegations, which may
+    // have asked to hear of this instead.
+    let before = if o.is_dir() {
+        super::delegations::before_dir_change(ctx, &o, super::delegations::Change::DirAttrs)
+    } else {
+        super::delegations::recall_for(ctx, &o, true)
+    };
+    if let Err(s) = before {
         return fail(s);
     }
     match o.fs().setattr(o.id, &set, guard) {

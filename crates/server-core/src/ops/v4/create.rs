@@ -7,7 +7,7 @@ use proto::nfs4::*;
 use vfs::NodeKind;
 
 use super::attrs;
-use super::dirops::{cinfo, directory, writable};
+use super::dirops::{before_dir_change, cinfo, directory, writable, Change};
 use super::status::stat4;
 use super::{check_name, Compound, Fh};
 use crate::auth::may_add_entry;
@@ -29,6 +29,7 @@ pub(super) fn run(cx: &mut Compound, args: CREATE4args) -> Result<CREATE4resok, 
     if !may_add_entry(&dir.attrs, &dir.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
+    before_dir_change(cx, &dir, Change::Add(name))?;
     let owner = create::new_owner(&dir.attrs, &dir.creds);
     let fs = dir.fs();
     let mknod = |kind: NodeKind| {

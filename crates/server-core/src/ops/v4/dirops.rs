@@ -7,6 +7,7 @@ use proto::nfs4::*;
 use vfs::{Attrs, FileType, Vfs};
 
 use super::{Compound, Obj};
+pub(crate) use crate::state::dir_delegs::Change;
 
 /// Every change on a read-only export.
 pub(crate) fn writable(o: &Obj) -> Result<(), nfsstat4> {
@@ -53,6 +54,15 @@ pub(crate) fn wrong_type(minor: u32) -> nfsstat4 {
 pub(crate) fn recall_layouts(cx: &Compound, file: crate::state::FileKey) {
     let fh = || cx.encode_fh(super::Fh::Obj { export_id: file.0, id: file.1, generation: file.2 });
     cx.state().recall_layouts(file, cx.session_client(), fh);
+}
+
+/// Before `change` to directory `dir`: other clients' directory
+/// delegations that did not ask to hear of it are recalled (RFC 8881
+/// section 10.9.2); NFS4ERR_DELAY while one is out. The holder's own
+/// change recalls nothing.
+pub(crate) fn before_dir_change(cx: &Compound, dir: &Obj, change: Change) -> Result<(), nfsstat4> {
+    let key = (dir.export.id, dir.id, dir.attrs.generation);
+    cx.state().before_dir_change(key, change, cx.session_client())
 }
 
 /// Recalls other clients' delegations on `file` before a change they

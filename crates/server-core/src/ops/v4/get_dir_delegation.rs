@@ -4,10 +4,12 @@
 //! back channel, on exports whose backend reports every change of a
 //! directory (`vfs::DirEvents`), within the `[core.nfs4]` limits.
 //!
-//! Declining: GDD4_UNAVAIL, without `will_signal_deleg_avail` (this server
-//! does not send CB_RECALLABLE_OBJ_AVAIL); to a client that asked to be
-//! signalled, NFS4ERR_DIRDELEG_UNAVAIL instead, as section 18.39.3 says
-//! of a "want" the server will not honour. A client that holds one on the
+//! Declining: GDD4_UNAVAIL. When a limit was in the way and the client
+//! asked to be signalled, `will_signal_deleg_avail` is set and the client
+//! gets CB_RECALLABLE_OBJ_AVAIL once a delegation is free; for any other
+//! reason (no back channel, a backend without change events) such a
+//! client gets NFS4ERR_DIRDELEG_UNAVAIL, as section 18.39.3 says of a
+//! "want" the server will not honour. A client that holds one on the
 //! directory already gets GDD4_UNAVAIL, its delegation untouched.
 
 use std::time::Duration;
@@ -52,10 +54,18 @@ pub(super) fn run(cx: &mut Compound, args: GET_DIR_DELEGATION4args) -> Res {
     };
     let key = file_key(&dir);
     let st = cx.state();
-    match st.dir_delegation_allowed(client, key) {
-        Ok(()) => {}
-        Err(Decline::AlreadyHeld) => return Ok(GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(false)),
-        Err(Decline::Unavailable) => return unavailable(),
+    let declined = |d: Decline| -> Res {
+        match d {
+            Decline::AlreadyHeld => Ok(GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(false)),
+            Decline::Limit if args.gdda_signal_deleg_avail => {
+                st.want_dir_delegation(client);
+                Ok(GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(true))
+            }
+            Decline::Limit | Decline::Unavailable => unavailable(),
+        }
+    };
+    if let Err(d) = st.dir_delegation_allowed(client, key) {
+        return declined(d);
     }
     let watch = match events.watch(dir.id) {
         Ok(w) => w,
@@ -91,10 +101,7 @@ pub(super) fn run(cx: &mut Compound, args: GET_DIR_DELEGATION4args) -> Res {
         }
         Err((decline, unwatch)) => {
             cx.core.stop_watches(unwatch.into_iter().collect());
-            match decline {
-                Decline::AlreadyHeld => Ok(GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(false)),
-                Decline::Unavailable => unavailable(),
-            }
+            declined(decline)
         }
     }
 }

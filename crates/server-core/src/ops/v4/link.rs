@@ -4,7 +4,7 @@
 
 use proto::nfs4::*;
 
-use super::dirops::{cinfo, directory, writable};
+use super::dirops::{before_dir_change, cinfo, directory, writable, Change};
 use super::status::stat4;
 use super::{check_name, Compound, Fh};
 use crate::auth::may_add_entry;
@@ -32,6 +32,7 @@ pub(super) fn run(cx: &mut Compound, args: LINK4args) -> Result<LINK4resok, nfss
     if !may_add_entry(&dir.attrs, &dir.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
+    before_dir_change(cx, &dir, Change::Add(name))?;
     dir.fs().link(file.id, dir.id, name).map_err(stat4)?;
     Ok(LINK4resok { cinfo: cinfo(&dir.attrs, dir.fs(), dir.id) })
 }

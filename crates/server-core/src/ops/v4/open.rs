@@ -142,6 +142,7 @@ fn by_name<'a>(cx: &Compound<'a>, name: &component4, how: Option<&createhow4>) -
     if !may_add_entry(&dir.attrs, &dir.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
+    super::dirops::before_dir_change(cx, &dir, super::dirops::Change::Add(name))?;
     let times = {
         let mut b = vec![0u32, 0];
         b[1] |= 1 << (FATTR4_TIME_ACCESS - 32);

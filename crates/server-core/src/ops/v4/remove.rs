@@ -5,7 +5,7 @@
 use proto::nfs4::*;
 use vfs::FileType;
 
-use super::dirops::{cinfo, directory, recall_delegations, writable};
+use super::dirops::{before_dir_change, cinfo, directory, recall_delegations, writable, Change};
 use super::status::stat4;
 use super::{check_name, Compound};
 use crate::auth::may_delete_entry;
@@ -21,6 +21,7 @@ pub(super) fn run(cx: &mut Compound, args: REMOVE4args) -> Result<REMOVE4resok, 
     if !may_delete_entry(&dir.attrs, Some(&victim), &dir.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
     }
+    before_dir_change(cx, &dir, Change::Remove(name))?;
     recall_delegations(cx, (dir.export.id, victim_id, victim.generation))?;
     if victim.nlink <= 1 {
         super::dirops::recall_layouts(cx, (dir.export.id, victim_id, victim.generation));

@@ -9,7 +9,7 @@
 use proto::nfs4::*;
 use vfs::VfsError;
 
-use super::dirops::{directory, recall_delegations, writable};
+use super::dirops::{before_dir_change, directory, recall_delegations, writable, Change};
 use super::status::stat4;
 use super::{check_name, Compound, Fh};
 use crate::auth::{may_add_entry, may_delete_entry};
@@ -38,6 +38,12 @@ pub(super) fn run(cx: &mut Compound, args: RENAME4args) -> Result<RENAME4resok, 
     let (victim_id, victim) = fs.lookup(from.id, old).map_err(stat4)?;
     if !may_delete_entry(&from.attrs, Some(&victim), &from.creds) || !may_add_entry(&to.attrs, &to.creds) {
         return Err(nfsstat4::NFS4ERR_ACCESS);
+    }
+    if from.id == to.id {
+        before_dir_change(cx, &from, Change::Rename(new))?;
+    } else {
+        before_dir_change(cx, &from, Change::Remove(old))?;
+        before_dir_change(cx, &to, Change::Add(new))?;
     }
     recall_delegations(cx, (from.export.id, victim_id, victim.generation))?;
     // The entry replaced, if any: (file, link count).

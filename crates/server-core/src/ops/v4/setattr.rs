@@ -39,7 +39,13 @@ fn set(cx: &Compound, args: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
         let file = super::open::file_key(&o);
         cx.state().check_io_stateid(cx.session_client(), &stateid, file, IoKind::Write, (size, u64::MAX))?;
     }
-    super::dirops::recall_delegations(cx, super::open::file_key(&o))?;
+    if o.is_dir() {
+        // Its delegations are directory delegations, which may have asked
+        // to hear of this instead.
+        super::dirops::before_dir_change(cx, &o, super::dirops::Change::DirAttrs)?;
+    } else {
+        super::dirops::recall_delegations(cx, super::open::file_key(&o))?;
+    }
     if set.size.is_some() {
         super::dirops::recall_layouts(cx, super::open::file_key(&o));
     }

@@ -9,7 +9,7 @@ use proto::dir_notify::DirChange;
 use proto::nfs4::*;
 use vfs::WatchId;
 
-use crate::state::dir_delegs::{Batch, DirDelegCounts, RecallCause, Seen, Wants};
+use crate::state::dir_delegs::{Batch, Before, Change, DirDelegCounts, RecallCause, Seen, Wants};
 use crate::state::stateids::{DelegState, Entry, Kind, Other};
 use crate::state::{callback, delegations, FileKey, State4, Tables};
 
@@ -19,9 +19,12 @@ pub(crate) enum Decline {
     /// The client holds one on the directory already (GDD4_UNAVAIL,
     /// section 18.39.3).
     AlreadyHeld,
-    /// Turned off, a limit reached, no back channel, or a backend that
-    /// does not report its changes.
+    /// Turned off, no back channel, or a backend that does not report its
+    /// changes.
     Unavailable,
+    /// A limit reached (`max_dir_delegations`, `_per_client`): a client
+    /// that asked is told when one is free.
+    Limit,
 }
 
 /// A watch no delegation uses any more, for the caller to stop.
@@ -76,9 +79,50 @@ impl State4 {
         if t.dir_delegs.len() >= s.max_dir_delegations
             || t.dir_delegs.of_client(client) >= s.max_dir_delegations_per_client
         {
-            return Err(Decline::Unavailable);
+            return Err(Decline::Limit);
         }
         Ok(())
+    }
+
+    /// `client`, declined for a limit, asked to be told when a delegation
+    /// is free (CB_RECALLABLE_OBJ_AVAIL, RFC 8881 section 20.7).
+    pub(crate) fn want_dir_delegation(&self, client: u64) {
+        let max = self.settings.max_clients;
+        self.lock_tables().dir_delegs.want(client, max);
+    }
+
+    /// Before a request of `caller` (`None`: not an NFSv4.1 client) makes
+    /// `change` to directory `dir`: other clients' delegations that did
+    /// not ask to hear of it are recalled, and the request waits
+    /// (NFS4ERR_DELAY) until they are returned or revoked (RFC 8881
+    /// section 10.9.2); the holder's own change recalls nothing.
+    pub(crate) fn before_dir_change(&self, dir: FileKey, change: Change, caller: Option<u64>) -> Result<(), nfsstat4> {
+        if !self.any_dir_delegation() {
+            return Ok(());
+        }
+        let now = self.now();
+        let mut t = self.lock_tables();
+        let mut wait = false;
+        let mut unwatch = Vec::new();
+        for (other, verdict) in t.dir_delegs.before(dir, change, caller, now) {
+            match verdict {
+                Before::Proceed => {}
+                Before::Wait => wait = true,
+                Before::Recall => {
+                    recall(self, &mut t, &other, RecallCause::NotAsked, &mut unwatch);
+                    // Revoked at once when the recall could not be sent.
+                    wait |= t.dir_delegs.get(&other).is_some();
+                }
+            }
+        }
+        // The caller has no backend to stop watches with: the next tick
+        // does.
+        t.dir_delegs.unwatch_later(unwatch);
+        if wait {
+            Err(nfsstat4::NFS4ERR_DELAY)
+        } else {
+            Ok(())
+        }
     }
 
     /// DELEGRETURN gave back delegation `other`: if it was a directory's,
@@ -115,7 +159,7 @@ impl State4 {
         let now = self.now();
         let answer = std::time::Duration::from_secs(self.settings.dir_notify_answer_secs.into());
         let mut t = self.lock_tables();
-        let mut unwatch = Vec::new();
+        let mut unwatch = t.dir_delegs.take_unwatch_later();
         for other in t.dir_delegs.others() {
             let live = t.stateids.get(&other).is_some_and(|e| matches!(&e.kind, Kind::Deleg(d) if !d.revoked));
             if !live {
@@ -131,6 +175,13 @@ impl State4 {
             tracing::info!("directory delegation not returned within the lease; revoked");
             delegations::revoke(&mut t, &other);
             unwatch.extend(t.dir_delegs.remove(&other));
+        }
+        let s = &self.settings;
+        for (client, keep) in t.dir_delegs.now_available(s.max_dir_delegations, s.max_dir_delegations_per_client) {
+            let mut craa_type_mask = Vec::new();
+            proto::bitmap4::add(&mut craa_type_mask, RCA4_TYPE_MASK_DIR_DLG);
+            let args = CB_RECALLABLE_OBJ_AVAIL4args { craa_objects_to_keep: keep, craa_type_mask };
+            callback::objects_available(self, &mut t, client, args);
         }
         let due = t.dir_delegs.due(now);
         (due, unwatch)
@@ -173,10 +224,10 @@ impl State4 {
         self.lock_tables().dir_delegs.counts.clone()
     }
 
-    /// Whether any directory delegation is held (the transport's timer
-    /// runs only then).
+    /// Whether any directory delegation is held or wanted (the
+    /// transport's timer has work only then).
     pub fn any_dir_delegation(&self) -> bool {
-        self.dir_delegs_held.load(std::sync::atomic::Ordering::Relaxed) > 0
+        self.dir_delegs_active.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 }
 
