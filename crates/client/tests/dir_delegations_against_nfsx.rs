@@ -153,3 +153,26 @@ async fn the_holders_own_changes_show_at_once() {
     assert_eq!(calls(&holder), before);
     holder.shutdown().await;
 }
+
+/// Another client renaming the delegated directory itself recalls the
+/// delegation: the holder reads the directory once more and gives it
+/// back, and the rename goes through within moments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_to_the_directory_itself_recalls_the_delegation() {
+    let srv = Srv::start().await;
+    let other = Client::connect(&url41(&srv), ClientSettings::default()).await.unwrap();
+    other.mkdir("d").await.unwrap();
+    other.write_file("d/a", b"a").await.unwrap();
+    let holder = Client::connect(&url41(&srv), trusting()).await.unwrap();
+    delegate(&holder, "d").await;
+    let d = holder.lookup("d").await.unwrap().0;
+    let v41 = holder.nfs41().unwrap().clone();
+    let t = tokio::time::Instant::now();
+    other.rename("d", "d2").await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "the rename waited {:?}", t.elapsed());
+    assert!(!v41.has_dir_delegation(&d.data));
+    assert!(v41.counters().recalls >= 1);
+    assert_eq!(listing(&holder, "d2").await.keys().collect::<Vec<_>>(), ["a"]);
+    holder.shutdown().await;
+    other.shutdown().await;
+}
