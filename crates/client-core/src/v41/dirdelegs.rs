@@ -87,9 +87,9 @@ impl DirDelegations {
         }
         let before = self.listed.insert(dir.clone(), now);
         if self.listed.len() > LISTED_KEPT {
-            let window = self.policy.window;
+            let (window, hold) = (self.policy.window, self.policy.declined_hold);
             self.listed.retain(|_, t| now.saturating_sub(*t) < window);
-            self.declined.retain(|_, t| now.saturating_sub(*t) < window.max(1));
+            self.declined.retain(|_, t| now.saturating_sub(*t) < hold);
         }
         let again = before.is_some_and(|t| now.saturating_sub(t) < self.policy.window);
         if !again || self.held.len() + self.asking.len() >= self.policy.max_held {
