@@ -346,4 +346,6 @@ fn decode(e: &notify_entry4) -> Result<Option<attrs::Attrs>, Distrust> {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ fn name(n: &str) -> Bytes {
 }
 
 /// A whole stat of a regular file, with its handle.
-fn stat(fileid: u64, size: u64, mode: u32) -> fattr4 {
+pub(super) fn stat(fileid: u64, size: u64, mode: u32) -> fattr4 {
     let mut e = Encoder::new();
     e.u32(1); // TYPE: NF4REG
     e.u64(size);
@@ -41,7 +41,7 @@ fn stat(fileid: u64, size: u64, mode: u32) -> fattr4 {
 }
 
 /// A chmod's and a write's attributes: mode, size, mtime.
-fn changed(size: u64, mode: u32, mtime: i64) -> fattr4 {
+pub(super) fn changed(size: u64, mode: u32, mtime: i64) -> fattr4 {
     let mut e = Encoder::new();
     e.u64(size);
     e.u32(mode);
@@ -50,7 +50,7 @@ fn changed(size: u64, mode: u32, mtime: i64) -> fattr4 {
     fattr4 { attrmask: attrs::bitmap(&[FATTR4_SIZE, FATTR4_MODE, FATTR4_TIME_MODIFY]), attr_vals: e.into_bytes() }
 }
 
-fn entry(n: &str, attrs: fattr4) -> notify_entry4 {
+pub(super) fn entry(n: &str, attrs: fattr4) -> notify_entry4 {
     notify_entry4 { ne_file: name(n), ne_attrs: attrs }
 }
 
@@ -68,7 +68,7 @@ fn listed() -> DelegatedDir {
     d
 }
 
-fn add(n: &str, attrs: fattr4) -> DirChange {
+pub(super) fn add(n: &str, attrs: fattr4) -> DirChange {
     DirChange::Add(notify_add4 {
         nad_old_entry: vec![],
         nad_new_entry: entry(n, attrs),
@@ -78,11 +78,11 @@ fn add(n: &str, attrs: fattr4) -> DirChange {
     })
 }
 
-fn remove(n: &str) -> DirChange {
+pub(super) fn remove(n: &str) -> DirChange {
     DirChange::Remove(notify_remove4 { nrm_old_entry: entry(n, fattr4::default()), nrm_old_entry_cookie: 0 })
 }
 
-fn rename(from: &str, to: &str) -> DirChange {
+pub(super) fn rename(from: &str, to: &str) -> DirChange {
     let DirChange::Add(new) = add(to, fattr4::default()) else { unreachable!() };
     let DirChange::Remove(old) = remove(from) else { unreachable!() };
     DirChange::Rename(notify_rename4 { nrn_old_entry: old, nrn_new_entry: new })
