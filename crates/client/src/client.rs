@@ -162,6 +162,9 @@ impl Client {
         if let Some(d) = url.delegations {
             settings.v41.delegations = d;
         }
+        if let Some(d) = url.dir_delegations {
+            settings.v41.dir_delegations = d;
+        }
         let base = conn_params_for(url, &settings, addrs.nfs)?;
         let nfs = Nfs41::connect(base, &settings, &url.export, minors).await?;
         let root = nfs_fh3 { data: nfs.root() };

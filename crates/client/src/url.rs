@@ -6,7 +6,8 @@
 //! the server offers it, then NFSv4.1, then NFSv3, as the Linux client
 //! negotiates.
 //! `delegations=0` (NFSv4.1) makes the client ask for no delegation,
-//! overriding the settings file. `tls=1` protects every connection with
+//! overriding the settings file; `dir_delegations=0` for no directory
+//! delegation. `tls=1` protects every connection with
 //! RPC-with-TLS (RFC 9289) and refuses a server that does not offer it.
 //! `sec=krb5|krb5i|krb5p` makes the NFS calls under Kerberos V5
 //! (RPCSEC_GSS: authentication, integrity, privacy), with the caller's
@@ -37,6 +38,8 @@ pub struct NfsUrl {
     pub version: Version,
     /// `delegations=0|1`: overrides `[v41] delegations`.
     pub delegations: Option<bool>,
+    /// `dir_delegations=0|1`: overrides `[v41] dir_delegations`.
+    pub dir_delegations: Option<bool>,
     /// `tls=1`: RPC-with-TLS on every connection to the server.
     pub tls: bool,
     /// `sec=`: the security flavor of NFS calls; `None` is AUTH_SYS.
@@ -53,6 +56,7 @@ impl NfsUrl {
         };
         let mut version = Version::Auto;
         let mut delegations = None;
+        let mut dir_delegations = None;
         let mut tls = false;
         let mut sec = None;
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
@@ -64,6 +68,9 @@ impl NfsUrl {
                 Some(("delegations", "0")) => delegations = Some(false),
                 Some(("delegations", "1")) => delegations = Some(true),
                 Some(("delegations", v)) => return Err(bad(&format!("delegations={v}: 0 or 1"))),
+                Some(("dir_delegations", "0")) => dir_delegations = Some(false),
+                Some(("dir_delegations", "1")) => dir_delegations = Some(true),
+                Some(("dir_delegations", v)) => return Err(bad(&format!("dir_delegations={v}: 0 or 1"))),
                 Some(("tls", "0")) => tls = false,
                 Some(("tls", "1")) => tls = true,
                 Some(("tls", v)) => return Err(bad(&format!("tls={v}: 0 or 1"))),
@@ -71,7 +78,11 @@ impl NfsUrl {
                     Some(f) => sec = Some(f),
                     None => return Err(bad(&format!("sec={v}: sys, krb5, krb5i or krb5p"))),
                 },
-                _ => return Err(bad(&format!("unknown option {kv:?} (known: version, delegations, tls, sec)"))),
+                _ => {
+                    return Err(bad(&format!(
+                        "unknown option {kv:?} (known: version, delegations, dir_delegations, tls, sec)"
+                    )))
+                }
             }
         }
         let (authority, path) = match rest.find('/') {
@@ -95,7 +106,16 @@ impl NfsUrl {
             None => None,
         };
         let export = if path.len() > 1 { path.trim_end_matches('/') } else { path };
-        Ok(NfsUrl { host: host.to_string(), port, export: export.to_string(), version, delegations, tls, sec })
+        Ok(NfsUrl {
+            host: host.to_string(),
+            port,
+            export: export.to_string(),
+            version,
+            delegations,
+            dir_delegations,
+            tls,
+            sec,
+        })
     }
 }
 
@@ -115,6 +135,9 @@ impl std::fmt::Display for NfsUrl {
         }
         if let Some(d) = self.delegations {
             query.push(format!("delegations={}", u8::from(d)));
+        }
+        if let Some(d) = self.dir_delegations {
+            query.push(format!("dir_delegations={}", u8::from(d)));
         }
         if self.tls {
             query.push("tls=1".to_string());
@@ -147,6 +170,9 @@ mod tests {
         assert_eq!(NfsUrl::parse("nfs://h/x?version=3").unwrap().version, Version::V3);
         assert_eq!(NfsUrl::parse("nfs://h/x?version=3").unwrap().to_string(), "nfs://h/x?version=3");
         assert_eq!(NfsUrl::parse("nfs://h/x").unwrap().version, Version::Auto);
+        let u = NfsUrl::parse("nfs://h/x?version=4.1&dir_delegations=0").unwrap();
+        assert_eq!(u.dir_delegations, Some(false));
+        assert_eq!(u.to_string(), "nfs://h/x?version=4.1&dir_delegations=0");
         let u = NfsUrl::parse("nfs://h/x?version=4.1&delegations=0").unwrap();
         assert_eq!((u.version, u.delegations), (Version::V41, Some(false)));
         assert_eq!(u.to_string(), "nfs://h/x?version=4.1&delegations=0");
