@@ -195,7 +195,7 @@ pub struct V41Settings {
     /// A directory the server declined a delegation for is not asked
     /// again for this many seconds. Default 60.
     pub dir_delegation_declined_secs: u64,
-    /// Directory delegations held at most. Default 256.
+    /// Directory delegations held at most. Default 4096.
     pub max_dir_delegations: usize,
     /// The delay asked for between notifications of one child's (or the
     /// directory's) attribute changes, in ms (`gdda_child_attr_delay`):
@@ -217,7 +217,7 @@ impl Default for V41Settings {
             dir_delegations: true,
             dir_delegation_window_secs: 10,
             dir_delegation_declined_secs: 60,
-            max_dir_delegations: 256,
+            max_dir_delegations: 4096,
             dir_notify_attr_delay_ms: 100,
             retry: RetrySettings::default(),
         }

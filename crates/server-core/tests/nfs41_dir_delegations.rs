@@ -522,3 +522,32 @@ fn another_clients_change_not_asked_for_waits_for_the_recall_and_the_holders_own
     ok_(&b.run(&f.env, vec![putfh(&fh), remove_op("c")]));
     assert_eq!(kinds(&notified(&mut f)), ["remove c", "dir "]);
 }
+
+#[test]
+fn a_delegated_directory_removed_ends_its_delegations() {
+    let mut f = fixture(Nfs4Settings::default());
+    let mut a = holder(&mut f);
+    let fh = dir_fh(&f, &mut a);
+    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    std::fs::remove_dir(host(&f, "d")).unwrap();
+    // The directory's inode goes, and with it the event, once the server
+    // closes its cached descriptor of it (`idle_fd_secs`, 2 s).
+    let mut cbs = Vec::new();
+    for _ in 0..100 {
+        f.env.core.dir_events_ready(1);
+        cbs.extend(new_callbacks(&mut f));
+        if !cbs.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let counts = f.env.core.dir_delegation_counts();
+    assert!(
+        cbs.iter().any(|(_, ops)| matches!(&ops[0], nfs_cb_argop4::OP_CB_RECALL(r) if r.stateid == ok.gddr_stateid)),
+        "{cbs:?} {counts:?}"
+    );
+    assert_eq!((counts.held, counts.recalls[2]), (0, 1), "undescribable");
+    // Nothing left to return, and nothing revoked.
+    let r = a.run_on(&f.env, 0, 0, vec![]);
+    assert_eq!(seq_res(&r).sr_status_flags & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0);
+}

@@ -348,6 +348,11 @@ impl DirDelegs {
         out
     }
 
+    /// The delegations on the directory `watch` of `export` watches.
+    pub fn on_watch(&self, export: u32, watch: WatchId) -> Vec<Other> {
+        self.by_watch.get(&(export, watch)).cloned().unwrap_or_default()
+    }
+
     pub fn unwatch_later(&mut self, keys: Vec<(u32, WatchId)>) {
         self.unwatch_later.extend(keys);
     }

@@ -145,6 +145,16 @@ impl State4 {
             for (other, cause) in pushed.recall {
                 recall(self, &mut t, &other, cause, &mut unwatch);
             }
+            if let (Some(w), Seen::Lost) = (watch, s) {
+                // The directory itself is gone: its handle is stale, and
+                // DELEGRETURN needs it as the current handle, so its
+                // holders cannot give the delegations back. They end here;
+                // the recall told the holders.
+                for other in t.dir_delegs.on_watch(export, *w) {
+                    t.stateids.remove(&other);
+                    unwatch.extend(t.dir_delegs.remove(&other));
+                }
+            }
         }
         let due = t.dir_delegs.due(now);
         (due, unwatch)
