@@ -52,8 +52,13 @@ fn host(f: &Fixture, rel: &str) -> std::path::PathBuf {
 
 /// A client whose back channel answered its probe.
 fn holder(f: &mut Fixture) -> Session {
-    f.env.peer.conn = HOLDER_CONN;
-    let mut s = Session::with(&f.env, "holder", CREATE_SESSION4_FLAG_CONN_BACK_CHAN, 8);
+    with_callbacks(f, HOLDER_CONN, "holder")
+}
+
+/// Client `name` on connection `conn`, its back channel answering.
+fn with_callbacks(f: &mut Fixture, conn: u64, name: &str) -> Session {
+    f.env.peer.conn = conn;
+    let mut s = Session::with(&f.env, name, CREATE_SESSION4_FLAG_CONN_BACK_CHAN, 8);
     let (_, probe) = f.cb.sent.lock().unwrap()[f.seen].clone();
     f.seen += 1;
     f.env.raw(cb_null_reply(&probe));
@@ -550,4 +555,37 @@ fn a_delegated_directory_removed_ends_its_delegations() {
     // Nothing left to return, and nothing revoked.
     let r = a.run_on(&f.env, 0, 0, vec![]);
     assert_eq!(seq_res(&r).sr_status_flags & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0);
+}
+
+/// OPEN of `d/name` for writing by `s`, created if need be, asking for a
+/// write delegation: the delegation in the reply.
+fn open_for_write(f: &Fixture, s: &mut Session, name: &str) -> open_delegation4 {
+    let mut ops = walk(Path::new("/export/d"));
+    let access = OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG;
+    ops.push(nfs_argop4::OP_OPEN(open_args(0, s.clientid, "w", name, access, 0, true)));
+    let r = s.run(&f.env, ops);
+    ok_(&r);
+    opened(&r, 3).delegation.clone()
+}
+
+#[test]
+fn no_write_delegation_of_a_file_in_another_clients_delegated_directory() {
+    let mut f = fixture(Nfs4Settings::default());
+    let mut b = with_callbacks(&mut f, OTHER_CONN, "writer");
+    // Before any directory delegation: the writer gets its write delegation.
+    assert!(matches!(open_for_write(&f, &mut b, "early"), open_delegation4::OPEN_DELEGATE_WRITE(_)));
+    let mut a = holder(&mut f);
+    let fh = dir_fh(&f, &mut a);
+    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    // The holder could not be told of that file's size and times while the
+    // writer keeps them: the write delegation is recalled.
+    let cbs = new_callbacks(&mut f);
+    assert!(cbs.iter().any(|(_, ops)| matches!(&ops[0], nfs_cb_argop4::OP_CB_RECALL(_))), "{cbs:?}");
+    // And none is granted in the directory meanwhile.
+    f.env.peer.conn = OTHER_CONN;
+    let d = open_for_write(&f, &mut b, "late");
+    assert!(matches!(d, open_delegation4::OPEN_DELEGATE_NONE_EXT(open_none_delegation4::WND4_CONTENTION(_))), "{d:?}");
+    // The holder's own write may have one.
+    f.env.peer.conn = HOLDER_CONN;
+    assert!(matches!(open_for_write(&f, &mut a, "mine"), open_delegation4::OPEN_DELEGATE_WRITE(_)));
 }

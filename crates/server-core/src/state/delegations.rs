@@ -230,8 +230,23 @@ impl Ask {
     }
 
     /// The stateid entry of the delegation granted.
-    pub(super) fn entry(&self, client: u64, file: FileKey, fh: &nfs_fh4, lease: Arc<Lease>) -> Entry {
-        let d = DelegState { write: self.write, fh: fh.clone(), recalled: None, recall_again: false, revoked: false };
+    pub(super) fn entry(
+        &self,
+        client: u64,
+        file: FileKey,
+        fh: &nfs_fh4,
+        lease: Arc<Lease>,
+        parent: Option<FileKey>,
+    ) -> Entry {
+        let parent = parent.filter(|_| self.write);
+        let d = DelegState {
+            write: self.write,
+            fh: fh.clone(),
+            recalled: None,
+            recall_again: false,
+            revoked: false,
+            parent,
+        };
         Entry { seqid: 1, client, file, lease, kind: Kind::Deleg(d) }
     }
 
@@ -258,13 +273,23 @@ impl Ask {
     }
 }
 
+/// Where an OPEN by name found its file: the directory, and whether
+/// another client holds a delegation of it (a write delegation would
+/// keep the file's size and times from that client's notifications).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Parent {
+    pub dir: Option<FileKey>,
+    pub dir_delegated: bool,
+}
+
 /// The delegation an OPEN of `file` by `client` with `share_access` gets
 /// (after the open was recorded): READ or WRITE per the policy, or none
-/// when another client has the file open or delegated, the client has no
-/// back channel, already holds one on the file, asked for none, or
-/// `store` (asked last, with whether it is a write delegation: a file
-/// system other servers share takes the store's delegation there) says
-/// no.
+/// when another client has the file open or delegated, or holds a
+/// delegation of its directory (`parent`, write delegations only), the
+/// client has no back channel, already holds one on the file, asked for
+/// none, or `store` (asked last, with whether it is a write delegation: a
+/// file system other servers share takes the store's delegation there)
+/// says no.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn grant(
     st: &State4,
@@ -274,12 +299,16 @@ pub(super) fn grant(
     client: u64,
     fh: &nfs_fh4,
     share_access: u32,
+    parent: Parent,
     store: impl FnOnce(bool) -> bool,
 ) -> open_delegation4 {
     let ask = match Ask::new(st, minor, share_access) {
         Ok(ask) => ask,
         Err(none) => return none,
     };
+    if ask.write && parent.dir_delegated {
+        return ask.none(open_none_delegation4::WND4_CONTENTION(false));
+    }
     if ask.blocked(client, t.stateids.on_file(file).iter()) {
         return ask.none(open_none_delegation4::WND4_CONTENTION(false));
     }
@@ -292,7 +321,12 @@ pub(super) fn grant(
         return ask.none(open_none_delegation4::WND4_CONTENTION(false));
     }
     let lease = t.clients.get(client).map(|c| c.lease.clone()).unwrap_or_default();
-    match t.stateids.insert(st.boot, st.settings.max_stateids_per_client, minor, ask.entry(client, file, fh, lease)) {
+    match t.stateids.insert(
+        st.boot,
+        st.settings.max_stateids_per_client,
+        minor,
+        ask.entry(client, file, fh, lease, parent.dir),
+    ) {
         Ok(other) => ask.granted(stateid4 { seqid: 1, other }),
         Err(_) => ask.none(open_none_delegation4::WND4_RESOURCE(false)),
     }

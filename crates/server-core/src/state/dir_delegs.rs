@@ -310,6 +310,13 @@ impl DirDelegs {
         self.per_client.get(&client).copied().unwrap_or(0)
     }
 
+    /// Whether a client other than `client` holds a delegation of `dir`.
+    pub fn held_by_other(&self, dir: FileKey, client: u64) -> bool {
+        self.by_dir
+            .get(&dir)
+            .is_some_and(|v| v.iter().any(|o| self.by_other.get(o).is_some_and(|d| d.client != client)))
+    }
+
     pub fn holds(&self, client: u64, dir: FileKey) -> bool {
         self.by_other.values().any(|d| d.client == client && d.dir == dir)
     }

@@ -186,6 +186,10 @@ pub(crate) struct DelegState {
     pub recall_again: bool,
     /// Revoked: answers DELEG_REVOKED until FREE_STATEID.
     pub revoked: bool,
+    /// The directory the file was opened by name in, for a write
+    /// delegation: another client's delegation of that directory cannot
+    /// be told of the file's size and times while the writer keeps them.
+    pub parent: Option<FileKey>,
 }
 
 #[derive(Debug, Clone)]

@@ -99,6 +99,8 @@ struct Target<'a> {
     obj: Obj<'a>,
     cinfo: change_info4,
     attrset: bitmap4,
+    /// The directory an open by name found the file in.
+    dir: Option<crate::state::FileKey>,
 }
 
 /// The directory of a CLAIM_NULL / CLAIM_DELEGATE_CUR open.
@@ -134,7 +136,8 @@ fn by_name<'a>(cx: &Compound<'a>, name: &component4, how: Option<&createhow4>) -
         }
         let (id, attrs) = dir.fs().lookup(dir.id, name).map_err(stat4)?;
         let cinfo = change_info4 { atomic: true, before, after: before };
-        return Ok(Target { obj: Obj { id, attrs, ..dir }, cinfo, attrset: vec![] });
+        let parent = Some(file_key(&dir));
+        return Ok(Target { obj: Obj { id, attrs, ..dir }, cinfo, attrset: vec![], dir: parent });
     };
     if dir.read_only() {
         return Err(nfsstat4::NFS4ERR_ROFS);
@@ -201,7 +204,8 @@ fn by_name<'a>(cx: &Compound<'a>, name: &component4, how: Option<&createhow4>) -
     }
     let after = dir.fs().getattr(dir.id).map(|a| a.change).unwrap_or(before);
     let cinfo = change_info4 { atomic: false, before, after };
-    Ok(Target { obj: Obj { id, attrs, ..dir }, cinfo, attrset })
+    let parent = Some(file_key(&dir));
+    Ok(Target { obj: Obj { id, attrs, ..dir }, cinfo, attrset, dir: parent })
 }
 
 fn times_bits() -> Vec<u32> {
@@ -233,7 +237,7 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         CLAIM_FH | CLAIM_PREVIOUS(_) | CLAIM_DELEG_CUR_FH(_) => {
             let obj = cx.cobj(nfsstat4::NFS4ERR_ISDIR)?;
             let before = obj.attrs.change;
-            Target { obj, cinfo: change_info4 { atomic: true, before, after: before }, attrset: vec![] }
+            Target { obj, cinfo: change_info4 { atomic: true, before, after: before }, attrset: vec![], dir: None }
         }
         CLAIM_DELEGATE_PREV(_) | CLAIM_DELEG_PREV_FH => return Err(nfsstat4::NFS4ERR_NOTSUPP),
     };
@@ -277,6 +281,11 @@ fn open(cx: &mut Compound, client: clientid4, key: &OwnerKey, args: &OPEN4args) 
         reclaim: matches!(args.claim, CLAIM_PREVIOUS(_)),
         fh: &nfh,
         session_lease: session_lease.as_ref(),
+        parent: crate::state::delegations::Parent {
+            dir: target.dir,
+            dir_delegated: access & OPEN4_SHARE_ACCESS_WRITE != 0
+                && target.dir.is_some_and(|d| st.dir_delegated_to_other(d, client)),
+        },
     };
     let core = cx.core;
     let store = Store { core, obj, file };

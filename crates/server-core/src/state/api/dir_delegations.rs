@@ -59,15 +59,46 @@ impl State4 {
             return Err((d, unused(&t)));
         }
         let lease = t.clients.get(client).map(|c| c.lease.clone()).unwrap_or_else(Arc::default);
-        let d = DelegState { write: false, fh: fh.clone(), recalled: None, recall_again: false, revoked: false };
+        let d = DelegState {
+            write: false,
+            fh: fh.clone(),
+            recalled: None,
+            recall_again: false,
+            revoked: false,
+            parent: None,
+        };
         let entry = Entry { seqid: 1, client, file: dir, lease, kind: Kind::Deleg(d) };
         match t.stateids.insert(self.boot, self.settings.max_stateids_per_client, minor, entry) {
             Ok(other) => {
                 let stateid = stateid4 { seqid: 1, other };
                 t.dir_delegs.insert(other, client, stateid.clone(), dir, fh.clone(), watch, wants);
+                self.recall_write_delegations_in(&mut t, dir, client);
                 Ok(stateid)
             }
             Err(_) => Err((Decline::Unavailable, unused(&t))),
+        }
+    }
+
+    /// Recalls other clients' write delegations of files in `dir`: their
+    /// holders keep the files' size and times, which the delegation of the
+    /// directory could not be told of until they are returned (and the
+    /// data written back makes its events).
+    fn recall_write_delegations_in(&self, t: &mut Tables, dir: FileKey, client: u64) {
+        if !self.any_write_delegated() {
+            return;
+        }
+        let files: Vec<FileKey> = t
+            .stateids
+            .all_matching(|e| {
+                e.client != client
+                    && matches!(&e.kind, Kind::Deleg(d) if d.write && !d.revoked && d.parent == Some(dir))
+            })
+            .into_iter()
+            .filter_map(|o| t.stateids.get(&o).map(|e| e.file))
+            .collect();
+        for file in files {
+            // The write delegation's recall; nothing waits for it here.
+            let _ = delegations::recall_conflicting(self, t, file, Some(client), true);
         }
     }
 
@@ -123,6 +154,12 @@ impl State4 {
         } else {
             Ok(())
         }
+    }
+
+    /// Whether a client other than `client` holds a delegation of
+    /// directory `dir` (no lock while none is held anywhere).
+    pub(crate) fn dir_delegated_to_other(&self, dir: FileKey, client: u64) -> bool {
+        self.any_dir_delegation() && self.lock_tables().dir_delegs.held_by_other(dir, client)
     }
 
     /// DELEGRETURN gave back delegation `other`: if it was a directory's,

@@ -118,6 +118,8 @@ pub(crate) struct OpenRequest<'a> {
     pub reclaim: bool,
     /// The file's handle, for a delegation's recall.
     pub fh: &'a nfs_fh4,
+    /// The directory an OPEN by name found the file in.
+    pub parent: crate::state::delegations::Parent,
     /// The client's lease, from the 4.1 session whose SEQUENCE renewed it
     /// and whose claim [`State4::open_claim_allowed`] let through without
     /// the tables: the OPEN may be recorded without them too.
@@ -206,7 +208,8 @@ fn record_open<S: OpenStore>(
         // server never hears of: only the store's delegation makes it wait
         // for a recall.
         let (file, client, fh) = (req.file, req.client, req.fh);
-        delegations::grant(st, t, minor, file, client, fh, req.share_access, |write| store.delegate(write))
+        let share_access = req.share_access;
+        delegations::grant(st, t, minor, file, client, fh, share_access, req.parent, |write| store.delegate(write))
     };
     Ok(OpenRecorded { stateid: opened.stateid, confirmed, delegation })
 }

@@ -249,14 +249,14 @@ impl State4 {
         let stateid = opened.ok()?.stateid;
         let delegation = match ask {
             Err(none) => none,
-            Ok(ask) if ask.blocked(client, shard.on_file(file)) => {
+            Ok(ask) if ask.blocked(client, shard.on_file(file)) || (ask.write && req.parent.dir_delegated) => {
                 ask.none(open_none_delegation4::WND4_CONTENTION(false))
             }
             Ok(ask) if !backchannel || c.delegs >= self.settings.max_delegations_per_client => {
                 ask.none(open_none_delegation4::WND4_RESOURCE(false))
             }
             Ok(ask) => {
-                let entry = ask.entry(client, file, req.fh, lease.clone());
+                let entry = ask.entry(client, file, req.fh, lease.clone(), req.parent.dir);
                 match ids.insert_held(&mut c, &mut shard, self.boot, max, minor, entry) {
                     Ok(other) => ask.granted(stateid4 { seqid: 1, other }),
                     Err(_) => ask.none(open_none_delegation4::WND4_RESOURCE(false)),
