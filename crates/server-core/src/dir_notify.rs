@@ -25,6 +25,10 @@ use crate::{Core, Export};
 /// next readiness.
 const EVENTS_PER_READ: usize = 4096;
 
+/// Bytes of a CB_COMPOUND that are not CB_NOTIFYs: the RPC header and
+/// credential, CB_SEQUENCE and its referring calls.
+const COMPOUND_HEADROOM: usize = 1024;
+
 impl Core {
     /// The exports whose backend reports directory changes, for the
     /// transport to poll ([`vfs::DirEvents::ready_fd`]).
@@ -92,15 +96,49 @@ impl Core {
         }
     }
 
+    /// Sends the CB_NOTIFYs of `due`, those of one client packed into as
+    /// few CB_COMPOUNDs as its back channel takes: a burst of changes in
+    /// many directories (a tree being made) costs a round trip per
+    /// compound, not per directory.
     fn send_batches(&self, due: Vec<Batch>) {
+        let mut by_client: Vec<(u64, Vec<Batch>)> = Vec::new();
         for b in due {
-            let changes = match self.export_by_id(b.dir.0) {
-                Some(export) => changes_of(self, export, &b),
-                None => Vec::new(),
-            };
-            if let Some(u) = self.v4.send_dir_notify(&b, changes) {
-                self.stop_watches(vec![u]);
+            match by_client.iter_mut().find(|(c, _)| *c == b.client) {
+                Some((_, v)) => v.push(b),
+                None => by_client.push((b.client, vec![b])),
             }
+        }
+        for (client, batches) in by_client {
+            let (max_ops, max_bytes) = self.v4.dir_notify_room(client);
+            // Room for the RPC and CB_SEQUENCE headers.
+            let budget = max_bytes.saturating_sub(COMPOUND_HEADROOM);
+            let mut notes = Vec::new();
+            let mut bytes = 0;
+            for b in batches {
+                let changes = match self.export_by_id(b.dir.0) {
+                    Some(export) => changes_of(self, export, &b),
+                    None => Vec::new(),
+                };
+                let note = (!changes.is_empty()).then(|| {
+                    let n = changes.len();
+                    let args = CB_NOTIFY4args {
+                        cna_stateid: b.stateid.clone(),
+                        cna_fh: b.fh.clone(),
+                        cna_changes: proto::dir_notify::encode(&changes),
+                    };
+                    (args, n)
+                });
+                let size = note.as_ref().map_or(0, |(a, _)| xdr::to_bytes(a).len());
+                if !notes.is_empty() && (notes.len() >= max_ops || bytes + size > budget) {
+                    let unwatch = self.v4.send_dir_notifies(client, std::mem::take(&mut notes));
+                    self.stop_watches(unwatch);
+                    bytes = 0;
+                }
+                bytes += size;
+                notes.push((b.other, note));
+            }
+            let unwatch = self.v4.send_dir_notifies(client, notes);
+            self.stop_watches(unwatch);
         }
     }
 }

@@ -126,15 +126,15 @@ fn new_callbacks(f: &mut Fixture) -> Vec<(u32, Vec<nfs_cb_argop4>)> {
 
 /// Answers callback `xid` with `status` for its one operation.
 fn answer(f: &Fixture, xid: u32, op: &nfs_cb_argop4, status: nfsstat4) {
+    answer_all(f, xid, std::slice::from_ref(op), status)
+}
+
+/// Answers callback `xid`: each of its operations `status`.
+fn answer_all(f: &Fixture, xid: u32, ops: &[nfs_cb_argop4], status: nfsstat4) {
     let mut e = Encoder::new();
     for v in [xid, 1, 0, 0, 0, 0] {
         e.u32(v);
     }
-    let res = match op {
-        nfs_cb_argop4::OP_CB_NOTIFY(_) => nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: status }),
-        nfs_cb_argop4::OP_CB_RECALL(_) => nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status }),
-        other => panic!("unexpected callback {other:?}"),
-    };
     let seq = CB_SEQUENCE4resok {
         csr_sessionid: [0; 16],
         csr_sequenceid: 1,
@@ -142,12 +142,15 @@ fn answer(f: &Fixture, xid: u32, op: &nfs_cb_argop4, status: nfsstat4) {
         csr_highest_slotid: 0,
         csr_target_highest_slotid: 0,
     };
-    CB_COMPOUND4res {
-        status,
-        tag: Bytes::new(),
-        resarray: vec![nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(seq)), res],
+    let mut resarray = vec![nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(seq))];
+    for op in ops {
+        resarray.push(match op {
+            nfs_cb_argop4::OP_CB_NOTIFY(_) => nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: status }),
+            nfs_cb_argop4::OP_CB_RECALL(_) => nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status }),
+            other => panic!("unexpected callback {other:?}"),
+        });
     }
-    .encode(&mut e);
+    CB_COMPOUND4res { status, tag: Bytes::new(), resarray }.encode(&mut e);
     let mut env_peer = f.env.peer.clone();
     env_peer.conn = HOLDER_CONN;
     f.env.core.handle(e.into_bytes(), &env_peer);
@@ -588,4 +591,57 @@ fn no_write_delegation_of_a_file_in_another_clients_delegated_directory() {
     // The holder's own write may have one.
     f.env.peer.conn = HOLDER_CONN;
     assert!(matches!(open_for_write(&f, &mut a, "mine"), open_delegation4::OPEN_DELEGATE_WRITE(_)));
+}
+
+#[test]
+fn changes_in_many_directories_go_in_one_compound() {
+    let mut f = fixture(Nfs4Settings::default());
+    let mut a = holder(&mut f);
+    let mut fhs = Vec::new();
+    for i in 0..5 {
+        std::fs::create_dir(host(&f, &format!("d/s{i}"))).unwrap();
+        let mut ops = walk(Path::new(&format!("/export/d/s{i}")));
+        ops.push(nfs_argop4::OP_GETFH);
+        let fh = fh_res(&a.run(&f.env, ops), 4);
+        granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+        fhs.push(fh);
+    }
+    for i in 0..5 {
+        std::fs::write(host(&f, &format!("d/s{i}/new")), b"").unwrap();
+    }
+    f.env.core.dir_events_ready(1);
+    let cbs = new_callbacks(&mut f);
+    assert_eq!(cbs.len(), 1, "one CB_COMPOUND");
+    let (xid, ops) = &cbs[0];
+    let told: Vec<&nfs_fh4> = ops
+        .iter()
+        .map(|op| match op {
+            nfs_cb_argop4::OP_CB_NOTIFY(n) => &n.cna_fh,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(told.len(), 5);
+    assert!(fhs.iter().all(|fh| told.contains(&fh)));
+    // The first refused: the others, after it, did not run; all recalled.
+    let mut e = Encoder::new();
+    for v in [*xid, 1, 0, 0, 0, 0] {
+        e.u32(v);
+    }
+    let seq = CB_SEQUENCE4resok {
+        csr_sessionid: [0; 16],
+        csr_sequenceid: 1,
+        csr_slotid: 0,
+        csr_highest_slotid: 0,
+        csr_target_highest_slotid: 0,
+    };
+    let resarray = vec![
+        nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(seq)),
+        nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: nfsstat4::NFS4_OK }),
+        nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: nfsstat4::NFS4ERR_BAD_STATEID }),
+    ];
+    CB_COMPOUND4res { status: nfsstat4::NFS4ERR_BAD_STATEID, tag: Bytes::new(), resarray }.encode(&mut e);
+    let mut peer = f.env.peer.clone();
+    peer.conn = HOLDER_CONN;
+    f.env.core.handle(e.into_bytes(), &peer);
+    assert_eq!(f.env.core.dir_delegation_counts().recalls[3], 4, "refused: the one refused and the three not run");
 }

@@ -26,8 +26,10 @@ const NFSPROC4_COMPOUND: u32 = 1;
 /// The program number the back channel's calls carry (RFC 8881 leaves
 /// the choice to the client; this is the value Linux uses).
 pub(crate) const CB_PROGRAM: u32 = 0x4000_0000;
-/// The back channel needs few slots: recalls come one per file.
-const BACK_CHANNEL_SLOTS: u32 = 4;
+/// Back-channel slots offered: recalls come one per file, but a server
+/// telling of changes in many delegated directories (CB_NOTIFY) keeps
+/// several calls out at once.
+const BACK_CHANNEL_SLOTS: u32 = 16;
 
 fn channel(slots: u32, max_request: u32) -> channel_attrs4 {
     channel_attrs4 {

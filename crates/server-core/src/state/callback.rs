@@ -31,8 +31,9 @@ pub(crate) struct Pending {
     pub getattr: Option<WaitId>,
     /// The delegation a CB_RECALL recalls.
     pub recall: Option<stateid4>,
-    /// The directory delegation a CB_NOTIFY tells of changes.
-    pub notify: Option<[u8; 12]>,
+    /// The directory delegations its CB_NOTIFYs tell of changes, in the
+    /// order of their operations (after CB_SEQUENCE).
+    pub notify: Vec<[u8; 12]>,
     /// What its reply must pass when it went under RPCSEC_GSS.
     pub gss: Option<CbReplyCheck>,
 }
@@ -79,6 +80,7 @@ pub(super) fn bind(st: &State4, t: &mut Tables, session: &sessionid4, conn: u64)
             state: CbState::Unknown,
             slots: vec![CbSlot::default(); slots as usize],
             max_ops: s.back.ca_maxoperations,
+            max_request: s.back.ca_maxrequestsize,
             queue,
         });
         s.client
@@ -99,7 +101,7 @@ pub(super) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     if let Some(gss) = send_record(st, &mut s, xid, CB_NULL, Vec::new()) {
         t.callbacks.pending.insert(
             (conn, xid),
-            Pending { session: *session, client, slot: None, getattr: None, recall: None, notify: None, gss },
+            Pending { session: *session, client, slot: None, getattr: None, recall: None, notify: Vec::new(), gss },
         );
     } else {
         if let Some(bc) = s.backchannel.as_mut() {
@@ -110,7 +112,7 @@ pub(super) fn probe(st: &State4, t: &mut Tables, session: &sessionid4) {
     }
 }
 
-/// Encodes CB_COMPOUND { CB_SEQUENCE, `op` } for slot `slot` of session
+/// Encodes CB_COMPOUND { CB_SEQUENCE, `ops` } for slot `slot` of session
 /// `s` (locked by the caller) and sends it. False if the connection is
 /// gone: the back channel is then marked down, and the caller, once it
 /// lets go of the session, calls [`refresh_path`].
@@ -119,7 +121,7 @@ fn send_cb(
     t: &mut Tables,
     s: &mut Session,
     slot: u32,
-    op: nfs_cb_argop4,
+    ops: Vec<nfs_cb_argop4>,
     getattr: Option<WaitId>,
 ) -> bool {
     let xid = t.callbacks.next_xid();
@@ -135,17 +137,17 @@ fn send_cb(
         tag: Bytes::new(),
         minorversion,
         callback_ident: 0,
-        argarray: vec![
-            nfs_cb_argop4::OP_CB_SEQUENCE(CB_SEQUENCE4args {
-                csa_sessionid: session,
-                csa_sequenceid: seqid,
-                csa_slotid: slot,
-                csa_highest_slotid: highest.unwrap_or(i) as u32,
-                csa_cachethis: false,
-                csa_referring_call_lists: vec![],
-            }),
-            op,
-        ],
+        argarray: vec![nfs_cb_argop4::OP_CB_SEQUENCE(CB_SEQUENCE4args {
+            csa_sessionid: session,
+            csa_sequenceid: seqid,
+            csa_slotid: slot,
+            csa_highest_slotid: highest.unwrap_or(i) as u32,
+            csa_cachethis: false,
+            csa_referring_call_lists: vec![],
+        })]
+        .into_iter()
+        .chain(ops)
+        .collect(),
     };
     let conn = bc.conn;
     let mut e = Encoder::with_capacity(256);
@@ -159,11 +161,18 @@ fn send_cb(
     let Some(bc) = s.backchannel.as_mut() else { return false };
     bc.slots[i].seqid = seqid;
     bc.slots[i].busy = Some(xid);
-    let (recall, notify) = match &args.argarray[1] {
-        nfs_cb_argop4::OP_CB_RECALL(r) => (Some(r.stateid.clone()), None),
-        nfs_cb_argop4::OP_CB_NOTIFY(n) => (None, Some(n.cna_stateid.other)),
-        _ => (None, None),
+    let recall = match args.argarray.get(1) {
+        Some(nfs_cb_argop4::OP_CB_RECALL(r)) => Some(r.stateid.clone()),
+        _ => None,
     };
+    let notify = args
+        .argarray
+        .iter()
+        .filter_map(|op| match op {
+            nfs_cb_argop4::OP_CB_NOTIFY(n) => Some(n.cna_stateid.other),
+            _ => None,
+        })
+        .collect();
     t.callbacks
         .pending
         .insert((conn, xid), Pending { session, client, slot: Some(slot), getattr, recall, notify, gss });
@@ -237,9 +246,11 @@ fn answered(
     if let (Some(recalled), Some(r)) = (&p.recall, &compound) {
         recall_answered(t, recalled, r);
     }
-    if let Some(other) = &p.notify {
+    for (i, other) in p.notify.iter().enumerate() {
+        // An operation after one that failed did not run: its changes
+        // were not taken.
         let ok = matches!(
-            compound.as_ref().and_then(|r| r.resarray.get(1)),
+            compound.as_ref().and_then(|r| r.resarray.get(1 + i)),
             Some(nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: nfsstat4::NFS4_OK }))
         );
         if !t.dir_delegs.answered(other, ok) {
@@ -288,8 +299,8 @@ fn answered(
         bc.queue.clear();
     } else if let Some(slot) = bc.slots.iter().position(|x| x.busy.is_none()) {
         // A slot came free: send the next queued callback.
-        if let Some(op) = bc.queue.pop_front() {
-            send_cb(st, t, &mut s, slot as u32, op, None);
+        if let Some(ops) = bc.queue.pop_front() {
+            send_cb(st, t, &mut s, slot as u32, ops, None);
         }
     }
     drop(s);
@@ -350,11 +361,27 @@ pub(super) fn offload(st: &State4, t: &mut Tables, client: u64, args: CB_OFFLOAD
     send_to_client(st, t, client, nfs_cb_argop4::OP_CB_OFFLOAD(args))
 }
 
-/// Sends CB_NOTIFY (RFC 8881 section 20.4) of a directory delegation's
-/// changes to its holder, queued behind the callbacks out when every
-/// slot is busy. False when the client has no usable back channel.
-pub(super) fn notify(st: &State4, t: &mut Tables, client: u64, args: CB_NOTIFY4args) -> bool {
-    send_to_client(st, t, client, nfs_cb_argop4::OP_CB_NOTIFY(args))
+/// Sends CB_NOTIFYs (RFC 8881 section 20.4) of directory delegations'
+/// changes to their holder, in one CB_COMPOUND, queued behind the
+/// callbacks out when every slot is busy. False when the client has no
+/// usable back channel.
+pub(super) fn notify(st: &State4, t: &mut Tables, client: u64, args: Vec<CB_NOTIFY4args>) -> bool {
+    send_ops_to_client(st, t, client, args.into_iter().map(nfs_cb_argop4::OP_CB_NOTIFY).collect())
+}
+
+/// How many operations after CB_SEQUENCE, and how many bytes, one
+/// CB_COMPOUND to `client` may carry: what its back channel said it
+/// takes (the smallest over its sessions that could carry it).
+pub(super) fn compound_room(st: &State4, client: u64) -> (usize, usize) {
+    match backchannel_of(st, client) {
+        Some(cell) => {
+            let s = cell.lock();
+            s.backchannel
+                .as_ref()
+                .map_or((1, 0), |bc| ((bc.max_ops.saturating_sub(1) as usize).max(1), bc.max_request as usize))
+        }
+        None => (1, 0),
+    }
 }
 
 /// Sends CB_RECALLABLE_OBJ_AVAIL (RFC 8881 section 20.7): a client
@@ -378,7 +405,7 @@ pub(super) fn getattr(st: &State4, t: &mut Tables, client: u64, fh: &nfs_fh4, wa
     let Some(slot) = s.backchannel.as_ref().and_then(|bc| bc.slots.iter().position(|x| x.busy.is_none())) else {
         return false;
     };
-    let sent = send_cb(st, t, &mut s, slot as u32, op, Some(waiter));
+    let sent = send_cb(st, t, &mut s, slot as u32, vec![op], Some(waiter));
     drop(s);
     if !sent {
         refresh_path(st, t, client);
@@ -416,13 +443,18 @@ fn backchannel_of(st: &State4, client: u64) -> Option<Arc<Mutex<Session>>> {
 /// Sends `op` behind a CB_SEQUENCE over one of `client`'s back channels,
 /// or queues it there while every slot is busy.
 fn send_to_client(st: &State4, t: &mut Tables, client: u64, op: nfs_cb_argop4) -> bool {
+    send_ops_to_client(st, t, client, vec![op])
+}
+
+/// [`send_to_client`] of several operations in one CB_COMPOUND.
+fn send_ops_to_client(st: &State4, t: &mut Tables, client: u64, ops: Vec<nfs_cb_argop4>) -> bool {
     loop {
         let Some(cell) = backchannel_of(st, client) else { return false };
         let mut s = cell.lock();
         let Some(bc) = s.backchannel.as_mut() else { return false };
         match bc.slots.iter().position(|x| x.busy.is_none()) {
             Some(slot) => {
-                if send_cb(st, t, &mut s, slot as u32, op.clone(), None) {
+                if send_cb(st, t, &mut s, slot as u32, ops.clone(), None) {
                     return true;
                 }
                 // That connection is gone (marked down): try another.
@@ -433,7 +465,7 @@ fn send_to_client(st: &State4, t: &mut Tables, client: u64, op: nfs_cb_argop4) -
                 if bc.queue.len() >= MAX_QUEUED_RECALLS {
                     return false;
                 }
-                bc.queue.push_back(op);
+                bc.queue.push_back(ops);
                 return true;
             }
         }
@@ -472,8 +504,13 @@ pub(super) fn refresh_path(st: &State4, t: &Tables, client: u64) {
 /// uses any more are returned, for the caller to stop.
 pub(crate) fn connection_closed(st: &State4, conn: u64) -> Vec<super::Unwatch> {
     let mut t = st.lock_tables();
-    let lost: Vec<[u8; 12]> =
-        t.callbacks.pending.iter().filter(|((c, _), _)| *c == conn).filter_map(|(_, p)| p.notify).collect();
+    let lost: Vec<[u8; 12]> = t
+        .callbacks
+        .pending
+        .iter()
+        .filter(|((c, _), _)| *c == conn)
+        .flat_map(|(_, p)| p.notify.iter().copied())
+        .collect();
     t.callbacks.pending.retain(|(c, _), _| *c != conn);
     let mut unwatch = Vec::new();
     for other in lost {

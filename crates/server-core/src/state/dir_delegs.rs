@@ -188,6 +188,11 @@ pub(crate) struct DirDeleg {
     own: Vec<(u32, Bytes, Duration)>,
 }
 
+/// Changes one CB_NOTIFY carries at most: with names of 255 bytes and a
+/// handle and stat in each, about 30 KiB, within the 64 KiB back-channel
+/// requests clients take (Linux's and nfsx's).
+const MAX_CHANGES_PER_NOTIFY: usize = 64;
+
 /// How long a holder's own change waits for its event: one that failed
 /// makes none.
 pub(crate) const OWN_CHANGE_TTL: Duration = Duration::from_secs(2);
@@ -599,10 +604,15 @@ impl DirDelegs {
             if d.entries.is_empty() && !attrs_due {
                 continue;
             }
-            let entries: Vec<EntryChange> = d.entries.drain(..).collect();
+            // Bounded, so that one CB_NOTIFY fits the client's back
+            // channel; the rest goes once this one is answered.
+            let n = d.entries.len().min(MAX_CHANGES_PER_NOTIFY);
+            let entries: Vec<EntryChange> = d.entries.drain(..n).collect();
             // An entry added in this batch goes with its attributes as they
             // are when sent: a change of them since says nothing more.
-            let mut children = std::mem::take(&mut d.children);
+            let room = MAX_CHANGES_PER_NOTIFY - entries.len();
+            let more = d.children.len().saturating_sub(room);
+            let mut children: Vec<Bytes> = d.children.drain(..d.children.len() - more).collect();
             children.retain(|c| {
                 !entries.iter().any(|e| matches!(e, EntryChange::Add(n) | EntryChange::Rename { to: n, .. } if n == c))
             });
@@ -620,7 +630,9 @@ impl DirDelegs {
                 dir_attrs,
             };
             d.dir_attrs = false;
-            d.attrs_since = None;
+            if d.children.is_empty() {
+                d.attrs_since = None;
+            }
             d.in_flight = Some(now);
             out.push(b);
         }

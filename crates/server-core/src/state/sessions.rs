@@ -84,8 +84,11 @@ pub(crate) struct BackChannel {
     pub slots: Vec<CbSlot>,
     /// Operations per CB_COMPOUND the client takes.
     pub max_ops: u32,
-    /// Recalls waiting for a free back-channel slot (bounded).
-    pub queue: VecDeque<nfs_cb_argop4>,
+    /// Largest CB_COMPOUND the client takes (`ca_maxrequestsize`).
+    pub max_request: u32,
+    /// Callbacks waiting for a free back-channel slot (bounded): the
+    /// operations of one CB_COMPOUND each, after its CB_SEQUENCE.
+    pub queue: VecDeque<Vec<nfs_cb_argop4>>,
 }
 
 /// Longest recall queue per back channel.

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use proto::dir_notify::DirChange;
 use proto::nfs4::*;
 use vfs::WatchId;
 
@@ -241,29 +240,50 @@ impl State4 {
         self.lock_tables().dir_delegs.due(now)
     }
 
-    /// Sends `batch`'s CB_NOTIFY with `changes` (read from the backend
-    /// since [`State4::dir_seen`]); a holder that cannot be told loses
-    /// the delegation.
-    pub(crate) fn send_dir_notify(&self, batch: &Batch, changes: Vec<DirChange>) -> Option<Unwatch> {
+    /// How many CB_NOTIFYs, and how many bytes, one CB_COMPOUND to
+    /// `client` may carry.
+    pub(crate) fn dir_notify_room(&self, client: u64) -> (usize, usize) {
+        callback::compound_room(self, client)
+    }
+
+    /// Sends `client` the CB_NOTIFYs of `notes` (each a delegation's, with
+    /// how many changes it tells; none: nothing to send for it) in one
+    /// CB_COMPOUND; a holder that cannot be told loses those delegations.
+    pub(crate) fn send_dir_notifies(
+        &self,
+        client: u64,
+        notes: Vec<(Other, Option<(CB_NOTIFY4args, usize)>)>,
+    ) -> Vec<Unwatch> {
         let mut t = self.lock_tables();
-        if changes.is_empty() {
-            t.dir_delegs.nothing_sent(&batch.other);
-            return None;
+        let mut args = Vec::new();
+        let mut sent = Vec::new();
+        for (other, note) in notes {
+            match note {
+                Some((a, n)) => {
+                    args.push(a);
+                    sent.push((other, n));
+                }
+                None => t.dir_delegs.nothing_sent(&other),
+            }
         }
-        let n = changes.len();
-        let args = CB_NOTIFY4args {
-            cna_stateid: batch.stateid.clone(),
-            cna_fh: batch.fh.clone(),
-            cna_changes: proto::dir_notify::encode(&changes),
-        };
-        if callback::notify(self, &mut t, batch.client, args) {
-            t.dir_delegs.sent(n);
-            return None;
+        if args.is_empty() {
+            return Vec::new();
         }
-        tracing::info!(client = batch.client, "no back channel to tell of a directory's change: delegation revoked");
-        t.dir_delegs.count_recall(RecallCause::BackchannelLost);
-        delegations::revoke(&mut t, &batch.other);
-        t.dir_delegs.remove(&batch.other)
+        if callback::notify(self, &mut t, client, args) {
+            tracing::debug!(client = format_args!("{client:#x}"), notifies = sent.len(), "CB_NOTIFY sent");
+            for (_, n) in &sent {
+                t.dir_delegs.sent(*n);
+            }
+            return Vec::new();
+        }
+        tracing::info!(client, "no back channel to tell of a directory's change: delegations revoked");
+        let mut unwatch = Vec::new();
+        for (other, _) in sent {
+            t.dir_delegs.count_recall(RecallCause::BackchannelLost);
+            delegations::revoke(&mut t, &other);
+            unwatch.extend(t.dir_delegs.remove(&other));
+        }
+        unwatch
     }
 
     /// How many directory delegations are held, and what they cost.
