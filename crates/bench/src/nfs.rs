@@ -100,6 +100,14 @@ struct NfsTarget {
 /// callbacks, write-behind): those run whenever some thread drives it.
 const IDLE_DRIVE_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Passes of the runtime in each of those turns: a callback needs several
+/// to go all the way through (read, handed to the callback task,
+/// answered, written), and with one pass a CB_NOTIFY waited several
+/// intervals for its answer. Yields, not a timer: a turn that does not
+/// get the runtime (a caller drives it) ends at once instead of waiting
+/// for a timer nobody drives.
+const IDLE_DRIVE_PASSES: usize = 8;
+
 impl NfsTarget {
     /// The runtime the next run's clients live on.
     fn runtime(&self) -> Result<Arc<Runtime>> {
@@ -132,7 +140,11 @@ fn drive_while_idle(rt: Weak<Runtime>) {
     loop {
         std::thread::sleep(IDLE_DRIVE_INTERVAL);
         let Some(rt) = rt.upgrade() else { return };
-        rt.block_on(tokio::task::yield_now());
+        rt.block_on(async {
+            for _ in 0..IDLE_DRIVE_PASSES {
+                tokio::task::yield_now().await;
+            }
+        });
     }
 }
 

@@ -465,6 +465,11 @@ fn send_ops_to_client(st: &State4, t: &mut Tables, client: u64, ops: Vec<nfs_cb_
                 if bc.queue.len() >= MAX_QUEUED_RECALLS {
                     return false;
                 }
+                tracing::debug!(
+                    client = format_args!("{client:#x}"),
+                    queued = bc.queue.len() + 1,
+                    "callback queued: every back-channel slot busy"
+                );
                 bc.queue.push_back(ops);
                 return true;
             }
