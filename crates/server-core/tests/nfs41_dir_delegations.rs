@@ -99,6 +99,15 @@ fn get_dir_deleg(f: &Fixture, s: &mut Session, fh: &nfs_fh4, op: nfs_argop4) -> 
     }
 }
 
+/// The holder, the directory's handle and the delegation granted it on
+/// /export/d with every notification, attributes at once.
+fn delegated(f: &mut Fixture) -> (Session, nfs_fh4, GET_DIR_DELEGATION4resok) {
+    let mut a = holder(f);
+    let fh = dir_fh(f, &mut a);
+    let ok = granted(get_dir_deleg(f, &mut a, &fh, gdd(all_types(), 0)));
+    (a, fh, ok)
+}
+
 fn granted(res: GET_DIR_DELEGATION4res_non_fatal) -> GET_DIR_DELEGATION4resok {
     match res {
         GET_DIR_DELEGATION4res_non_fatal::GDD4_OK(ok) => ok,
@@ -131,6 +140,19 @@ fn answer(f: &Fixture, xid: u32, op: &nfs_cb_argop4, status: nfsstat4) {
 
 /// Answers callback `xid`: each of its operations `status`.
 fn answer_all(f: &Fixture, xid: u32, ops: &[nfs_cb_argop4], status: nfsstat4) {
+    let results = ops
+        .iter()
+        .map(|op| match op {
+            nfs_cb_argop4::OP_CB_NOTIFY(_) => nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: status }),
+            nfs_cb_argop4::OP_CB_RECALL(_) => nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status }),
+            other => panic!("unexpected callback {other:?}"),
+        })
+        .collect();
+    reply(f, xid, status, results);
+}
+
+/// The holder's reply to callback `xid`: CB_SEQUENCE, then `results`.
+fn reply(f: &Fixture, xid: u32, status: nfsstat4, results: Vec<nfs_cb_resop4>) {
     let mut e = Encoder::new();
     for v in [xid, 1, 0, 0, 0, 0] {
         e.u32(v);
@@ -143,17 +165,11 @@ fn answer_all(f: &Fixture, xid: u32, ops: &[nfs_cb_argop4], status: nfsstat4) {
         csr_target_highest_slotid: 0,
     };
     let mut resarray = vec![nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(seq))];
-    for op in ops {
-        resarray.push(match op {
-            nfs_cb_argop4::OP_CB_NOTIFY(_) => nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: status }),
-            nfs_cb_argop4::OP_CB_RECALL(_) => nfs_cb_resop4::OP_CB_RECALL(CB_RECALL4res { status }),
-            other => panic!("unexpected callback {other:?}"),
-        });
-    }
+    resarray.extend(results);
     CB_COMPOUND4res { status, tag: Bytes::new(), resarray }.encode(&mut e);
-    let mut env_peer = f.env.peer.clone();
-    env_peer.conn = HOLDER_CONN;
-    f.env.core.handle(e.into_bytes(), &env_peer);
+    let mut peer = f.env.peer.clone();
+    peer.conn = HOLDER_CONN;
+    f.env.core.handle(e.into_bytes(), &peer);
 }
 
 /// The changes of the one CB_NOTIFY sent since the last look, answered OK.
@@ -210,9 +226,7 @@ fn size_of(a: &fattr4) -> u64 {
 #[test]
 fn a_holder_is_told_of_changes_by_other_clients_and_on_the_host_in_order() {
     let mut f = fixture(Nfs4Settings::default());
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let (_a, _, ok) = delegated(&mut f);
     assert_eq!(ok.gddr_notification, all_types());
     // time_access changes with reads, which nothing reports: not offered.
     assert_eq!(bits(&ok.gddr_child_attributes), [FATTR4_TYPE, FATTR4_SIZE, FATTR4_FILEID, FATTR4_MODE]);
@@ -267,9 +281,7 @@ fn ok_(r: &COMPOUND4res) {
 #[test]
 fn changes_coming_while_one_notify_is_out_wait_for_its_answer() {
     let mut f = fixture(Nfs4Settings::default());
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let _session = delegated(&mut f);
     std::fs::write(host(&f, "d/1"), b"").unwrap();
     f.env.core.dir_events_ready(1);
     let first = new_callbacks(&mut f);
@@ -312,9 +324,7 @@ fn attribute_changes_wait_for_the_delay_the_holder_asked_for() {
 #[test]
 fn a_second_request_is_unavailable_and_delegreturn_ends_the_notifications() {
     let mut f = fixture(Nfs4Settings::default());
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let (mut a, fh, ok) = delegated(&mut f);
     assert_eq!(
         get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)),
         GET_DIR_DELEGATION4res_non_fatal::GDD4_UNAVAIL(false)
@@ -397,9 +407,7 @@ fn what_cannot_be_told_recalls_the_delegation() {
 #[test]
 fn an_unanswered_notify_recalls_after_the_answer_time() {
     let mut f = fixture(Nfs4Settings::default());
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let _session = delegated(&mut f);
     std::fs::write(host(&f, "d/a"), b"").unwrap();
     f.env.core.dir_events_ready(1);
     assert_eq!(new_callbacks(&mut f).len(), 1);
@@ -413,9 +421,7 @@ fn an_unanswered_notify_recalls_after_the_answer_time() {
 #[test]
 fn a_refused_notify_recalls() {
     let mut f = fixture(Nfs4Settings::default());
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let _session = delegated(&mut f);
     std::fs::write(host(&f, "d/a"), b"").unwrap();
     f.env.core.dir_events_ready(1);
     let cbs = new_callbacks(&mut f);
@@ -428,9 +434,7 @@ fn a_refused_notify_recalls() {
 #[test]
 fn a_connection_lost_with_a_notify_out_revokes_the_delegation() {
     let mut f = fixture(Nfs4Settings::default());
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let (mut a, _, _) = delegated(&mut f);
     std::fs::write(host(&f, "d/a"), b"").unwrap();
     f.env.core.dir_events_ready(1);
     assert_eq!(new_callbacks(&mut f).len(), 1);
@@ -449,9 +453,7 @@ fn a_client_declined_for_a_limit_is_told_when_one_is_free() {
     let settings = Nfs4Settings { max_dir_delegations: 1, ..Default::default() };
     let mut f = fixture(settings);
     std::fs::create_dir(host(&f, "e")).unwrap();
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let (mut a, fh, ok) = delegated(&mut f);
     let mut ops = walk(Path::new("/export/e"));
     ops.push(nfs_argop4::OP_GETFH);
     let e = fh_res(&a.run(&f.env, ops), 3);
@@ -534,9 +536,7 @@ fn another_clients_change_not_asked_for_waits_for_the_recall_and_the_holders_own
 #[test]
 fn a_delegated_directory_removed_ends_its_delegations() {
     let mut f = fixture(Nfs4Settings::default());
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    let ok = granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let (mut a, _, ok) = delegated(&mut f);
     std::fs::remove_dir(host(&f, "d")).unwrap();
     // The directory's inode goes, and with it the event, once the server
     // closes its cached descriptor of it (`idle_fd_secs`, 2 s).
@@ -577,9 +577,7 @@ fn no_write_delegation_of_a_file_in_another_clients_delegated_directory() {
     let mut b = with_callbacks(&mut f, OTHER_CONN, "writer");
     // Before any directory delegation: the writer gets its write delegation.
     assert!(matches!(open_for_write(&f, &mut b, "early"), open_delegation4::OPEN_DELEGATE_WRITE(_)));
-    let mut a = holder(&mut f);
-    let fh = dir_fh(&f, &mut a);
-    granted(get_dir_deleg(&f, &mut a, &fh, gdd(all_types(), 0)));
+    let (mut a, _, _) = delegated(&mut f);
     // The holder could not be told of that file's size and times while the
     // writer keeps them: the write delegation is recalled.
     let cbs = new_callbacks(&mut f);
@@ -623,25 +621,8 @@ fn changes_in_many_directories_go_in_one_compound() {
     assert_eq!(told.len(), 5);
     assert!(fhs.iter().all(|fh| told.contains(&fh)));
     // The first refused: the others, after it, did not run; all recalled.
-    let mut e = Encoder::new();
-    for v in [*xid, 1, 0, 0, 0, 0] {
-        e.u32(v);
-    }
-    let seq = CB_SEQUENCE4resok {
-        csr_sessionid: [0; 16],
-        csr_sequenceid: 1,
-        csr_slotid: 0,
-        csr_highest_slotid: 0,
-        csr_target_highest_slotid: 0,
-    };
-    let resarray = vec![
-        nfs_cb_resop4::OP_CB_SEQUENCE(CB_SEQUENCE4res::NFS4_OK(seq)),
-        nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: nfsstat4::NFS4_OK }),
-        nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: nfsstat4::NFS4ERR_BAD_STATEID }),
-    ];
-    CB_COMPOUND4res { status: nfsstat4::NFS4ERR_BAD_STATEID, tag: Bytes::new(), resarray }.encode(&mut e);
-    let mut peer = f.env.peer.clone();
-    peer.conn = HOLDER_CONN;
-    f.env.core.handle(e.into_bytes(), &peer);
+    let notified = |status| nfs_cb_resop4::OP_CB_NOTIFY(CB_NOTIFY4res { cnr_status: status });
+    let results = vec![notified(nfsstat4::NFS4_OK), notified(nfsstat4::NFS4ERR_BAD_STATEID)];
+    reply(&f, *xid, nfsstat4::NFS4ERR_BAD_STATEID, results);
     assert_eq!(f.env.core.dir_delegation_counts().recalls[3], 4, "refused: the one refused and the three not run");
 }

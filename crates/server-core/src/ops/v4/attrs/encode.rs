@@ -183,7 +183,7 @@ impl<'a> Subject<'a> {
     }
 }
 
-fn ftype4(t: FileType) -> nfs_ftype4 {
+pub(super) fn ftype4(t: FileType) -> nfs_ftype4 {
     match t {
         FileType::Regular => nfs_ftype4::NF4REG,
         FileType::Directory => nfs_ftype4::NF4DIR,
@@ -195,7 +195,7 @@ fn ftype4(t: FileType) -> nfs_ftype4 {
     }
 }
 
-fn time(e: &mut Encoder, t: Timespec) {
+pub(super) fn time(e: &mut Encoder, t: Timespec) {
     nfstime4 { seconds: t.seconds, nseconds: t.nanos.min(999_999_999) }.encode(e);
 }
 

@@ -5,9 +5,10 @@
 //! reports, so it is not.
 
 use proto::nfs4::*;
-use vfs::{Attrs, FileId, FileType, Timespec};
+use vfs::{Attrs, FileId};
 use xdr::{Encode, Encoder};
 
+use super::encode::{ftype4, time};
 use super::{add, bits, idmap};
 use crate::fh::HandleData;
 use crate::{Core, Export};
@@ -38,22 +39,6 @@ pub(crate) fn notifiable(asked: &[u32]) -> bitmap4 {
         add(&mut m, n);
     }
     m
-}
-
-fn ftype4(t: FileType) -> nfs_ftype4 {
-    match t {
-        FileType::Regular => nfs_ftype4::NF4REG,
-        FileType::Directory => nfs_ftype4::NF4DIR,
-        FileType::BlockDevice => nfs_ftype4::NF4BLK,
-        FileType::CharDevice => nfs_ftype4::NF4CHR,
-        FileType::Symlink => nfs_ftype4::NF4LNK,
-        FileType::Socket => nfs_ftype4::NF4SOCK,
-        FileType::Fifo => nfs_ftype4::NF4FIFO,
-    }
-}
-
-fn time(e: &mut Encoder, t: Timespec) {
-    nfstime4 { seconds: t.seconds, nseconds: t.nanos.min(999_999_999) }.encode(e);
 }
 
 /// The attributes in `mask` (already [`notifiable`]) of object `id` of
