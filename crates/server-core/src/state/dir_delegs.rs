@@ -188,6 +188,10 @@ pub(crate) struct DirDeleg {
     own: Vec<(u32, Bytes, Duration)>,
 }
 
+/// How often the tick checks the delegations against the stateid table
+/// and for overdue answers and returns.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
 /// Changes one CB_NOTIFY carries at most: with names of 255 bytes and a
 /// handle and stat in each, about 30 KiB, within the 64 KiB back-channel
 /// requests clients take (Linux's and nfsx's).
@@ -289,6 +293,13 @@ pub(crate) struct DirDelegs {
     by_watch: HashMap<(u32, WatchId), Vec<Other>>,
     /// The delegations on each directory.
     by_dir: HashMap<FileKey, Vec<Other>>,
+    /// The delegations with changes waiting: what [`DirDelegs::due`] looks
+    /// at, so that a tick or an answered CB_NOTIFY costs what is waiting,
+    /// not every delegation held.
+    waiting: std::collections::HashSet<Other>,
+    /// When the delegations were last checked against the stateid table
+    /// ([`DirDelegs::sweep_due`]).
+    last_sweep: Option<Duration>,
     /// Watches to stop at the next tick (no backend at hand when they
     /// were left).
     unwatch_later: Vec<(u32, WatchId)>,
@@ -424,6 +435,7 @@ impl DirDelegs {
     /// Forgets delegation `other`; the watch to stop, when no other
     /// delegation uses it.
     pub fn remove(&mut self, other: &Other) -> Option<(u32, WatchId)> {
+        self.waiting.remove(other);
         let d = self.by_other.remove(other)?;
         self.counts.held = self.by_other.len();
         self.publish();
@@ -507,6 +519,7 @@ impl DirDelegs {
                     };
                     if asked {
                         d.entries.push_back(e.clone());
+                        self.waiting.insert(other);
                         Ok(())
                     } else {
                         Err(RecallCause::NotAsked)
@@ -520,6 +533,7 @@ impl DirDelegs {
                             d.children.push(name.clone());
                         }
                         d.attrs_since.get_or_insert(now);
+                        self.waiting.insert(other);
                     }
                     Ok(())
                 }
@@ -527,6 +541,7 @@ impl DirDelegs {
                     if w.has(notify_type4::NOTIFY4_CHANGE_DIR_ATTRS) {
                         d.dir_attrs = true;
                         d.attrs_since.get_or_insert(now);
+                        self.waiting.insert(other);
                         Ok(())
                     } else {
                         Err(RecallCause::NotAsked)
@@ -568,6 +583,7 @@ impl DirDelegs {
             return;
         }
         d.recalled = Some(now);
+        self.waiting.remove(other);
         d.entries.clear();
         d.children.clear();
         d.dir_attrs = false;
@@ -587,7 +603,12 @@ impl DirDelegs {
     /// (sooner when they can go with changes of entries).
     pub fn due(&mut self, now: Duration) -> Vec<Batch> {
         let mut out = Vec::new();
-        for (other, d) in self.by_other.iter_mut() {
+        let mut drained = Vec::new();
+        for other in &self.waiting {
+            let Some(d) = self.by_other.get_mut(other) else {
+                drained.push(*other);
+                continue;
+            };
             if d.in_flight.is_some() || d.recalled.is_some() {
                 continue;
             }
@@ -634,9 +655,28 @@ impl DirDelegs {
                 d.attrs_since = None;
             }
             d.in_flight = Some(now);
+            if d.entries.is_empty() && d.children.is_empty() {
+                drained.push(*other);
+            }
             out.push(b);
         }
+        for other in drained {
+            self.waiting.remove(&other);
+        }
         out
+    }
+
+    /// Whether a second has passed since the delegations were last
+    /// checked against the stateid table (and notes that they are now):
+    /// one gone by another path (its client expired) waits that long at
+    /// most to be forgotten, and the tick does not lock every one's shard
+    /// each time.
+    pub fn sweep_due(&mut self, now: Duration) -> bool {
+        if self.last_sweep.is_some_and(|at| now.saturating_sub(at) < SWEEP_EVERY) {
+            return false;
+        }
+        self.last_sweep = Some(now);
+        true
     }
 
     /// A batch came to nothing worth sending (every name vanished): the

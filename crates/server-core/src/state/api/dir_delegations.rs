@@ -206,13 +206,15 @@ impl State4 {
         let answer = std::time::Duration::from_secs(self.settings.dir_notify_answer_secs.into());
         let mut t = self.lock_tables();
         let mut unwatch = t.dir_delegs.take_unwatch_later();
-        for other in t.dir_delegs.others() {
+        let sweep = t.dir_delegs.sweep_due(now);
+        for other in if sweep { t.dir_delegs.others() } else { Vec::new() } {
             let live = t.stateids.get(&other).is_some_and(|e| matches!(&e.kind, Kind::Deleg(d) if !d.revoked));
             if !live {
                 unwatch.extend(t.dir_delegs.remove(&other));
             }
         }
-        let (unanswered, unreturned) = t.dir_delegs.overdue(now, answer, self.lease());
+        let (unanswered, unreturned) =
+            if sweep { t.dir_delegs.overdue(now, answer, self.lease()) } else { (Vec::new(), Vec::new()) };
         for other in unanswered {
             tracing::info!("CB_NOTIFY not answered in {answer:?}: directory delegation recalled");
             recall(self, &mut t, &other, RecallCause::NotAnswered, &mut unwatch);
